@@ -1,0 +1,46 @@
+"""The ``curta-chain`` command: parses arguments and calls the library, nothing more.
+
+Each group of subcommands lives in its own module with a ``register(subparsers)``
+function; this module wires them up and turns every ``CurtaError`` into one line on
+stderr and a non-zero exit.
+"""
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from curta_chain import __version__
+from curta_chain.cli import artifact_commands, chain_commands, localnet_command
+from curta_chain.errors import CurtaError
+
+_COMMAND_MODULES = (artifact_commands, localnet_command, chain_commands)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Return the parser with every subcommand registered."""
+    parser = argparse.ArgumentParser(
+        prog="curta-chain",
+        description="Publish a CURTAW01 model artifact to Solana and verify it from the chain.",
+    )
+    parser.add_argument("--version", action="version", version=f"curta-chain {__version__}")
+    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for module in _COMMAND_MODULES:
+        module.register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; return the process exit code."""
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.run(args) or 0)
+    except CurtaError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

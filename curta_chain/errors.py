@@ -1,0 +1,92 @@
+"""The one exception tree of curta-chain.
+
+Every error a user can cause or meet is a ``CurtaError`` whose message is one line that
+names the file, field, offset or account at fault and what was expected. The CLI catches
+``CurtaError`` once, prints that line and exits non-zero.
+
+::
+
+    CurtaError
+    ├── InputError (ValueError)     something the user handed us is malformed
+    │   ├── ArtifactError           a CURTAW01 artifact breaks a rule of the spec
+    │   ├── CheckpointError         a llama2.c checkpoint, tokenizer or TEZW file is malformed
+    │   ├── KeypairError            a keypair file is not a Solana CLI keypair
+    │   └── ConfigError             a CLI config file, URL, moniker or option is unusable
+    ├── ChainError                  the chain holds something other than what we need
+    │   ├── ProgramError            the program refused an instruction (named from the IDL)
+    │   ├── AccountError            an account is missing or is not what it should be
+    │   └── MirrorMismatchError     the seal mirror disagrees with the model account
+    ├── RpcError                    the RPC node answered with an error or not at all
+    │   └── SendGaveUpError         the sender exhausted its retries; the work is resumable
+    ├── LocalnetError               the embedded localnet cannot start or serve
+    └── BuildError                  the program cannot be compiled or linked
+
+Foreign exceptions (OSError, httpx errors, solders parse errors) are mapped to these at
+the boundary where they happen, chained with ``from``.
+"""
+
+
+class CurtaError(Exception):
+    """Base of every error curta-chain raises on purpose."""
+
+
+class InputError(CurtaError, ValueError):
+    """Something the user handed us (a file, an argument) is malformed."""
+
+
+class ArtifactError(InputError):
+    """A CURTAW01 artifact breaks a rule of the format spec."""
+
+
+class CheckpointError(InputError):
+    """A llama2.c checkpoint, llama2.c tokenizer or TEZW file is malformed."""
+
+
+class KeypairError(InputError):
+    """A keypair file is missing or is not a Solana CLI keypair."""
+
+
+class ConfigError(InputError):
+    """A CLI config file, RPC URL, moniker or option value is unusable."""
+
+
+class ChainError(CurtaError):
+    """The chain holds something other than what the operation needs."""
+
+
+class ProgramError(ChainError):
+    """The curta program refused an instruction.
+
+    Attributes:
+        code: the custom error code (6000 and up), or None for a runtime error.
+        name: the error's name from the IDL, or the runtime's name for it.
+    """
+
+    def __init__(self, message: str, code: int | None = None, name: str | None = None):
+        super().__init__(message)
+        self.code = code
+        self.name = name
+
+
+class AccountError(ChainError):
+    """An account is missing, or is not the model or weight account it should be."""
+
+
+class MirrorMismatchError(ChainError):
+    """The seal mirror's own computation disagrees with the model account."""
+
+
+class RpcError(CurtaError):
+    """The RPC node answered with an error, or could not be reached."""
+
+
+class SendGaveUpError(RpcError):
+    """The sender gave up after its retries; rerunning the command resumes the work."""
+
+
+class LocalnetError(CurtaError):
+    """The embedded localnet cannot start or serve."""
+
+
+class BuildError(CurtaError):
+    """The on-chain program cannot be compiled or linked."""
