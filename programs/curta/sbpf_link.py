@@ -1,0 +1,508 @@
+"""Link a clang-14 ``-target bpf -mcpu=v2`` relocatable object into an SBPF v0 program.
+
+Upstream ld.lld refuses BPF relocations in shared output, and no Solana toolchain can be
+installed here, so this module does the one job the loader needs: it takes one ELF64
+relocatable object (several are first merged with ``ld.lld -r``) and writes an ET_DYN
+ELF that the v0 loader accepts under its strict deployment rules:
+
+* every mapped section has ``sh_addr == sh_offset`` (the read-only region maps file
+  offset X at ``0x1_0000_0000 + X``);
+* exactly one ``.text``; every ``.rodata*`` input is merged into one ``.rodata``
+  (the loader maps no other name);
+* no writable section (``.data``/``.bss`` with content stop the link);
+* section names of at most 15 bytes and symbol names of at most 63;
+* calls to undefined names are allowed only for registered syscalls; they keep
+  ``imm = -1`` and get an ``R_BPF_64_32`` dynamic relocation the loader resolves.
+
+Everything else is resolved here: ``lddw`` of data gets the final virtual address,
+local calls get their pc-relative offset, pointer tables in ``.rodata`` get absolute
+addresses. So the only dynamic relocations are the syscall ones. The output holds no
+timestamp or path: the same object gives the same bytes.
+
+Usage: ``python sbpf_link.py input.o output.so``.
+"""
+
+from __future__ import annotations
+
+import struct
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+try:
+    from curta_chain.errors import BuildError
+except ImportError:  # run as a plain script outside the installed package
+
+    class BuildError(Exception):  # type: ignore[no-redef]
+        """The on-chain program cannot be linked."""
+
+
+MM_RODATA_START = 0x1_0000_0000
+"""Where the loader maps file offset 0 of the read-only region."""
+
+# ELF constants used here (System V gABI; EM_BPF from the Linux ABI).
+ET_REL, ET_DYN = 1, 3
+EM_BPF = 247
+SHT_NULL, SHT_PROGBITS, SHT_SYMTAB, SHT_STRTAB, SHT_RELA = 0, 1, 2, 3, 4
+SHT_DYNAMIC, SHT_NOBITS, SHT_REL, SHT_DYNSYM = 6, 8, 9, 11
+SHF_WRITE, SHF_ALLOC, SHF_EXECINSTR = 0x1, 0x2, 0x4
+SHN_UNDEF, SHN_ABS = 0, 0xFFF1
+STB_GLOBAL = 1
+STT_NOTYPE, STT_FUNC = 0, 2
+PT_LOAD, PT_DYNAMIC = 1, 2
+PF_X, PF_R = 1, 4
+DT_NULL, DT_STRTAB, DT_SYMTAB, DT_STRSZ, DT_SYMENT = 0, 5, 6, 10, 11
+DT_REL, DT_RELSZ, DT_RELENT = 17, 18, 19
+
+R_BPF_NONE = 0
+R_BPF_64_64 = 1
+R_BPF_64_ABS64 = 2
+R_BPF_64_32 = 10
+RELOCATION_NAMES = {
+    0: "R_BPF_NONE",
+    1: "R_BPF_64_64",
+    2: "R_BPF_64_ABS64",
+    3: "R_BPF_64_ABS32",
+    4: "R_BPF_64_NODYLD32",
+    8: "R_BPF_64_RELATIVE",
+    10: "R_BPF_64_32",
+}
+
+OPCODE_LDDW = 0x18
+OPCODE_CALL = 0x85
+BPF_CLASS_JMP32 = 0x06
+
+MAX_SECTION_NAME = 15
+MAX_SYMBOL_NAME = 63
+
+SYSCALLS = frozenset(
+    {
+        "abort",
+        "sol_panic_",
+        "sol_log_",
+        "sol_log_64_",
+        "sol_log_compute_units_",
+        "sol_log_pubkey",
+        "sol_log_data",
+        "sol_sha256",
+        "sol_keccak256",
+        "sol_blake3",
+        "sol_secp256k1_recover",
+        "sol_memcpy_",
+        "sol_memmove_",
+        "sol_memset_",
+        "sol_memcmp_",
+        "sol_create_program_address",
+        "sol_try_find_program_address",
+        "sol_invoke_signed_c",
+        "sol_invoke_signed_rust",
+        "sol_get_clock_sysvar",
+        "sol_get_rent_sysvar",
+        "sol_get_epoch_schedule_sysvar",
+        "sol_get_epoch_rewards_sysvar",
+        "sol_get_last_restart_slot",
+        "sol_get_sysvar",
+        "sol_set_return_data",
+        "sol_get_return_data",
+        "sol_get_stack_height",
+        "sol_remaining_compute_units",
+        "sol_get_processed_sibling_instruction",
+    }
+)
+"""Syscalls agave 2.2 registers without a feature gate (sol_alloc_free_ is refused at deploy)."""
+
+_EHDR = struct.Struct("<16sHHIQQQIHHHHHH")
+_SHDR = struct.Struct("<IIQQQQIIQQ")
+_PHDR = struct.Struct("<IIQQQQQQ")
+_SYM = struct.Struct("<IBBHQQ")
+_REL = struct.Struct("<QQ")
+_DYN = struct.Struct("<qQ")
+
+
+@dataclass
+class _Section:
+    index: int
+    name: str
+    type: int
+    flags: int
+    offset: int
+    size: int
+    link: int
+    info: int
+    align: int
+    entsize: int
+
+
+@dataclass
+class _Symbol:
+    name: str
+    info: int
+    shndx: int
+    value: int
+
+
+@dataclass
+class _Object:
+    data: bytes
+    sections: list[_Section]
+    symbols: list[_Symbol] = field(default_factory=list)
+
+    def content(self, section: _Section) -> bytes:
+        if section.type == SHT_NOBITS:
+            return bytes(section.size)
+        return self.data[section.offset : section.offset + section.size]
+
+
+def _cstr(table: bytes, offset: int) -> str:
+    end = table.find(b"\0", offset)
+    return table[offset : end if end >= 0 else len(table)].decode("utf-8", "replace")
+
+
+def _parse_object(data: bytes, origin: str) -> _Object:
+    if len(data) < _EHDR.size or data[:4] != b"\x7fELF":
+        raise BuildError(f"{origin}: not an ELF file")
+    ident, e_type, machine, _, _, _, shoff, _, _, _, _, shentsize, shnum, shstrndx = (
+        _EHDR.unpack_from(data)
+    )
+    if ident[4] != 2 or ident[5] != 1:
+        raise BuildError(f"{origin}: expected a 64-bit little-endian ELF")
+    if e_type != ET_REL or machine != EM_BPF:
+        raise BuildError(
+            f"{origin}: expected a BPF relocatable object (e_type 1, e_machine 247), "
+            f"got e_type {e_type}, e_machine {machine}"
+        )
+    if shentsize != _SHDR.size or shoff + shnum * shentsize > len(data) or shstrndx >= shnum:
+        raise BuildError(f"{origin}: section header table is malformed")
+    raw = [_SHDR.unpack_from(data, shoff + i * shentsize) for i in range(shnum)]
+    names_hdr = raw[shstrndx]
+    names = data[names_hdr[4] : names_hdr[4] + names_hdr[5]]
+    sections = [
+        _Section(i, _cstr(names, r[0]), r[1], r[2], r[4], r[5], r[6], r[7], r[8], r[9])
+        for i, r in enumerate(raw)
+    ]
+    obj = _Object(data, sections)
+    symtabs = [s for s in sections if s.type == SHT_SYMTAB]
+    if symtabs:
+        symtab = symtabs[0]
+        strtab = obj.content(sections[symtab.link])
+        body = obj.content(symtab)
+        for off in range(0, len(body) - _SYM.size + 1, _SYM.size):
+            name, info, _, shndx, value, _ = _SYM.unpack_from(body, off)
+            obj.symbols.append(_Symbol(_cstr(strtab, name), info, shndx, value))
+    return obj
+
+
+def _align(value: int, alignment: int) -> int:
+    alignment = max(alignment, 1)
+    return (value + alignment - 1) // alignment * alignment
+
+
+@dataclass
+class _Layout:
+    """Where each kept input section lands in the output, relative to its output section."""
+
+    text: _Section
+    rodata_parts: list[tuple[_Section, int]]
+    rodata_size: int
+    rodata_align: int
+
+
+def _plan_sections(obj: _Object, origin: str) -> _Layout:
+    texts: list[_Section] = []
+    rodata: list[tuple[_Section, int]] = []
+    size = 0
+    align = 1
+    for sec in obj.sections:
+        if not sec.flags & SHF_ALLOC:
+            continue  # debug info, BTF, address-significance tables: not mapped, dropped
+        if sec.flags & SHF_EXECINSTR:
+            texts.append(sec)
+        elif sec.flags & SHF_WRITE:
+            if sec.size:
+                raise BuildError(
+                    f"{origin}: writable section {sec.name} ({sec.size} bytes): SBPF has no "
+                    "mutable globals; use the stack, the heap or account data"
+                )
+        elif sec.name == ".rodata" or sec.name.startswith(".rodata."):
+            size = _align(size, sec.align)
+            rodata.append((sec, size))
+            size += sec.size
+            align = max(align, sec.align)
+        elif sec.size:
+            raise BuildError(f"{origin}: section {sec.name} cannot be mapped by the SBPF loader")
+    if len(texts) != 1 or texts[0].name != ".text":
+        found = ", ".join(s.name for s in texts) or "none"
+        raise BuildError(
+            f"{origin}: expected exactly one executable section named .text, found {found} "
+            "(compile without -ffunction-sections)"
+        )
+    return _Layout(texts[0], rodata, size, align)
+
+
+def _check_instructions(text: bytes, origin: str) -> None:
+    pc = 0
+    while pc * 8 < len(text):
+        opcode = text[pc * 8]
+        if opcode & 0x07 == BPF_CLASS_JMP32:
+            raise BuildError(
+                f"{origin}: .text+{pc * 8:#x}: JMP32 instruction (opcode {opcode:#04x}); "
+                "SBPF v0 rejects it: compile with -mcpu=v2"
+            )
+        pc += 2 if opcode == OPCODE_LDDW else 1
+
+
+@dataclass
+class _Output:
+    text: bytearray
+    rodata: bytearray
+    syscalls: list[str]
+    syscall_sites: list[tuple[int, str]]
+    entry: int
+
+
+def _resolve(obj: _Object, layout: _Layout, text_off: int, rodata_off: int, origin: str):
+    """Apply every relocation; return the linked section bytes and syscall call sites."""
+    text = bytearray(obj.content(layout.text))
+    rodata = bytearray(layout.rodata_size)
+    placed: dict[int, int] = {layout.text.index: text_off}
+    for sec, rel in layout.rodata_parts:
+        rodata[rel : rel + sec.size] = obj.content(sec)
+        placed[sec.index] = rodata_off + rel
+
+    def address(sym: _Symbol) -> int | None:
+        """The symbol's file offset in the output, or None when it is undefined."""
+        if sym.shndx == SHN_UNDEF:
+            return None
+        if sym.shndx not in placed:
+            sec_name = obj.sections[sym.shndx].name if sym.shndx < len(obj.sections) else "?"
+            raise BuildError(
+                f"{origin}: symbol {sym.name or sec_name!r} lives in section {sec_name}, "
+                "which is not linked into the program"
+            )
+        return placed[sym.shndx] + sym.value
+
+    syscall_sites: list[tuple[int, str]] = []
+    targets = {layout.text.index: text}
+    targets.update({sec.index: rodata for sec, _ in layout.rodata_parts})
+    base = {layout.text.index: 0}
+    base.update({sec.index: rel for sec, rel in layout.rodata_parts})
+    for rel_sec in obj.sections:
+        if rel_sec.type == SHT_RELA:
+            raise BuildError(f"{origin}: {rel_sec.name}: RELA relocations are not supported")
+        if rel_sec.type != SHT_REL or rel_sec.info not in targets:
+            continue
+        buf = targets[rel_sec.info]
+        in_text = rel_sec.info == layout.text.index
+        body = obj.content(rel_sec)
+        for off in range(0, len(body), _REL.size):
+            r_offset, r_info = _REL.unpack_from(body, off)
+            kind, sym_index = r_info & 0xFFFFFFFF, r_info >> 32
+            if kind == R_BPF_NONE:
+                continue
+            if sym_index >= len(obj.symbols):
+                raise BuildError(f"{origin}: {rel_sec.name}+{r_offset:#x}: bad symbol index")
+            sym = obj.symbols[sym_index]
+            where = base[rel_sec.info] + r_offset
+            site = f"{obj.sections[rel_sec.info].name}+{r_offset:#x}"
+            target = address(sym)
+            if in_text and kind == R_BPF_64_64:
+                if text[where] != OPCODE_LDDW:
+                    raise BuildError(f"{origin}: {site}: R_BPF_64_64 not on an lddw")
+                if target is None:
+                    raise BuildError(f"{origin}: undefined symbol {sym.name!r} (data at {site})")
+                addend = struct.unpack_from("<I", text, where + 4)[0]
+                value = MM_RODATA_START + target + addend
+                struct.pack_into("<I", text, where + 4, value & 0xFFFFFFFF)
+                struct.pack_into("<I", text, where + 12, value >> 32)
+            elif in_text and kind == R_BPF_64_32:
+                if text[where] != OPCODE_CALL:
+                    raise BuildError(f"{origin}: {site}: R_BPF_64_32 not on a call")
+                if target is None:
+                    if sym.name not in SYSCALLS:
+                        raise BuildError(
+                            f"{origin}: undefined symbol {sym.name!r} called at {site}: "
+                            "neither defined in the program nor a registered syscall"
+                        )
+                    # The loader treats any imm other than -1 as a pc-relative call.
+                    struct.pack_into("<i", text, where + 4, -1)
+                    syscall_sites.append((text_off + where, sym.name))
+                else:
+                    if sym.shndx != layout.text.index or (target - text_off) % 8:
+                        raise BuildError(f"{origin}: {site}: call to {sym.name!r}, not code")
+                    relative = (target - text_off) // 8 - (where // 8 + 1)
+                    struct.pack_into("<i", text, where + 4, relative)
+            elif not in_text and kind == R_BPF_64_ABS64:
+                if target is None:
+                    raise BuildError(f"{origin}: undefined symbol {sym.name!r} (pointer at {site})")
+                addend = struct.unpack_from("<Q", buf, where)[0]
+                struct.pack_into("<Q", buf, where, MM_RODATA_START + target + addend)
+            else:
+                label = RELOCATION_NAMES.get(kind, "unknown")
+                raise BuildError(
+                    f"{origin}: unknown relocation kind {kind} ({label}) at {site} "
+                    f"against {sym.name!r}"
+                )
+    return text, rodata, syscall_sites
+
+
+def _entry_offset(obj: _Object, layout: _Layout, origin: str) -> int:
+    for sym in obj.symbols:
+        if sym.name == "entrypoint" and sym.info >> 4 == STB_GLOBAL:
+            if sym.shndx != layout.text.index or sym.info & 0xF != STT_FUNC:
+                raise BuildError(f"{origin}: 'entrypoint' is not a function in .text")
+            return sym.value
+    raise BuildError(f"{origin}: no global function named 'entrypoint'")
+
+
+class _StringTable:
+    def __init__(self) -> None:
+        self.data = bytearray(b"\0")
+        self.index: dict[str, int] = {"": 0}
+
+    def add(self, name: str) -> int:
+        if name not in self.index:
+            self.index[name] = len(self.data)
+            self.data += name.encode() + b"\0"
+        return self.index[name]
+
+
+def link(obj_bytes: bytes, origin: str = "<object>") -> bytes:
+    """Link one BPF relocatable object into an SBPF v0 shared object.
+
+    Args:
+        obj_bytes: the ELF64 ``ET_REL`` object clang-14 (or ``ld.lld -r``) wrote.
+        origin: a name for the object in error messages (usually its path).
+
+    Returns:
+        The bytes of the ``ET_DYN`` program, ready for the loader.
+
+    Raises:
+        BuildError: the object is not BPF, holds a writable or unmappable section,
+            several code sections, an unknown relocation kind, an undefined symbol
+            that is not a syscall, or no ``entrypoint`` function.
+    """
+    obj = _parse_object(obj_bytes, origin)
+    layout = _plan_sections(obj, origin)
+    entry_rel = _entry_offset(obj, layout, origin)
+
+    n_phdrs = 4 if layout.rodata_size else 3
+    text_off = _align(_EHDR.size + n_phdrs * _PHDR.size, 8)
+    text_size = layout.text.size
+    rodata_off = _align(text_off + text_size, max(8, layout.rodata_align))
+    text, rodata, sites = _resolve(obj, layout, text_off, rodata_off, origin)
+    _check_instructions(text, origin)
+    ro_end = rodata_off + len(rodata) if rodata else text_off + text_size
+
+    dynstr = _StringTable()
+    syscalls = sorted({name for _, name in sites})
+    for name in ["entrypoint", *syscalls]:
+        if len(name) > MAX_SYMBOL_NAME:
+            raise BuildError(f"{origin}: symbol {name!r} is longer than {MAX_SYMBOL_NAME} bytes")
+    dynsym = bytearray(_SYM.size)
+    sym_index: dict[str, int] = {}
+    text_shndx = 1
+    dynsym += _SYM.pack(
+        dynstr.add("entrypoint"), STB_GLOBAL << 4 | STT_FUNC, 0, text_shndx, text_off + entry_rel, 0
+    )
+    for name in syscalls:
+        sym_index[name] = len(dynsym) // _SYM.size
+        dynsym += _SYM.pack(dynstr.add(name), STB_GLOBAL << 4 | STT_NOTYPE, 0, SHN_UNDEF, 0, 0)
+    reldyn = b"".join(
+        _REL.pack(offset, sym_index[name] << 32 | R_BPF_64_32) for offset, name in sites
+    )
+
+    dynamic_off = _align(ro_end, 8)
+    n_dyn = 5 + (3 if reldyn else 0) + 1
+    dynsym_off = dynamic_off + n_dyn * _DYN.size
+    dynstr_off = dynsym_off + len(dynsym)
+    reldyn_off = _align(dynstr_off + len(dynstr.data), 8)
+    dyn_end = reldyn_off + len(reldyn)
+    entries = [
+        (DT_SYMTAB, dynsym_off),
+        (DT_SYMENT, _SYM.size),
+        (DT_STRTAB, dynstr_off),
+        (DT_STRSZ, len(dynstr.data)),
+    ]
+    if reldyn:  # the loader insists on DT_RELSZ > 0 whenever DT_REL is present
+        entries += [(DT_REL, reldyn_off), (DT_RELSZ, len(reldyn)), (DT_RELENT, _REL.size)]
+    entries += [(DT_NULL, 0)] * (n_dyn - len(entries))
+    dynamic = b"".join(_DYN.pack(tag, value) for tag, value in entries)
+
+    shstr = _StringTable()
+    shstrtab_off = dyn_end
+    # (name, type, flags, offset, size, link, info, align, entsize); index 0 is SHT_NULL.
+    sections: list[tuple] = [("", SHT_NULL, 0, 0, 0, 0, 0, 0, 0)]
+    sections.append((".text", SHT_PROGBITS, SHF_ALLOC | SHF_EXECINSTR, text_off, text_size, 0, 0, 8, 0))
+    if rodata:
+        sections.append((".rodata", SHT_PROGBITS, SHF_ALLOC, rodata_off, len(rodata), 0, 0, 8, 0))
+    dynsym_shndx = len(sections) + 1
+    dynstr_shndx = len(sections) + 2
+    sections.append(
+        (".dynamic", SHT_DYNAMIC, SHF_ALLOC, dynamic_off, len(dynamic), dynstr_shndx, 0, 8, 16)
+    )
+    sections.append(
+        (".dynsym", SHT_DYNSYM, SHF_ALLOC, dynsym_off, len(dynsym), dynstr_shndx, 1, 8, 24)
+    )
+    sections.append((".dynstr", SHT_STRTAB, SHF_ALLOC, dynstr_off, len(dynstr.data), 0, 0, 1, 0))
+    if reldyn:
+        sections.append(
+            (".rel.dyn", SHT_REL, SHF_ALLOC, reldyn_off, len(reldyn), dynsym_shndx, 0, 8, 16)
+        )
+    sections.append((".shstrtab", SHT_STRTAB, 0, shstrtab_off, 0, 0, 0, 1, 0))
+    for sec in sections:
+        if len(sec[0]) > MAX_SECTION_NAME:
+            raise BuildError(f"{origin}: section name {sec[0]} is longer than {MAX_SECTION_NAME}")
+        shstr.add(sec[0])
+    sections[-1] = (*sections[-1][:4], len(shstr.data), *sections[-1][5:])
+    shoff = _align(shstrtab_off + len(shstr.data), 8)
+
+    phdrs = [(PT_LOAD, PF_R | PF_X, text_off, text_size)]
+    if rodata:
+        phdrs.append((PT_LOAD, PF_R, rodata_off, len(rodata)))
+    phdrs.append((PT_LOAD, PF_R, dynamic_off, dyn_end - dynamic_off))
+    phdrs.append((PT_DYNAMIC, PF_R, dynamic_off, len(dynamic)))
+
+    out = bytearray(shoff + len(sections) * _SHDR.size)
+    ident = b"\x7fELF" + bytes([2, 1, 1, 0]) + bytes(8)
+    _EHDR.pack_into(
+        out, 0, ident, ET_DYN, EM_BPF, 1, text_off + entry_rel, _EHDR.size, shoff, 0,
+        _EHDR.size, _PHDR.size, len(phdrs), _SHDR.size, len(sections), len(sections) - 1,
+    )  # fmt: skip
+    for i, (p_type, p_flags, offset, size) in enumerate(phdrs):
+        align = 8 if p_type == PT_DYNAMIC else 4096
+        _PHDR.pack_into(
+            out, _EHDR.size + i * _PHDR.size, p_type, p_flags, offset, offset, offset, size, size,
+            align,
+        )  # fmt: skip
+    out[text_off : text_off + text_size] = text
+    out[rodata_off : rodata_off + len(rodata)] = rodata
+    out[dynamic_off : dynamic_off + len(dynamic)] = dynamic
+    out[dynsym_off : dynsym_off + len(dynsym)] = dynsym
+    out[dynstr_off : dynstr_off + len(dynstr.data)] = dynstr.data
+    out[reldyn_off : reldyn_off + len(reldyn)] = reldyn
+    out[shstrtab_off : shstrtab_off + len(shstr.data)] = shstr.data
+    for i, (name, s_type, flags, offset, size, s_link, info, align, entsize) in enumerate(sections):
+        addr = offset if flags & SHF_ALLOC else 0
+        _SHDR.pack_into(
+            out, shoff + i * _SHDR.size, shstr.index[name], s_type, flags, addr, offset, size,
+            s_link, info, align, entsize,
+        )  # fmt: skip
+    return bytes(out)
+
+
+def main(argv: list[str]) -> int:
+    """Link ``argv[1]`` (a BPF object) into ``argv[2]`` (an SBPF program)."""
+    if len(argv) != 3:
+        print("usage: sbpf_link.py input.o output.so", file=sys.stderr)
+        return 2
+    try:
+        program = link(Path(argv[1]).read_bytes(), argv[1])
+    except BuildError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    Path(argv[2]).write_bytes(program)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
