@@ -15,7 +15,8 @@ names the file, field, offset or account at fault and what was expected. The CLI
     ├── ChainError                  the chain holds something other than what we need
     │   ├── ProgramError            the program refused an instruction (named from the IDL)
     │   ├── AccountError            an account is missing or is not what it should be
-    │   └── MirrorMismatchError     the seal mirror disagrees with the model account
+    │   ├── MirrorMismatchError     the seal mirror disagrees with the model account
+    │   └── InsufficientFundsError  the payer cannot pay what the plan costs
     ├── RpcError                    the RPC node answered with an error or not at all
     │   └── SendGaveUpError         the sender exhausted its retries; the work is resumable
     ├── LocalnetError               the embedded localnet cannot start or serve
@@ -90,3 +91,7 @@ class LocalnetError(CurtaError):
 
 class BuildError(CurtaError):
     """The on-chain program cannot be compiled or linked."""
+
+
+class InsufficientFundsError(ChainError):
+    """The payer cannot pay what an operation will cost; nothing was sent."""

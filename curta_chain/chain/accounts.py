@@ -1,0 +1,95 @@
+"""Reading curta accounts from a node: the model, weight headers and section bytes."""
+
+import asyncio
+
+from solders.pubkey import Pubkey
+
+from curta_chain.chain.rpc import RpcClient
+from curta_chain.constants import WEIGHT_HEADER_SIZE
+from curta_chain.errors import AccountError
+from curta_chain.program import ModelAccount, WeightHeader
+
+ZERO_KEY = Pubkey.default()
+
+
+async def read_model(client: RpcClient, program_id: Pubkey, address: Pubkey) -> ModelAccount | None:
+    """Return the model at ``address``, or None if no account is there.
+
+    Raises:
+        AccountError: an account is there but it is not a curta model of ``program_id``.
+    """
+    info = await client.account(address)
+    if info is None:
+        return None
+    if info.owner != program_id:
+        raise AccountError(
+            f"{address} is not a curta model: owned by {info.owner}, expected {program_id}"
+        )
+    try:
+        return ModelAccount.from_bytes(info.data)
+    except AccountError as exc:
+        raise AccountError(f"{address} is not a curta model: {exc}") from exc
+
+
+async def require_model(client: RpcClient, program_id: Pubkey, address: Pubkey) -> ModelAccount:
+    """Like ``read_model``, but a missing account is an error."""
+    model = await read_model(client, program_id, address)
+    if model is None:
+        raise AccountError(f"{address}: no such account on {client.url}")
+    return model
+
+
+async def read_weight_header(
+    client: RpcClient, program_id: Pubkey, address: Pubkey
+) -> WeightHeader:
+    """Return weight account ``address``'s header.
+
+    Raises:
+        AccountError: the account is missing, not the program's, or not a weight account.
+    """
+    (info,) = await client.accounts([address], head=WEIGHT_HEADER_SIZE)
+    if info is None:
+        raise AccountError(f"weight account {address} does not exist")
+    if info.owner != program_id:
+        raise AccountError(f"{address} is not a weight account: owned by {info.owner}")
+    try:
+        return WeightHeader.from_bytes(info.data)
+    except AccountError as exc:
+        raise AccountError(f"{address} is not a weight account: {exc}") from exc
+
+
+async def read_section(client: RpcClient, address: Pubkey, length: int) -> bytes:
+    """Return the ``length`` section bytes held after weight account ``address``'s header."""
+    return await client.account_data(address, WEIGHT_HEADER_SIZE, length)
+
+
+async def read_bound_sections(
+    client: RpcClient, program_id: Pubkey, address: Pubkey, model: ModelAccount
+) -> list[bytes]:
+    """Read every section of ``model`` from its weight accounts, checking each binding.
+
+    Raises:
+        AccountError: a slot is unbound, or its account is not bound to this model and slot.
+    """
+    for index, slot in enumerate(model.sections):
+        if slot.weight_account == ZERO_KEY:
+            raise AccountError(f"model {address}: section {index} has no weight account bound")
+    headers = await asyncio.gather(
+        *(read_weight_header(client, program_id, s.weight_account) for s in model.sections)
+    )
+    for index, (slot, header) in enumerate(zip(model.sections, headers, strict=True)):
+        if (header.model, header.section_index, header.section_length) != (
+            address,
+            index,
+            slot.length,
+        ):
+            raise AccountError(
+                f"weight account {slot.weight_account} is bound to section "
+                f"{header.section_index} of {header.model} ({header.section_length} bytes), "
+                f"not to section {index} of {address} ({slot.length} bytes)"
+            )
+    return list(
+        await asyncio.gather(
+            *(read_section(client, s.weight_account, s.length) for s in model.sections)
+        )
+    )

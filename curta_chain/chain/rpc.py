@@ -1,0 +1,331 @@
+"""Solana JSON-RPC: the shapes of the requests curta-chain makes and of their answers.
+
+``RpcClient`` builds each request body, hands it to a transport (which alone owns HTTP)
+and turns the answer into plain Python values or a ``CurtaError``. Batches go out as one
+JSON-RPC batch request, which a validator answers in one round trip.
+"""
+
+import asyncio
+import base64
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from solders.hash import Hash
+from solders.message import Message
+from solders.pubkey import Pubkey
+
+from curta_chain.errors import ChainError, ProgramError, RpcError
+
+MAX_ACCOUNTS_PER_CALL = 100
+"""getMultipleAccounts answers at most 100 keys."""
+MAX_SIGNATURES_PER_CALL = 256
+"""getSignatureStatuses answers at most 256 signatures."""
+ACCOUNT_SLICE = 1 << 20
+"""Bytes of account data read per request: keeps each JSON answer small."""
+
+
+class Transport(Protocol):
+    """Anything that POSTs a JSON-RPC payload and returns the decoded answer."""
+
+    url: str
+
+    async def post(self, payload: dict[str, Any] | list[dict[str, Any]]) -> Any:
+        """Send ``payload``; return the decoded JSON answer."""
+
+    async def aclose(self) -> None:
+        """Release connections."""
+
+
+@dataclass(frozen=True)
+class AccountInfo:
+    """An account as the node reports it."""
+
+    owner: Pubkey
+    lamports: int
+    data: bytes
+    executable: bool = False
+
+
+@dataclass(frozen=True)
+class SignatureStatus:
+    """One answer of getSignatureStatuses for a signature the node knows."""
+
+    slot: int
+    confirmation: str | None
+    err: Any
+
+
+class RpcCallError(RpcError):
+    """The node answered a call with a JSON-RPC error object."""
+
+    def __init__(self, method: str, error: dict[str, Any]):
+        self.code = error.get("code")
+        self.data = error.get("data")
+        super().__init__(f"{method}: RPC error {self.code}: {error.get('message', '')}")
+
+
+def transaction_error(err: Any, logs: Sequence[str] = ()) -> ChainError:
+    """Turn a TransactionError as JSON (from a status or a preflight) into our error.
+
+    A custom error of the curta program becomes the ``ProgramError`` named in the IDL.
+    """
+    from curta_chain.program import program_error
+
+    if isinstance(err, dict) and "InstructionError" in err:
+        index, inner = err["InstructionError"]
+        if isinstance(inner, dict) and "Custom" in inner:
+            return program_error(int(inner["Custom"]))
+        return ProgramError(f"instruction {index} failed: {inner}", name=str(inner))
+    detail = f" ({logs[-1]})" if logs else ""
+    return ChainError(f"transaction failed: {err}{detail}")
+
+
+class RpcClient:
+    """Typed Solana JSON-RPC calls over an injected transport."""
+
+    def __init__(self, transport: Transport, commitment: str = "confirmed"):
+        self.transport = transport
+        self.url = transport.url
+        self.commitment = commitment
+        self._next_id = 0
+
+    def _request(self, method: str, params: list[Any]) -> dict[str, Any]:
+        self._next_id += 1
+        return {"jsonrpc": "2.0", "id": self._next_id, "method": method, "params": params}
+
+    async def call(self, method: str, params: list[Any]) -> Any:
+        """Make one call and return its ``result``.
+
+        Raises:
+            RpcCallError: the node answered with an error object.
+            RpcError: the node gave no usable answer.
+        """
+        answer = await self.transport.post(self._request(method, params))
+        return _result(method, answer)
+
+    async def batch(self, calls: Sequence[tuple[str, list[Any]]]) -> list[Any]:
+        """Make several calls in one JSON-RPC batch; each item is a result or RpcCallError."""
+        if not calls:
+            return []
+        requests = [self._request(method, params) for method, params in calls]
+        answers = await self.transport.post(requests)
+        if not isinstance(answers, list):
+            raise RpcError(f"{self.url}: expected a JSON-RPC batch answer, got {answers!r:.100}")
+        by_id = {a.get("id"): a for a in answers if isinstance(a, dict)}
+        out: list[Any] = []
+        for (method, _), request in zip(calls, requests, strict=True):
+            answer = by_id.get(request["id"])
+            if answer is None:
+                raise RpcError(f"{self.url}: the batch answer lacks request {request['id']}")
+            try:
+                out.append(_result(method, answer))
+            except RpcCallError as exc:
+                out.append(exc)
+        return out
+
+    # Reads.
+
+    async def latest_blockhash(self) -> tuple[Hash, int]:
+        """Return the latest blockhash and the last block height at which it is valid."""
+        value = (await self.call("getLatestBlockhash", [{"commitment": self.commitment}]))["value"]
+        return Hash.from_string(value["blockhash"]), int(value["lastValidBlockHeight"])
+
+    async def block_height(self) -> int:
+        """Return the current block height."""
+        return int(await self.call("getBlockHeight", [{"commitment": self.commitment}]))
+
+    async def balance(self, pubkey: Pubkey) -> int:
+        """Return ``pubkey``'s balance in lamports."""
+        result = await self.call("getBalance", [str(pubkey), {"commitment": self.commitment}])
+        return int(result["value"])
+
+    async def rent_exempt_minimum(self, size: int) -> int:
+        """Return the lamports that make an account of ``size`` bytes rent-exempt."""
+        return int(await self.call("getMinimumBalanceForRentExemption", [size]))
+
+    async def fee_for_message(self, message: Message) -> int:
+        """Return the fee the cluster charges for ``message``."""
+        encoded = base64.b64encode(bytes(message)).decode()
+        result = await self.call("getFeeForMessage", [encoded, {"commitment": self.commitment}])
+        if result["value"] is None:
+            raise RpcError(f"{self.url}: getFeeForMessage: the blockhash is unknown to the node")
+        return int(result["value"])
+
+    async def accounts(
+        self, pubkeys: Sequence[Pubkey], head: int = 4096
+    ) -> list[AccountInfo | None]:
+        """Return each account's owner, lamports and first ``head`` bytes (None where absent).
+
+        Use ``account_data`` to read past the head of a large account.
+        """
+        calls = [
+            (
+                "getMultipleAccounts",
+                [
+                    [str(k) for k in pubkeys[i : i + MAX_ACCOUNTS_PER_CALL]],
+                    {
+                        "encoding": "base64",
+                        "commitment": self.commitment,
+                        "dataSlice": {"offset": 0, "length": head},
+                    },
+                ],
+            )
+            for i in range(0, len(pubkeys), MAX_ACCOUNTS_PER_CALL)
+        ]
+        out: list[AccountInfo | None] = []
+        for result in await self._batch_or_raise(calls):
+            out.extend(_account(value) for value in result["value"])
+        return out
+
+    async def account(self, pubkey: Pubkey) -> AccountInfo | None:
+        """Return the whole account (data included), or None if it does not exist."""
+        result = await self.call(
+            "getAccountInfo",
+            [str(pubkey), {"encoding": "base64", "commitment": self.commitment}],
+        )
+        return _account(result["value"])
+
+    async def account_data(self, pubkey: Pubkey, offset: int, length: int) -> bytes:
+        """Read ``length`` bytes of an account's data from ``offset``, in 1 MiB slices.
+
+        Raises:
+            ChainError: the account is missing or shorter than asked.
+        """
+        calls = [
+            (
+                "getAccountInfo",
+                [
+                    str(pubkey),
+                    {
+                        "encoding": "base64",
+                        "commitment": self.commitment,
+                        "dataSlice": {
+                            "offset": start,
+                            "length": min(ACCOUNT_SLICE, offset + length - start),
+                        },
+                    },
+                ],
+            )
+            for start in range(offset, offset + length, ACCOUNT_SLICE)
+        ]
+        parts: list[bytes] = []
+        for i in range(0, len(calls), 8):
+            for result in await self._batch_or_raise(calls[i : i + 8]):
+                info = _account(result["value"])
+                if info is None:
+                    raise ChainError(f"account {pubkey} does not exist")
+                parts.append(info.data)
+        data = b"".join(parts)
+        if len(data) != length:
+            raise ChainError(
+                f"account {pubkey}: expected {length} bytes at {offset}, got {len(data)}"
+            )
+        return data
+
+    async def signature_statuses(self, signatures: Sequence[str]) -> list[SignatureStatus | None]:
+        """Return the status of each signature (None where the node has not seen it)."""
+        calls = [
+            (
+                "getSignatureStatuses",
+                [
+                    list(signatures[i : i + MAX_SIGNATURES_PER_CALL]),
+                    {"searchTransactionHistory": True},
+                ],
+            )
+            for i in range(0, len(signatures), MAX_SIGNATURES_PER_CALL)
+        ]
+        out: list[SignatureStatus | None] = []
+        for result in await self._batch_or_raise(calls):
+            for value in result["value"]:
+                out.append(
+                    None
+                    if value is None
+                    else SignatureStatus(
+                        slot=int(value["slot"]),
+                        confirmation=value.get("confirmationStatus"),
+                        err=value.get("err"),
+                    )
+                )
+        return out
+
+    # Writes.
+
+    def send_call(self, transaction: bytes) -> tuple[str, list[Any]]:
+        """The sendTransaction call for a signed transaction; preflight is skipped."""
+        return (
+            "sendTransaction",
+            [
+                base64.b64encode(transaction).decode(),
+                {"encoding": "base64", "skipPreflight": True, "maxRetries": 0},
+            ],
+        )
+
+    async def send_checked(self, transaction: bytes) -> str:
+        """Send with preflight: a failing simulation raises the program's named error."""
+        params = [
+            base64.b64encode(transaction).decode(),
+            {"encoding": "base64", "preflightCommitment": self.commitment},
+        ]
+        try:
+            return str(await self.call("sendTransaction", params))
+        except RpcCallError as exc:
+            raise preflight_error(exc) from exc
+
+    async def request_airdrop(self, pubkey: Pubkey, lamports: int) -> str:
+        """Ask the node's faucet for ``lamports``; return the airdrop's signature."""
+        return str(await self.call("requestAirdrop", [str(pubkey), lamports]))
+
+    async def _batch_or_raise(self, calls: Sequence[tuple[str, list[Any]]]) -> list[Any]:
+        results = await self.batch(calls)
+        for result in results:
+            if isinstance(result, RpcCallError):
+                raise result
+        return results
+
+    async def aclose(self) -> None:
+        """Close the transport."""
+        await self.transport.aclose()
+
+
+def preflight_error(exc: RpcCallError) -> RpcError | ChainError:
+    """Map a failed preflight (-32002, with the TransactionError in ``data``) to our error."""
+    data = exc.data if isinstance(exc.data, dict) else {}
+    if exc.code == -32002 and data.get("err") is not None:
+        return transaction_error(data["err"], data.get("logs") or ())
+    return exc
+
+
+def _result(method: str, answer: Any) -> Any:
+    if not isinstance(answer, dict):
+        raise RpcError(f"{method}: expected a JSON-RPC answer, got {answer!r:.100}")
+    if "error" in answer:
+        raise RpcCallError(method, answer["error"] or {})
+    if "result" not in answer:
+        raise RpcError(f"{method}: the answer has neither result nor error")
+    return answer["result"]
+
+
+def _account(value: dict[str, Any] | None) -> AccountInfo | None:
+    if value is None:
+        return None
+    data, encoding = value["data"]
+    if encoding != "base64":
+        raise RpcError(f"unexpected account data encoding {encoding!r}")
+    return AccountInfo(
+        owner=Pubkey.from_string(value["owner"]),
+        lamports=int(value["lamports"]),
+        data=base64.b64decode(data),
+        executable=bool(value.get("executable")),
+    )
+
+
+async def gather_limited(coroutines: Sequence[Any], limit: int) -> list[Any]:
+    """Await ``coroutines`` with at most ``limit`` running at once; results in order."""
+    semaphore = asyncio.Semaphore(limit)
+
+    async def run(coroutine: Any) -> Any:
+        async with semaphore:
+            return await coroutine
+
+    return list(await asyncio.gather(*(run(c) for c in coroutines)))

@@ -1,0 +1,208 @@
+"""seal: drive the on-chain hash one chunk per transaction, checked by a local mirror.
+
+Sealing freezes the weight accounts (begin sealing), so the mirror reads their bytes once
+and computes every step itself. After each seal transaction it reads the model account
+and compares the chunk count, cursor and running hash with its own; any disagreement
+stops the seal at once and names the section and byte range. Given the artifact, the
+mirror also knows the hash each chunk should give, and a seal that ends failed names the
+first chunk whose bytes differ from the artifact. A seal interrupted at any point resumes
+from the model's cursor: the mirror first checks the chain got there honestly.
+"""
+
+import time
+from dataclasses import dataclass
+
+from solders.keypair import Keypair
+from solders.pubkey import Pubkey
+
+from curta_chain import program
+from curta_chain.artifact import Artifact, HashStep, hash_steps
+from curta_chain.chain import specs
+from curta_chain.chain.accounts import read_bound_sections, require_model
+from curta_chain.chain.rpc import RpcClient
+from curta_chain.chain.sender import Sender
+from curta_chain.errors import AccountError, MirrorMismatchError
+from curta_chain.program import ModelAccount, ModelState
+from curta_chain.reporting import NullReporter, Reporter
+
+ZERO_HASH = bytes(32)
+
+
+@dataclass(frozen=True)
+class SealResult:
+    """How a seal ended."""
+
+    model: Pubkey
+    state: ModelState
+    transactions: int
+    chunks: int
+    seconds: float
+    declared_hash: bytes
+    running_hash: bytes
+    first_bad_chunk: HashStep | None
+    """With the artifact: the first chunk whose chain bytes hash differently from it."""
+
+    def describe(self) -> str:
+        """One line saying how the seal ended."""
+        if self.state == ModelState.SEALED:
+            return f"sealed {self.model}: weights hash {self.running_hash.hex()}"
+        line = (
+            f"failed {self.model}: the chain's bytes hash to {self.running_hash.hex()}, "
+            f"declared {self.declared_hash.hex()}"
+        )
+        if self.first_bad_chunk is not None:
+            c = self.first_bad_chunk
+            line += (
+                f"; first differing chunk: section {c.section} bytes "
+                f"{c.offset}..{c.offset + c.length}"
+            )
+        return line
+
+    def to_json(self) -> dict[str, object]:
+        """The result as JSON values."""
+        bad = self.first_bad_chunk
+        return {
+            "model": str(self.model),
+            "state": self.state.name.lower(),
+            "transactions": self.transactions,
+            "chunks": self.chunks,
+            "seconds": round(self.seconds, 3),
+            "declared_hash": self.declared_hash.hex(),
+            "running_hash": self.running_hash.hex(),
+            "first_bad_chunk": None
+            if bad is None
+            else {"section": bad.section, "offset": bad.offset, "length": bad.length},
+        }
+
+
+async def seal(
+    client: RpcClient,
+    program_id: Pubkey,
+    payer: Keypair,
+    address: Pubkey,
+    artifact: Artifact | None = None,
+    budget: specs.Budget | None = None,
+    reporter: Reporter | None = None,
+    sender: Sender | None = None,
+) -> SealResult:
+    """Begin sealing if the model is still uploading, then crank it to sealed or failed.
+
+    Raises:
+        AccountError: the model is missing, not a model, or not ready to seal.
+        MirrorMismatchError: the chain's running hash or cursor disagrees with the mirror.
+        ProgramError: the program refused a step (named from the IDL).
+    """
+    budget = budget or specs.Budget()
+    reporter = reporter or NullReporter()
+    sender = sender or Sender(
+        client, payer, resume_hint=f"rerun `curta-chain seal {address}` to resume"
+    )
+    started = time.monotonic()
+    model = await require_model(client, program_id, address)
+    if model.state == ModelState.UPLOADING:
+        model = await _begin(client, program_id, payer, address, model, budget, sender)
+        reporter.line(f"began sealing {address}: weight accounts frozen")
+    sections = await read_bound_sections(client, program_id, address, model)
+    steps = list(hash_steps(sections))
+    expected = _expected_steps(artifact, sections)
+    done = model.chunks_hashed
+    _check(model, steps, done)
+    bar = reporter.progress("seal", sum(len(s) for s in sections), len(steps) - done)
+    try:
+        while model.state == ModelState.SEALING:
+            step = steps[done]
+            account = model.sections[step.section].weight_account
+            await sender.send([specs.seal_step_spec(program_id, address, account, done, budget)])
+            model = await require_model(client, program_id, address)
+            done += 1
+            _check(model, steps, done)
+            bar.advance(step.length, 1)
+    finally:
+        bar.close()
+    first_bad = next(
+        (mine for mine, want in zip(steps, expected, strict=False) if mine.running != want.running),
+        None,
+    )
+    return SealResult(
+        model=address,
+        state=model.state,
+        transactions=sender.stats.confirmed,
+        chunks=len(steps),
+        seconds=time.monotonic() - started,
+        declared_hash=model.declared_hash,
+        running_hash=model.running_hash,
+        first_bad_chunk=first_bad,
+    )
+
+
+async def _begin(
+    client: RpcClient,
+    program_id: Pubkey,
+    payer: Keypair,
+    address: Pubkey,
+    model: ModelAccount,
+    budget: specs.Budget,
+    sender: Sender,
+) -> ModelAccount:
+    if model.authority != payer.pubkey():
+        raise AccountError(
+            f"model {address} is still uploading and only its authority {model.authority} can "
+            f"begin sealing; pass its keypair with -k"
+        )
+    unbound = [
+        i for i, slot in enumerate(model.sections) if slot.weight_account == Pubkey.default()
+    ]
+    if unbound:
+        raise AccountError(
+            f"model {address}: sections {unbound} have no weight account yet; finish "
+            f"`curta-chain publish` first"
+        )
+    accounts = [slot.weight_account for slot in model.sections]
+    ix = program.begin_sealing(program_id, payer.pubkey(), address, accounts)
+    await sender.send([specs.authority_spec(ix, specs.BEGIN_SEALING_CU, budget)])
+    return await require_model(client, program_id, address)
+
+
+def _expected_steps(artifact: Artifact | None, chain: list[bytes]) -> list[HashStep]:
+    """The artifact's steps, when it has the chain's section lengths (else none to compare)."""
+    if artifact is None or [len(s) for s in artifact.sections] != [len(s) for s in chain]:
+        return []
+    return list(hash_steps(artifact.sections))
+
+
+def _check(model: ModelAccount, steps: list[HashStep], done: int) -> None:
+    """Raise unless the model is exactly where the mirror is after ``done`` steps."""
+    if model.chunks_hashed != done:
+        raise MirrorMismatchError(
+            f"the model has hashed {model.chunks_hashed} chunks; the mirror expected {done}"
+        )
+    running = steps[done - 1].running if done else ZERO_HASH
+    where = _describe(steps[done - 1]) if done else "before the first chunk"
+    if model.running_hash != running:
+        raise MirrorMismatchError(
+            f"running hash after {where} is {model.running_hash.hex()} on chain, "
+            f"{running.hex()} in the mirror"
+        )
+    if done < len(steps):
+        if model.state != ModelState.SEALING:
+            raise MirrorMismatchError(
+                f"the model is {model.state.name.lower()} after {where}; "
+                f"{len(steps) - done} chunks remain"
+            )
+        nxt = steps[done]
+        if (model.cursor_section, model.cursor_offset) != (nxt.section, nxt.offset):
+            raise MirrorMismatchError(
+                f"after {where} the chain's cursor is section {model.cursor_section} offset "
+                f"{model.cursor_offset}; the mirror's is section {nxt.section} offset {nxt.offset}"
+            )
+        return
+    final = ModelState.SEALED if running == model.declared_hash else ModelState.FAILED
+    if model.state != final:
+        raise MirrorMismatchError(
+            f"after the last chunk the model is {model.state.name.lower()}; "
+            f"the mirror says {final.name.lower()}"
+        )
+
+
+def _describe(step: HashStep) -> str:
+    return f"section {step.section} bytes {step.offset}..{step.offset + step.length}"

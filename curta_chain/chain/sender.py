@@ -1,0 +1,235 @@
+"""The transaction pipeline: many transactions in flight, batched sends and status polls.
+
+``Sender.send`` takes transactions as specs (instructions and extra signers), signs them
+with a recent blockhash and keeps up to ``window`` of them in flight. Sends go out as
+JSON-RPC batches; statuses are polled 256 signatures a call. A transaction that the node
+has not seen once its blockhash expired is signed again with a fresh blockhash: after
+expiry the old one can never land, so nothing is applied twice. Each transaction is tried
+at most ``max_attempts`` times; then the sender gives up with an error that says how to
+resume. Only the caller's specs decide what is sent; the sender never invents work.
+"""
+
+import asyncio
+import time
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from solders.hash import Hash
+from solders.instruction import Instruction
+from solders.keypair import Keypair
+from solders.message import Message
+from solders.transaction import Transaction
+
+from curta_chain.chain.rpc import RpcCallError, RpcClient, preflight_error, transaction_error
+from curta_chain.constants import MAX_TRANSACTION_SIZE
+from curta_chain.errors import ChainError, RpcError, SendGaveUpError
+from curta_chain.reporting import Progress
+
+_COMMITMENT_RANK = {"processed": 0, "confirmed": 1, "finalized": 2}
+CONFIRM_TIMEOUT = 60.0
+"""Seconds ``wait_for_signature`` waits for a transaction someone else sent."""
+BLOCKHASH_MAX_AGE = 10.0
+"""Seconds a blockhash is used for new transactions (it stays valid for ~60 s)."""
+
+
+@dataclass(frozen=True)
+class TxSpec:
+    """One transaction to land: its instructions, signers besides the payer, bytes carried."""
+
+    instructions: tuple[Instruction, ...]
+    signers: tuple[Keypair, ...] = ()
+    payload_bytes: int = 0
+
+
+@dataclass
+class SendStats:
+    """What a ``send`` did."""
+
+    confirmed: int = 0
+    sent: int = 0
+    resigned: int = 0
+    seconds: float = 0.0
+
+
+@dataclass
+class _Flight:
+    spec: TxSpec
+    attempts: int
+    signature: str = ""
+    wire: bytes = b""
+    last_valid_height: int = 0
+
+
+@dataclass
+class Sender:
+    """Lands a list of transactions through an ``RpcClient`` as fast as the node allows."""
+
+    client: RpcClient
+    payer: Keypair
+    resume_hint: str = "rerun the same command to resume"
+    window: int = 1024
+    batch_size: int = 128
+    max_attempts: int = 5
+    poll_interval: float = 0.05
+    concurrency: int = 4
+    stats: SendStats = field(default_factory=SendStats)
+    _blockhash: Hash | None = None
+    _last_valid: int = 0
+    _fetched_at: float = 0.0
+
+    def sign(self, spec: TxSpec, blockhash: Hash) -> Transaction:
+        """Sign ``spec`` with the payer and its own signers."""
+        message = Message.new_with_blockhash(spec.instructions, self.payer.pubkey(), blockhash)
+        return Transaction([self.payer, *spec.signers], message, blockhash)
+
+    async def send(self, specs: Sequence[TxSpec], progress: Progress | None = None) -> SendStats:
+        """Land every spec; return when all are confirmed at the client's commitment.
+
+        Raises:
+            ProgramError: a transaction failed in the program (the error named in the IDL).
+            SendGaveUpError: the node stayed unreachable, or a transaction did not land after
+                ``max_attempts`` signings; the message says how to resume.
+        """
+        started = time.monotonic()
+        queue: deque[_Flight] = deque(_Flight(spec, 0) for spec in specs)
+        in_flight: dict[str, _Flight] = {}
+        try:
+            while queue or in_flight:
+                await self._refresh_blockhash()
+                fresh: list[_Flight] = []
+                while queue and len(in_flight) + len(fresh) < self.window:
+                    fresh.append(self._prepare(queue.popleft()))
+                await self._send_round(fresh, queue, in_flight)
+                done = await self._poll_round(queue, in_flight, progress)
+                if not done and in_flight:
+                    await asyncio.sleep(self.poll_interval)
+        except RpcError as exc:
+            if isinstance(exc, SendGaveUpError):
+                raise
+            raise SendGaveUpError(
+                f"gave up with {len(queue) + len(in_flight)} of {len(specs)} transactions not "
+                f"confirmed: {exc}; {self.resume_hint}"
+            ) from exc
+        self.stats.seconds += time.monotonic() - started
+        return self.stats
+
+    def _prepare(self, flight: _Flight) -> _Flight:
+        if flight.attempts >= self.max_attempts:
+            raise SendGaveUpError(
+                f"a transaction did not land after {self.max_attempts} signings; {self.resume_hint}"
+            )
+        assert self._blockhash is not None
+        tx = self.sign(flight.spec, self._blockhash)
+        wire = bytes(tx)
+        if len(wire) > MAX_TRANSACTION_SIZE:
+            raise ChainError(
+                f"a transaction is {len(wire)} bytes, over the {MAX_TRANSACTION_SIZE}-byte limit"
+            )
+        if flight.attempts:
+            self.stats.resigned += 1
+        flight.attempts += 1
+        flight.signature = str(tx.signatures[0])
+        flight.wire = wire
+        flight.last_valid_height = self._last_valid
+        return flight
+
+    async def _refresh_blockhash(self, force: bool = False) -> None:
+        if (
+            force
+            or self._blockhash is None
+            or time.monotonic() - self._fetched_at > BLOCKHASH_MAX_AGE
+        ):
+            self._blockhash, self._last_valid = await self.client.latest_blockhash()
+            self._fetched_at = time.monotonic()
+
+    async def _send_round(
+        self, fresh: list[_Flight], queue: deque[_Flight], in_flight: dict[str, _Flight]
+    ) -> None:
+        groups = [fresh[i : i + self.batch_size] for i in range(0, len(fresh), self.batch_size)]
+        semaphore = asyncio.Semaphore(self.concurrency)
+
+        async def send_group(group: list[_Flight]) -> list[object]:
+            async with semaphore:
+                return await self.client.batch([self.client.send_call(f.wire) for f in group])
+
+        answers = await asyncio.gather(*(send_group(g) for g in groups))
+        stale_blockhash = False
+        for group, results in zip(groups, answers, strict=True):
+            for flight, result in zip(group, results, strict=True):
+                self.stats.sent += 1
+                if not isinstance(result, RpcCallError) or _already_processed(result):
+                    in_flight[flight.signature] = flight
+                elif _blockhash_unknown(result):
+                    stale_blockhash = True
+                    queue.appendleft(flight)
+                elif (
+                    result.code == -32002
+                    and isinstance(result.data, dict)
+                    and result.data.get("err")
+                ):
+                    raise preflight_error(result)
+                else:
+                    queue.append(flight)  # a refusal we do not understand: bounded retry
+        if stale_blockhash:
+            await self._refresh_blockhash(force=True)
+
+    async def _poll_round(
+        self, queue: deque[_Flight], in_flight: dict[str, _Flight], progress: Progress | None
+    ) -> int:
+        if not in_flight:
+            return 0
+        signatures = list(in_flight)
+        statuses, height = await asyncio.gather(
+            self.client.signature_statuses(signatures), self.client.block_height()
+        )
+        wanted = _COMMITMENT_RANK[self.client.commitment]
+        done = 0
+        for signature, status in zip(signatures, statuses, strict=True):
+            flight = in_flight[signature]
+            if status is None:
+                if height > flight.last_valid_height:
+                    del in_flight[signature]  # expired unseen: it can never land now
+                    queue.append(flight)
+                continue
+            if status.err is not None:
+                raise transaction_error(status.err)
+            if _COMMITMENT_RANK.get(status.confirmation or "processed", 0) >= wanted:
+                del in_flight[signature]
+                done += 1
+                self.stats.confirmed += 1
+                if progress is not None:
+                    progress.advance(flight.spec.payload_bytes, 1)
+        return done
+
+
+async def wait_for_signature(
+    client: RpcClient, signature: str, timeout: float = CONFIRM_TIMEOUT
+) -> None:
+    """Wait until a transaction the node sent itself (an airdrop) reaches our commitment.
+
+    Raises:
+        ChainError: the transaction failed.
+        RpcError: it was not confirmed within ``timeout`` seconds.
+    """
+    wanted = _COMMITMENT_RANK[client.commitment]
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        (status,) = await client.signature_statuses([signature])
+        if status is not None:
+            if status.err is not None:
+                raise transaction_error(status.err)
+            if _COMMITMENT_RANK.get(status.confirmation or "processed", 0) >= wanted:
+                return
+        await asyncio.sleep(0.1)
+    raise RpcError(f"{signature} was not confirmed within {timeout:.0f} s")
+
+
+def _already_processed(error: RpcCallError) -> bool:
+    text = f"{error} {error.data}"
+    return "AlreadyProcessed" in text or "already been processed" in text
+
+
+def _blockhash_unknown(error: RpcCallError) -> bool:
+    text = f"{error} {error.data}"
+    return "BlockhashNotFound" in text or "Blockhash not found" in text

@@ -1,0 +1,157 @@
+"""A publish plan turned into transactions: pure functions, no network.
+
+Compute units: on a real cluster the scheduler charges each transaction the compute units
+it requests against a per-account budget per block, so a write asking for the default
+200,000 lands ~60 per block per account. With ``Budget.limit_compute`` every transaction
+asks for what it needs (measured on the program, with a margin) and, with a price, pays a
+priority fee. The ~40 bytes those instructions take come out of each write's payload.
+"""
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from solders.compute_budget import set_compute_unit_limit, set_compute_unit_price
+from solders.instruction import Instruction
+from solders.keypair import Keypair
+from solders.pubkey import Pubkey
+from solders.system_program import CreateAccountParams, create_account
+
+from curta_chain import program
+from curta_chain.chain.plan import PublishPlan, WritePiece
+from curta_chain.chain.sender import TxSpec
+from curta_chain.constants import WEIGHT_HEADER_SIZE
+
+# Compute units each instruction needs, with a margin over what tests/program measures.
+CREATE_MODEL_CU = 10_000
+BIND_CU = 10_000
+WRITE_CU = 5_000
+BEGIN_SEALING_CU = 20_000
+SEAL_STEP_CU = 40_000
+REOPEN_CU = 20_000
+CLOSE_CU = 20_000
+
+
+@dataclass(frozen=True)
+class Budget:
+    """Whether transactions carry compute-budget instructions, and the price if any."""
+
+    limit_compute: bool = False
+    compute_unit_price: int | None = None
+
+    def instructions(self, units: int) -> tuple[Instruction, ...]:
+        """The compute-budget instructions for a transaction needing ``units``."""
+        out: list[Instruction] = []
+        if self.limit_compute or self.compute_unit_price is not None:
+            out.append(set_compute_unit_limit(units))
+        if self.compute_unit_price is not None:
+            out.append(set_compute_unit_price(self.compute_unit_price))
+        return tuple(out)
+
+    def write_payload(self) -> int:
+        """The most weight bytes one write transaction can carry under this budget."""
+        return program.max_write_payload(
+            with_compute_budget=self.limit_compute or self.compute_unit_price is not None,
+            with_price=self.compute_unit_price is not None,
+        )
+
+
+def create_model_spec(
+    program_id: Pubkey,
+    authority: Keypair,
+    model: Keypair,
+    weights_hash: bytes,
+    section_lengths: Sequence[int],
+    rent: int,
+    budget: Budget,
+) -> TxSpec:
+    """Create the model account and declare its hash, in one transaction."""
+    create = create_account(
+        CreateAccountParams(
+            from_pubkey=authority.pubkey(),
+            to_pubkey=model.pubkey(),
+            lamports=rent,
+            space=program.MODEL_ACCOUNT_SIZE,
+            owner=program_id,
+        )
+    )
+    declare = program.create_model(
+        program_id, authority.pubkey(), model.pubkey(), weights_hash, list(section_lengths)
+    )
+    return TxSpec((*budget.instructions(CREATE_MODEL_CU), create, declare), (model,))
+
+
+def bind_spec(
+    program_id: Pubkey,
+    authority: Keypair,
+    model: Pubkey,
+    weight: Keypair,
+    section: int,
+    length: int,
+    rent: int,
+    budget: Budget,
+) -> TxSpec:
+    """Create weight account ``section`` and bind it to its slot, in one transaction.
+
+    An account that exists but is bound to nothing could not have its rent recovered, so
+    the two never go apart.
+    """
+    create = create_account(
+        CreateAccountParams(
+            from_pubkey=authority.pubkey(),
+            to_pubkey=weight.pubkey(),
+            lamports=rent,
+            space=WEIGHT_HEADER_SIZE + length,
+            owner=program_id,
+        )
+    )
+    bind = program.bind_weight_account(
+        program_id, authority.pubkey(), model, weight.pubkey(), section
+    )
+    return TxSpec((*budget.instructions(BIND_CU), create, bind), (weight,))
+
+
+def write_specs(
+    program_id: Pubkey,
+    authority: Pubkey,
+    plan: PublishPlan,
+    sections: Sequence[bytes],
+    budget: Budget,
+) -> list[TxSpec]:
+    """One write transaction per planned piece."""
+    prefix = budget.instructions(WRITE_CU)
+    return [
+        _write_spec(program_id, authority, plan.weight_accounts[p.section], sections, p, prefix)
+        for p in plan.writes
+    ]
+
+
+def _write_spec(
+    program_id: Pubkey,
+    authority: Pubkey,
+    account: Pubkey,
+    sections: Sequence[bytes],
+    piece: WritePiece,
+    prefix: tuple[Instruction, ...],
+) -> TxSpec:
+    data = bytes(sections[piece.section][piece.offset : piece.offset + piece.length])
+    write = program.write_weights(program_id, authority, account, piece.offset, data)
+    return TxSpec((*prefix, write), (), piece.length)
+
+
+def seal_step_spec(
+    program_id: Pubkey, model: Pubkey, weight: Pubkey, step: int, budget: Budget
+) -> TxSpec:
+    """One seal step. Its compute-unit limit varies with ``step`` (SEAL_STEP_CU + step % 4096).
+
+    Consecutive steps are otherwise the same instructions and can share a blockhash, so
+    they would be one signature that the cluster processes once: the varying limit makes
+    each step its own transaction.
+    """
+    limit = set_compute_unit_limit(SEAL_STEP_CU + step % 4096)
+    extra = budget.instructions(SEAL_STEP_CU)[1:]  # the price, if any
+    return TxSpec((limit, *extra, program.seal_step(program_id, model, weight)))
+
+
+def authority_spec(instruction: Instruction, units: int, budget: Budget) -> TxSpec:
+    """A transaction of one authority instruction (begin sealing, reopen, close)."""
+    return TxSpec((*budget.instructions(units), instruction))

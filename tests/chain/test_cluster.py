@@ -1,0 +1,92 @@
+import json
+
+import pytest
+from solders.keypair import Keypair
+
+from curta_chain.chain import cluster
+from curta_chain.errors import ConfigError, KeypairError
+
+
+def test_monikers_and_urls_resolve():
+    empty = cluster.CliConfig()
+    assert cluster.resolve_url(None, empty) == "http://127.0.0.1:8899"
+    assert cluster.resolve_url("devnet", empty) == "https://api.devnet.solana.com"
+    assert cluster.resolve_url("m", empty) == "https://api.mainnet-beta.solana.com"
+    assert cluster.resolve_url("http://127.0.0.1:9000", empty) == "http://127.0.0.1:9000"
+    assert cluster.resolve_url(None, cluster.CliConfig(json_rpc_url="testnet")).endswith(
+        "testnet.solana.com"
+    )
+
+
+@pytest.mark.parametrize("bad", ["ftp://x", "devnett", "http://", "http://h:port"])
+def test_a_bad_url_names_itself(bad):
+    with pytest.raises(ConfigError, match="--url"):
+        cluster.resolve_url(bad, cluster.CliConfig())
+
+
+def test_config_file_gives_defaults(tmp_path):
+    path = tmp_path / "config.yml"
+    path.write_text(
+        "---\njson_rpc_url: \"http://127.0.0.1:7777\"\nwebsocket_url: ''\n"
+        "keypair_path: /tmp/id.json\naddress_labels:\n  \"111\": System Program\n"
+        "commitment: finalized\n"
+    )
+    config = cluster.read_cli_config(path)
+    assert config == cluster.CliConfig("http://127.0.0.1:7777", "/tmp/id.json", "finalized")
+    assert cluster.resolve_commitment(None, config) == "finalized"
+    assert cluster.resolve_commitment("processed", config) == "processed"
+    assert str(cluster.keypair_path(None, config)) == "/tmp/id.json"
+
+
+def test_missing_config_is_empty_and_malformed_config_is_refused(tmp_path):
+    assert cluster.read_cli_config(tmp_path / "absent.yml") == cluster.CliConfig()
+    bad = tmp_path / "bad.yml"
+    bad.write_text("json_rpc_url http://x\n")
+    with pytest.raises(ConfigError, match=r"bad\.yml:1: expected 'key: value'"):
+        cluster.read_cli_config(bad)
+    binary = tmp_path / "binary.yml"
+    binary.write_bytes(b"\xff\xfe\x00")
+    with pytest.raises(ConfigError, match="cannot read"):
+        cluster.read_cli_config(binary)
+
+
+def test_bad_commitment_is_refused():
+    with pytest.raises(ConfigError, match="commitment 'final'"):
+        cluster.resolve_commitment("final", cluster.CliConfig())
+
+
+def test_keypair_round_trip(tmp_path):
+    keypair = Keypair()
+    path = tmp_path / "id.json"
+    cluster.write_keypair(keypair, path)
+    assert cluster.load_keypair(path) == keypair
+    assert path.stat().st_mode & 0o777 == 0o600
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("not json", "expected a JSON array of 64 bytes"),
+        ("[1, 2, 3]", "expected a JSON array of 64 bytes"),
+        (json.dumps([256] * 64), "expected a JSON array of 64 bytes"),
+        (json.dumps({"secret": 1}), "expected a JSON array of 64 bytes"),
+    ],
+)
+def test_not_a_keypair_is_refused(tmp_path, content, message):
+    path = tmp_path / "id.json"
+    path.write_text(content)
+    with pytest.raises(KeypairError, match=message):
+        cluster.load_keypair(path)
+
+
+def test_mismatched_keypair_halves_are_refused(tmp_path):
+    a, b = Keypair(), Keypair()
+    path = tmp_path / "id.json"
+    path.write_text(json.dumps(list(bytes(a)[:32] + bytes(b)[32:])))
+    with pytest.raises(KeypairError, match="does not match"):
+        cluster.load_keypair(path)
+
+
+def test_missing_keypair_is_named(tmp_path):
+    with pytest.raises(KeypairError, match=r"absent\.json: no such keypair file"):
+        cluster.load_keypair(tmp_path / "absent.json")
