@@ -1,9 +1,8 @@
 """Link a clang-14 ``-target bpf -mcpu=v2`` relocatable object into an SBPF v0 program.
 
 Upstream ld.lld refuses BPF relocations in shared output, and no Solana toolchain can be
-installed here, so this module does the one job the loader needs: it takes one ELF64
-relocatable object (several are first merged with ``ld.lld -r``) and writes an ET_DYN
-ELF that the v0 loader accepts under its strict deployment rules:
+installed here, so this module does the one job the loader needs: it takes the ELF64
+relocatable objects clang wrote (one per C file) and writes one ET_DYN ELF that the v0 loader accepts under its strict deployment rules:
 
 * every mapped section has ``sh_addr == sh_offset`` (the read-only region maps file
   offset X at ``0x1_0000_0000 + X``);
@@ -19,7 +18,7 @@ local calls get their pc-relative offset, pointer tables in ``.rodata`` get abso
 addresses. So the only dynamic relocations are the syscall ones. The output holds no
 timestamp or path: the same object gives the same bytes.
 
-Usage: ``python sbpf_link.py input.o output.so``.
+Usage: ``python sbpf_link.py output.so input.o [input.o ...]``.
 """
 
 from __future__ import annotations
@@ -198,20 +197,29 @@ def _align(value: int, alignment: int) -> int:
 
 
 @dataclass
+class _Piece:
+    """One kept input section and where it lands in the output file."""
+
+    obj: int
+    section: _Section
+    offset: int
+
+
+@dataclass
 class _Layout:
-    """Where each kept input section lands in the output, relative to its output section."""
+    """Where every kept input section of every object lands, as file offsets."""
 
-    text: _Section
-    rodata_parts: list[tuple[_Section, int]]
-    rodata_size: int
-    rodata_align: int
+    text: list[_Piece] = field(default_factory=list)
+    rodata: list[_Piece] = field(default_factory=list)
+    text_size: int = 0
+    rodata_size: int = 0
+    rodata_align: int = 1
 
 
-def _plan_sections(obj: _Object, origin: str) -> _Layout:
+def _kept_sections(obj: _Object, origin: str) -> tuple[_Section, list[_Section]]:
+    """The object's one .text and its .rodata* sections, after refusing what cannot load."""
     texts: list[_Section] = []
-    rodata: list[tuple[_Section, int]] = []
-    size = 0
-    align = 1
+    rodata: list[_Section] = []
     for sec in obj.sections:
         if not sec.flags & SHF_ALLOC:
             continue  # debug info, BTF, address-significance tables: not mapped, dropped
@@ -224,10 +232,8 @@ def _plan_sections(obj: _Object, origin: str) -> _Layout:
                     "mutable globals; use the stack, the heap or account data"
                 )
         elif sec.name == ".rodata" or sec.name.startswith(".rodata."):
-            size = _align(size, sec.align)
-            rodata.append((sec, size))
-            size += sec.size
-            align = max(align, sec.align)
+            if sec.size:
+                rodata.append(sec)
         elif sec.size:
             raise BuildError(f"{origin}: section {sec.name} cannot be mapped by the SBPF loader")
     if len(texts) != 1 or texts[0].name != ".text":
@@ -236,7 +242,31 @@ def _plan_sections(obj: _Object, origin: str) -> _Layout:
             f"{origin}: expected exactly one executable section named .text, found {found} "
             "(compile without -ffunction-sections)"
         )
-    return _Layout(texts[0], rodata, size, align)
+    return texts[0], rodata
+
+
+def _plan(objects: list[_Object], origins: list[str], n_phdrs: int) -> _Layout:
+    layout = _Layout()
+    kept = [_kept_sections(obj, origin) for obj, origin in zip(objects, origins, strict=True)]
+    text_off = _align(_EHDR.size + n_phdrs * _PHDR.size, 8)
+    offset = text_off
+    for i, (text, _) in enumerate(kept):
+        offset = _align(offset, 8)
+        layout.text.append(_Piece(i, text, offset))
+        offset += text.size
+    layout.text_size = offset - text_off
+    for _, rodata in kept:
+        for sec in rodata:
+            layout.rodata_align = max(layout.rodata_align, sec.align, 8)
+    rodata_off = _align(offset, layout.rodata_align)
+    offset = rodata_off
+    for i, (_, rodata) in enumerate(kept):
+        for sec in rodata:
+            offset = _align(offset, sec.align)
+            layout.rodata.append(_Piece(i, sec, offset))
+            offset += sec.size
+    layout.rodata_size = offset - rodata_off
+    return layout
 
 
 def _check_instructions(text: bytes, origin: str) -> None:
@@ -252,106 +282,126 @@ def _check_instructions(text: bytes, origin: str) -> None:
 
 
 @dataclass
-class _Output:
-    text: bytearray
-    rodata: bytearray
-    syscalls: list[str]
-    syscall_sites: list[tuple[int, str]]
+class _Linked:
+    image: bytearray  # the file from offset 0 to the end of .rodata
+    text_off: int
+    rodata_off: int
     entry: int
+    syscall_sites: list[tuple[int, str]]
 
 
-def _resolve(obj: _Object, layout: _Layout, text_off: int, rodata_off: int, origin: str):
-    """Apply every relocation; return the linked section bytes and syscall call sites."""
-    text = bytearray(obj.content(layout.text))
-    rodata = bytearray(layout.rodata_size)
-    placed: dict[int, int] = {layout.text.index: text_off}
-    for sec, rel in layout.rodata_parts:
-        rodata[rel : rel + sec.size] = obj.content(sec)
-        placed[sec.index] = rodata_off + rel
+def _globals(objects: list[_Object], origins: list[str], placed: dict) -> dict[str, tuple]:
+    """Every defined global symbol: name -> (file offset, object index, section index)."""
+    table: dict[str, tuple] = {}
+    for i, obj in enumerate(objects):
+        for sym in obj.symbols:
+            if sym.info >> 4 != STB_GLOBAL or sym.shndx in (SHN_UNDEF, SHN_ABS):
+                continue
+            if (i, sym.shndx) not in placed:
+                continue
+            if sym.name in table:
+                raise BuildError(f"{origins[i]}: symbol {sym.name!r} is defined twice")
+            table[sym.name] = (placed[(i, sym.shndx)] + sym.value, i, sym.shndx)
+    return table
 
-    def address(sym: _Symbol) -> int | None:
-        """The symbol's file offset in the output, or None when it is undefined."""
-        if sym.shndx == SHN_UNDEF:
-            return None
-        if sym.shndx not in placed:
-            sec_name = obj.sections[sym.shndx].name if sym.shndx < len(obj.sections) else "?"
-            raise BuildError(
-                f"{origin}: symbol {sym.name or sec_name!r} lives in section {sec_name}, "
-                "which is not linked into the program"
-            )
-        return placed[sym.shndx] + sym.value
+
+def _resolve(objects: list[_Object], origins: list[str], layout: _Layout) -> _Linked:
+    """Copy the kept sections into place and apply every relocation."""
+    end = layout.rodata[-1].offset + layout.rodata[-1].section.size if layout.rodata else 0
+    text_off = layout.text[0].offset
+    text_end = text_off + layout.text_size
+    image = bytearray(max(end, text_end))
+    placed: dict[tuple[int, int], int] = {}
+    for piece in layout.text + layout.rodata:
+        content = objects[piece.obj].content(piece.section)
+        image[piece.offset : piece.offset + len(content)] = content
+        placed[(piece.obj, piece.section.index)] = piece.offset
+    table = _globals(objects, origins, placed)
+    if "entrypoint" not in table:
+        raise BuildError(f"{', '.join(origins)}: no global function named 'entrypoint'")
+    entry, entry_obj, entry_sec = table["entrypoint"]
+    if (entry_obj, entry_sec) not in {(p.obj, p.section.index) for p in layout.text}:
+        raise BuildError(f"{origins[entry_obj]}: 'entrypoint' is not a function in .text")
+    text_sections = {(p.obj, p.section.index) for p in layout.text}
 
     syscall_sites: list[tuple[int, str]] = []
-    targets = {layout.text.index: text}
-    targets.update({sec.index: rodata for sec, _ in layout.rodata_parts})
-    base = {layout.text.index: 0}
-    base.update({sec.index: rel for sec, rel in layout.rodata_parts})
-    for rel_sec in obj.sections:
-        if rel_sec.type == SHT_RELA:
-            raise BuildError(f"{origin}: {rel_sec.name}: RELA relocations are not supported")
-        if rel_sec.type != SHT_REL or rel_sec.info not in targets:
-            continue
-        buf = targets[rel_sec.info]
-        in_text = rel_sec.info == layout.text.index
-        body = obj.content(rel_sec)
-        for off in range(0, len(body), _REL.size):
-            r_offset, r_info = _REL.unpack_from(body, off)
-            kind, sym_index = r_info & 0xFFFFFFFF, r_info >> 32
-            if kind == R_BPF_NONE:
+    for i, obj in enumerate(objects):
+        origin = origins[i]
+        for rel_sec in obj.sections:
+            if rel_sec.type == SHT_RELA:
+                raise BuildError(f"{origin}: {rel_sec.name}: RELA relocations are not supported")
+            if rel_sec.type != SHT_REL or (i, rel_sec.info) not in placed:
                 continue
-            if sym_index >= len(obj.symbols):
-                raise BuildError(f"{origin}: {rel_sec.name}+{r_offset:#x}: bad symbol index")
-            sym = obj.symbols[sym_index]
-            where = base[rel_sec.info] + r_offset
-            site = f"{obj.sections[rel_sec.info].name}+{r_offset:#x}"
-            target = address(sym)
-            if in_text and kind == R_BPF_64_64:
-                if text[where] != OPCODE_LDDW:
-                    raise BuildError(f"{origin}: {site}: R_BPF_64_64 not on an lddw")
-                if target is None:
-                    raise BuildError(f"{origin}: undefined symbol {sym.name!r} (data at {site})")
-                addend = struct.unpack_from("<I", text, where + 4)[0]
-                value = MM_RODATA_START + target + addend
-                struct.pack_into("<I", text, where + 4, value & 0xFFFFFFFF)
-                struct.pack_into("<I", text, where + 12, value >> 32)
-            elif in_text and kind == R_BPF_64_32:
-                if text[where] != OPCODE_CALL:
-                    raise BuildError(f"{origin}: {site}: R_BPF_64_32 not on a call")
-                if target is None:
-                    if sym.name not in SYSCALLS:
-                        raise BuildError(
-                            f"{origin}: undefined symbol {sym.name!r} called at {site}: "
-                            "neither defined in the program nor a registered syscall"
-                        )
-                    # The loader treats any imm other than -1 as a pc-relative call.
-                    struct.pack_into("<i", text, where + 4, -1)
-                    syscall_sites.append((text_off + where, sym.name))
+            in_text = (i, rel_sec.info) in text_sections
+            base = placed[(i, rel_sec.info)]
+            body = obj.content(rel_sec)
+            for off in range(0, len(body), _REL.size):
+                r_offset, r_info = _REL.unpack_from(body, off)
+                kind, sym_index = r_info & 0xFFFFFFFF, r_info >> 32
+                if kind == R_BPF_NONE:
+                    continue
+                if sym_index >= len(obj.symbols):
+                    raise BuildError(f"{origin}: {rel_sec.name}+{r_offset:#x}: bad symbol index")
+                sym = obj.symbols[sym_index]
+                where = base + r_offset
+                site = f"{obj.sections[rel_sec.info].name}+{r_offset:#x}"
+                target: int | None
+                target_is_text = False
+                if sym.shndx == SHN_UNDEF:
+                    hit = table.get(sym.name)
+                    target = hit[0] if hit else None
+                    target_is_text = bool(hit) and (hit[1], hit[2]) in text_sections
+                elif (i, sym.shndx) in placed:
+                    target = placed[(i, sym.shndx)] + sym.value
+                    target_is_text = (i, sym.shndx) in text_sections
                 else:
-                    if sym.shndx != layout.text.index or (target - text_off) % 8:
-                        raise BuildError(f"{origin}: {site}: call to {sym.name!r}, not code")
-                    relative = (target - text_off) // 8 - (where // 8 + 1)
-                    struct.pack_into("<i", text, where + 4, relative)
-            elif not in_text and kind == R_BPF_64_ABS64:
-                if target is None:
-                    raise BuildError(f"{origin}: undefined symbol {sym.name!r} (pointer at {site})")
-                addend = struct.unpack_from("<Q", buf, where)[0]
-                struct.pack_into("<Q", buf, where, MM_RODATA_START + target + addend)
-            else:
-                label = RELOCATION_NAMES.get(kind, "unknown")
-                raise BuildError(
-                    f"{origin}: unknown relocation kind {kind} ({label}) at {site} "
-                    f"against {sym.name!r}"
-                )
-    return text, rodata, syscall_sites
-
-
-def _entry_offset(obj: _Object, layout: _Layout, origin: str) -> int:
-    for sym in obj.symbols:
-        if sym.name == "entrypoint" and sym.info >> 4 == STB_GLOBAL:
-            if sym.shndx != layout.text.index or sym.info & 0xF != STT_FUNC:
-                raise BuildError(f"{origin}: 'entrypoint' is not a function in .text")
-            return sym.value
-    raise BuildError(f"{origin}: no global function named 'entrypoint'")
+                    sec_name = obj.sections[sym.shndx].name if sym.shndx < len(obj.sections) else "?"
+                    raise BuildError(
+                        f"{origin}: {site}: symbol {sym.name or sec_name!r} lives in section "
+                        f"{sec_name}, which is not linked into the program"
+                    )
+                if in_text and kind == R_BPF_64_64:
+                    if image[where] != OPCODE_LDDW:
+                        raise BuildError(f"{origin}: {site}: R_BPF_64_64 not on an lddw")
+                    if target is None:
+                        raise BuildError(f"{origin}: undefined symbol {sym.name!r} (data at {site})")
+                    addend = struct.unpack_from("<I", image, where + 4)[0]
+                    value = MM_RODATA_START + target + addend
+                    struct.pack_into("<I", image, where + 4, value & 0xFFFFFFFF)
+                    struct.pack_into("<I", image, where + 12, value >> 32)
+                elif in_text and kind == R_BPF_64_32:
+                    if image[where] != OPCODE_CALL:
+                        raise BuildError(f"{origin}: {site}: R_BPF_64_32 not on a call")
+                    if target is None:
+                        if sym.name not in SYSCALLS:
+                            raise BuildError(
+                                f"{origin}: undefined symbol {sym.name!r} called at {site}: "
+                                "neither defined in the program nor a registered syscall"
+                            )
+                        # The loader treats any imm other than -1 as a pc-relative call.
+                        struct.pack_into("<i", image, where + 4, -1)
+                        syscall_sites.append((where, sym.name))
+                    else:
+                        if not target_is_text or (target - text_off) % 8:
+                            raise BuildError(f"{origin}: {site}: call to {sym.name!r}, not code")
+                        relative = (target - where) // 8 - 1
+                        struct.pack_into("<i", image, where + 4, relative)
+                elif not in_text and kind == R_BPF_64_ABS64:
+                    if target is None:
+                        raise BuildError(
+                            f"{origin}: undefined symbol {sym.name!r} (pointer at {site})"
+                        )
+                    addend = struct.unpack_from("<Q", image, where)[0]
+                    struct.pack_into("<Q", image, where, MM_RODATA_START + target + addend)
+                else:
+                    label = RELOCATION_NAMES.get(kind, "unknown")
+                    raise BuildError(
+                        f"{origin}: unknown relocation kind {kind} ({label}) at {site} "
+                        f"against {sym.name!r}"
+                    )
+    _check_instructions(bytes(image[text_off:text_end]), ", ".join(origins))
+    rodata_off = layout.rodata[0].offset if layout.rodata else text_end
+    return _Linked(image, text_off, rodata_off, entry, syscall_sites)
 
 
 class _StringTable:
@@ -366,32 +416,39 @@ class _StringTable:
         return self.index[name]
 
 
-def link(obj_bytes: bytes, origin: str = "<object>") -> bytes:
-    """Link one BPF relocatable object into an SBPF v0 shared object.
+def link(objects: list[bytes], origins: list[str] | None = None) -> bytes:
+    """Link BPF relocatable objects into one SBPF v0 shared object.
 
     Args:
-        obj_bytes: the ELF64 ``ET_REL`` object clang-14 (or ``ld.lld -r``) wrote.
-        origin: a name for the object in error messages (usually its path).
+        objects: the ELF64 ``ET_REL`` objects clang-14 wrote, in link order.
+        origins: a name for each object in error messages (usually its path).
 
     Returns:
         The bytes of the ``ET_DYN`` program, ready for the loader.
 
     Raises:
-        BuildError: the object is not BPF, holds a writable or unmappable section,
-            several code sections, an unknown relocation kind, an undefined symbol
-            that is not a syscall, or no ``entrypoint`` function.
+        BuildError: an object is not BPF, holds a writable or unmappable section or
+            several code sections, a relocation kind is unknown, a symbol is undefined
+            and not a syscall or defined twice, or no ``entrypoint`` function exists.
     """
-    obj = _parse_object(obj_bytes, origin)
-    layout = _plan_sections(obj, origin)
-    entry_rel = _entry_offset(obj, layout, origin)
-
-    n_phdrs = 4 if layout.rodata_size else 3
-    text_off = _align(_EHDR.size + n_phdrs * _PHDR.size, 8)
-    text_size = layout.text.size
-    rodata_off = _align(text_off + text_size, max(8, layout.rodata_align))
-    text, rodata, sites = _resolve(obj, layout, text_off, rodata_off, origin)
-    _check_instructions(text, origin)
-    ro_end = rodata_off + len(rodata) if rodata else text_off + text_size
+    names = origins or [f"<object {i}>" for i in range(len(objects))]
+    if not objects:
+        raise BuildError("no objects to link")
+    parsed = [_parse_object(data, origin) for data, origin in zip(objects, names, strict=True)]
+    has_rodata = any(
+        _kept_sections(obj, origin)[1] for obj, origin in zip(parsed, names, strict=True)
+    )
+    n_phdrs = 4 if has_rodata else 3
+    layout = _plan(parsed, names, n_phdrs)
+    linked = _resolve(parsed, names, layout)
+    text_off, text_size = linked.text_off, layout.text_size
+    rodata_off = linked.rodata_off
+    rodata = linked.image[rodata_off:] if layout.rodata_size else b""
+    text = linked.image[text_off : text_off + text_size]
+    sites = linked.syscall_sites
+    entry_rel = linked.entry - text_off
+    ro_end = len(linked.image)
+    origin = ", ".join(names)
 
     dynstr = _StringTable()
     syscalls = sorted({name for _, name in sites})
@@ -491,16 +548,16 @@ def link(obj_bytes: bytes, origin: str = "<object>") -> bytes:
 
 
 def main(argv: list[str]) -> int:
-    """Link ``argv[1]`` (a BPF object) into ``argv[2]`` (an SBPF program)."""
-    if len(argv) != 3:
-        print("usage: sbpf_link.py input.o output.so", file=sys.stderr)
+    """Link ``argv[2:]`` (BPF objects) into ``argv[1]`` (an SBPF program)."""
+    if len(argv) < 3:
+        print("usage: sbpf_link.py output.so input.o [input.o ...]", file=sys.stderr)
         return 2
     try:
-        program = link(Path(argv[1]).read_bytes(), argv[1])
+        program = link([Path(a).read_bytes() for a in argv[2:]], argv[2:])
     except BuildError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    Path(argv[2]).write_bytes(program)
+    Path(argv[1]).write_bytes(program)
     return 0
 
 

@@ -1,0 +1,56 @@
+/*
+ * write_weights.c: writeWeights(offset: u32, data: bytes)
+ * Accounts: 0 authority (signer), 1 weightAccount (writable). The header holds everything a
+ * write checks, so the model account stays out of the transaction (32 more payload bytes).
+ */
+#include "../curta.h"
+
+#define FIXED_ARGS_SIZE (8 + 2 * sizeof(uint32_t))
+
+uint64_t process_write_weights(SolInput *in) {
+  if (in->account_count < 2) {
+    return REFUSE(ERR_NOT_ENOUGH_ACCOUNTS, "NotEnoughAccounts: writeWeights needs 2 accounts");
+  }
+  uint64_t err = check_distinct(in, 2);
+  if (err) {
+    return err;
+  }
+  if (in->data_len < FIXED_ARGS_SIZE) {
+    return REFUSE(ERR_INVALID_INSTRUCTION_DATA, "InvalidInstructionData: writeWeights args");
+  }
+  uint64_t offset = read_u32(in->data + 8);
+  uint64_t len = read_u32(in->data + 12);
+  if (in->data_len != FIXED_ARGS_SIZE + len) {
+    return REFUSE(ERR_INVALID_INSTRUCTION_DATA, "InvalidInstructionData: bytes length");
+  }
+  SolAccount *authority = in->accounts[0];
+  SolAccount *weight = in->accounts[1];
+  if ((err = check_program_owned(in, weight)) || (err = check_signer(authority)) ||
+      (err = check_writable(weight))) {
+    return err;
+  }
+  if (weight->data_len < WEIGHT_HEADER_SIZE) {
+    return REFUSE(ERR_WRONG_ACCOUNT_SIZE, "WrongAccountSize: weight account below 2048 bytes");
+  }
+  WeightHeader *header = header_of(weight);
+  if (header->discriminator != WEIGHT_ACCOUNT_DISCRIMINATOR) {
+    return REFUSE(ERR_WRONG_DISCRIMINATOR, "WrongDiscriminator: not a WeightAccount");
+  }
+  if (weight->data_len != WEIGHT_HEADER_SIZE + header->section_length) {
+    return REFUSE(ERR_WRONG_ACCOUNT_SIZE, "WrongAccountSize: weight account != 2048 + length");
+  }
+  if (!pubkey_equal(header->authority, authority->key)) {
+    return REFUSE(ERR_WRONG_AUTHORITY, "WrongAuthority: signer is not the model's authority");
+  }
+  if (header->frozen) {
+    return REFUSE(ERR_WEIGHT_ACCOUNT_FROZEN, "WeightAccountFrozen: sealing has begun");
+  }
+  /* offset and len are u32, so the sum cannot wrap a u64. */
+  if (offset + len > header->section_length) {
+    return REFUSE(ERR_WRITE_OUT_OF_BOUNDS, "WriteOutOfBounds: write ends past the section");
+  }
+  if (len) {
+    sol_memcpy_(weight->data + WEIGHT_HEADER_SIZE + offset, in->data + FIXED_ARGS_SIZE, len);
+  }
+  return 0;
+}
