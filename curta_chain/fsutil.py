@@ -25,6 +25,10 @@ def atomic_write(path: str | os.PathLike[str], chunks: bytes | Iterable[bytes]) 
     except OSError as exc:
         raise InputError(f"{target}: cannot write: {exc.strerror}") from exc
     try:
+        # mkstemp makes the file 0600; give it the mode an ordinary open() would.
+        umask = os.umask(0)
+        os.umask(umask)
+        os.fchmod(fd, 0o666 & ~umask)
         with os.fdopen(fd, "wb") as out:
             if isinstance(chunks, bytes | bytearray | memoryview):
                 out.write(chunks)

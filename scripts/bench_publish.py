@@ -1,0 +1,221 @@
+"""Publish a stories15M-shaped artifact on a fresh embedded localnet and measure it.
+
+Prints a table, then as its last line one JSON object:
+  write_tx_per_s      write transactions landed per second by `publish` over HTTP
+  mb_per_s            weight megabytes (10^6) uploaded per second
+  bytes_per_write_tx  weight bytes one write transaction carries
+  inprocess_tx_per_s  the same write transactions pushed straight into an in-process
+                      LiteSVM in this run: the ceiling any RPC path can reach here
+  naive_tx_per_s      solana-py send_transaction + confirm_transaction, one at a time, on a
+                      sample of writes to a second model
+  seal_seconds, seal_transactions
+
+    .venv/bin/python scripts/bench_publish.py [--naive-sample 200]
+"""
+
+import argparse
+import asyncio
+import json
+import subprocess
+import sys
+import time
+
+from solana.rpc.api import Client
+from solana.rpc.types import TxOpts
+from solders.keypair import Keypair
+from solders.litesvm import LiteSVM
+from solders.pubkey import Pubkey
+from solders.transaction import Transaction
+
+from curta_chain import program
+from curta_chain.artifact.synthetic import synthetic_artifact
+from curta_chain.chain import specs
+from curta_chain.chain.plan import model_keypair
+from curta_chain.chain.publish import plan_publish, publish
+from curta_chain.chain.rpc import RpcClient
+from curta_chain.chain.seal import seal
+from curta_chain.chain.sender import Sender
+from curta_chain.chain.transport import HttpTransport
+from curta_chain.constants import LAMPORTS_PER_SOL, LOCALNET_PROGRAM_ID
+
+PROGRAM_ID = Pubkey.from_string(LOCALNET_PROGRAM_ID)
+
+
+def start_localnet(port: int) -> subprocess.Popen[str]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "curta_chain", "localnet", "--port", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if "ready" in line.lower():
+            return proc
+    raise SystemExit(f"localnet did not start (exit {proc.wait()})")
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+async def airdrop(client: RpcClient, who: Pubkey, sol: int) -> None:
+    from curta_chain.chain.sender import wait_for_signature
+
+    await wait_for_signature(client, await client.request_airdrop(who, sol * LAMPORTS_PER_SOL))
+
+
+async def pipelined(url: str, artifact, authority: Keypair) -> dict[str, float]:
+    client = RpcClient(HttpTransport(url), "confirmed")
+    budget = specs.Budget()
+    try:
+        await airdrop(client, authority.pubkey(), 1000)
+        plan = await plan_publish(client, PROGRAM_ID, authority, artifact, budget)
+        sender = Sender(client, authority)
+        # Accounts first (not timed), then the writes alone.
+        setup = plan.__class__(**{**plan.__dict__, "writes": ()})
+        await publish(client, PROGRAM_ID, authority, artifact, setup, budget, sender=sender)
+        plan = await plan_publish(client, PROGRAM_ID, authority, artifact, budget)
+        started = time.perf_counter()
+        result = await publish(
+            client, PROGRAM_ID, authority, artifact, plan, budget, sender=Sender(client, authority)
+        )
+        write_seconds = time.perf_counter() - started
+        started = time.perf_counter()
+        sealed = await seal(client, PROGRAM_ID, authority, plan.model, artifact)
+        seal_seconds = time.perf_counter() - started
+        assert sealed.state == program.ModelState.SEALED, sealed.describe()
+        return {
+            "writes": len(plan.writes),
+            "write_bytes": plan.write_bytes,
+            "write_seconds": write_seconds,
+            "payload": plan.payload_per_write,
+            "seal_seconds": seal_seconds,
+            "seal_transactions": sealed.transactions,
+            "published_transactions": result.transactions,
+        }
+    finally:
+        await client.aclose()
+
+
+async def naive_setup(url: str, artifact, authority: Keypair):
+    """Create and bind a second model's accounts; return its plan (writes to send)."""
+    client = RpcClient(HttpTransport(url), "confirmed")
+    budget = specs.Budget()
+    try:
+        await airdrop(client, authority.pubkey(), 1000)
+        plan = await plan_publish(client, PROGRAM_ID, authority, artifact, budget)
+        setup = plan.__class__(**{**plan.__dict__, "writes": ()})
+        await publish(client, PROGRAM_ID, authority, artifact, setup, budget)
+        return plan
+    finally:
+        await client.aclose()
+
+
+def naive(url: str, artifact, authority: Keypair, plan, sample: int) -> float:
+    client = Client(url, commitment="confirmed")
+    write_specs = specs.write_specs(
+        PROGRAM_ID, authority.pubkey(), plan, artifact.sections, specs.Budget()
+    )
+    started = time.perf_counter()
+    for spec in write_specs[:sample]:
+        blockhash = client.get_latest_blockhash().value.blockhash
+        tx = Transaction.new_signed_with_payer(
+            list(spec.instructions), authority.pubkey(), [authority], blockhash
+        )
+        signature = client.send_transaction(tx, opts=TxOpts(skip_confirmation=True)).value
+        client.confirm_transaction(signature, commitment="confirmed", sleep_seconds=0.01)
+    return sample / (time.perf_counter() - started)
+
+
+def in_process(artifact, authority: Keypair, plan) -> float:
+    """The same write transactions, straight into LiteSVM: no HTTP, no JSON."""
+    svm = LiteSVM()
+    svm.add_program(PROGRAM_ID, program.PROGRAM_BINARY.read_bytes())
+    svm.airdrop(authority.pubkey(), 1000 * LAMPORTS_PER_SOL)
+    budget = specs.Budget()
+    blockhash = svm.latest_blockhash()
+    model_kp = model_keypair(authority, plan.weights_hash)
+    setup = [
+        specs.create_model_spec(
+            PROGRAM_ID,
+            authority,
+            model_kp,
+            plan.weights_hash,
+            plan.section_lengths,
+            svm.minimum_balance_for_rent_exemption(program.MODEL_ACCOUNT_SIZE),
+            budget,
+        )
+    ]
+    from curta_chain.chain.plan import weight_keypair
+    from curta_chain.constants import WEIGHT_HEADER_SIZE
+
+    for i, length in enumerate(plan.section_lengths):
+        kp = weight_keypair(authority, plan.weights_hash, i)
+        rent = svm.minimum_balance_for_rent_exemption(WEIGHT_HEADER_SIZE + length)
+        setup.append(
+            specs.bind_spec(PROGRAM_ID, authority, plan.model, kp, i, length, rent, budget)
+        )
+    sign = Sender(None, authority).sign  # type: ignore[arg-type]
+    for spec in setup:
+        result = svm.send_transaction(sign(spec, blockhash))
+        assert not hasattr(result, "err"), result
+    txs = [
+        sign(s, blockhash)
+        for s in specs.write_specs(PROGRAM_ID, authority.pubkey(), plan, artifact.sections, budget)
+    ]
+    started = time.perf_counter()
+    for tx in txs:
+        result = svm.send_transaction(tx)
+    elapsed = time.perf_counter() - started
+    assert not hasattr(result, "err"), result
+    return len(txs) / elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--naive-sample", type=int, default=200)
+    args = parser.parse_args()
+    artifact = synthetic_artifact()
+    port = free_port()
+    proc = start_localnet(port)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        authority, naive_authority = Keypair(), Keypair()
+        naive_plan = asyncio.run(naive_setup(url, artifact, naive_authority))
+        naive_rate = naive(url, artifact, naive_authority, naive_plan, args.naive_sample)
+        measured = asyncio.run(pipelined(url, artifact, authority))
+    finally:
+        proc.terminate()
+        proc.wait()
+    inprocess_rate = in_process(artifact, Keypair(), naive_plan)
+    write_rate = measured["writes"] / measured["write_seconds"]
+    out = {
+        "write_tx_per_s": round(write_rate, 1),
+        "mb_per_s": round(measured["write_bytes"] / measured["write_seconds"] / 1e6, 3),
+        "bytes_per_write_tx": measured["payload"],
+        "inprocess_tx_per_s": round(inprocess_rate, 1),
+        "naive_tx_per_s": round(naive_rate, 1),
+        "seal_seconds": round(measured["seal_seconds"], 2),
+        "seal_transactions": measured["seal_transactions"],
+    }
+    print(
+        f"artifact: {len(artifact.sections)} sections, {sum(map(len, artifact.sections)):,} bytes"
+    )
+    print(
+        f"writes: {measured['writes']:,} transactions, {measured['write_bytes']:,} bytes "
+        f"in {measured['write_seconds']:.1f} s"
+    )
+    print(
+        f"write rate {write_rate:.0f} tx/s = {write_rate / inprocess_rate:.2f} x in-process, "
+        f"{write_rate / naive_rate:.1f} x naive"
+    )
+    print(json.dumps(out))
+
+
+if __name__ == "__main__":
+    main()

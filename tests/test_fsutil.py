@@ -1,0 +1,31 @@
+import pytest
+
+from curta_chain.errors import InputError
+from curta_chain.fsutil import atomic_write
+
+
+def test_atomic_write_replaces_whole_file(tmp_path):
+    target = tmp_path / "out.bin"
+    target.write_bytes(b"old")
+    atomic_write(target, [b"new ", b"bytes"])
+    assert target.read_bytes() == b"new bytes"
+    assert [p.name for p in tmp_path.iterdir()] == ["out.bin"]
+
+
+def test_a_failing_writer_leaves_the_old_file_and_no_temporary(tmp_path):
+    target = tmp_path / "out.bin"
+    target.write_bytes(b"old")
+
+    def chunks():
+        yield b"partial"
+        raise RuntimeError("source broke")
+
+    with pytest.raises(RuntimeError):
+        atomic_write(target, chunks())
+    assert target.read_bytes() == b"old"
+    assert [p.name for p in tmp_path.iterdir()] == ["out.bin"]
+
+
+def test_an_unwritable_folder_is_one_line_error(tmp_path):
+    with pytest.raises(InputError, match="cannot write"):
+        atomic_write(tmp_path / "missing" / "out.bin", b"x")
