@@ -1,0 +1,7 @@
+import pytest
+from curta_svm import Chain
+
+
+@pytest.fixture
+def chain() -> Chain:
+    return Chain()

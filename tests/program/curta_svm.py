@@ -1,0 +1,207 @@
+"""A thin harness over solders' LiteSVM (the real runtime) with the shipped curta program."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from solders.instruction import Instruction
+from solders.keypair import Keypair
+from solders.litesvm import LiteSVM
+from solders.message import Message
+from solders.pubkey import Pubkey
+from solders.system_program import CreateAccountParams, create_account
+from solders.transaction import Transaction
+
+from curta_chain.constants import HASH_CHUNK_SIZE, LOCALNET_PROGRAM_ID, WEIGHT_HEADER_SIZE
+from curta_chain.program import (
+    MODEL_ACCOUNT_SIZE,
+    PROGRAM_BINARY,
+    ModelAccount,
+    WeightHeader,
+    begin_sealing,
+    bind_weight_account,
+    create_model,
+    custom_error_code,
+    error_name,
+    seal_step,
+    write_weights,
+)
+
+PROGRAM_ID = Pubkey.from_string(LOCALNET_PROGRAM_ID)
+CU_LIMIT = 1_400_000
+
+
+def weights_hash(sections: Sequence[bytes]) -> bytes:
+    """The CURTAW01 weights hash: sha256 chain over 64 KiB chunks restarting at each section."""
+    running = bytes(32)
+    for section in sections:
+        for start in range(0, len(section), HASH_CHUNK_SIZE):
+            running = hashlib.sha256(running + section[start : start + HASH_CHUNK_SIZE]).digest()
+    return running
+
+
+@dataclass
+class Result:
+    """What a transaction did: ok, the named custom error, the compute units, the logs."""
+
+    ok: bool
+    error: str | None
+    code: int | None
+    units: int
+    logs: list[str]
+    raw_error: object = None
+
+
+@dataclass
+class Published:
+    """A model created and bound (and possibly written) in the SVM."""
+
+    model: Keypair
+    weights: list[Keypair]
+    sections: list[bytes]
+
+    @property
+    def weight_keys(self) -> list[Pubkey]:
+        return [w.pubkey() for w in self.weights]
+
+
+class Chain:
+    """One in-process chain with the curta program at LOCALNET_PROGRAM_ID."""
+
+    def __init__(self) -> None:
+        self.svm = LiteSVM().with_transaction_history(0)
+        self.svm.add_program(PROGRAM_ID, PROGRAM_BINARY.read_bytes())
+        self.authority = Keypair()
+        self.svm.airdrop(self.authority.pubkey(), 10_000 * 10**9)
+
+    def funded(self, sol: int = 100) -> Keypair:
+        kp = Keypair()
+        self.svm.airdrop(kp.pubkey(), sol * 10**9)
+        return kp
+
+    def send(
+        self,
+        ixs: Sequence[Instruction],
+        signers: Sequence[Keypair] = (),
+        payer: Keypair | None = None,
+    ) -> Result:
+        payer = payer or self.authority
+        everyone = [payer, *[s for s in signers if s.pubkey() != payer.pubkey()]]
+        message = Message(list(ixs), payer.pubkey())
+        tx = Transaction(everyone, message, self.svm.latest_blockhash())
+        meta = self.svm.send_transaction(tx)
+        if hasattr(meta, "err"):
+            err = meta.err()
+            code = custom_error_code(err)
+            inner = meta.meta()
+            name = error_name(code) if code is not None else None
+            return Result(
+                False, name, code, inner.compute_units_consumed(), list(inner.logs()), err
+            )
+        return Result(True, None, None, meta.compute_units_consumed(), list(meta.logs()))
+
+    def must(self, ixs: Sequence[Instruction], signers: Sequence[Keypair] = ()) -> Result:
+        result = self.send(ixs, signers)
+        assert result.ok, (result.raw_error, result.logs)
+        return result
+
+    def create_model_ixs(
+        self,
+        model: Keypair,
+        declared: bytes,
+        lengths: Sequence[int],
+        size: int = MODEL_ACCOUNT_SIZE,
+    ) -> list[Instruction]:
+        lamports = self.svm.minimum_balance_for_rent_exemption(size)
+        return [
+            create_account(
+                CreateAccountParams(
+                    from_pubkey=self.authority.pubkey(),
+                    to_pubkey=model.pubkey(),
+                    lamports=lamports,
+                    space=size,
+                    owner=PROGRAM_ID,
+                )
+            ),
+            create_model(PROGRAM_ID, self.authority.pubkey(), model.pubkey(), declared, lengths),
+        ]
+
+    def new_account(self, kp: Keypair, size: int, owner: Pubkey = PROGRAM_ID) -> Instruction:
+        return create_account(
+            CreateAccountParams(
+                from_pubkey=self.authority.pubkey(),
+                to_pubkey=kp.pubkey(),
+                lamports=self.svm.minimum_balance_for_rent_exemption(size),
+                space=size,
+                owner=owner,
+            )
+        )
+
+    def bind_ixs(
+        self, model: Pubkey, weight: Keypair, index: int, length: int
+    ) -> list[Instruction]:
+        return [
+            self.new_account(weight, WEIGHT_HEADER_SIZE + length),
+            bind_weight_account(PROGRAM_ID, self.authority.pubkey(), model, weight.pubkey(), index),
+        ]
+
+    def publish(
+        self,
+        sections: Sequence[bytes],
+        declared: bytes | None = None,
+        write: bool = True,
+        bind: bool = True,
+    ) -> Published:
+        """Create the model, bind every slot, and write every byte (1,000 bytes per write)."""
+        sections = [bytes(s) for s in sections]
+        model = Keypair()
+        declared = weights_hash(sections) if declared is None else declared
+        self.must(self.create_model_ixs(model, declared, [len(s) for s in sections]), [model])
+        weights = [Keypair() for _ in sections]
+        if bind:
+            for index, (weight, section) in enumerate(zip(weights, sections, strict=True)):
+                self.must(self.bind_ixs(model.pubkey(), weight, index, len(section)), [weight])
+        published = Published(model, weights, sections)
+        if write:
+            for weight, section in zip(weights, sections, strict=True):
+                self.write_all(weight.pubkey(), section)
+        return published
+
+    def write_all(self, weight: Pubkey, section: bytes, step: int = 1000) -> None:
+        for start in range(0, len(section), step):
+            chunk = section[start : start + step]
+            if any(chunk):
+                ix = write_weights(PROGRAM_ID, self.authority.pubkey(), weight, start, chunk)
+                self.must([ix])
+
+    def begin(self, published: Published) -> Result:
+        return self.must(
+            [
+                begin_sealing(
+                    PROGRAM_ID,
+                    self.authority.pubkey(),
+                    published.model.pubkey(),
+                    published.weight_keys,
+                )
+            ]
+        )
+
+    def seal(self, published: Published) -> ModelAccount:
+        """Crank seal steps until the model leaves the Sealing state."""
+        while True:
+            model = self.model(published.model.pubkey())
+            if model.state != 1:
+                return model
+            weight = published.weights[model.cursor_section].pubkey()
+            self.must([seal_step(PROGRAM_ID, published.model.pubkey(), weight)])
+
+    def model(self, key: Pubkey) -> ModelAccount:
+        return ModelAccount.from_bytes(bytes(self.svm.get_account(key).data))
+
+    def header(self, key: Pubkey) -> WeightHeader:
+        return WeightHeader.from_bytes(bytes(self.svm.get_account(key).data))
+
+    def snapshot(self, keys: Sequence[Pubkey]) -> list[object]:
+        return [self.svm.get_account(k) for k in keys]
