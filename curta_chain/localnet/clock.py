@@ -1,0 +1,93 @@
+"""Slots, block heights and blockhashes that advance with wall-clock time, as on a validator.
+
+LiteSVM has no blocks. The localnet derives them: slot ``n`` starts ``n * slot_duration``
+seconds after genesis, every slot holds a block (so block height equals slot), and the
+blockhash of slot ``n`` is ``sha256(genesis_hash || n as u64 LE)``. Blockhashes are
+therefore the same after a restart, and a blockhash is valid while the current block
+height is at most its own plus ``MAX_PROCESSING_AGE`` (150), which is the validator's rule
+and also what ``lastValidBlockHeight`` reports.
+"""
+
+import hashlib
+import time
+from collections.abc import Callable
+
+import based58
+from solders.clock import DEFAULT_MS_PER_SLOT, DEFAULT_SLOTS_PER_EPOCH, MAX_PROCESSING_AGE
+
+SLOT_SECONDS = DEFAULT_MS_PER_SLOT / 1000
+"""A validator's target slot time, 400 ms."""
+SLOTS_PER_EPOCH = DEFAULT_SLOTS_PER_EPOCH
+# Blockhashes are kept for twice their validity window so isBlockhashValid can answer
+# "expired" (known but too old) as well as "valid".
+_KEPT_BLOCKHASHES = 2 * MAX_PROCESSING_AGE
+
+
+class SlotClock:
+    """The current slot from wall-clock time, and the blockhash of each recent slot.
+
+    Args:
+        genesis_hash: the chain's 32-byte genesis hash, the seed of every blockhash.
+        genesis_time: Unix time of slot 0.
+        slot_duration: seconds per slot; tests shorten it to expire blockhashes quickly.
+        now: the time source (``time.time``).
+    """
+
+    def __init__(
+        self,
+        genesis_hash: bytes,
+        genesis_time: float,
+        slot_duration: float = SLOT_SECONDS,
+        now: Callable[[], float] = time.time,
+    ):
+        self._genesis_hash = genesis_hash
+        self.genesis_time = genesis_time
+        self.slot_duration = slot_duration
+        self._now = now
+        self._slot = -1
+        self._recent: dict[str, int] = {}
+        self._floor = 0
+
+    def hold_at_least(self, slot: int) -> None:
+        """Never report a slot below ``slot`` (a replayed ledger's last slot, say)."""
+        self._floor = max(self._floor, slot)
+
+    def current_slot(self) -> int:
+        """Return the slot the chain is at now; it never goes backwards."""
+        slot = max(int((self._now() - self.genesis_time) / self.slot_duration), self._floor)
+        if slot > self._slot:
+            self._advance(slot)
+        return self._slot
+
+    def _advance(self, slot: int) -> None:
+        first = max(self._slot + 1, slot - _KEPT_BLOCKHASHES)
+        for n in range(first, slot + 1):
+            self._recent[self.blockhash(n)] = n
+        if len(self._recent) > 2 * _KEPT_BLOCKHASHES:
+            oldest = slot - _KEPT_BLOCKHASHES
+            self._recent = {h: n for h, n in self._recent.items() if n >= oldest}
+        self._slot = slot
+
+    def blockhash(self, slot: int) -> str:
+        """Return the base58 blockhash of ``slot``."""
+        digest = hashlib.sha256(self._genesis_hash + slot.to_bytes(8, "little")).digest()
+        return based58.b58encode(digest).decode()
+
+    def slot_of(self, blockhash: str) -> int | None:
+        """Return the slot of a recent blockhash, or None if it is not one of ours or too old."""
+        self.current_slot()
+        return self._recent.get(blockhash)
+
+    def age_ok(self, blockhash: str) -> bool:
+        """Whether a transaction with this blockhash may still be processed."""
+        slot = self.slot_of(blockhash)
+        return slot is not None and self._slot - slot <= MAX_PROCESSING_AGE
+
+    def unix_timestamp(self, slot: int) -> int:
+        """Return the block time of ``slot`` in whole seconds."""
+        return int(self.genesis_time + slot * self.slot_duration)
+
+    @staticmethod
+    def last_valid_block_height(slot: int) -> int:
+        """Return the last block height at which the blockhash of ``slot`` is accepted."""
+        return slot + MAX_PROCESSING_AGE

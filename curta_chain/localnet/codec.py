@@ -1,0 +1,188 @@
+"""The wire forms the validator uses: encoded transactions, encoded accounts, error JSON.
+
+Limits and messages follow agave's ``rpc.rs`` so a client that matches on them (solana-py,
+web3.js, the Solana CLI) behaves here as it does against ``solana-test-validator``.
+"""
+
+import base64
+import binascii
+import json
+from typing import Any
+
+import based58
+import zstandard
+from solders.account import Account
+from solders.rpc.responses import RpcSimulateTransactionResult
+from solders.transaction import VersionedTransaction
+from solders.transaction_status import TransactionErrorType
+
+from curta_chain.constants import MAX_TRANSACTION_SIZE
+from curta_chain.localnet.rpc_errors import INVALID_REQUEST, RpcMethodError, invalid_params
+
+# The longest encodings of a MAX_TRANSACTION_SIZE packet the validator reads before
+# decoding ("golden" numbers in agave's rpc.rs).
+MAX_BASE58_TRANSACTION = 1_683
+MAX_BASE64_TRANSACTION = 1_644
+MAX_BASE58_ACCOUNT_BYTES = 128
+_TRANSACTION_TYPE = "solana_transaction::versioned::VersionedTransaction"
+_ZSTD = zstandard.ZstdCompressor(level=1)
+
+
+def decode_transaction(encoded: Any, encoding: str) -> tuple[bytes, VersionedTransaction]:
+    """Decode a sendTransaction/simulateTransaction payload as the validator does.
+
+    Returns:
+        The wire bytes and the parsed transaction.
+
+    Raises:
+        RpcMethodError: -32602 for a payload that is too large, badly encoded or not a
+            transaction, with the validator's message.
+    """
+    if not isinstance(encoded, str):
+        raise invalid_params("Invalid params: transaction must be an encoded string")
+    if encoding == "base58":
+        if len(encoded) > MAX_BASE58_TRANSACTION:
+            raise invalid_params(
+                f"base58 encoded {_TRANSACTION_TYPE} too large: {len(encoded)} bytes "
+                f"(max: encoded/raw {MAX_BASE58_TRANSACTION}/{MAX_TRANSACTION_SIZE})"
+            )
+        try:
+            raw = based58.b58decode(encoded.encode())
+        except ValueError as exc:
+            raise invalid_params(f"invalid base58 encoding: {exc}") from exc
+    elif encoding == "base64":
+        if len(encoded) > MAX_BASE64_TRANSACTION:
+            raise invalid_params(
+                f"base64 encoded {_TRANSACTION_TYPE} too large: {len(encoded)} bytes "
+                f"(max: encoded/raw {MAX_BASE64_TRANSACTION}/{MAX_TRANSACTION_SIZE})"
+            )
+        try:
+            raw = base64.b64decode(encoded, validate=True)
+        except binascii.Error as exc:
+            raise invalid_params(f"invalid base64 encoding: {exc}") from exc
+    else:
+        raise invalid_params(
+            f"unsupported encoding: {encoding}. Supported encodings: base58, base64"
+        )
+    if len(raw) > MAX_TRANSACTION_SIZE:
+        raise invalid_params(
+            f"decoded {_TRANSACTION_TYPE} too large: {len(raw)} bytes "
+            f"(max: {MAX_TRANSACTION_SIZE} bytes)"
+        )
+    try:
+        tx = VersionedTransaction.from_bytes(raw)
+    except ValueError as exc:
+        raise invalid_params(f"failed to deserialize {_TRANSACTION_TYPE}: {exc}") from exc
+    return raw, tx
+
+
+def encode_account(account: Account, encoding: str, data_slice: dict[str, int] | None) -> dict:
+    """Return the validator's ``UiAccount`` JSON for ``account``.
+
+    ``jsonParsed`` falls back to base64, as the validator does for accounts it has no
+    parser for.
+
+    Raises:
+        RpcMethodError: -32600 for base58 data over 128 bytes or a sliced jsonParsed read.
+    """
+    data = account.data
+    if encoding == "jsonParsed" and data_slice is not None:
+        raise RpcMethodError(
+            INVALID_REQUEST,
+            "Sliced account data can only be encoded using binary (base 58) or base64 encoding.",
+        )
+    if data_slice is not None:
+        offset, length = data_slice["offset"], data_slice["length"]
+        data = data[offset : offset + length]
+    if encoding in ("base64", "jsonParsed"):
+        encoded: Any = [base64.b64encode(data).decode(), "base64"]
+    elif encoding == "base64+zstd":
+        encoded = [base64.b64encode(_ZSTD.compress(data)).decode(), "base64+zstd"]
+    elif encoding in ("base58", "binary"):
+        if len(data) > MAX_BASE58_ACCOUNT_BYTES:
+            raise RpcMethodError(
+                INVALID_REQUEST,
+                f"Encoded binary (base 58) data should be less than {MAX_BASE58_ACCOUNT_BYTES} "
+                "bytes, please use Base64 encoding.",
+            )
+        text = based58.b58encode(data).decode()
+        encoded = text if encoding == "binary" else [text, "base58"]
+    else:
+        raise invalid_params(f"Invalid params: unknown variant `{encoding}`")
+    return {
+        "data": encoded,
+        "executable": account.executable,
+        "lamports": account.lamports,
+        "owner": str(account.owner),
+        "rentEpoch": account.rent_epoch,
+        "space": len(account.data),
+    }
+
+
+def transaction_error_json(err: TransactionErrorType) -> Any:
+    """Return a runtime ``TransactionError`` in the validator's JSON form."""
+    return json.loads(RpcSimulateTransactionResult(err=err).to_json())["err"]
+
+
+_TRANSACTION_ERRORS = {
+    "AccountInUse": "Account in use",
+    "AccountLoadedTwice": "Account loaded twice",
+    "AccountNotFound": "Attempt to debit an account but found no record of a prior credit.",
+    "ProgramAccountNotFound": "Attempt to load a program that does not exist",
+    "InsufficientFundsForFee": "Insufficient funds for fee",
+    "InvalidAccountForFee": "This account may not be used to pay transaction fees",
+    "AlreadyProcessed": "This transaction has already been processed",
+    "BlockhashNotFound": "Blockhash not found",
+    "CallChainTooDeep": "Loader call chain is too deep",
+    "MissingSignatureForFee": "Transaction requires a fee but has no signature present",
+    "InvalidAccountIndex": "Transaction contains an invalid account reference",
+    "SignatureFailure": "Transaction did not pass signature verification",
+    "InvalidProgramForExecution": "This program may not be used for executing instructions",
+    "SanitizeFailure": "Transaction failed to sanitize accounts offsets correctly",
+}
+_INSTRUCTION_ERRORS = {
+    "GenericError": "generic instruction error",
+    "InvalidArgument": "invalid program argument",
+    "InvalidInstructionData": "invalid instruction data",
+    "InvalidAccountData": "invalid account data for instruction",
+    "AccountDataTooSmall": "account data too small for instruction",
+    "InsufficientFunds": "insufficient funds for instruction",
+    "IncorrectProgramId": "incorrect program id for instruction",
+    "MissingRequiredSignature": "missing required signature for instruction",
+    "AccountAlreadyInitialized": "instruction requires an uninitialized account",
+    "UninitializedAccount": "instruction requires an initialized account",
+    "UnbalancedInstruction": "sum of account balances before and after instruction do not match",
+    "ModifiedProgramId": "instruction illegally modified the program id of an account",
+    "ExternalAccountLamportSpend": (
+        "instruction spent from the balance of an account it does not own"
+    ),
+    "ExternalAccountDataModified": "instruction modified data of an account it does not own",
+    "ReadonlyLamportChange": "instruction changed the balance of a read-only account",
+    "ReadonlyDataModified": "instruction modified data of a read-only account",
+    "NotEnoughAccountKeys": "insufficient account keys for instruction",
+    "AccountNotExecutable": "instruction expected an executable account",
+    "ComputationalBudgetExceeded": "Computational budget exceeded",
+    "PrivilegeEscalation": "Cross-program invocation with unauthorized signer or writable account",
+    "ProgramFailedToComplete": "Program failed to complete",
+    "ProgramFailedToCompile": "Program failed to compile",
+    "InvalidRealloc": "Failed to reallocate account data",
+}
+
+
+def transaction_error_message(err_json: Any) -> str:
+    """Return the validator's display text of a ``TransactionError`` JSON value."""
+    if isinstance(err_json, str):
+        return _TRANSACTION_ERRORS.get(err_json, err_json)
+    if isinstance(err_json, dict) and "InstructionError" in err_json:
+        index, inner = err_json["InstructionError"]
+        if isinstance(inner, dict) and "Custom" in inner:
+            text = f"custom program error: {inner['Custom']:#x}"
+        elif isinstance(inner, dict) and "BorshIoError" in inner:
+            text = f"Failed to serialize or deserialize account data: {inner['BorshIoError']}"
+        else:
+            text = _INSTRUCTION_ERRORS.get(str(inner), str(inner))
+        return f"Error processing Instruction {index}: {text}"
+    if isinstance(err_json, dict) and "InsufficientFundsForRent" in err_json:
+        index = err_json["InsufficientFundsForRent"]["account_index"]
+        return f"Transaction results in an account ({index}) with insufficient funds for rent"
+    return json.dumps(err_json)

@@ -1,0 +1,501 @@
+"""The localnet's chain: LiteSVM plus the bookkeeping a validator does and LiteSVM does not.
+
+``Localnet`` owns one ``LiteSVM`` and adds: slots and blockhashes that advance with time
+(``SlotClock``), the 150-block blockhash window, the signature status cache (a duplicate
+is AlreadyProcessed and never runs twice), preflight semantics (a refused transaction
+charges no fee), an index of accounts by owner for getProgramAccounts, and the ledger.
+
+LiteSVM is not thread-safe; a ``Localnet`` must be used from one thread (the server's
+event loop). Signatures are verified here rather than by LiteSVM so that a preflight
+failure can be told apart from a runtime one, and so replay can skip them.
+"""
+
+import base64
+import hashlib
+import json
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import based58
+from solders.account import Account
+from solders.clock import MAX_PROCESSING_AGE, Clock
+from solders.hash import Hash
+from solders.keypair import Keypair
+from solders.litesvm import LiteSVM
+from solders.message import Message, MessageV0
+from solders.pubkey import Pubkey
+from solders.system_program import ID as SYSTEM_PROGRAM_ID
+from solders.system_program import TransferParams, transfer
+from solders.transaction import VersionedTransaction
+from solders.transaction_metadata import FailedTransactionMetadata, TransactionMetadata
+
+from curta_chain.constants import LAMPORTS_PER_SOL, LOCALNET_PROGRAM_ID
+from curta_chain.errors import LocalnetError
+from curta_chain.localnet.clock import SLOT_SECONDS, SLOTS_PER_EPOCH, SlotClock
+from curta_chain.localnet.codec import transaction_error_json, transaction_error_message
+from curta_chain.localnet.ledger import (
+    RECORD_TRANSACTION,
+    Ledger,
+    Snapshot,
+    SnapshotAccount,
+)
+from curta_chain.localnet.program_binary import find_program_binary
+from curta_chain.localnet.rpc_errors import (
+    INTERNAL_ERROR,
+    SEND_TRANSACTION_PREFLIGHT_FAILURE,
+    TRANSACTION_SIGNATURE_VERIFICATION_FAILURE,
+    RpcMethodError,
+)
+
+LAMPORTS_PER_SIGNATURE = 5_000
+"""The fee per signature LiteSVM charges (the validator's default fee rate)."""
+FAUCET_SEED = b"curta-chain localnet faucet"
+FAUCET_LAMPORTS = 500_000_000 * LAMPORTS_PER_SOL
+DEFAULT_SNAPSHOT_BYTES = 64 * 1024 * 1024
+"""Log bytes after which a snapshot is taken: bounds replay to roughly 50,000 writes."""
+KEPT_TRANSACTION_DETAILS = 100_000
+"""getTransaction answers for this many most recent transactions."""
+
+
+@dataclass(frozen=True)
+class SendResult:
+    """A transaction accepted for the chain: its signature and the log record to wait for."""
+
+    signature: str
+    seq: int
+
+
+@dataclass(frozen=True)
+class TransactionDetails:
+    """What getTransaction reports about a landed transaction."""
+
+    raw: bytes
+    slot: int
+    err: Any
+    logs: list[str]
+    units: int
+    fee: int
+    pre_balances: list[int]
+    post_balances: list[int]
+    inner: Any
+    return_data: Any
+
+
+def inner_instructions_json(meta: TransactionMetadata) -> list[dict]:
+    """Return LiteSVM's inner instructions in the validator's ``innerInstructions`` form."""
+    out = []
+    for index, inner in enumerate(meta.inner_instructions()):
+        if inner:
+            out.append(
+                {
+                    "index": index,
+                    "instructions": [
+                        {
+                            "programIdIndex": item.instruction.program_id_index,
+                            "accounts": list(item.instruction.accounts),
+                            "data": based58.b58encode(bytes(item.instruction.data)).decode(),
+                            "stackHeight": item.stack_height,
+                        }
+                        for item in inner
+                    ],
+                }
+            )
+    return out
+
+
+def return_data_json(meta: TransactionMetadata) -> dict | None:
+    """Return the validator's ``returnData`` for ``meta``, None when the program set none."""
+    data = meta.return_data()
+    if not data.data:
+        return None
+    encoded = base64.b64encode(data.data).decode()
+    return {"programId": str(data.program_id), "data": [encoded, "base64"]}
+
+
+def preflight_failure(err: Any, logs: list[str], units: int) -> RpcMethodError:
+    """Return the -32002 error a validator answers when preflight simulation fails."""
+    return RpcMethodError(
+        SEND_TRANSACTION_PREFLIGHT_FAILURE,
+        f"Transaction simulation failed: {transaction_error_message(err)}",
+        {
+            "err": err,
+            "logs": logs,
+            "accounts": None,
+            "unitsConsumed": units,
+            "returnData": None,
+            "innerInstructions": None,
+            "replacementBlockhash": None,
+        },
+    )
+
+
+def writable_keys(message: Message | MessageV0) -> list[Pubkey]:
+    """Return the static account keys ``message`` may write, from its header."""
+    header = message.header
+    keys = message.account_keys
+    signed = header.num_required_signatures
+    writable_signed = signed - header.num_readonly_signed_accounts
+    writable_unsigned = len(keys) - header.num_readonly_unsigned_accounts
+    return [
+        key
+        for index, key in enumerate(keys)
+        if index < writable_signed or signed <= index < writable_unsigned
+    ]
+
+
+class Localnet:
+    """A Solana chain in-process: LiteSVM with the curta program preloaded and a faucet.
+
+    Args:
+        ledger: a folder to persist the chain in (None: memory only).
+        reset: start a new chain in ``ledger``, deleting the old one.
+        slot_duration: seconds per slot (a validator's 0.4 s by default).
+        program_binary: the program to preload at ``LOCALNET_PROGRAM_ID``; by default
+            the packaged ``curta.so`` when there is one.
+        snapshot_bytes: log bytes after which ``snapshot_due`` turns true.
+
+    Raises:
+        LocalnetError: the ledger cannot be opened or replayed, or the program not loaded.
+    """
+
+    def __init__(
+        self,
+        ledger: Path | None = None,
+        reset: bool = False,
+        slot_duration: float = SLOT_SECONDS,
+        program_binary: Path | None = None,
+        snapshot_bytes: int = DEFAULT_SNAPSHOT_BYTES,
+    ):
+        binary = program_binary if program_binary is not None else find_program_binary()
+        program = binary.read_bytes() if binary is not None else None
+        self.program_binary = binary
+        self.program_id = Pubkey.from_string(LOCALNET_PROGRAM_ID)
+        self.faucet = Keypair.from_seed(hashlib.sha256(FAUCET_SEED).digest())
+        self.snapshot_bytes = snapshot_bytes
+        self.ledger: Ledger | None = None
+        # Signatures are checked in send_transaction; LiteSVM's own blockhash check only
+        # knows its latest hash, so the 150-block window is enforced here instead.
+        self.svm = LiteSVM().with_sigverify(False).with_blockhash_check(False)
+        self.svm.with_transaction_history(0)
+        if program is not None:
+            try:
+                self.svm.add_program(self.program_id, program)
+            except Exception as exc:  # LiteSVM raises its own error types for a bad ELF
+                raise LocalnetError(f"{binary}: LiteSVM cannot load the program: {exc}") from exc
+        self.svm.set_account(
+            self.faucet.pubkey(), Account(FAUCET_LAMPORTS, b"", SYSTEM_PROGRAM_ID, False, 0)
+        )
+        self._statuses: dict[str, tuple[int, Any, int]] = {}
+        self._details: dict[str, TransactionDetails] = {}
+        self._owner_of: dict[Pubkey, Pubkey] = {}
+        self._by_owner: dict[Pubkey, set[Pubkey]] = {}
+        self.transaction_count = 0
+        self._clock_slot = -1
+        if ledger is None:
+            genesis_hash = hashlib.sha256(Keypair().secret()).digest()
+            self.clock = SlotClock(genesis_hash, time.time(), slot_duration)
+        else:
+            sha = hashlib.sha256(program).hexdigest() if program is not None else None
+            self.ledger = Ledger(ledger, reset=reset, program_sha256=sha)
+            meta = self.ledger.meta
+            self.clock = SlotClock(meta.genesis_hash, meta.genesis_time, slot_duration)
+            try:
+                self._restore()
+            except BaseException:
+                self.ledger.close()
+                raise
+        self.genesis_hash = self.clock.blockhash(0)
+        self._track([self.faucet.pubkey()])
+        self.tick()
+
+    # -- time -------------------------------------------------------------------------
+
+    def tick(self) -> int:
+        """Bring LiteSVM's clock to the current slot; return the slot."""
+        slot = self.clock.current_slot()
+        if slot != self._clock_slot:
+            self._set_clock(slot)
+        return slot
+
+    def _set_clock(self, slot: int) -> None:
+        epoch = slot // SLOTS_PER_EPOCH
+        self.svm.set_clock(
+            Clock(
+                slot=slot,
+                epoch_start_timestamp=self.clock.unix_timestamp(epoch * SLOTS_PER_EPOCH),
+                epoch=epoch,
+                leader_schedule_epoch=epoch + 1,
+                unix_timestamp=self.clock.unix_timestamp(slot),
+            )
+        )
+        self._clock_slot = slot
+
+    # -- reads ------------------------------------------------------------------------
+
+    def get_account(self, pubkey: Pubkey) -> Account | None:
+        """Return the account at ``pubkey``; None if it does not exist (or has no lamports)."""
+        account = self.svm.get_account(pubkey)
+        if account is None or account.lamports == 0:
+            return None
+        return account
+
+    def program_accounts(self, owner: Pubkey) -> list[tuple[Pubkey, Account]]:
+        """Return every account ``owner`` owns, ordered by address."""
+        found = []
+        for pubkey in sorted(self._by_owner.get(owner, ()), key=bytes):
+            account = self.get_account(pubkey)
+            if account is not None and account.owner == owner:
+                found.append((pubkey, account))
+        return found
+
+    def status(self, signature: str) -> tuple[int, Any] | None:
+        """Return (slot, error JSON) of a landed transaction whose record is durable."""
+        entry = self._statuses.get(signature)
+        if entry is None or (self.ledger is not None and entry[2] > self.ledger.durable_seq):
+            return None
+        return entry[0], entry[1]
+
+    def details(self, signature: str) -> TransactionDetails | None:
+        """Return getTransaction's data for a recent durable transaction."""
+        if self.status(signature) is None:
+            return None
+        return self._details.get(signature)
+
+    def fee_for(self, message: Message | MessageV0) -> int:
+        """Return the fee this chain charges for ``message``: one rate per signature."""
+        return LAMPORTS_PER_SIGNATURE * message.header.num_required_signatures
+
+    # -- writes -----------------------------------------------------------------------
+
+    def send_transaction(
+        self, raw: bytes, tx: VersionedTransaction, preflight: bool = True
+    ) -> SendResult:
+        """Process a transaction as a validator's sendTransaction would.
+
+        With ``preflight``, a transaction that would fail changes nothing and raises the
+        validator's -32002/-32003 error. Without it, the signature is returned whatever
+        happens; a transaction that fails at execution lands with its error and pays its
+        fee, one that could never land (bad signature, unknown blockhash) is dropped.
+
+        Raises:
+            RpcMethodError: preflight refused the transaction.
+        """
+        slot = self.tick()
+        signature = str(tx.signatures[0])
+        if not all(tx.verify_with_results()):
+            if preflight:
+                raise RpcMethodError(
+                    TRANSACTION_SIGNATURE_VERIFICATION_FAILURE,
+                    "Transaction signature verification failure",
+                )
+            return SendResult(signature, 0)
+        message = tx.message
+        if not self.clock.age_ok(str(message.recent_blockhash)):
+            if preflight:
+                raise preflight_failure("BlockhashNotFound", [], 0)
+            return SendResult(signature, 0)
+        seen = self._statuses.get(signature)
+        if seen is not None:
+            if preflight:
+                raise preflight_failure("AlreadyProcessed", [], 0)
+            return SendResult(signature, seen[2])
+        keys = message.account_keys
+        payer = keys[0]
+        payer_before = self.svm.get_account(payer)
+        pre = [self.svm.get_balance(key) or 0 for key in keys]
+        result = self.svm.send_transaction(tx)
+        if isinstance(result, FailedTransactionMetadata):
+            meta = result.meta()
+            err = transaction_error_json(result.err())
+            landed = (
+                payer_before is not None
+                and (self.svm.get_balance(payer) or 0) != payer_before.lamports
+            )
+            if preflight:
+                if landed:
+                    # A validator's preflight simulation charges nothing: undo the fee.
+                    self.svm.set_account(payer, payer_before)
+                raise preflight_failure(err, meta.logs(), meta.compute_units_consumed())
+            if not landed:
+                return SendResult(signature, 0)
+        else:
+            meta, err = result, None
+        seq = 0
+        if self.ledger is not None:
+            seq = self.ledger.append(RECORD_TRANSACTION, slot, raw)
+        self._land(signature, raw, tx, slot, meta, err, pre, seq)
+        return SendResult(signature, seq)
+
+    def _land(
+        self,
+        signature: str,
+        raw: bytes,
+        tx: VersionedTransaction,
+        slot: int,
+        meta: TransactionMetadata,
+        err: Any,
+        pre: list[int],
+        seq: int,
+    ) -> None:
+        message = tx.message
+        keys = message.account_keys
+        self._statuses[signature] = (slot, err, seq)
+        self.transaction_count += 1
+        self._details[signature] = TransactionDetails(
+            raw=raw,
+            slot=slot,
+            err=err,
+            logs=meta.logs(),
+            units=meta.compute_units_consumed(),
+            fee=self.fee_for(message),
+            pre_balances=pre,
+            post_balances=[self.svm.get_balance(key) or 0 for key in keys],
+            inner=inner_instructions_json(meta),
+            return_data=return_data_json(meta),
+        )
+        if len(self._details) > KEPT_TRANSACTION_DETAILS:
+            del self._details[next(iter(self._details))]
+        self._track(writable_keys(message))
+
+    def _track(self, keys: Iterable[Pubkey]) -> None:
+        """Update the owner index for accounts a transaction may have changed.
+
+        Reading an account copies its data, so a program-owned account already indexed
+        (a 10 MiB weight account written 1 KB at a time) is only checked for having been
+        closed; wallets and accounts seen for the first time are read in full, which is
+        where owners change (create_account, assign).
+        """
+        for key in keys:
+            known = self._owner_of.get(key)
+            if known is not None and known != SYSTEM_PROGRAM_ID:
+                if not self.svm.get_balance(key):
+                    self._forget(key)
+                continue
+            account = self.get_account(key)
+            if account is None:
+                self._forget(key)
+            elif account.owner != known:
+                self._forget(key)
+                self._owner_of[key] = account.owner
+                self._by_owner.setdefault(account.owner, set()).add(key)
+
+    def _forget(self, key: Pubkey) -> None:
+        owner = self._owner_of.pop(key, None)
+        if owner is not None:
+            self._by_owner[owner].discard(key)
+
+    def airdrop(self, pubkey: Pubkey, lamports: int) -> SendResult:
+        """Send ``lamports`` from the faucet to ``pubkey`` in a real transfer transaction.
+
+        Two equal requests in one slot would sign the same transaction; the faucet then
+        signs with the previous slot's (still valid) blockhash so each request lands.
+
+        Raises:
+            RpcMethodError: -32603, as the validator answers when the faucet cannot pay.
+        """
+        slot = self.tick()
+        instruction = transfer(
+            TransferParams(from_pubkey=self.faucet.pubkey(), to_pubkey=pubkey, lamports=lamports)
+        )
+        for back in range(min(slot, MAX_PROCESSING_AGE) + 1):
+            blockhash = Hash.from_string(self.clock.blockhash(slot - back))
+            message = Message.new_with_blockhash([instruction], self.faucet.pubkey(), blockhash)
+            tx = VersionedTransaction(message, [self.faucet])
+            if str(tx.signatures[0]) not in self._statuses:
+                break
+        try:
+            return self.send_transaction(bytes(tx), tx, preflight=True)
+        except RpcMethodError as exc:
+            raise RpcMethodError(INTERNAL_ERROR, "Internal error") from exc
+
+    # -- ledger -----------------------------------------------------------------------
+
+    @property
+    def snapshot_due(self) -> bool:
+        """Whether the log has grown enough since the last snapshot to take another."""
+        return self.ledger is not None and self.ledger.segment_bytes >= self.snapshot_bytes
+
+    def begin_snapshot(self) -> Snapshot:
+        """Close the current log segment and capture the state it ends with.
+
+        The caller writes the snapshot (``ledger.write_snapshot``) once every record of
+        the closed segment is durable, possibly off the loop thread.
+        """
+        if self.ledger is None:
+            raise LocalnetError("this localnet has no ledger to snapshot")
+        segment = self.ledger.rotate()
+        accounts = []
+        for pubkey in self._owner_of:
+            account = self.get_account(pubkey)
+            if account is not None:
+                accounts.append(
+                    SnapshotAccount(
+                        bytes(pubkey),
+                        account.lamports,
+                        bytes(account.owner),
+                        account.executable,
+                        account.rent_epoch,
+                        account.data,
+                    )
+                )
+        statuses = {
+            sig: (slot, json.dumps(err) if err is not None else None)
+            for sig, (slot, err, _) in self._statuses.items()
+        }
+        return Snapshot(segment, self.tick(), accounts, statuses)
+
+    def flush(self) -> None:
+        """Write and fsync every queued log record (for callers without the server)."""
+        if self.ledger is not None:
+            pending, upto = self.ledger.take_pending()
+            self.ledger.write(pending)
+            self.ledger.durable_seq = upto
+
+    def close(self) -> None:
+        """Flush the log and release the ledger folder."""
+        if self.ledger is not None:
+            self.flush()
+            self.ledger.close()
+            self.ledger = None
+
+    def _restore(self) -> None:
+        ledger = self.ledger
+        assert ledger is not None
+        snapshot = ledger.load_snapshot()
+        after = 0
+        last_slot = 0
+        if snapshot is not None:
+            after, last_slot = snapshot.segment, snapshot.last_slot
+            for item in snapshot.accounts:
+                pubkey = Pubkey.from_bytes(item.pubkey)
+                owner = Pubkey.from_bytes(item.owner)
+                account = Account(item.lamports, item.data, owner, item.executable, item.rent_epoch)
+                self.svm.set_account(pubkey, account)
+                self._owner_of[pubkey] = owner
+                self._by_owner.setdefault(owner, set()).add(pubkey)
+            for sig, (slot, err) in snapshot.statuses.items():
+                self._statuses[sig] = (slot, json.loads(err) if err is not None else None, 0)
+            self.transaction_count = len(snapshot.statuses)
+        for kind, slot, payload in ledger.replay(after):
+            if kind != RECORD_TRANSACTION:
+                raise LocalnetError(f"{ledger.folder}: unknown log record kind {kind}")
+            self._replay(payload, slot)
+            last_slot = max(last_slot, slot)
+        # Slots keep counting from where the chain was, even if the wall clock says less.
+        self.clock.hold_at_least(last_slot + 1)
+
+    def _replay(self, raw: bytes, slot: int) -> None:
+        tx = VersionedTransaction.from_bytes(raw)
+        if slot != self._clock_slot:
+            self._set_clock(slot)
+        keys = tx.message.account_keys
+        pre = [self.svm.get_balance(key) or 0 for key in keys]
+        result = self.svm.send_transaction(tx)
+        if isinstance(result, FailedTransactionMetadata):
+            meta, err = result.meta(), transaction_error_json(result.err())
+        else:
+            meta, err = result, None
+        self._land(str(tx.signatures[0]), raw, tx, slot, meta, err, pre, 0)
