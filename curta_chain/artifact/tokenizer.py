@@ -79,11 +79,9 @@ def parse_llama2c_tokenizer(data: bytes, vocab_size: int, source: str) -> Vocabu
                 "expected a finite float"
             )
         if length > max_length:
-            limit = (
-                "128, the format's limit"
-                if length > MAX_TOKEN_LENGTH
-                else (f"{max_length}, the file's longest token length")
-            )
+            limit = f"{max_length}, the file's longest token length"
+            if max_length == MAX_TOKEN_LENGTH:
+                limit = f"{MAX_TOKEN_LENGTH}, the format's limit"
             raise CheckpointError(
                 f"{source}: byte {pos + 4:,} (length of token {token_id}): {length}, "
                 f"expected at most {limit}"

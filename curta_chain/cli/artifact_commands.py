@@ -2,6 +2,7 @@
 
 import argparse
 import json
+import sys
 
 from curta_chain.artifact import (
     Artifact,
@@ -43,7 +44,7 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
 def _run_convert(args: argparse.Namespace) -> int:
     artifact = convert_file(args.input, args.tokenizer)
     write_artifact(artifact, args.output_file)
-    out = ConsoleReporter()
+    out = ConsoleReporter(sys.stdout, sys.stderr)
     lengths = ", ".join(f"{len(s):,}" for s in artifact.sections)
     out.line(f"wrote {args.output_file}: {len(artifact.data):,} bytes")
     out.line(f"sections ({len(artifact.sections)}): {lengths}")
@@ -53,7 +54,7 @@ def _run_convert(args: argparse.Namespace) -> int:
 
 def _run_inspect(args: argparse.Namespace) -> int:
     artifact = read_artifact(args.artifact)
-    out = ConsoleReporter()
+    out = ConsoleReporter(sys.stdout, sys.stderr)
     if args.output == "json":
         out.line(json.dumps(artifact.to_json(), indent=2))
     else:
@@ -93,5 +94,5 @@ def _display(artifact: Artifact, out: Reporter) -> None:
 
 
 def _run_hash(args: argparse.Namespace) -> int:
-    ConsoleReporter().line(read_artifact(args.artifact).weights_hash().hex())
+    ConsoleReporter(sys.stdout, sys.stderr).line(read_artifact(args.artifact).weights_hash().hex())
     return 0
