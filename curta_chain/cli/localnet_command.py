@@ -1,7 +1,41 @@
-"""Subcommands (being built)."""
+"""``curta-chain localnet``: serve the embedded localnet (or solana-test-validator)."""
 
 import argparse
+from pathlib import Path
+
+from curta_chain.constants import LOCALNET_PORT
+from curta_chain.reporting import ConsoleReporter
 
 
 def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
-    """Add this module's subcommands."""
+    """Add the ``localnet`` subcommand."""
+    parser = subparsers.add_parser(
+        "localnet",
+        help="serve a Solana JSON-RPC localnet with the curta program preloaded",
+        description="Serve Solana's JSON-RPC on 127.0.0.1 from LiteSVM, the curta program "
+        "preloaded at its fixed id and a faucet (requestAirdrop). Ctrl-C stops it.",
+    )
+    parser.add_argument("--port", type=int, default=LOCALNET_PORT, help="RPC port (8899)")
+    parser.add_argument(
+        "--ledger", type=Path, help="folder that keeps the chain across restarts (default: none)"
+    )
+    parser.add_argument(
+        "--reset", action="store_true", help="start a new chain in --ledger, deleting the old one"
+    )
+    parser.add_argument(
+        "--validator",
+        action="store_true",
+        help="run solana-test-validator with the same program instead, if it is installed",
+    )
+    parser.set_defaults(run=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    # Imported here so other commands do not pay for LiteSVM and aiohttp at start-up.
+    from curta_chain.localnet import serve
+    from curta_chain.localnet.validator import run_validator
+
+    if args.validator:
+        return run_validator(args.port, args.ledger or Path("test-ledger"), args.reset)
+    serve(port=args.port, ledger=args.ledger, reset=args.reset, reporter=ConsoleReporter())
+    return 0

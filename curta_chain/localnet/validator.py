@@ -1,0 +1,74 @@
+"""``solana-test-validator`` with the curta program, for machines where it is installed.
+
+The embedded localnet is the default; ``curta-chain localnet --validator`` runs the real
+validator instead, preloading the same binary at the same id with ``--bpf-program``.
+"""
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+from solders.keypair import Keypair
+
+from curta_chain.constants import LOCALNET_PROGRAM_SEED
+from curta_chain.errors import LocalnetError
+from curta_chain.fsutil import atomic_write
+from curta_chain.localnet.program_binary import find_program_binary
+
+VALIDATOR = "solana-test-validator"
+
+
+def program_keypair() -> Keypair:
+    """Return the keypair whose public key is ``LOCALNET_PROGRAM_ID``."""
+    return Keypair.from_seed(hashlib.sha256(LOCALNET_PROGRAM_SEED).digest())
+
+
+def write_program_keypair(path: Path) -> Path:
+    """Write the program-id keypair to ``path`` in the Solana CLI's JSON format."""
+    atomic_write(path, json.dumps(list(bytes(program_keypair()))).encode() + b"\n")
+    os.chmod(path, 0o600)
+    return path
+
+
+def validator_command(port: int, ledger: Path, reset: bool) -> list[str]:
+    """Return the ``solana-test-validator`` command line that preloads the curta program.
+
+    Raises:
+        LocalnetError: ``solana-test-validator`` is not on PATH, or there is no program.
+    """
+    executable = shutil.which(VALIDATOR)
+    if executable is None:
+        raise LocalnetError(
+            f"{VALIDATOR} is not installed (not on PATH); "
+            "run `curta-chain localnet` without --validator for the embedded localnet"
+        )
+    binary = find_program_binary()
+    if binary is None:
+        raise LocalnetError("no curta program binary in this install to preload")
+    command = [
+        executable,
+        "--ledger",
+        str(ledger),
+        "--rpc-port",
+        str(port),
+        "--bpf-program",
+        str(program_keypair().pubkey()),
+        str(binary),
+    ]
+    return [*command, "--reset"] if reset else command
+
+
+def run_validator(port: int, ledger: Path, reset: bool) -> int:
+    """Run ``solana-test-validator`` in the foreground; return its exit code.
+
+    Raises:
+        LocalnetError: it is not installed or could not be started.
+    """
+    command = validator_command(port, ledger, reset)
+    try:
+        return subprocess.call(command)
+    except OSError as exc:
+        raise LocalnetError(f"{command[0]}: cannot start: {exc.strerror}") from exc
