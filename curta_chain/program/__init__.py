@@ -1,0 +1,48 @@
+"""The curta program's client: the shipped binary, its IDL, instruction builders, account codecs.
+
+Everything here is pure (no network): publish, seal and verify build on it.
+"""
+
+from curta_chain.program.accounts import (
+    MODEL_ACCOUNT_SIZE,
+    ModelAccount,
+    ModelState,
+    SectionSlot,
+    WeightHeader,
+)
+from curta_chain.program.errors import custom_error_code, error_name, program_error
+from curta_chain.program.idl import IDL_PATH, PROGRAM_BINARY, load_idl
+from curta_chain.program.instructions import (
+    MAX_WRITE_PAYLOAD,
+    begin_sealing,
+    bind_weight_account,
+    close_model,
+    create_model,
+    max_write_payload,
+    reopen,
+    seal_step,
+    write_weights,
+)
+
+__all__ = [
+    "IDL_PATH",
+    "MAX_WRITE_PAYLOAD",
+    "MODEL_ACCOUNT_SIZE",
+    "PROGRAM_BINARY",
+    "ModelAccount",
+    "ModelState",
+    "SectionSlot",
+    "WeightHeader",
+    "begin_sealing",
+    "bind_weight_account",
+    "close_model",
+    "create_model",
+    "custom_error_code",
+    "error_name",
+    "load_idl",
+    "max_write_payload",
+    "program_error",
+    "reopen",
+    "seal_step",
+    "write_weights",
+]

@@ -1,0 +1,213 @@
+"""The program's two account kinds, decoded and encoded through the IDL's account coder.
+
+The C structs in ``programs/curta/curta.h`` and the IDL's Borsh layouts are the same bytes
+(every field naturally aligned); ``tests/program`` checks that the program writes what these
+classes read.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from construct import ConstructError
+from solders.pubkey import Pubkey
+
+from curta_chain.constants import MAX_SECTIONS, WEIGHT_HEADER_SIZE
+from curta_chain.errors import AccountError
+from curta_chain.program.idl import accounts_coder, types_coder
+
+MODEL_ACCOUNT_SIZE = 848
+"""A model account's size: discriminator, fields and 18 section slots of 40 bytes."""
+
+_DISCRIMINATOR_SIZE = 8
+
+
+class ModelState(enum.IntEnum):
+    """Where a model is in its life: the IDL's ``ModelState`` enum, as its Borsh index."""
+
+    UPLOADING = 0
+    SEALING = 1
+    SEALED = 2
+    FAILED = 3
+
+
+@cache
+def _state_variant(state: ModelState) -> Any:
+    """The anchorpy enum value the Borsh coder takes for ``state``."""
+    return types_coder().decode("ModelState", bytes([state]))
+
+
+def _decode(name: str, data: bytes, size: int, what: str) -> Any:
+    coder = accounts_coder()
+    if len(data) < size:
+        raise AccountError(f"{what}: {len(data)} bytes, expected at least {size}")
+    if data[:_DISCRIMINATOR_SIZE] != coder.acc_name_to_discriminator[name]:
+        raise AccountError(
+            f"{what}: discriminator {data[:_DISCRIMINATOR_SIZE].hex()} at offset 0, "
+            f"expected {coder.acc_name_to_discriminator[name].hex()} ({name})"
+        )
+    try:
+        return coder.parse(data[:size]).data
+    except (ConstructError, ValueError, IndexError) as exc:
+        raise AccountError(f"{what}: does not decode as {name}: {exc}") from exc
+
+
+def _encode(name: str, fields: dict[str, Any]) -> bytes:
+    coder = accounts_coder()
+    body = coder._accounts_layout[name].build(fields)
+    return coder.acc_name_to_discriminator[name] + body
+
+
+@dataclass(frozen=True)
+class SectionSlot:
+    """One section of a model: its weight account (``Pubkey.default()`` while unbound)."""
+
+    weight_account: Pubkey
+    length: int
+
+    def to_json(self) -> dict[str, Any]:
+        """The slot as JSON-ready values (addresses in base58)."""
+        return {"weight_account": str(self.weight_account), "length": self.length}
+
+
+@dataclass(frozen=True)
+class ModelAccount:
+    """A decoded model account (848 bytes); ``sections`` holds only the model's slots."""
+
+    authority: Pubkey
+    declared_hash: bytes
+    running_hash: bytes
+    state: ModelState
+    section_count: int
+    bound_count: int
+    cursor_section: int
+    cursor_offset: int
+    chunks_hashed: int
+    sections: tuple[SectionSlot, ...]
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> ModelAccount:
+        """Decode a model account's data.
+
+        Args:
+            data: the account data, exactly ``MODEL_ACCOUNT_SIZE`` bytes.
+
+        Returns:
+            The decoded model.
+
+        Raises:
+            AccountError: wrong size, wrong discriminator or undecodable fields.
+        """
+        if len(data) != MODEL_ACCOUNT_SIZE:
+            raise AccountError(f"model account: {len(data)} bytes, expected {MODEL_ACCOUNT_SIZE}")
+        raw = _decode("Model", bytes(data), MODEL_ACCOUNT_SIZE, "model account")
+        count = raw.section_count
+        if not 0 <= count <= MAX_SECTIONS:
+            raise AccountError(f"model account: sectionCount {count} at offset 105 > 18")
+        return cls(
+            authority=raw.authority,
+            declared_hash=bytes(raw.declared_hash),
+            running_hash=bytes(raw.running_hash),
+            state=ModelState(raw.state.index),
+            section_count=count,
+            bound_count=raw.bound_count,
+            cursor_section=raw.cursor_section,
+            cursor_offset=raw.cursor_offset,
+            chunks_hashed=raw.chunks_hashed,
+            sections=tuple(
+                SectionSlot(slot.weight_account, slot.length) for slot in raw.sections[:count]
+            ),
+        )
+
+    def to_bytes(self) -> bytes:
+        """Encode the model as the program lays it out (848 bytes)."""
+        empty = {"weight_account": Pubkey.default(), "length": 0}
+        slots = [{"weight_account": s.weight_account, "length": s.length} for s in self.sections]
+        return _encode(
+            "Model",
+            {
+                "authority": self.authority,
+                "declared_hash": self.declared_hash,
+                "running_hash": self.running_hash,
+                "state": _state_variant(self.state),
+                "section_count": self.section_count,
+                "bound_count": self.bound_count,
+                "reserved0": bytes(5),
+                "cursor_section": self.cursor_section,
+                "chunks_hashed": self.chunks_hashed,
+                "cursor_offset": self.cursor_offset,
+                "sections": slots + [empty] * (MAX_SECTIONS - len(slots)),
+            },
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """The model as JSON-ready values (addresses base58, hashes hex, state by name)."""
+        return {
+            "authority": str(self.authority),
+            "declared_hash": self.declared_hash.hex(),
+            "running_hash": self.running_hash.hex(),
+            "state": self.state.name.lower(),
+            "section_count": self.section_count,
+            "bound_count": self.bound_count,
+            "cursor_section": self.cursor_section,
+            "cursor_offset": self.cursor_offset,
+            "chunks_hashed": self.chunks_hashed,
+            "sections": [slot.to_json() for slot in self.sections],
+        }
+
+
+@dataclass(frozen=True)
+class WeightHeader:
+    """The 2,048-byte header of a weight account; the section's bytes follow it."""
+
+    model: Pubkey
+    authority: Pubkey
+    section_index: int
+    frozen: bool
+    section_length: int
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> WeightHeader:
+        """Decode the header from a weight account's data (only its first 2,048 bytes are read).
+
+        Args:
+            data: the account data, or at least its first ``WEIGHT_HEADER_SIZE`` bytes.
+
+        Returns:
+            The decoded header.
+
+        Raises:
+            AccountError: too short, wrong discriminator or undecodable fields.
+        """
+        raw = _decode(
+            "WeightAccount", bytes(data[:WEIGHT_HEADER_SIZE]), WEIGHT_HEADER_SIZE, "weight account"
+        )
+        return cls(raw.model, raw.authority, raw.section_index, raw.frozen, raw.section_length)
+
+    def to_bytes(self) -> bytes:
+        """Encode the header as the program lays it out (2,048 bytes)."""
+        return _encode(
+            "WeightAccount",
+            {
+                "model": self.model,
+                "authority": self.authority,
+                "section_index": self.section_index,
+                "frozen": self.frozen,
+                "reserved0": bytes(3),
+                "section_length": self.section_length,
+                "reserved": bytes(1960),
+            },
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """The header as JSON-ready values."""
+        return {
+            "model": str(self.model),
+            "authority": str(self.authority),
+            "section_index": self.section_index,
+            "frozen": self.frozen,
+            "section_length": self.section_length,
+        }

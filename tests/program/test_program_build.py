@@ -1,0 +1,218 @@
+"""The build: reproducible bytes, the loader's strict rules, and the linker's refusals."""
+
+import shutil
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from solders.instruction import Instruction
+from solders.keypair import Keypair
+from solders.litesvm import LiteSVM
+from solders.message import Message
+from solders.pubkey import Pubkey
+from solders.transaction import Transaction
+
+from curta_chain.errors import BuildError
+from curta_chain.program import PROGRAM_BINARY
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "programs" / "curta"))
+from sbpf_link import SYSCALLS, link  # noqa: E402
+
+CLANG = shutil.which("clang-14")
+needs_clang = pytest.mark.skipif(
+    CLANG is None, reason="clang-14 is not installed (CI installs it with apt-get install clang-14)"
+)
+CFLAGS = ["-target", "bpf", "-mcpu=v2", "-O2", "-ffreestanding", "-fno-builtin", "-fno-addrsig"]
+
+
+def compile_c(tmp_path: Path, source: str, name: str = "x", flags: list[str] = CFLAGS) -> bytes:
+    src = tmp_path / f"{name}.c"
+    src.write_text(source)
+    obj = tmp_path / f"{name}.o"
+    subprocess.run([CLANG, *flags, "-c", str(src), "-o", str(obj)], check=True, capture_output=True)
+    return obj.read_bytes()
+
+
+def sections(elf: bytes) -> list[dict]:
+    shoff, shentsize, shnum, shstrndx = (
+        struct.unpack_from("<Q", elf, 0x28)[0],
+        *struct.unpack_from("<HHH", elf, 0x3A),
+    )
+    rows = [struct.unpack_from("<IIQQQQIIQQ", elf, shoff + i * shentsize) for i in range(shnum)]
+    names = elf[rows[shstrndx][4] :]
+    out = []
+    for r in rows:
+        name = names[r[0] : names.index(b"\0", r[0])].decode()
+        out.append(
+            {"name": name, "type": r[1], "flags": r[2], "addr": r[3], "offset": r[4], "size": r[5]}
+        )
+    return out
+
+
+def run(program: bytes, data: bytes = b"") -> tuple[bool, list[str], object]:
+    svm = LiteSVM()
+    pid = Pubkey.new_unique()
+    svm.add_program(pid, program)
+    payer = Keypair()
+    svm.airdrop(payer.pubkey(), 10**9)
+    ix = Instruction(pid, data, [])
+    tx = Transaction([payer], Message([ix], payer.pubkey()), svm.latest_blockhash())
+    meta = svm.send_transaction(tx)
+    if hasattr(meta, "err"):
+        return False, list(meta.meta().logs()), meta.err()
+    return True, list(meta.logs()), None
+
+
+@needs_clang
+def test_rebuild_gives_the_committed_bytes(tmp_path: Path):
+    out = tmp_path / "curta.so"
+    subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "build_program.py"), "--out", str(out)],
+        check=True,
+        capture_output=True,
+    )
+    assert out.read_bytes() == PROGRAM_BINARY.read_bytes(), "rerun scripts/build_program.py"
+
+
+def test_shipped_program_meets_the_strict_loader_rules():
+    elf = PROGRAM_BINARY.read_bytes()
+    assert elf[:8] == b"\x7fELF\x02\x01\x01\x00"
+    e_type, machine, _, entry = struct.unpack_from("<HHIQ", elf, 16)
+    assert (e_type, machine, struct.unpack_from("<I", elf, 0x30)[0]) == (3, 247, 0)
+    secs = sections(elf)
+    assert secs[0]["type"] == 0
+    assert [s["name"] for s in secs].count(".text") == 1
+    text = next(s for s in secs if s["name"] == ".text")
+    assert text["addr"] <= entry < text["addr"] + text["size"] and (entry - text["addr"]) % 8 == 0
+    last_end = 0
+    for s in secs[1:]:
+        assert len(s["name"]) <= 15
+        assert not s["flags"] & 0x1, f"{s['name']} is writable"
+        if s["flags"] & 0x2:
+            assert s["addr"] == s["offset"], s["name"]
+        assert s["offset"] >= last_end, "sections overlap or are out of order"
+        last_end = s["offset"] + s["size"]
+    dynsym = next(s for s in secs if s["name"] == ".dynsym")
+    dynstr = next(s for s in secs if s["name"] == ".dynstr")
+    strings = elf[dynstr["offset"] : dynstr["offset"] + dynstr["size"]]
+    names = set()
+    for off in range(dynsym["offset"] + 24, dynsym["offset"] + dynsym["size"], 24):
+        start = struct.unpack_from("<I", elf, off)[0]
+        names.add(strings[start : strings.index(b"\0", start)].decode())
+    assert names - {"entrypoint"} <= SYSCALLS
+    assert {"sol_log_", "sol_sha256", "sol_memcpy_"} <= names
+
+
+@needs_clang
+def test_linked_program_with_rodata_pointer_tables_and_calls_across_objects(tmp_path: Path):
+    a = compile_c(
+        tmp_path,
+        """
+        typedef unsigned long u64;
+        extern void sol_log_(const char *, u64);
+        u64 twice(u64 x);
+        static const char *const words[] = {"zero", "one!", "two?"};
+        static const u64 weights[4] = {7, 11, 13, 17};
+        u64 entrypoint(const unsigned char *input) {
+          u64 n = *(const u64 *)input;  /* 0 accounts */
+          const unsigned char *data = input + 16;
+          sol_log_(words[data[0] % 3], 4);
+          return twice(weights[data[1] & 3]) + n;
+        }
+        """,
+        "a",
+    )
+    b = compile_c(tmp_path, "unsigned long twice(unsigned long x) { return 2 * x + 1; }", "b")
+    ok, logs, err = run(link([a, b], ["a.o", "b.o"]), bytes([2, 3]))
+    assert not ok and "Program log: two?" in logs
+    assert "Custom(35)" in str(err)  # 2 * 17 + 1
+
+
+@needs_clang
+def test_undefined_function_is_refused_by_name(tmp_path: Path):
+    obj = compile_c(
+        tmp_path,
+        "void not_a_syscall(void); unsigned long entrypoint(void) { not_a_syscall(); return 0; }",
+    )
+    with pytest.raises(BuildError, match=r"undefined symbol 'not_a_syscall'"):
+        link([obj], ["x.o"])
+
+
+@needs_clang
+def test_undefined_data_is_refused_by_name(tmp_path: Path):
+    obj = compile_c(
+        tmp_path, "extern const char table[]; unsigned long entrypoint(void) { return table[3]; }"
+    )
+    with pytest.raises(BuildError, match=r"undefined symbol 'table'"):
+        link([obj], ["x.o"])
+
+
+@needs_clang
+@pytest.mark.parametrize("kind", [3, 99])
+def test_unknown_relocation_kind_is_refused(tmp_path: Path, kind: int):
+    obj = bytearray(
+        compile_c(
+            tmp_path,
+            'static const char s[] = "hi";'
+            "unsigned long entrypoint(void) { return (unsigned long)s; }",
+        )
+    )
+    rel = next(s for s in sections(bytes(obj)) if s["name"] == ".rel.text")
+    info_at = rel["offset"] + 8
+    struct.pack_into("<I", obj, info_at, kind)  # the low half of r_info is the kind
+    with pytest.raises(BuildError, match=rf"unknown relocation kind {kind}"):
+        link([bytes(obj)], ["x.o"])
+
+
+@needs_clang
+@pytest.mark.parametrize(
+    ("source", "flags", "match"),
+    [
+        (
+            "static unsigned long n; unsigned long entrypoint(void) { return n++; }",
+            CFLAGS,
+            "writable section .bss",
+        ),
+        (
+            "unsigned long n = 4; unsigned long entrypoint(void) { return n++; }",
+            CFLAGS,
+            "writable section .data",
+        ),
+        (
+            "unsigned long f(unsigned long x) { return x + 1; }"
+            "unsigned long entrypoint(void) { return f(2); }",
+            [*CFLAGS, "-ffunction-sections"],
+            "exactly one executable section",
+        ),
+        (
+            "unsigned long entrypoint(const unsigned int *p) { return p[0] < p[1]; }",
+            [*CFLAGS[:2], "-mcpu=v3", *CFLAGS[3:]],
+            "JMP32",
+        ),
+        ("unsigned long main(void) { return 0; }", CFLAGS, "no global function named 'entrypoint'"),
+    ],
+)
+def test_objects_the_loader_would_reject_are_refused(tmp_path: Path, source, flags, match):
+    obj = compile_c(tmp_path, source, flags=flags)
+    with pytest.raises(BuildError, match=match):
+        link([obj], ["x.o"])
+
+
+@needs_clang
+def test_symbol_defined_twice_is_refused(tmp_path: Path):
+    a = compile_c(tmp_path, "unsigned long entrypoint(void) { return 0; }", "a")
+    b = compile_c(tmp_path, "unsigned long entrypoint(void) { return 1; }", "b")
+    with pytest.raises(BuildError, match="defined twice"):
+        link([a, b], ["a.o", "b.o"])
+
+
+def test_non_bpf_input_is_refused():
+    with pytest.raises(BuildError, match="not an ELF"):
+        link([b"hello"], ["hello.txt"])
+    with pytest.raises(BuildError, match="BPF relocatable"):
+        link([PROGRAM_BINARY.read_bytes()], ["curta.so"])
+    with pytest.raises(BuildError, match="no objects"):
+        link([], [])
