@@ -9,7 +9,6 @@ Usage: python scripts/build_program.py [--out PATH]   (default curta_chain/progr
 from __future__ import annotations
 
 import argparse
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -38,7 +37,9 @@ def _run(argv: list[str], cwd: Path) -> None:
     try:
         done = subprocess.run(argv, cwd=cwd, capture_output=True, text=True, check=False)
     except FileNotFoundError as exc:
-        raise BuildError(f"{argv[0]} not found: install clang-14 (apt-get install clang-14)") from exc
+        raise BuildError(
+            f"{argv[0]} not found: install clang-14 (apt-get install clang-14)"
+        ) from exc
     if done.returncode != 0:
         detail = (done.stderr or done.stdout).strip().splitlines()
         raise BuildError(f"{argv[0]} failed: {detail[0] if detail else done.returncode}")

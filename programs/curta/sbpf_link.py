@@ -2,7 +2,8 @@
 
 Upstream ld.lld refuses BPF relocations in shared output, and no Solana toolchain can be
 installed here, so this module does the one job the loader needs: it takes the ELF64
-relocatable objects clang wrote (one per C file) and writes one ET_DYN ELF that the v0 loader accepts under its strict deployment rules:
+relocatable objects clang wrote (one per C file) and writes one ET_DYN ELF that the v0
+loader accepts under its strict deployment rules:
 
 * every mapped section has ``sh_addr == sh_offset`` (the read-only region maps file
   offset X at ``0x1_0000_0000 + X``);
@@ -28,13 +29,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-try:
-    from curta_chain.errors import BuildError
-except ImportError:  # run as a plain script outside the installed package
-
-    class BuildError(Exception):  # type: ignore[no-redef]
-        """The on-chain program cannot be linked."""
-
+from curta_chain.errors import BuildError
 
 MM_RODATA_START = 0x1_0000_0000
 """Where the loader maps file offset 0 of the read-only region."""
@@ -355,7 +350,9 @@ def _resolve(objects: list[_Object], origins: list[str], layout: _Layout) -> _Li
                     target = placed[(i, sym.shndx)] + sym.value
                     target_is_text = (i, sym.shndx) in text_sections
                 else:
-                    sec_name = obj.sections[sym.shndx].name if sym.shndx < len(obj.sections) else "?"
+                    sec_name = (
+                        obj.sections[sym.shndx].name if sym.shndx < len(obj.sections) else "?"
+                    )
                     raise BuildError(
                         f"{origin}: {site}: symbol {sym.name or sec_name!r} lives in section "
                         f"{sec_name}, which is not linked into the program"
@@ -364,7 +361,9 @@ def _resolve(objects: list[_Object], origins: list[str], layout: _Layout) -> _Li
                     if image[where] != OPCODE_LDDW:
                         raise BuildError(f"{origin}: {site}: R_BPF_64_64 not on an lddw")
                     if target is None:
-                        raise BuildError(f"{origin}: undefined symbol {sym.name!r} (data at {site})")
+                        raise BuildError(
+                            f"{origin}: undefined symbol {sym.name!r} (data at {site})"
+                        )
                     addend = struct.unpack_from("<I", image, where + 4)[0]
                     value = MM_RODATA_START + target + addend
                     struct.pack_into("<I", image, where + 4, value & 0xFFFFFFFF)
@@ -469,7 +468,7 @@ def link(objects: list[bytes], origins: list[str] | None = None) -> bytes:
     )
 
     dynamic_off = _align(ro_end, 8)
-    n_dyn = 5 + (3 if reldyn else 0) + 1
+    n_dyn = 4 + (3 if reldyn else 0) + 1  # the DT_NULL terminator is the last
     dynsym_off = dynamic_off + n_dyn * _DYN.size
     dynstr_off = dynsym_off + len(dynsym)
     reldyn_off = _align(dynstr_off + len(dynstr.data), 8)
@@ -482,14 +481,16 @@ def link(objects: list[bytes], origins: list[str] | None = None) -> bytes:
     ]
     if reldyn:  # the loader insists on DT_RELSZ > 0 whenever DT_REL is present
         entries += [(DT_REL, reldyn_off), (DT_RELSZ, len(reldyn)), (DT_RELENT, _REL.size)]
-    entries += [(DT_NULL, 0)] * (n_dyn - len(entries))
+    entries.append((DT_NULL, 0))
     dynamic = b"".join(_DYN.pack(tag, value) for tag, value in entries)
 
     shstr = _StringTable()
     shstrtab_off = dyn_end
     # (name, type, flags, offset, size, link, info, align, entsize); index 0 is SHT_NULL.
     sections: list[tuple] = [("", SHT_NULL, 0, 0, 0, 0, 0, 0, 0)]
-    sections.append((".text", SHT_PROGBITS, SHF_ALLOC | SHF_EXECINSTR, text_off, text_size, 0, 0, 8, 0))
+    sections.append(
+        (".text", SHT_PROGBITS, SHF_ALLOC | SHF_EXECINSTR, text_off, text_size, 0, 0, 8, 0)
+    )
     if rodata:
         sections.append((".rodata", SHT_PROGBITS, SHF_ALLOC, rodata_off, len(rodata), 0, 0, 8, 0))
     dynsym_shndx = len(sections) + 1
