@@ -26,8 +26,7 @@ from curta_chain.errors import CheckpointError, ConfigError
 from curta_chain.fsutil import atomic_write
 
 Path = str | os.PathLike[str]
-NORM_LIMIT = 128.0
-"""An i32 with 24 fractional bits holds values in [-128, 128)."""
+I32_MIN, I32_MAX = -(2**31), 2**31 - 1
 
 
 def _read(path: Path) -> bytes:
@@ -52,6 +51,14 @@ def _check_fits(source: str, config: ModelConfig, tied: bool) -> None:
         )
 
 
+def _norm_name(config: ModelConfig, index: int) -> str:
+    layer, within = divmod(index, 2 * config.dim)
+    if layer == config.n_layers:
+        return f"final normalization weight {within}"
+    kind, column = divmod(within, config.dim)
+    return f"layer {layer} {('attention', 'ffn')[kind]} normalization weight {column}"
+
+
 def build_parts(model: FloatModel, vocabulary: Vocabulary) -> ArtifactParts:
     """Quantize ``model`` and compute the tables: everything the artifact holds.
 
@@ -63,12 +70,13 @@ def build_parts(model: FloatModel, vocabulary: Vocabulary) -> ArtifactParts:
     tied = model.classifier is None
     _check_fits(model.source, config, tied)
     norm = np.asarray(model.norm_weights(), dtype=np.float64)
-    outside = ~((norm >= -NORM_LIMIT) & (norm < NORM_LIMIT))
+    fixed = to_fixed(norm)
+    outside = (fixed < I32_MIN) | (fixed > I32_MAX)
     if outside.any():
         index = int(np.argmax(outside))
         raise CheckpointError(
-            f"{model.source}: normalization weight {index} is {norm[index]:.6g}, expected "
-            f"-128 to 128 (it is stored as an i32 with 24 fractional bits)"
+            f"{model.source}: {_norm_name(config, index)} is {norm[index]:.6g}, expected "
+            "-128 to 128 (it is stored as an i32 with 24 fractional bits)"
         )
     stored: dict[int, np.ndarray] = {}
     for index, matrix in enumerate(model.matrices()):
@@ -78,7 +86,7 @@ def build_parts(model: FloatModel, vocabulary: Vocabulary) -> ArtifactParts:
     return ArtifactParts(
         config=config,
         tied=tied,
-        norm=to_fixed(norm).astype(np.int32),
+        norm=fixed.astype(np.int32),
         rotary=rotary_table(config),
         exp=exp_table(),
         silu=silu_table(),

@@ -135,7 +135,11 @@ CHECKPOINT_CASES = {
     ),
     "normalization weight out of range": (
         lambda c: _float_at(c, EMB, 200.0),
-        r"normalization weight 0 is 200, expected -128 to 128",
+        r"stories260K.bin: layer 0 attention normalization weight 0 is 200, expected -128 to",
+    ),
+    "final normalization weight out of range": (
+        lambda c: _float_at(c, 259_968 + 63, -128.5),
+        r"final normalization weight 63 is -128.5, expected -128 to 128",
     ),
     "weight too large for the scale": (
         lambda c: _float_at(c, 0, 40_000.0),

@@ -105,3 +105,14 @@ def _header(data: bytes, offset: int, value: int) -> bytes:
 def test_refusals(tezw_default, mutate, message):
     with pytest.raises(CheckpointError, match=message):
         convert_tezw_bytes(mutate(tezw_default), "t.tezw")
+
+
+def test_a_normalization_weight_that_rounds_to_128_is_refused(tezw_default):
+    final_norm = 40 + 8 * 256 * 128
+    edge = (
+        tezw_default[:final_norm] + struct.pack("<d", 128 - 2**-26) + tezw_default[final_norm + 8 :]
+    )
+    with pytest.raises(CheckpointError, match=r"t: final normalization weight 0 is 128, expected"):
+        convert_tezw_bytes(edge, "t")
+    below = tezw_default[:final_norm] + struct.pack("<d", -128.0) + tezw_default[final_norm + 8 :]
+    assert convert_tezw_bytes(below, "t").norm_weights()[-128] == -(2**31)
