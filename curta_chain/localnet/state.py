@@ -22,6 +22,7 @@ from typing import Any
 import based58
 from solders.account import Account
 from solders.clock import MAX_PROCESSING_AGE, Clock
+from solders.compute_budget import set_compute_unit_limit
 from solders.hash import Hash
 from solders.keypair import Keypair
 from solders.litesvm import LiteSVM
@@ -32,7 +33,7 @@ from solders.system_program import TransferParams, transfer
 from solders.transaction import VersionedTransaction
 from solders.transaction_metadata import FailedTransactionMetadata, TransactionMetadata
 
-from curta_chain.constants import LAMPORTS_PER_SOL, LOCALNET_PROGRAM_ID
+from curta_chain.constants import LAMPORTS_PER_SOL, LOCALNET_PROGRAM_ID, MAX_COMPUTE_UNITS
 from curta_chain.errors import LocalnetError
 from curta_chain.localnet.clock import SLOT_SECONDS, SLOTS_PER_EPOCH, SlotClock
 from curta_chain.localnet.codec import transaction_error_json, transaction_error_message
@@ -390,22 +391,29 @@ class Localnet:
     def airdrop(self, pubkey: Pubkey, lamports: int) -> SendResult:
         """Send ``lamports`` from the faucet to ``pubkey`` in a real transfer transaction.
 
-        Two equal requests in one slot would sign the same transaction; the faucet then
-        signs with the previous slot's (still valid) blockhash so each request lands.
+        Two equal requests in one slot would sign the same transaction: the faucet then
+        signs with an older (still valid) blockhash, and past those adds a compute-unit
+        limit that changes nothing but the signature, so every request lands.
 
         Raises:
             RpcMethodError: -32603, as the validator answers when the faucet cannot pay.
         """
         slot = self.tick()
+        payer = self.faucet.pubkey()
         instruction = transfer(
-            TransferParams(from_pubkey=self.faucet.pubkey(), to_pubkey=pubkey, lamports=lamports)
+            TransferParams(from_pubkey=payer, to_pubkey=pubkey, lamports=lamports)
         )
-        for back in range(min(slot, MAX_PROCESSING_AGE) + 1):
-            blockhash = Hash.from_string(self.clock.blockhash(slot - back))
-            message = Message.new_with_blockhash([instruction], self.faucet.pubkey(), blockhash)
+        hashes = min(slot, MAX_PROCESSING_AGE) + 1
+        attempt = 0
+        while True:
+            blockhash = Hash.from_string(self.clock.blockhash(slot - attempt % hashes))
+            variant = attempt // hashes
+            extra = [set_compute_unit_limit(MAX_COMPUTE_UNITS - variant)] if variant else []
+            message = Message.new_with_blockhash([*extra, instruction], payer, blockhash)
             tx = VersionedTransaction(message, [self.faucet])
             if str(tx.signatures[0]) not in self._statuses:
                 break
+            attempt += 1
         try:
             return self.send_transaction(bytes(tx), tx, preflight=True)
         except RpcMethodError as exc:

@@ -1,0 +1,130 @@
+"""Shared fixtures: a real localnet over HTTP, in-process or as the CLI subprocess.
+
+- ``localnet``: a fresh embedded localnet (memory only) serving from a background thread
+  of this process for one test; use ``localnet.url`` with solana-py's ``Client`` or
+  ``AsyncClient``, ``localnet.stop()`` is done for you.
+- ``localnet_process``: a factory ``localnet_process(ledger: Path) -> LocalnetProcess`` that
+  runs ``python -m curta_chain localnet --port N --ledger DIR`` on a free port and waits
+  for its "Localnet ready at" line. ``.url``, ``.kill()`` (SIGKILL, nothing flushed),
+  ``.stop()`` (Ctrl-C) and ``.restart()`` (same port and ledger). Every process is stopped
+  at the end of the test.
+- ``fund``: ``fund(url, sol=10) -> Keypair``, a new keypair holding ``sol`` SOL from the
+  faucet (the airdrop is final when it returns).
+- ``funded_keypair``: ``fund(localnet.url)`` for the ``localnet`` fixture.
+"""
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from solana.rpc.api import Client
+from solders.keypair import Keypair
+
+from curta_chain.constants import LAMPORTS_PER_SOL
+from curta_chain.localnet import LocalnetHandle, start_in_thread
+
+READY_TIMEOUT = 120.0
+"""Seconds a localnet subprocess may take to replay its ledger and listen."""
+
+
+@pytest.fixture
+def localnet() -> Iterator[LocalnetHandle]:
+    handle = start_in_thread()
+    try:
+        yield handle
+    finally:
+        handle.stop()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class LocalnetProcess:
+    """``curta-chain localnet`` as a subprocess on a fixed port and ledger folder."""
+
+    def __init__(self, ledger: Path, port: int | None = None, extra: tuple[str, ...] = ()):
+        self.ledger = ledger
+        self.port = port or free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.extra = extra
+        self.process: subprocess.Popen[str] | None = None
+        self.output: list[str] = []
+
+    def start(self) -> "LocalnetProcess":
+        command = [sys.executable, "-m", "curta_chain", "localnet", "--port", str(self.port)]
+        command += ["--ledger", str(self.ledger), *self.extra]
+        self.process = subprocess.Popen(
+            command,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        )
+        deadline = time.monotonic() + READY_TIMEOUT
+        assert self.process.stdout is not None
+        while time.monotonic() < deadline:
+            line = self.process.stdout.readline()
+            if not line:
+                raise RuntimeError(f"localnet exited: {''.join(self.output)}")
+            self.output.append(line)
+            if line.startswith("Localnet ready at"):
+                return self
+        raise RuntimeError(f"localnet not ready after {READY_TIMEOUT}s: {''.join(self.output)}")
+
+    def kill(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+    def stop(self) -> int:
+        if self.process is None:
+            return 0
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGINT)
+        code = self.process.wait(timeout=60)
+        assert self.process.stdout is not None
+        self.output.append(self.process.stdout.read())
+        return code
+
+    def restart(self) -> "LocalnetProcess":
+        self.kill()
+        return self.start()
+
+
+@pytest.fixture
+def localnet_process() -> Iterator[Callable[..., LocalnetProcess]]:
+    started: list[LocalnetProcess] = []
+
+    def make(ledger: Path, port: int | None = None, extra: tuple[str, ...] = ()) -> LocalnetProcess:
+        process = LocalnetProcess(ledger, port, extra)
+        started.append(process)
+        return process.start()
+
+    yield make
+    for process in started:
+        process.kill()
+
+
+def fund_keypair(url: str, sol: float = 10) -> Keypair:
+    keypair = Keypair()
+    Client(url).request_airdrop(keypair.pubkey(), int(sol * LAMPORTS_PER_SOL))
+    return keypair
+
+
+@pytest.fixture
+def fund() -> Callable[..., Keypair]:
+    return fund_keypair
+
+
+@pytest.fixture
+def funded_keypair(localnet: LocalnetHandle) -> Keypair:
+    return fund_keypair(localnet.url)

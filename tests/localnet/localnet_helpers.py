@@ -1,0 +1,51 @@
+"""Small helpers the localnet tests share: raw JSON-RPC calls and transfer transactions."""
+
+import base64
+from typing import Any
+
+import httpx
+from solders.hash import Hash
+from solders.keypair import Keypair
+from solders.message import Message
+from solders.pubkey import Pubkey
+from solders.system_program import TransferParams, transfer
+from solders.transaction import VersionedTransaction
+
+
+def rpc(url: str, method: str, params: list[Any] | None = None) -> dict[str, Any]:
+    """POST one JSON-RPC request; return the whole response object."""
+    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params or []}
+    return httpx.post(url, json=body, timeout=30).json()
+
+
+def result(url: str, method: str, params: list[Any] | None = None) -> Any:
+    answer = rpc(url, method, params)
+    assert "error" not in answer, answer
+    return answer["result"]
+
+
+def latest_blockhash(url: str) -> Hash:
+    return Hash.from_string(result(url, "getLatestBlockhash")["value"]["blockhash"])
+
+
+def transfer_tx(
+    payer: Keypair, to: Pubkey, lamports: int, blockhash: Hash, extra: tuple = ()
+) -> VersionedTransaction:
+    instruction = transfer(
+        TransferParams(from_pubkey=payer.pubkey(), to_pubkey=to, lamports=lamports)
+    )
+    message = Message.new_with_blockhash([instruction, *extra], payer.pubkey(), blockhash)
+    return VersionedTransaction(message, [payer])
+
+
+def b64(tx: VersionedTransaction) -> str:
+    return base64.b64encode(bytes(tx)).decode()
+
+
+def send_b64(url: str, tx: VersionedTransaction, skip_preflight: bool = False) -> dict[str, Any]:
+    config = {"encoding": "base64", "skipPreflight": skip_preflight}
+    return rpc(url, "sendTransaction", [b64(tx), config])
+
+
+def balance(url: str, pubkey: Pubkey) -> int:
+    return result(url, "getBalance", [str(pubkey)])["value"]

@@ -1,0 +1,89 @@
+import base64
+import time
+
+from localnet_helpers import result, rpc, transfer_tx
+from solana.rpc.api import Client
+from solders.hash import Hash
+from solders.keypair import Keypair
+from solders.message import Message
+from solders.pubkey import Pubkey
+
+from curta_chain.localnet import start_in_thread
+
+
+def test_version_genesis_and_health(localnet):
+    client = Client(localnet.url)
+    assert client.get_version().value.solana_core
+    genesis = client.get_genesis_hash().value
+    assert genesis == client.get_genesis_hash().value
+    assert result(localnet.url, "getHealth") == "ok"
+
+
+def test_slots_and_block_height_advance_with_time():
+    handle = start_in_thread(slot_duration=0.02)
+    try:
+        client = Client(handle.url)
+        first = client.get_slot().value
+        first_hash = client.get_latest_blockhash().value
+        time.sleep(0.25)
+        later = client.get_slot().value
+        assert later >= first + 5
+        height = client.get_block_height().value
+        assert later <= height <= later + 20
+        latest = client.get_latest_blockhash().value
+        assert latest.blockhash != first_hash.blockhash
+        assert latest.last_valid_block_height >= first_hash.last_valid_block_height + 5
+        info = result(handle.url, "getEpochInfo")
+        assert info["absoluteSlot"] >= later and info["slotsInEpoch"] == 432_000
+    finally:
+        handle.stop()
+
+
+def test_latest_blockhash_is_valid_for_150_blocks(localnet):
+    client = Client(localnet.url)
+    latest = client.get_latest_blockhash().value
+    slot = client.get_slot().value
+    assert latest.last_valid_block_height - slot in range(145, 151)
+    answer = result(localnet.url, "isBlockhashValid", [str(latest.blockhash)])
+    assert answer["value"] is True and answer["context"]["slot"] >= slot
+    unknown = result(localnet.url, "isBlockhashValid", [str(Hash.new_unique())])
+    assert unknown["value"] is False
+
+
+def test_blockhash_expires_after_150_blocks():
+    handle = start_in_thread(slot_duration=0.002)
+    try:
+        blockhash = result(handle.url, "getLatestBlockhash")["value"]["blockhash"]
+        assert result(handle.url, "isBlockhashValid", [blockhash])["value"] is True
+        time.sleep(0.5)
+        assert result(handle.url, "isBlockhashValid", [blockhash])["value"] is False
+    finally:
+        handle.stop()
+
+
+def test_fee_for_message(localnet):
+    client = Client(localnet.url)
+    payer = Keypair()
+    blockhash = client.get_latest_blockhash().value.blockhash
+    message = transfer_tx(payer, Pubkey.new_unique(), 1, blockhash).message
+    assert client.get_fee_for_message(message).value == 5_000
+    stale = Message.new_with_blockhash([], payer.pubkey(), Hash.new_unique())
+    encoded = base64.b64encode(bytes(stale)).decode()
+    assert result(localnet.url, "getFeeForMessage", [encoded])["value"] is None
+
+
+def test_fee_for_message_refuses_garbage(localnet):
+    answer = rpc(localnet.url, "getFeeForMessage", ["not base64!"])
+    assert answer["error"]["code"] == -32602
+
+
+def test_minimum_balance_for_rent_exemption(localnet):
+    client = Client(localnet.url)
+    assert client.get_minimum_balance_for_rent_exemption(0).value == 890_880
+    assert client.get_minimum_balance_for_rent_exemption(848).value == 6_792_960
+    assert rpc(localnet.url, "getMinimumBalanceForRentExemption", [-1])["error"]["code"] == -32602
+
+
+def test_min_context_slot_not_reached(localnet):
+    answer = rpc(localnet.url, "getBalance", [str(Pubkey.new_unique()), {"minContextSlot": 10**9}])
+    assert answer["error"]["code"] == -32016

@@ -1,0 +1,238 @@
+import asyncio
+import time
+
+import based58
+import pytest
+from localnet_helpers import b64, balance, latest_blockhash, result, rpc, send_b64, transfer_tx
+from solana.rpc.api import Client
+from solana.rpc.async_api import AsyncClient
+from solana.rpc.core import RPCException
+from solana.rpc.types import TxOpts
+from solders.instruction import Instruction
+from solders.keypair import Keypair
+from solders.pubkey import Pubkey
+from solders.signature import Signature
+from solders.transaction import VersionedTransaction
+
+from curta_chain.constants import LAMPORTS_PER_SOL
+from curta_chain.localnet import start_in_thread
+
+
+def test_airdrop_then_transfer_with_client(localnet):
+    client = Client(localnet.url)
+    payer = Keypair()
+    airdrop = client.request_airdrop(payer.pubkey(), 2 * LAMPORTS_PER_SOL).value
+    status = client.get_signature_statuses([airdrop]).value[0]
+    assert status is not None and status.err is None
+    assert client.get_balance(payer.pubkey()).value == 2 * LAMPORTS_PER_SOL
+    to = Pubkey.new_unique()
+    blockhash = client.get_latest_blockhash().value.blockhash
+    signature = client.send_transaction(transfer_tx(payer, to, LAMPORTS_PER_SOL, blockhash)).value
+    confirmed = client.confirm_transaction(signature, "confirmed").value[0]
+    assert confirmed.err is None
+    assert client.get_balance(to).value == LAMPORTS_PER_SOL
+    assert client.get_balance(payer.pubkey()).value == LAMPORTS_PER_SOL - 5_000
+
+    found = client.get_transaction(signature).value
+    assert found.transaction.meta.err is None
+    assert found.transaction.meta.fee == 5_000
+    assert found.transaction.meta.compute_units_consumed == 150
+    assert any("success" in line for line in found.transaction.meta.log_messages)
+    assert found.transaction.meta.post_balances[1] == LAMPORTS_PER_SOL
+
+
+def test_transfer_with_async_client(localnet):
+    async def flow() -> int:
+        async with AsyncClient(localnet.url) as client:
+            payer = Keypair()
+            await client.request_airdrop(payer.pubkey(), LAMPORTS_PER_SOL)
+            blockhash = (await client.get_latest_blockhash()).value.blockhash
+            to = Pubkey.new_unique()
+            tx = transfer_tx(payer, to, 1_000_000, blockhash)
+            signature = (await client.send_raw_transaction(bytes(tx))).value
+            await client.confirm_transaction(signature, "confirmed")
+            return (await client.get_balance(to)).value
+
+    assert asyncio.run(flow()) == 1_000_000
+
+
+def test_two_equal_airdrops_in_one_slot_both_land(localnet):
+    client = Client(localnet.url)
+    pubkey = Pubkey.new_unique()
+    first = client.request_airdrop(pubkey, LAMPORTS_PER_SOL).value
+    second = client.request_airdrop(pubkey, LAMPORTS_PER_SOL).value
+    assert first != second
+    assert client.get_balance(pubkey).value == 2 * LAMPORTS_PER_SOL
+
+
+def test_airdrop_the_faucet_cannot_pay_is_an_internal_error(localnet):
+    answer = rpc(localnet.url, "requestAirdrop", [str(Pubkey.new_unique()), 2**63])
+    assert answer["error"] == {"code": -32603, "message": "Internal error"}
+
+
+def test_sendtransaction_base58_default_encoding(localnet, funded_keypair):
+    to = Pubkey.new_unique()
+    tx = transfer_tx(funded_keypair, to, 5_000_000, latest_blockhash(localnet.url))
+    signature = result(localnet.url, "sendTransaction", [based58.b58encode(bytes(tx)).decode()])
+    assert signature == str(tx.signatures[0])
+    assert balance(localnet.url, to) == 5_000_000
+
+
+def test_duplicate_is_already_processed_and_never_runs_twice(localnet, funded_keypair):
+    to = Pubkey.new_unique()
+    tx = transfer_tx(funded_keypair, to, 1_000_000, latest_blockhash(localnet.url))
+    assert send_b64(localnet.url, tx)["result"] == str(tx.signatures[0])
+    payer_balance = balance(localnet.url, funded_keypair.pubkey())
+
+    again = send_b64(localnet.url, tx)["error"]
+    assert again["code"] == -32002
+    assert again["message"] == (
+        "Transaction simulation failed: This transaction has already been processed"
+    )
+    assert again["data"]["err"] == "AlreadyProcessed"
+    assert send_b64(localnet.url, tx, skip_preflight=True)["result"] == str(tx.signatures[0])
+    assert balance(localnet.url, to) == 1_000_000
+    assert balance(localnet.url, funded_keypair.pubkey()) == payer_balance
+
+
+def test_failing_preflight_answers_with_logs_and_charges_nothing(localnet, funded_keypair):
+    client = Client(localnet.url)
+    before = balance(localnet.url, funded_keypair.pubkey())
+    tx = transfer_tx(funded_keypair, Pubkey.new_unique(), 10**15, latest_blockhash(localnet.url))
+    with pytest.raises(RPCException) as caught:
+        client.send_transaction(tx)
+    failure = caught.value.args[0]
+    assert failure.message.startswith(
+        "Transaction simulation failed: Error processing Instruction 0: custom program error: 0x1"
+    )
+    assert any("insufficient lamports" in line for line in failure.data.logs)
+    assert balance(localnet.url, funded_keypair.pubkey()) == before
+    assert client.get_signature_statuses([tx.signatures[0]]).value[0] is None
+
+
+def test_failing_transaction_without_preflight_lands_with_its_error(localnet, funded_keypair):
+    client = Client(localnet.url)
+    before = balance(localnet.url, funded_keypair.pubkey())
+    tx = transfer_tx(funded_keypair, Pubkey.new_unique(), 10**15, latest_blockhash(localnet.url))
+    signature = client.send_raw_transaction(bytes(tx), TxOpts(skip_preflight=True)).value
+    status = client.get_signature_statuses([signature]).value[0]
+    assert status.err is not None
+    assert balance(localnet.url, funded_keypair.pubkey()) == before - 5_000
+    meta = client.get_transaction(signature).value.transaction.meta
+    assert meta.err is not None
+    assert meta.fee == 5_000
+
+
+def test_bad_signature_is_refused(localnet, funded_keypair):
+    tx = transfer_tx(funded_keypair, Pubkey.new_unique(), 1, latest_blockhash(localnet.url))
+    forged = VersionedTransaction.populate(tx.message, [Signature.new_unique()])
+    answer = send_b64(localnet.url, forged)
+    assert answer["error"] == {
+        "code": -32003,
+        "message": "Transaction signature verification failure",
+    }
+    assert send_b64(localnet.url, forged, skip_preflight=True)["result"] == str(
+        forged.signatures[0]
+    )
+    assert result(localnet.url, "getSignatureStatuses", [[str(forged.signatures[0])]])["value"] == [
+        None
+    ]
+
+
+def _oversize(payer: Keypair, url: str) -> VersionedTransaction:
+    memo = Instruction(Pubkey.new_unique(), bytes(1_200), [])
+    return transfer_tx(payer, Pubkey.new_unique(), 1, latest_blockhash(url), extra=(memo,))
+
+
+def test_oversize_transaction_is_refused_like_the_validator(localnet, funded_keypair):
+    tx = _oversize(funded_keypair, localnet.url)
+    answer = send_b64(localnet.url, tx)["error"]
+    assert answer["code"] == -32602
+    assert answer["message"] == (
+        f"base64 encoded solana_transaction::versioned::VersionedTransaction too large: "
+        f"{len(b64(tx))} bytes (max: encoded/raw 1644/1232)"
+    )
+    encoded = based58.b58encode(bytes(tx)).decode()
+    answer = rpc(localnet.url, "sendTransaction", [encoded, {"skipPreflight": True}])["error"]
+    assert answer["code"] == -32602
+    assert "base58 encoded" in answer["message"] and "1683/1232" in answer["message"]
+    with pytest.raises(RPCException):
+        Client(localnet.url).send_transaction(tx)
+
+
+def test_undecodable_transaction_is_invalid_params(localnet):
+    answer = rpc(localnet.url, "sendTransaction", ["AAAA", {"encoding": "base64"}])["error"]
+    assert answer["code"] == -32602
+    assert answer["message"].startswith("failed to deserialize")
+    answer = rpc(localnet.url, "sendTransaction", ["@@@", {"encoding": "base64"}])["error"]
+    assert answer["message"].startswith("invalid base64 encoding")
+
+
+def test_expired_blockhash_is_refused():
+    handle = start_in_thread(slot_duration=0.002)
+    try:
+        client = Client(handle.url)
+        payer = Keypair()
+        client.request_airdrop(payer.pubkey(), LAMPORTS_PER_SOL)
+        blockhash = latest_blockhash(handle.url)
+        time.sleep(0.5)
+        tx = transfer_tx(payer, Pubkey.new_unique(), 1, blockhash)
+        answer = send_b64(handle.url, tx)["error"]
+        assert answer["code"] == -32002
+        assert answer["message"] == "Transaction simulation failed: Blockhash not found"
+        assert answer["data"]["err"] == "BlockhashNotFound"
+        assert send_b64(handle.url, tx, skip_preflight=True)["result"] == str(tx.signatures[0])
+        assert client.get_signature_statuses([tx.signatures[0]]).value == [None]
+        assert client.get_balance(payer.pubkey()).value == LAMPORTS_PER_SOL
+    finally:
+        handle.stop()
+
+
+def test_simulate_transaction(localnet, funded_keypair):
+    to = Pubkey.new_unique()
+    tx = transfer_tx(funded_keypair, to, 7_000_000, latest_blockhash(localnet.url))
+    config = {"encoding": "base64", "accounts": {"addresses": [str(to)], "encoding": "base64"}}
+    value = result(localnet.url, "simulateTransaction", [b64(tx), config])["value"]
+    assert value["err"] is None and value["unitsConsumed"] == 150
+    assert value["accounts"][0]["lamports"] == 7_000_000
+    assert balance(localnet.url, to) == 0  # a simulation changes nothing
+
+    stale = transfer_tx(funded_keypair, to, 1, latest_blockhash(localnet.url))
+    replaced = result(
+        localnet.url,
+        "simulateTransaction",
+        [b64(stale), {"encoding": "base64", "replaceRecentBlockhash": True}],
+    )["value"]
+    assert replaced["replacementBlockhash"]["lastValidBlockHeight"] > 0
+    refused = rpc(
+        localnet.url,
+        "simulateTransaction",
+        [b64(stale), {"encoding": "base64", "replaceRecentBlockhash": True, "sigVerify": True}],
+    )
+    assert refused["error"]["code"] == -32602
+    client_view = Client(localnet.url).simulate_transaction(tx).value
+    assert client_view.err is None
+
+
+def test_get_transaction_unknown_and_versions(localnet, funded_keypair):
+    client = Client(localnet.url)
+    assert client.get_transaction(Signature.new_unique()).value is None
+    tx = transfer_tx(funded_keypair, Pubkey.new_unique(), 1_000_000, latest_blockhash(localnet.url))
+    signature = send_b64(localnet.url, tx)["result"]
+    for encoding in ("json", "jsonParsed", "base64", "base58"):
+        config = {"encoding": encoding, "maxSupportedTransactionVersion": 0}
+        answer = result(localnet.url, "getTransaction", [signature, config])
+        assert answer["version"] == "legacy"
+        assert answer["meta"]["computeUnitsConsumed"] == 150
+    answer = rpc(localnet.url, "getTransaction", [signature, {"commitment": "processed"}])
+    assert answer["error"]["code"] == -32602
+
+
+def test_signature_statuses_limit(localnet):
+    signatures = [str(Signature.new_unique()) for _ in range(257)]
+    answer = rpc(localnet.url, "getSignatureStatuses", [signatures])["error"]
+    assert answer == {"code": -32602, "message": "Too many inputs provided; max 256"}
+    values = result(
+        localnet.url, "getSignatureStatuses", [signatures[:256], {"searchTransactionHistory": True}]
+    )
+    assert values["value"] == [None] * 256
