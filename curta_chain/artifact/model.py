@@ -1,6 +1,6 @@
 """``Artifact``: a decoded, validated CURTAW01 file and typed views of what it holds."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -31,7 +31,7 @@ class Artifact:
         matrices: the matrix table, in table order.
         blocks: the offsets of section zero's seven blocks (``BLOCK_NAMES`` order).
         inv_sqrt_head_size: 1/sqrt(head size) with 24 fractional bits.
-        source: where the bytes came from, for messages.
+        source: where the bytes came from, for messages (not compared).
     """
 
     config: ModelConfig
@@ -40,7 +40,7 @@ class Artifact:
     matrices: tuple[MatrixDescriptor, ...]
     blocks: tuple[int, ...]
     inv_sqrt_head_size: int
-    source: str = "<bytes>"
+    source: str = field(default="<bytes>", compare=False)
 
     @property
     def tied(self) -> bool:

@@ -101,3 +101,7 @@ def test_section_zero_holds_the_header_and_its_blocks(stories260k):
     assert header_fields == stories260k.blocks
     assert stories260k.blocks[0] == HEADER_SIZE
     assert stories260k.to_json()["blocks"]["token strings"] == stories260k.blocks[6]
+
+
+def test_artifacts_compare_by_content_not_by_source(stories260k):
+    assert decode_artifact(stories260k.data, "elsewhere.curta") == stories260k
