@@ -119,7 +119,10 @@ def _header(data: bytes, fail: Fail) -> tuple[ModelConfig, int, tuple[int, ...],
         fail(f"header byte {at} ({field}): {what}")
     count = _u32(data, SECTION_COUNT_OFFSET)
     if not 2 <= count <= MAX_SECTIONS:
-        fail(f"header byte {SECTION_COUNT_OFFSET} (section count): {count}, expected 2 to 18")
+        fail(
+            f"header byte {SECTION_COUNT_OFFSET} (section count): {count}, "
+            f"expected 2 to {MAX_SECTIONS}"
+        )
     if count != config.section_count:
         weights = config.matrix_weight_count
         side = "under" if weights < SPLIT_WEIGHT_COUNT else "at least"
