@@ -1,0 +1,178 @@
+import threading
+import time
+
+import httpx
+import pytest
+from localnet_helpers import b64, balance, latest_blockhash, result, send_b64, transfer_tx
+from solders.pubkey import Pubkey
+
+from curta_chain.errors import LocalnetError
+from curta_chain.localnet import Localnet, start_in_thread
+from curta_chain.localnet.ledger import Ledger
+
+
+def fill(url: str, fund, count: int) -> dict[Pubkey, int]:
+    """Send ``count`` transfers to new accounts; return what each should hold."""
+    payer = fund(url, 50)
+    expected = {}
+    blockhash = latest_blockhash(url)
+    for n in range(count):
+        to = Pubkey.new_unique()
+        assert "result" in send_b64(url, transfer_tx(payer, to, 1_000_000 + n, blockhash))
+        expected[to] = 1_000_000 + n
+    expected[payer.pubkey()] = balance(url, payer.pubkey())
+    return expected
+
+
+def assert_holds(url: str, expected: dict[Pubkey, int]) -> None:
+    keys = list(expected)
+    for start in range(0, len(keys), 100):
+        chunk = keys[start : start + 100]
+        values = result(url, "getMultipleAccounts", [[str(k) for k in chunk]])["value"]
+        for key, value in zip(chunk, values, strict=True):
+            assert value is not None and value["lamports"] == expected[key], key
+
+
+def test_restart_keeps_accounts_statuses_and_genesis(tmp_path, fund):
+    handle = start_in_thread(ledger=tmp_path)
+    expected = fill(handle.url, fund, 5)
+    genesis = result(handle.url, "getGenesisHash")
+    slot = result(handle.url, "getSlot")
+    handle.stop()
+
+    handle = start_in_thread(ledger=tmp_path)
+    try:
+        assert_holds(handle.url, expected)
+        assert result(handle.url, "getGenesisHash") == genesis
+        assert result(handle.url, "getSlot") > slot
+    finally:
+        handle.stop()
+
+
+def test_snapshots_bound_the_log_and_restore_everything(tmp_path, fund):
+    handle = start_in_thread(ledger=tmp_path, snapshot_bytes=3_000)
+    payer = fund(handle.url, 5)
+    to = Pubkey.new_unique()
+    signature = send_b64(handle.url, transfer_tx(payer, to, 10**6, latest_blockhash(handle.url)))
+    expected = fill(handle.url, fund, 30)
+    time.sleep(0.3)  # the last snapshot is written in the background
+    handle.stop()
+    assert list(tmp_path.glob("snapshot-*.bin"))
+    assert len(list(tmp_path.glob("log-*.bin"))) <= 2
+
+    handle = start_in_thread(ledger=tmp_path)
+    try:
+        assert_holds(handle.url, {**expected, to: 10**6})
+        statuses = result(handle.url, "getSignatureStatuses", [[signature["result"]]])
+        assert statuses["value"][0]["err"] is None
+        again = send_b64(handle.url, transfer_tx(payer, to, 10**6, latest_blockhash(handle.url)))
+        assert "result" in again
+    finally:
+        handle.stop()
+
+
+def test_torn_record_at_the_end_is_dropped(tmp_path, fund):
+    handle = start_in_thread(ledger=tmp_path)
+    expected = fill(handle.url, fund, 3)
+    handle.stop()
+    log = sorted(tmp_path.glob("log-*.bin"))[-1]
+    size = log.stat().st_size
+    with open(log, "ab") as out:
+        out.write(b"\x40\x00\x00\x00garbage")
+    handle = start_in_thread(ledger=tmp_path)
+    try:
+        assert_holds(handle.url, expected)
+    finally:
+        handle.stop()
+    assert log.stat().st_size == size
+
+
+def test_ledger_in_use_is_refused(tmp_path):
+    handle = start_in_thread(ledger=tmp_path)
+    try:
+        with pytest.raises(LocalnetError, match="in use by another localnet"):
+            Localnet(ledger=tmp_path)
+    finally:
+        handle.stop()
+
+
+def test_reset_starts_a_new_chain(tmp_path, fund):
+    handle = start_in_thread(ledger=tmp_path)
+    expected = fill(handle.url, fund, 1)
+    genesis = result(handle.url, "getGenesisHash")
+    handle.stop()
+    handle = start_in_thread(ledger=tmp_path, reset=True)
+    try:
+        assert result(handle.url, "getGenesisHash") != genesis
+        key = next(iter(expected))
+        assert balance(handle.url, key) == 0
+    finally:
+        handle.stop()
+
+
+def test_ledger_of_another_program_is_refused(tmp_path):
+    Ledger(tmp_path, program_sha256="aa" * 32).close()
+    with pytest.raises(LocalnetError, match="start with --reset"):
+        Ledger(tmp_path, program_sha256="bb" * 32)
+
+
+def test_damaged_meta_and_snapshot_are_refused(tmp_path):
+    (tmp_path / "meta.json").write_text("{not json")
+    with pytest.raises(LocalnetError, match="not a localnet ledger meta file"):
+        Ledger(tmp_path)
+    Ledger(tmp_path, reset=True).close()
+    (tmp_path / "snapshot-00000001.bin").write_bytes(b"CURTALS1" + bytes(5))
+    ledger = Ledger(tmp_path)
+    try:
+        with pytest.raises(LocalnetError, match="damaged snapshot"):
+            ledger.load_snapshot()
+    finally:
+        ledger.close()
+
+
+def test_kill_9_during_writes_keeps_every_acknowledged_change(tmp_path, localnet_process, fund):
+    node = localnet_process(tmp_path / "ledger")
+    payer = fund(node.url, 100)
+    acknowledged: dict[Pubkey, int] = {}
+    failures: list[BaseException] = []
+
+    def stream() -> None:
+        n = 0
+        with httpx.Client(timeout=30) as http:
+            while True:
+                try:
+                    blockhash = latest_blockhash(node.url)
+                    targets, batch = [], []
+                    for _ in range(25):
+                        n += 1
+                        to = Pubkey.new_unique()
+                        tx = transfer_tx(payer, to, 1_000_000 + n, blockhash)
+                        targets.append((to, 1_000_000 + n))
+                        batch.append(
+                            {
+                                "jsonrpc": "2.0",
+                                "id": len(batch),
+                                "method": "sendTransaction",
+                                "params": [b64(tx), {"encoding": "base64"}],
+                            }
+                        )
+                    answers = http.post(node.url, json=batch).json()
+                except (httpx.HTTPError, ValueError):
+                    return  # the node died under us
+                for (to, lamports), answer in zip(targets, answers, strict=True):
+                    if "result" in answer:
+                        acknowledged[to] = lamports
+                    else:
+                        failures.append(AssertionError(answer))
+
+    writer = threading.Thread(target=stream)
+    writer.start()
+    time.sleep(2.0)
+    node.kill()
+    writer.join()
+    assert not failures
+    assert len(acknowledged) >= 50
+
+    node.start()
+    assert_holds(node.url, acknowledged)
+    assert node.stop() == 0
