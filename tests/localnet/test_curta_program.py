@@ -1,0 +1,106 @@
+"""The curta program preloaded in the localnet, driven over HTTP from create to sealed."""
+
+import hashlib
+
+import based58
+from localnet_helpers import latest_blockhash, result, send_b64
+from solana.rpc.api import Client
+from solana.rpc.types import DataSliceOpts, MemcmpOpts
+from solders.instruction import Instruction
+from solders.keypair import Keypair
+from solders.message import Message
+from solders.pubkey import Pubkey
+from solders.system_program import CreateAccountParams, create_account
+from solders.transaction import VersionedTransaction
+
+from curta_chain.constants import LOCALNET_PROGRAM_ID, WEIGHT_HEADER_SIZE
+from curta_chain.program import (
+    MODEL_ACCOUNT_SIZE,
+    ModelAccount,
+    ModelState,
+    begin_sealing,
+    bind_weight_account,
+    create_model,
+    seal_step,
+    write_weights,
+)
+
+PROGRAM_ID = Pubkey.from_string(LOCALNET_PROGRAM_ID)
+
+
+def send(url: str, payer: Keypair, instructions: list[Instruction], *signers: Keypair) -> dict:
+    message = Message.new_with_blockhash(instructions, payer.pubkey(), latest_blockhash(url))
+    return send_b64(url, VersionedTransaction(message, [payer, *signers]))
+
+
+def new_account(url: str, payer: Keypair, account: Keypair, size: int) -> Instruction:
+    lamports = result(url, "getMinimumBalanceForRentExemption", [size])
+    params = CreateAccountParams(
+        from_pubkey=payer.pubkey(),
+        to_pubkey=account.pubkey(),
+        lamports=lamports,
+        space=size,
+        owner=PROGRAM_ID,
+    )
+    return create_account(params)
+
+
+def test_program_is_preloaded_and_executable(localnet):
+    info = Client(localnet.url).get_account_info(PROGRAM_ID).value
+    assert info is not None and info.executable
+
+
+def test_publish_and_seal_a_model_over_rpc(localnet, funded_keypair):
+    url, authority = localnet.url, funded_keypair
+    sections = [bytes(range(250)) * 3, b"\x07" * 300]
+    running = bytes(32)
+    for section in sections:  # each section is one chunk here
+        running = hashlib.sha256(running + section).digest()
+    model = Keypair()
+    create = [
+        new_account(url, authority, model, MODEL_ACCOUNT_SIZE),
+        create_model(PROGRAM_ID, authority.pubkey(), model.pubkey(), running, [750, 300]),
+    ]
+    assert "result" in send(url, authority, create, model)
+
+    weights = [Keypair(), Keypair()]
+    for index, (weight, section) in enumerate(zip(weights, sections, strict=True)):
+        bind = [
+            new_account(url, authority, weight, WEIGHT_HEADER_SIZE + len(section)),
+            bind_weight_account(
+                PROGRAM_ID, authority.pubkey(), model.pubkey(), weight.pubkey(), index
+            ),
+        ]
+        assert "result" in send(url, authority, bind, weight)
+        write = write_weights(PROGRAM_ID, authority.pubkey(), weight.pubkey(), 0, section)
+        assert "result" in send(url, authority, [write])
+
+    past_end = write_weights(PROGRAM_ID, authority.pubkey(), weights[0].pubkey(), 746, b"12345")
+    refused = send(url, authority, [past_end])["error"]
+    assert refused["code"] == -32002
+    assert "custom program error: 0x17" in refused["message"]
+    assert refused["data"]["logs"]
+
+    client = Client(url)
+    head = DataSliceOpts(WEIGHT_HEADER_SIZE, 16)
+    written = client.get_account_info(weights[0].pubkey(), data_slice=head).value
+    assert written.data == bytes(range(16))
+
+    keys = [w.pubkey() for w in weights]
+    assert "result" in send(
+        url, authority, [begin_sealing(PROGRAM_ID, authority.pubkey(), model.pubkey(), keys)]
+    )
+    for key in keys:
+        assert "result" in send(url, authority, [seal_step(PROGRAM_ID, model.pubkey(), key)])
+    data = client.get_account_info(model.pubkey()).value.data
+    decoded = ModelAccount.from_bytes(data)
+    assert decoded.state == ModelState.SEALED
+    assert decoded.running_hash == running
+
+    mine = MemcmpOpts(offset=8, bytes=based58.b58encode(bytes(authority.pubkey())).decode())
+    found = client.get_program_accounts(
+        PROGRAM_ID, encoding="base64", filters=[MODEL_ACCOUNT_SIZE, mine]
+    ).value
+    assert [item.pubkey for item in found] == [model.pubkey()]
+    everything = client.get_program_accounts(PROGRAM_ID, encoding="base64").value
+    assert {item.pubkey for item in everything} == {model.pubkey(), *keys}
