@@ -1,0 +1,152 @@
+"""Measure the compute units each curta instruction consumes in LiteSVM (the real runtime).
+
+Prints a Markdown table. The numbers are the program's own line in the runtime log
+("Program <id> consumed N of M compute units"), so system-program instructions in the same
+transaction are not counted.
+
+Usage: .venv/bin/python scripts/bench_program_cu.py
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+
+from solders.instruction import Instruction
+from solders.keypair import Keypair
+from solders.litesvm import LiteSVM
+from solders.message import Message
+from solders.pubkey import Pubkey
+from solders.system_program import CreateAccountParams, create_account
+from solders.transaction import Transaction
+
+from curta_chain.constants import (
+    HASH_CHUNK_SIZE,
+    LOCALNET_PROGRAM_ID,
+    MAX_SECTIONS,
+    WEIGHT_HEADER_SIZE,
+)
+from curta_chain.program import (
+    MAX_WRITE_PAYLOAD,
+    MODEL_ACCOUNT_SIZE,
+    PROGRAM_BINARY,
+    begin_sealing,
+    bind_weight_account,
+    close_model,
+    create_model,
+    reopen,
+    seal_step,
+    write_weights,
+)
+
+PROGRAM_ID = Pubkey.from_string(LOCALNET_PROGRAM_ID)
+_CONSUMED = re.compile(rf"Program {PROGRAM_ID} consumed (\d+) of")
+
+
+class _Bench:
+    def __init__(self) -> None:
+        self.svm = LiteSVM()
+        self.svm.add_program(PROGRAM_ID, PROGRAM_BINARY.read_bytes())
+        self.authority = Keypair()
+        self.svm.airdrop(self.authority.pubkey(), 10**13)
+
+    def units(self, ixs: list[Instruction], signers: list[Keypair] = ()) -> int:
+        """Send; return the compute units the curta program consumed (it must succeed)."""
+        tx = Transaction(
+            [self.authority, *signers],
+            Message(ixs, self.authority.pubkey()),
+            self.svm.latest_blockhash(),
+        )
+        meta = self.svm.send_transaction(tx)
+        if hasattr(meta, "err"):
+            raise RuntimeError(f"{meta.err()}: {meta.meta().logs()}")
+        return sum(int(m.group(1)) for line in meta.logs() if (m := _CONSUMED.match(line)))
+
+    def new_account(self, kp: Keypair, size: int) -> Instruction:
+        params = CreateAccountParams(
+            from_pubkey=self.authority.pubkey(),
+            to_pubkey=kp.pubkey(),
+            lamports=self.svm.minimum_balance_for_rent_exemption(size),
+            space=size,
+            owner=PROGRAM_ID,
+        )
+        return create_account(params)
+
+    def model(self, lengths: list[int], declared: bytes = bytes(32)) -> tuple[Keypair, int]:
+        model = Keypair()
+        ix = create_model(PROGRAM_ID, self.authority.pubkey(), model.pubkey(), declared, lengths)
+        return model, self.units([self.new_account(model, MODEL_ACCOUNT_SIZE), ix], [model])
+
+    def bind(self, model: Keypair, lengths: list[int]) -> tuple[list[Keypair], int]:
+        weights, used = [], 0
+        for index, length in enumerate(lengths):
+            weight = Keypair()
+            ix = bind_weight_account(
+                PROGRAM_ID, self.authority.pubkey(), model.pubkey(), weight.pubkey(), index
+            )
+            used = self.units([self.new_account(weight, WEIGHT_HEADER_SIZE + length), ix], [weight])
+            weights.append(weight)
+        return weights, used
+
+
+def measure() -> list[tuple[str, int]]:
+    """Run each instruction once in LiteSVM and return (label, compute units) rows."""
+    bench = _Bench()
+    auth = bench.authority.pubkey()
+    rows: list[tuple[str, int]] = []
+    lengths = [HASH_CHUNK_SIZE, 3 * 1000]
+    model, used = bench.model(lengths)
+    rows.append(("createModel (2 sections)", used))
+    weights, used = bench.bind(model, lengths)
+    rows.append(("bindWeightAccount", used))
+    keys = [w.pubkey() for w in weights]
+    for size in (1_000, MAX_WRITE_PAYLOAD):
+        ix = write_weights(PROGRAM_ID, auth, keys[0], 0, os.urandom(size))
+        rows.append((f"writeWeights ({size:,} bytes)", bench.units([ix])))
+    rows.append(
+        (
+            "beginSealing (2 weight accounts)",
+            bench.units([begin_sealing(PROGRAM_ID, auth, model.pubkey(), keys)]),
+        )
+    )
+    step = seal_step(PROGRAM_ID, model.pubkey(), keys[0])
+    rows.append((f"sealStep ({HASH_CHUNK_SIZE:,} bytes)", bench.units([step])))
+    step = seal_step(PROGRAM_ID, model.pubkey(), keys[1])
+    rows.append(("sealStep (3,000 bytes, last: compare, Failed)", bench.units([step])))
+    rows.append(
+        (
+            "reopen (2 weight accounts)",
+            bench.units([reopen(PROGRAM_ID, auth, model.pubkey(), keys)]),
+        )
+    )
+    rows.append(
+        (
+            "closeModel (2 weight accounts)",
+            bench.units([close_model(PROGRAM_ID, auth, model.pubkey(), keys)]),
+        )
+    )
+
+    many = [1_000] * MAX_SECTIONS
+    model, used = bench.model(many)
+    rows.append((f"createModel ({MAX_SECTIONS} sections)", used))
+    weights, _ = bench.bind(model, many)
+    keys = [w.pubkey() for w in weights]
+    ix = begin_sealing(PROGRAM_ID, auth, model.pubkey(), keys)
+    rows.append((f"beginSealing ({MAX_SECTIONS} weight accounts)", bench.units([ix])))
+    ix = close_model(PROGRAM_ID, auth, model.pubkey(), keys)
+    rows.append((f"closeModel ({MAX_SECTIONS} weight accounts)", bench.units([ix])))
+    return rows
+
+
+def main() -> int:
+    rows = measure()
+    print("| instruction | compute units |")
+    print("| --- | ---: |")
+    for label, units in rows:
+        print(f"| {label} | {units:,} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

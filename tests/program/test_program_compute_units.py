@@ -1,0 +1,24 @@
+"""Compute units per instruction, measured in the real runtime (the README's table)."""
+
+import importlib.util
+from pathlib import Path
+
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "bench_program_cu.py"
+
+
+def load_bench():
+    spec = importlib.util.spec_from_file_location("bench_program_cu", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_compute_units_stay_within_budget():
+    rows = dict(load_bench().measure())
+    for label, units in rows.items():
+        print(f"{label:<48} {units:>8,} CU")
+    assert rows["sealStep (65,536 bytes)"] < 40_000
+    # sha256 alone costs 85 + 16 + 32,768 CU for a 32-byte and a 65,536-byte slice.
+    assert rows["sealStep (65,536 bytes)"] > 32_869
+    assert rows["writeWeights (1,000 bytes)"] < 1_000
+    assert all(units < 5_000 for label, units in rows.items() if "sealStep" not in label)
