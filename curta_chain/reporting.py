@@ -87,8 +87,9 @@ class _ConsoleProgress:
 class ConsoleReporter:
     """Writes lines to stdout and draws progress bars on stderr when it is a terminal."""
 
-    def __init__(self, out: TextIO = sys.stdout, err: TextIO = sys.stderr):
-        self._out, self._err = out, err
+    def __init__(self, out: TextIO | None = None, err: TextIO | None = None):
+        # Resolved at call time, so a redirected sys.stdout (pytest's capsys) is honoured.
+        self._out, self._err = out or sys.stdout, err or sys.stderr
 
     def line(self, text: str) -> None:
         """Print one line to stdout."""

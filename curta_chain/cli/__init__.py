@@ -6,6 +6,7 @@ stderr and a non-zero exit.
 """
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
@@ -40,6 +41,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader (`| head`) left: stop quietly, as Unix tools do.
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - keeps interpreter exit quiet
+        return 141
 
 
 if __name__ == "__main__":
