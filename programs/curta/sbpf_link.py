@@ -80,7 +80,6 @@ SYSCALLS = frozenset(
         "sol_log_data",
         "sol_sha256",
         "sol_keccak256",
-        "sol_blake3",
         "sol_secp256k1_recover",
         "sol_memcpy_",
         "sol_memmove_",
@@ -93,17 +92,17 @@ SYSCALLS = frozenset(
         "sol_get_clock_sysvar",
         "sol_get_rent_sysvar",
         "sol_get_epoch_schedule_sysvar",
-        "sol_get_epoch_rewards_sysvar",
-        "sol_get_last_restart_slot",
-        "sol_get_sysvar",
         "sol_set_return_data",
         "sol_get_return_data",
         "sol_get_stack_height",
-        "sol_remaining_compute_units",
         "sol_get_processed_sibling_instruction",
     }
 )
-"""Syscalls agave 2.2 registers without a feature gate (sol_alloc_free_ is refused at deploy)."""
+"""Syscalls agave 2.2 registers with no feature gate, so a strict deploy resolves them anywhere.
+
+Feature-gated ones (sol_blake3, sol_get_sysvar, ...) and sol_alloc_free_ (refused at deploy)
+are left out on purpose.
+"""
 
 _EHDR = struct.Struct("<16sHHIQQQIHHHHHH")
 _SHDR = struct.Struct("<IIQQQQIIQQ")
