@@ -1,0 +1,227 @@
+"""sendTransaction throughput of the embedded localnet over HTTP, next to LiteSVM in-process.
+
+Starts `python -m curta_chain localnet` (a separate process, as users run it), sets up a
+curta model with one weight account per mode, then sends full-size writeWeights
+transactions (1,232 bytes, MAX_WRITE_PAYLOAD bytes of weights each) over HTTP:
+
+- single: one sendTransaction per request, one request at a time (keep-alive);
+- concurrent: single requests, 64 in flight;
+- batch100 / batch250: JSON-RPC batches, one at a time;
+- batch100x4: batches of 100, 4 in flight;
+
+then replays the very same transactions through a bare in-process LiteSVM (sigverify on).
+The last line printed is JSON.
+
+    .venv/bin/python scripts/bench_localnet.py [--count 2000] [--ledger]
+"""
+
+import argparse
+import asyncio
+import base64
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import aiohttp
+import httpx
+from solders.hash import Hash
+from solders.instruction import Instruction
+from solders.keypair import Keypair
+from solders.litesvm import LiteSVM
+from solders.message import Message
+from solders.pubkey import Pubkey
+from solders.system_program import CreateAccountParams, create_account
+from solders.transaction import VersionedTransaction
+
+from curta_chain.constants import LAMPORTS_PER_SOL, LOCALNET_PROGRAM_ID, WEIGHT_HEADER_SIZE
+from curta_chain.program import (
+    MAX_WRITE_PAYLOAD,
+    MODEL_ACCOUNT_SIZE,
+    PROGRAM_BINARY,
+    bind_weight_account,
+    create_model,
+    write_weights,
+)
+
+PROGRAM_ID = Pubkey.from_string(LOCALNET_PROGRAM_ID)
+MODES = ("single", "concurrent", "batch100", "batch250", "batch100x4")
+
+
+def rpc(http: httpx.Client, url: str, method: str, params: list) -> object:
+    answer = http.post(url, json={"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
+    body = answer.json()
+    if "error" in body:
+        raise RuntimeError(f"{method}: {body['error']}")
+    return body["result"]
+
+
+def start_node(ledger: str | None) -> tuple[subprocess.Popen, str]:
+    port = 20000 + os.getpid() % 20000
+    command = [sys.executable, "-m", "curta_chain", "localnet", "--port", str(port)]
+    if ledger:
+        command += ["--ledger", ledger]
+    node = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
+    assert node.stdout is not None
+    line = node.stdout.readline()
+    if not line.startswith("Localnet ready at"):
+        raise RuntimeError(f"localnet did not start: {line}")
+    return node, line.split()[-1]
+
+
+class Setup:
+    """The authority, a model and one weight account per mode, created over RPC."""
+
+    def __init__(self, http: httpx.Client, url: str, section: int):
+        self.http, self.url = http, url
+        self.authority = Keypair()
+        self.sent: list[VersionedTransaction] = []
+        rpc(http, url, "requestAirdrop", [str(self.authority.pubkey()), 1_000 * LAMPORTS_PER_SOL])
+        self.model = Keypair()
+        self.weights = {mode: Keypair() for mode in MODES}
+        lengths = [section] * len(MODES)
+        self.send(
+            [
+                self.new_account(self.model, MODEL_ACCOUNT_SIZE),
+                create_model(
+                    PROGRAM_ID, self.authority.pubkey(), self.model.pubkey(), bytes(32), lengths
+                ),
+            ],
+            self.model,
+        )
+        for index, weight in enumerate(self.weights.values()):
+            bind = bind_weight_account(
+                PROGRAM_ID, self.authority.pubkey(), self.model.pubkey(), weight.pubkey(), index
+            )
+            self.send([self.new_account(weight, WEIGHT_HEADER_SIZE + section), bind], weight)
+
+    def blockhash(self) -> Hash:
+        value = rpc(self.http, self.url, "getLatestBlockhash", [])["value"]  # type: ignore[index]
+        return Hash.from_string(value["blockhash"])
+
+    def new_account(self, account: Keypair, size: int) -> Instruction:
+        lamports = rpc(self.http, self.url, "getMinimumBalanceForRentExemption", [size])
+        params = CreateAccountParams(
+            from_pubkey=self.authority.pubkey(),
+            to_pubkey=account.pubkey(),
+            lamports=lamports,  # type: ignore[arg-type]
+            space=size,
+            owner=PROGRAM_ID,
+        )
+        return create_account(params)
+
+    def send(self, instructions: list[Instruction], *signers: Keypair) -> None:
+        message = Message.new_with_blockhash(
+            instructions, self.authority.pubkey(), self.blockhash()
+        )
+        tx = VersionedTransaction(message, [self.authority, *signers])
+        rpc(self.http, self.url, "sendTransaction", [encode(tx), {"encoding": "base64"}])
+        self.sent.append(tx)
+
+    def writes(self, mode: str, count: int) -> list[VersionedTransaction]:
+        blockhash = self.blockhash()
+        weight = self.weights[mode].pubkey()
+        txs = []
+        for n in range(count):
+            data = (n.to_bytes(4, "little") * (MAX_WRITE_PAYLOAD // 4 + 1))[:MAX_WRITE_PAYLOAD]
+            ix = write_weights(
+                PROGRAM_ID, self.authority.pubkey(), weight, n * MAX_WRITE_PAYLOAD, data
+            )
+            message = Message.new_with_blockhash([ix], self.authority.pubkey(), blockhash)
+            txs.append(VersionedTransaction(message, [self.authority]))
+        return txs
+
+
+def encode(tx: VersionedTransaction) -> str:
+    return base64.b64encode(bytes(tx)).decode()
+
+
+def request(tx_b64: str, request_id: int) -> dict:
+    params = [tx_b64, {"encoding": "base64", "skipPreflight": False}]
+    return {"jsonrpc": "2.0", "id": request_id, "method": "sendTransaction", "params": params}
+
+
+async def send_mode(url: str, mode: str, encoded: list[str]) -> float:
+    batch = {"single": 1, "concurrent": 1, "batch100": 100, "batch250": 250, "batch100x4": 100}[
+        mode
+    ]
+    in_flight = {"concurrent": 64, "batch100x4": 4}.get(mode, 1)
+    bodies = []
+    for start in range(0, len(encoded), batch):
+        chunk = [request(tx, start + i) for i, tx in enumerate(encoded[start : start + batch])]
+        bodies.append(json.dumps(chunk[0] if batch == 1 else chunk).encode())
+    queue = list(reversed(bodies))
+    failures = 0
+    connector = aiohttp.TCPConnector(limit=in_flight)
+    async with aiohttp.ClientSession(connector=connector) as session:
+
+        async def worker() -> None:
+            nonlocal failures
+            while queue:
+                body = queue.pop()
+                headers = {"content-type": "application/json"}
+                async with session.post(url, data=body, headers=headers) as answer:
+                    parsed = await answer.json()
+                for item in parsed if isinstance(parsed, list) else [parsed]:
+                    failures += "error" in item
+
+        start = time.perf_counter()
+        await asyncio.gather(*(worker() for _ in range(in_flight)))
+        elapsed = time.perf_counter() - start
+    if failures:
+        raise RuntimeError(f"{mode}: {failures} transactions refused")
+    return len(encoded) / elapsed
+
+
+def litesvm_rate(setup: Setup, txs: list[VersionedTransaction]) -> float:
+    svm = LiteSVM().with_blockhash_check(False).with_transaction_history(0)
+    svm.add_program(PROGRAM_ID, PROGRAM_BINARY.read_bytes())
+    svm.airdrop(setup.authority.pubkey(), 1_000 * LAMPORTS_PER_SOL)
+    for tx in setup.sent:
+        assert not hasattr(svm.send_transaction(tx), "err")
+    start = time.perf_counter()
+    for tx in txs:
+        result = svm.send_transaction(tx)
+        if hasattr(result, "err"):
+            raise RuntimeError(f"LiteSVM refused a write: {result.err()}")
+    return len(txs) / (time.perf_counter() - start)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--count", type=int, default=2000, help="transactions per mode")
+    parser.add_argument("--ledger", action="store_true", help="serve with --ledger (fsync)")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as folder:
+        node, url = start_node(folder if args.ledger else None)
+        try:
+            with httpx.Client(timeout=60) as http:
+                setup = Setup(http, url, args.count * MAX_WRITE_PAYLOAD)
+                sent: list[VersionedTransaction] = []
+                rates = {}
+                for mode in MODES:
+                    txs = setup.writes(mode, args.count)
+                    size = len(bytes(txs[0]))
+                    rates[mode] = asyncio.run(send_mode(url, mode, [encode(tx) for tx in txs]))
+                    sent += txs
+                    print(f"http {mode:<11} {rates[mode]:8.0f} tx/s  ({args.count} x {size} B)")
+        finally:
+            node.terminate()
+            node.wait()
+    in_process = litesvm_rate(setup, sent)
+    print(f"litesvm in-process {in_process:8.0f} tx/s  ({len(sent)} same transactions)")
+    summary = {
+        "transactions_per_mode": args.count,
+        "transaction_bytes": size,
+        "ledger": args.ledger,
+        "litesvm_in_process_tx_per_s": round(in_process),
+        **{f"http_{mode}_tx_per_s": round(rate) for mode, rate in rates.items()},
+    }
+    print(json.dumps(summary))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
