@@ -29,7 +29,8 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from curta_chain.errors import BuildError
+from curta_chain.errors import BuildError, InputError
+from curta_chain.fsutil import atomic_write
 
 MM_RODATA_START = 0x1_0000_0000
 """Where the loader maps file offset 0 of the read-only region."""
@@ -553,11 +554,15 @@ def main(argv: list[str]) -> int:
         print("usage: sbpf_link.py output.so input.o [input.o ...]", file=sys.stderr)
         return 2
     try:
-        program = link([Path(a).read_bytes() for a in argv[2:]], argv[2:])
-    except BuildError as exc:
+        objects = [Path(a).read_bytes() for a in argv[2:]]
+    except OSError as exc:
+        print(f"error: {exc.filename}: {exc.strerror}", file=sys.stderr)
+        return 1
+    try:
+        atomic_write(argv[1], link(objects, argv[2:]))
+    except (BuildError, InputError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    Path(argv[1]).write_bytes(program)
     return 0
 
 

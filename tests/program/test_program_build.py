@@ -216,3 +216,50 @@ def test_non_bpf_input_is_refused():
         link([PROGRAM_BINARY.read_bytes()], ["curta.so"])
     with pytest.raises(BuildError, match="no objects"):
         link([], [])
+
+
+def test_build_without_clang_says_what_to_install(tmp_path: Path):
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "scripts" / "build_program.py"),
+            "--out",
+            str(tmp_path / "x.so"),
+        ],
+        capture_output=True,
+        text=True,
+        env={"PATH": str(tmp_path)},
+    )
+    assert done.returncode == 1
+    assert (
+        done.stderr.strip()
+        == "error: clang-14 not found: install clang-14 (apt-get install clang-14)"
+    )
+    assert not (tmp_path / "x.so").exists()
+
+
+@needs_clang
+def test_linker_command_line(tmp_path: Path):
+    good = tmp_path / "good.o"
+    good.write_bytes(compile_c(tmp_path, "unsigned long entrypoint(void) { return 0; }", "good"))
+    bad = tmp_path / "bad.o"
+    bad.write_bytes(
+        compile_c(
+            tmp_path, "void nope(void); unsigned long entrypoint(void) { nope(); return 0; }", "bad"
+        )
+    )
+    linker = [sys.executable, str(ROOT / "programs" / "curta" / "sbpf_link.py")]
+    out = tmp_path / "good.so"
+    subprocess.run([*linker, str(out), str(good)], check=True)
+    ok, _, err = run(out.read_bytes())
+    assert ok, err
+    done = subprocess.run(
+        [*linker, str(tmp_path / "bad.so"), str(bad)], capture_output=True, text=True
+    )
+    assert done.returncode == 1 and "undefined symbol 'nope'" in done.stderr
+    assert not (tmp_path / "bad.so").exists()
+    assert subprocess.run(linker, capture_output=True).returncode == 2
+    missing = subprocess.run(
+        [*linker, str(out), str(tmp_path / "none.o")], capture_output=True, text=True
+    )
+    assert missing.returncode == 1 and "none.o: No such file" in missing.stderr
