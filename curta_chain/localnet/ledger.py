@@ -113,6 +113,7 @@ class Ledger:
         snapshots = [self._index(p) for p in self._files("snapshot-")]
         self.segment = max(segments + snapshots + [0]) + 1
         self.segment_bytes = 0
+        self.failure: LocalnetError | None = None
 
     def _files(self, prefix: str) -> list[Path]:
         return sorted(self.folder.glob(f"{prefix}*.bin"))
@@ -177,7 +178,10 @@ class Ledger:
         """
         paths = [p for p in self._files("log-") if self._index(p) > after_segment]
         for number, path in enumerate(paths):
-            data = path.read_bytes()
+            try:
+                data = path.read_bytes()
+            except OSError as exc:
+                raise LocalnetError(f"{path}: cannot read the log: {exc.strerror}") from exc
             offset = 0
             while offset < len(data):
                 record = _decode_record(data, offset)
@@ -214,8 +218,10 @@ class Ledger:
         """Append ``pending`` to the log segments and fsync them (safe off the loop thread).
 
         Raises:
-            LocalnetError: the disk refused the write.
+            LocalnetError: the disk refused this write or an earlier one.
         """
+        if self.failure is not None:
+            raise self.failure
         try:
             for segment, chunk in pending:
                 handle = self._segment_file(segment)
@@ -223,7 +229,9 @@ class Ledger:
                 handle.flush()
                 os.fsync(handle.fileno())
         except OSError as exc:
-            raise LocalnetError(f"{self.folder}: cannot append to the log: {exc.strerror}") from exc
+            # What reached the disk is unknown: the log may not grow past this point.
+            self.failure = LocalnetError(f"{self.folder}: cannot append to the log: {exc.strerror}")
+            raise self.failure from exc
 
     def _segment_file(self, segment: int) -> BinaryIO:
         if self._file is not None and self._file[0] == segment:
@@ -263,7 +271,9 @@ class Ledger:
     def close(self) -> None:
         """Close the log and release the folder's lock."""
         if self._file is not None:
-            self._file[1].close()
+            # Every record was flushed by write(); after a failed write this may fail again.
+            with contextlib.suppress(OSError):
+                self._file[1].close()
             self._file = None
         with contextlib.suppress(OSError):
             fcntl.flock(self._lock, fcntl.LOCK_UN)

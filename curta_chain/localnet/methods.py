@@ -439,10 +439,8 @@ def get_signature_statuses(localnet: Localnet, params: Params) -> dict[str, Any]
     slot = _slot(localnet, _config(params, 1))
     values = []
     for value in signatures:
-        status = localnet.status(value if isinstance(value, str) else _signature(value))
+        status = localnet.status(_signature(value))
         if status is None:
-            if not isinstance(value, str) or len(value) > 90:
-                _signature(value)
             values.append(None)
             continue
         landed_slot, err = status

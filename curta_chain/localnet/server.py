@@ -19,7 +19,7 @@ from typing import Any
 
 from aiohttp import web
 
-from curta_chain.errors import LocalnetError
+from curta_chain.errors import CurtaError, LocalnetError
 from curta_chain.localnet.clock import SLOT_SECONDS
 from curta_chain.localnet.methods import METHODS, WRITE_METHODS
 from curta_chain.localnet.rpc_errors import (
@@ -44,8 +44,11 @@ def _error(code: int, message: str, request_id: Any = None) -> dict[str, Any]:
 class RpcServer:
     """Dispatches JSON-RPC requests to ``METHODS`` and makes writes durable before answering."""
 
-    def __init__(self, localnet: Localnet):
+    def __init__(self, localnet: Localnet, reporter: Reporter, on_failure: Callable[[], None]):
         self.localnet = localnet
+        self.reporter = reporter
+        self.failure: LocalnetError | None = None
+        self._on_failure = on_failure
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ledger")
         self._flush_task: asyncio.Future[None] | None = None
         self._snapshot_task: asyncio.Future[None] | None = None
@@ -53,6 +56,9 @@ class RpcServer:
     async def handle(self, request: web.Request) -> web.Response:
         """Answer one HTTP POST: a JSON-RPC request or a batch of them."""
         body = await request.read()
+        if self.failure is not None:
+            # The chain is ahead of its log: nothing more may be served or acknowledged.
+            return self._respond(_error(INTERNAL_ERROR, f"Internal error: {self.failure}"), 500)
         try:
             payload = json.loads(body)
         except (ValueError, UnicodeDecodeError):
@@ -124,6 +130,8 @@ class RpcServer:
         if ledger is None:
             return
         while ledger.durable_seq < seq:
+            if self.failure is not None:
+                raise self.failure
             if self._flush_task is None:
                 self._flush_task = asyncio.ensure_future(self._flush())
             await asyncio.shield(self._flush_task)
@@ -138,6 +146,10 @@ class RpcServer:
                     self._writer, ledger.write, pending
                 )
             ledger.durable_seq = max(ledger.durable_seq, upto)
+        except LocalnetError as exc:
+            self.failure = exc
+            self._on_failure()
+            raise
         finally:
             self._flush_task = None
         if self.localnet.snapshot_due and self._snapshot_task is None:
@@ -152,15 +164,18 @@ class RpcServer:
             await asyncio.get_running_loop().run_in_executor(
                 self._writer, ledger.write_snapshot, snapshot
             )
+        except CurtaError as exc:
+            # The log still holds everything; only start-up gets slower.
+            self.reporter.line(f"warning: snapshot not written: {exc}")
         finally:
             self._snapshot_task = None
 
     async def drain(self) -> None:
         """Finish queued writes and a running snapshot."""
         if self._snapshot_task is not None:
-            with contextlib.suppress(LocalnetError):
+            with contextlib.suppress(CurtaError):
                 await self._snapshot_task
-        if self.localnet.ledger is not None:
+        if self.localnet.ledger is not None and self.failure is None:
             await self.wait_durable(self.localnet.ledger.seq)
         self._writer.shutdown(wait=True)
 
@@ -170,9 +185,19 @@ async def _health(request: web.Request) -> web.Response:
 
 
 async def _run(
-    localnet: Localnet, host: str, port: int, ready: Callable[[str], None], stop: asyncio.Event
+    localnet: Localnet,
+    host: str,
+    port: int,
+    ready: Callable[[str], None],
+    stop: asyncio.Event,
+    reporter: Reporter,
 ) -> None:
-    server = RpcServer(localnet)
+    """Serve until ``stop`` is set or the ledger fails.
+
+    Raises:
+        LocalnetError: the port is taken, or the ledger could not be written.
+    """
+    server = RpcServer(localnet, reporter, stop.set)
     app = web.Application(client_max_size=MAX_REQUEST_BYTES)
     app.router.add_post("/", server.handle)
     app.router.add_get("/health", _health)
@@ -190,6 +215,8 @@ async def _run(
     finally:
         await runner.cleanup()
         await server.drain()
+    if server.failure is not None:
+        raise server.failure
 
 
 def serve(
@@ -215,9 +242,8 @@ def serve(
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(signum, stop.set)
-        await _run(
-            localnet, host, port, lambda url: reporter.line(f"Localnet ready at {url}"), stop
-        )
+        announce = lambda url: reporter.line(f"Localnet ready at {url}")  # noqa: E731
+        await _run(localnet, host, port, announce, stop, reporter)
 
     try:
         asyncio.run(main())
@@ -291,7 +317,7 @@ def start_in_thread(
                 started["url"] = url
                 ready.set()
 
-            await _run(localnet, host, port, on_ready, stop)
+            await _run(localnet, host, port, on_ready, stop, NullReporter())
 
         try:
             asyncio.run(main())

@@ -463,9 +463,10 @@ class Localnet:
             self.ledger.durable_seq = upto
 
     def close(self) -> None:
-        """Flush the log and release the ledger folder."""
+        """Flush the log (unless writing it failed) and release the ledger folder."""
         if self.ledger is not None:
-            self.flush()
+            if self.ledger.failure is None:
+                self.flush()
             self.ledger.close()
             self.ledger = None
 

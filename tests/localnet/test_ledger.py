@@ -176,3 +176,27 @@ def test_kill_9_during_writes_keeps_every_acknowledged_change(tmp_path, localnet
     node.start()
     assert_holds(node.url, acknowledged)
     assert node.stop() == 0
+
+
+def test_a_log_write_failure_stops_the_localnet_with_one_error_line(tmp_path, localnet_process):
+    ledger = tmp_path / "ledger"
+    node = localnet_process(ledger)
+    # The first write goes to segment 1; /dev/full refuses every write with ENOSPC.
+    (ledger / "log-00000001.bin").symlink_to("/dev/full")
+    answer = httpx.post(
+        node.url,
+        json={
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "requestAirdrop",
+            "params": [str(Pubkey.new_unique()), 10**9],
+        },
+    )
+    assert answer.status_code == 500
+    assert answer.json()["error"]["code"] == -32603
+    assert node.process.wait(timeout=30) == 1
+    output = "".join(node.output) + node.process.stdout.read()
+    assert "error: " in output and "cannot append to the log: No space left on device" in output
+    (ledger / "log-00000001.bin").unlink()
+    node.start()
+    assert result(node.url, "getHealth") == "ok"

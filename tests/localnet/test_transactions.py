@@ -236,3 +236,8 @@ def test_signature_statuses_limit(localnet):
         localnet.url, "getSignatureStatuses", [signatures[:256], {"searchTransactionHistory": True}]
     )
     assert values["value"] == [None] * 256
+
+
+def test_signature_statuses_refuse_a_malformed_signature(localnet):
+    answer = rpc(localnet.url, "getSignatureStatuses", [["abc"]])["error"]
+    assert answer == {"code": -32602, "message": "Invalid param: Invalid"}
