@@ -11,11 +11,19 @@
 - ``fund``: ``fund(url, sol=10) -> Keypair``, a new keypair holding ``sol`` SOL from the
   faucet (the airdrop is final when it returns).
 - ``funded_keypair``: ``fund(localnet.url)`` for the ``localnet`` fixture.
+
+Data, session-scoped and never modified (the reference files are copied first):
+
+- ``data_dir`` (``../shared/data/llama2c``, or ``$CURTA_DATA``), ``stories260k_bytes``,
+  ``tok512_bytes`` (the first 512 entries of tokenizer.bin), ``inputs_dir`` (copies of both).
+- ``stories260k``: the real stories260K converted (2 sections); ``stories15m``: a synthetic
+  checkpoint of stories15M's shapes converted (8 sections).
 """
 
 import os
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import time
@@ -26,6 +34,13 @@ import pytest
 from solana.rpc.api import Client
 from solders.keypair import Keypair
 
+from curta_chain.artifact import Artifact
+from curta_chain.artifact.convert import convert_llama2c_bytes
+from curta_chain.artifact.synthetic import (
+    STORIES15M,
+    llama2c_checkpoint_bytes,
+    llama2c_tokenizer_bytes,
+)
 from curta_chain.constants import LAMPORTS_PER_SOL
 from curta_chain.localnet import LocalnetHandle, start_in_thread
 
@@ -128,3 +143,62 @@ def fund() -> Callable[..., Keypair]:
 @pytest.fixture
 def funded_keypair(localnet: LocalnetHandle) -> Keypair:
     return fund_keypair(localnet.url)
+
+
+REPO = Path(__file__).resolve().parents[1]
+DATA = Path(os.environ.get("CURTA_DATA", REPO.parent / "shared" / "data" / "llama2c"))
+
+
+def first_tokens(data: bytes, count: int) -> bytes:
+    """The tokenizer file's own header and its first ``count`` entries."""
+    pos = 4
+    for _ in range(count):
+        (length,) = struct.unpack_from("<I", data, pos + 4)
+        pos += 8 + length
+    return data[:pos]
+
+
+@pytest.fixture(scope="session")
+def data_dir() -> Path:
+    if not (DATA / "stories260K.bin").is_file():
+        pytest.fail(f"the llama2.c reference files are missing: expected them in {DATA}")
+    return DATA
+
+
+@pytest.fixture(scope="session")
+def stories260k_bytes(data_dir: Path) -> bytes:
+    return (data_dir / "stories260K.bin").read_bytes()
+
+
+@pytest.fixture(scope="session")
+def tok512_bytes(data_dir: Path) -> bytes:
+    return first_tokens((data_dir / "tokenizer.bin").read_bytes(), 512)
+
+
+@pytest.fixture(scope="session")
+def inputs_dir(tmp_path_factory, stories260k_bytes: bytes, tok512_bytes: bytes) -> Path:
+    """Copies of the real files (the originals are never touched) in a session folder."""
+    folder = tmp_path_factory.mktemp("llama2c")
+    (folder / "stories260K.bin").write_bytes(stories260k_bytes)
+    (folder / "tok512.bin").write_bytes(tok512_bytes)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def stories260k(stories260k_bytes: bytes, tok512_bytes: bytes) -> Artifact:
+    return convert_llama2c_bytes(stories260k_bytes, tok512_bytes, "stories260K.bin", "tok512.bin")
+
+
+@pytest.fixture(scope="session")
+def stories15m_checkpoint() -> bytes:
+    return llama2c_checkpoint_bytes(STORIES15M, seed=15)
+
+
+@pytest.fixture(scope="session")
+def tokenizer32k() -> bytes:
+    return llama2c_tokenizer_bytes(STORIES15M.vocab_size, seed=15)
+
+
+@pytest.fixture(scope="session")
+def stories15m(stories15m_checkpoint: bytes, tokenizer32k: bytes) -> Artifact:
+    return convert_llama2c_bytes(stories15m_checkpoint, tokenizer32k, "15m.bin", "tok.bin")
