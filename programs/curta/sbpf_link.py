@@ -41,7 +41,7 @@ EM_BPF = 247
 SHT_NULL, SHT_PROGBITS, SHT_SYMTAB, SHT_STRTAB, SHT_RELA = 0, 1, 2, 3, 4
 SHT_DYNAMIC, SHT_NOBITS, SHT_REL, SHT_DYNSYM = 6, 8, 9, 11
 SHF_WRITE, SHF_ALLOC, SHF_EXECINSTR = 0x1, 0x2, 0x4
-SHN_UNDEF, SHN_ABS = 0, 0xFFF1
+SHN_UNDEF = 0
 STB_GLOBAL = 1
 STT_NOTYPE, STT_FUNC = 0, 2
 PT_LOAD, PT_DYNAMIC = 1, 2
@@ -278,129 +278,146 @@ def _check_instructions(text: bytes, origin: str) -> None:
 
 @dataclass
 class _Linked:
-    image: bytearray  # the file from offset 0 to the end of .rodata
+    """The linked read-only image (file offsets 0 to the end of .rodata) and what it needs."""
+
+    image: bytearray
     text_off: int
+    text_size: int
     rodata_off: int
+    rodata_size: int
     entry: int
     syscall_sites: list[tuple[int, str]]
 
 
-def _globals(objects: list[_Object], origins: list[str], placed: dict) -> dict[str, tuple]:
-    """Every defined global symbol: name -> (file offset, object index, section index)."""
-    table: dict[str, tuple] = {}
-    for i, obj in enumerate(objects):
-        for sym in obj.symbols:
-            if sym.info >> 4 != STB_GLOBAL or sym.shndx in (SHN_UNDEF, SHN_ABS):
-                continue
-            if (i, sym.shndx) not in placed:
-                continue
-            if sym.name in table:
-                raise BuildError(f"{origins[i]}: symbol {sym.name!r} is defined twice")
-            table[sym.name] = (placed[(i, sym.shndx)] + sym.value, i, sym.shndx)
-    return table
+@dataclass
+class _Target:
+    """Where a relocation's symbol resolved: a file offset (None when undefined)."""
+
+    offset: int | None
+    is_code: bool
+
+
+class _Resolver:
+    """Symbol resolution over every object: local sections first, then the global table."""
+
+    def __init__(self, objects: list[_Object], origins: list[str], layout: _Layout) -> None:
+        self.objects, self.origins = objects, origins
+        self.placed = {(p.obj, p.section.index): p.offset for p in layout.text + layout.rodata}
+        self.code = {(p.obj, p.section.index) for p in layout.text}
+        self.globals: dict[str, tuple[int, int, int]] = {}
+        for i, obj in enumerate(objects):
+            for sym in obj.symbols:
+                if sym.info >> 4 != STB_GLOBAL or (i, sym.shndx) not in self.placed:
+                    continue
+                if sym.name in self.globals:
+                    raise BuildError(f"{origins[i]}: symbol {sym.name!r} is defined twice")
+                self.globals[sym.name] = (self.placed[(i, sym.shndx)] + sym.value, i, sym.shndx)
+
+    def entry(self) -> int:
+        if "entrypoint" not in self.globals:
+            raise BuildError(f"{', '.join(self.origins)}: no global function named 'entrypoint'")
+        offset, obj, section = self.globals["entrypoint"]
+        if (obj, section) not in self.code:
+            raise BuildError(f"{self.origins[obj]}: 'entrypoint' is not a function in .text")
+        return offset
+
+    def target(self, obj: int, sym: _Symbol, site: str) -> _Target:
+        if sym.shndx == SHN_UNDEF:
+            hit = self.globals.get(sym.name)
+            if hit is None:
+                return _Target(None, False)
+            return _Target(hit[0], (hit[1], hit[2]) in self.code)
+        if (obj, sym.shndx) in self.placed:
+            return _Target(self.placed[(obj, sym.shndx)] + sym.value, (obj, sym.shndx) in self.code)
+        sections = self.objects[obj].sections
+        sec_name = sections[sym.shndx].name if sym.shndx < len(sections) else "?"
+        raise BuildError(
+            f"{self.origins[obj]}: {site}: symbol {sym.name or sec_name!r} lives in section "
+            f"{sec_name}, which is not linked into the program"
+        )
+
+
+def _relocate_one(
+    image: bytearray, where: int, kind: int, in_text: bool, sym: _Symbol, target: _Target, ctx: str
+) -> str | None:
+    """Apply one relocation in place; return the syscall name when the site calls one.
+
+    ``ctx`` is "<object>: <section>+<offset>" for messages.
+    """
+    if in_text and kind == R_BPF_64_64:
+        if image[where] != OPCODE_LDDW:
+            raise BuildError(f"{ctx}: R_BPF_64_64 not on an lddw")
+        if target.offset is None:
+            raise BuildError(f"{ctx}: undefined symbol {sym.name!r} (data)")
+        value = MM_RODATA_START + target.offset + struct.unpack_from("<I", image, where + 4)[0]
+        struct.pack_into("<I", image, where + 4, value & 0xFFFFFFFF)
+        struct.pack_into("<I", image, where + 12, value >> 32)
+        return None
+    if in_text and kind == R_BPF_64_32:
+        if image[where] != OPCODE_CALL:
+            raise BuildError(f"{ctx}: R_BPF_64_32 not on a call")
+        if target.offset is None:
+            if sym.name not in SYSCALLS:
+                raise BuildError(
+                    f"{ctx}: undefined symbol {sym.name!r} called: neither defined in the "
+                    "program nor a registered syscall"
+                )
+            # The loader treats any imm other than -1 as a pc-relative call.
+            struct.pack_into("<i", image, where + 4, -1)
+            return sym.name
+        if not target.is_code or (target.offset - where) % 8:
+            raise BuildError(f"{ctx}: call to {sym.name!r}, which is not code")
+        struct.pack_into("<i", image, where + 4, (target.offset - where) // 8 - 1)
+        return None
+    if not in_text and kind == R_BPF_64_ABS64:
+        if target.offset is None:
+            raise BuildError(f"{ctx}: undefined symbol {sym.name!r} (pointer)")
+        addend = struct.unpack_from("<Q", image, where)[0]
+        struct.pack_into("<Q", image, where, MM_RODATA_START + target.offset + addend)
+        return None
+    label = RELOCATION_NAMES.get(kind, "unknown")
+    raise BuildError(f"{ctx}: unknown relocation kind {kind} ({label}) against {sym.name!r}")
 
 
 def _resolve(objects: list[_Object], origins: list[str], layout: _Layout) -> _Linked:
     """Copy the kept sections into place and apply every relocation."""
-    end = layout.rodata[-1].offset + layout.rodata[-1].section.size if layout.rodata else 0
     text_off = layout.text[0].offset
-    text_end = text_off + layout.text_size
-    image = bytearray(max(end, text_end))
-    placed: dict[tuple[int, int], int] = {}
+    rodata_off = layout.rodata[0].offset if layout.rodata else text_off + layout.text_size
+    image = bytearray(rodata_off + layout.rodata_size)
     for piece in layout.text + layout.rodata:
         content = objects[piece.obj].content(piece.section)
         image[piece.offset : piece.offset + len(content)] = content
-        placed[(piece.obj, piece.section.index)] = piece.offset
-    table = _globals(objects, origins, placed)
-    if "entrypoint" not in table:
-        raise BuildError(f"{', '.join(origins)}: no global function named 'entrypoint'")
-    entry, entry_obj, entry_sec = table["entrypoint"]
-    if (entry_obj, entry_sec) not in {(p.obj, p.section.index) for p in layout.text}:
-        raise BuildError(f"{origins[entry_obj]}: 'entrypoint' is not a function in .text")
-    text_sections = {(p.obj, p.section.index) for p in layout.text}
+    resolver = _Resolver(objects, origins, layout)
+    entry = resolver.entry()
 
     syscall_sites: list[tuple[int, str]] = []
     for i, obj in enumerate(objects):
-        origin = origins[i]
         for rel_sec in obj.sections:
             if rel_sec.type == SHT_RELA:
-                raise BuildError(f"{origin}: {rel_sec.name}: RELA relocations are not supported")
-            if rel_sec.type != SHT_REL or (i, rel_sec.info) not in placed:
+                raise BuildError(f"{origins[i]}: {rel_sec.name}: RELA relocations are unsupported")
+            if rel_sec.type != SHT_REL or (i, rel_sec.info) not in resolver.placed:
                 continue
-            in_text = (i, rel_sec.info) in text_sections
-            base = placed[(i, rel_sec.info)]
+            in_text = (i, rel_sec.info) in resolver.code
+            base = resolver.placed[(i, rel_sec.info)]
             body = obj.content(rel_sec)
-            for off in range(0, len(body), _REL.size):
+            for off in range(0, len(body) - _REL.size + 1, _REL.size):
                 r_offset, r_info = _REL.unpack_from(body, off)
                 kind, sym_index = r_info & 0xFFFFFFFF, r_info >> 32
+                ctx = f"{origins[i]}: {obj.sections[rel_sec.info].name}+{r_offset:#x}"
                 if kind == R_BPF_NONE:
                     continue
                 if sym_index >= len(obj.symbols):
-                    raise BuildError(f"{origin}: {rel_sec.name}+{r_offset:#x}: bad symbol index")
+                    raise BuildError(f"{ctx}: bad symbol index {sym_index}")
                 sym = obj.symbols[sym_index]
-                where = base + r_offset
-                site = f"{obj.sections[rel_sec.info].name}+{r_offset:#x}"
-                target: int | None
-                target_is_text = False
-                if sym.shndx == SHN_UNDEF:
-                    hit = table.get(sym.name)
-                    target = hit[0] if hit else None
-                    target_is_text = bool(hit) and (hit[1], hit[2]) in text_sections
-                elif (i, sym.shndx) in placed:
-                    target = placed[(i, sym.shndx)] + sym.value
-                    target_is_text = (i, sym.shndx) in text_sections
-                else:
-                    sec_name = (
-                        obj.sections[sym.shndx].name if sym.shndx < len(obj.sections) else "?"
-                    )
-                    raise BuildError(
-                        f"{origin}: {site}: symbol {sym.name or sec_name!r} lives in section "
-                        f"{sec_name}, which is not linked into the program"
-                    )
-                if in_text and kind == R_BPF_64_64:
-                    if image[where] != OPCODE_LDDW:
-                        raise BuildError(f"{origin}: {site}: R_BPF_64_64 not on an lddw")
-                    if target is None:
-                        raise BuildError(
-                            f"{origin}: undefined symbol {sym.name!r} (data at {site})"
-                        )
-                    addend = struct.unpack_from("<I", image, where + 4)[0]
-                    value = MM_RODATA_START + target + addend
-                    struct.pack_into("<I", image, where + 4, value & 0xFFFFFFFF)
-                    struct.pack_into("<I", image, where + 12, value >> 32)
-                elif in_text and kind == R_BPF_64_32:
-                    if image[where] != OPCODE_CALL:
-                        raise BuildError(f"{origin}: {site}: R_BPF_64_32 not on a call")
-                    if target is None:
-                        if sym.name not in SYSCALLS:
-                            raise BuildError(
-                                f"{origin}: undefined symbol {sym.name!r} called at {site}: "
-                                "neither defined in the program nor a registered syscall"
-                            )
-                        # The loader treats any imm other than -1 as a pc-relative call.
-                        struct.pack_into("<i", image, where + 4, -1)
-                        syscall_sites.append((where, sym.name))
-                    else:
-                        if not target_is_text or (target - text_off) % 8:
-                            raise BuildError(f"{origin}: {site}: call to {sym.name!r}, not code")
-                        relative = (target - where) // 8 - 1
-                        struct.pack_into("<i", image, where + 4, relative)
-                elif not in_text and kind == R_BPF_64_ABS64:
-                    if target is None:
-                        raise BuildError(
-                            f"{origin}: undefined symbol {sym.name!r} (pointer at {site})"
-                        )
-                    addend = struct.unpack_from("<Q", image, where)[0]
-                    struct.pack_into("<Q", image, where, MM_RODATA_START + target + addend)
-                else:
-                    label = RELOCATION_NAMES.get(kind, "unknown")
-                    raise BuildError(
-                        f"{origin}: unknown relocation kind {kind} ({label}) at {site} "
-                        f"against {sym.name!r}"
-                    )
-    _check_instructions(bytes(image[text_off:text_end]), ", ".join(origins))
-    rodata_off = layout.rodata[0].offset if layout.rodata else text_end
-    return _Linked(image, text_off, rodata_off, entry, syscall_sites)
+                target = resolver.target(i, sym, ctx)
+                syscall = _relocate_one(image, base + r_offset, kind, in_text, sym, target, ctx)
+                if syscall:
+                    syscall_sites.append((base + r_offset, syscall))
+    text = bytes(image[text_off : text_off + layout.text_size])
+    _check_instructions(text, ", ".join(origins))
+    return _Linked(
+        image, text_off, layout.text_size, rodata_off, layout.rodata_size, entry, syscall_sites
+    )
 
 
 class _StringTable:
@@ -413,6 +430,149 @@ class _StringTable:
             self.index[name] = len(self.data)
             self.data += name.encode() + b"\0"
         return self.index[name]
+
+
+@dataclass
+class _Dynamic:
+    """.dynamic, .dynsym, .dynstr and .rel.dyn, laid out from ``start`` on."""
+
+    start: int
+    dynamic: bytes
+    dynsym: bytes
+    dynstr: bytes
+    reldyn: bytes
+    dynsym_off: int
+    dynstr_off: int
+    reldyn_off: int
+
+    @property
+    def end(self) -> int:
+        return self.reldyn_off + len(self.reldyn)
+
+
+def _dynamic_tables(linked: _Linked, origin: str) -> _Dynamic:
+    """Export ``entrypoint`` and one undefined symbol per syscall, with its call sites."""
+    syscalls = sorted({name for _, name in linked.syscall_sites})
+    dynstr = _StringTable()
+    for name in ["entrypoint", *syscalls]:
+        if len(name) > MAX_SYMBOL_NAME:
+            raise BuildError(f"{origin}: symbol {name!r} is longer than {MAX_SYMBOL_NAME} bytes")
+    text_shndx = 1  # .text is always the first section after the null one
+    dynsym = bytearray(_SYM.size)
+    dynsym += _SYM.pack(
+        dynstr.add("entrypoint"), STB_GLOBAL << 4 | STT_FUNC, 0, text_shndx, linked.entry, 0
+    )
+    index: dict[str, int] = {}
+    for name in syscalls:
+        index[name] = len(dynsym) // _SYM.size
+        dynsym += _SYM.pack(dynstr.add(name), STB_GLOBAL << 4 | STT_NOTYPE, 0, SHN_UNDEF, 0, 0)
+    reldyn = b"".join(
+        _REL.pack(offset, index[name] << 32 | R_BPF_64_32) for offset, name in linked.syscall_sites
+    )
+
+    start = _align(len(linked.image), 8)
+    n_entries = 4 + (3 if reldyn else 0) + 1  # the DT_NULL terminator is the last
+    dynsym_off = start + n_entries * _DYN.size
+    dynstr_off = dynsym_off + len(dynsym)
+    reldyn_off = _align(dynstr_off + len(dynstr.data), 8)
+    entries = [
+        (DT_SYMTAB, dynsym_off),
+        (DT_SYMENT, _SYM.size),
+        (DT_STRTAB, dynstr_off),
+        (DT_STRSZ, len(dynstr.data)),
+    ]
+    if reldyn:  # the loader insists on DT_RELSZ > 0 whenever DT_REL is present
+        entries += [(DT_REL, reldyn_off), (DT_RELSZ, len(reldyn)), (DT_RELENT, _REL.size)]
+    entries.append((DT_NULL, 0))
+    dynamic = b"".join(_DYN.pack(tag, value) for tag, value in entries)
+    return _Dynamic(
+        start,
+        dynamic,
+        bytes(dynsym),
+        bytes(dynstr.data),
+        reldyn,
+        dynsym_off,
+        dynstr_off,
+        reldyn_off,
+    )
+
+
+def _write_elf(linked: _Linked, dyn: _Dynamic, origin: str) -> bytes:
+    """Lay out headers, sections and program headers around the linked image."""
+    # (name, type, flags, offset, size, link, info, align, entsize); index 0 is SHT_NULL.
+    sections: list[tuple] = [("", SHT_NULL, 0, 0, 0, 0, 0, 0, 0)]
+    text_flags = SHF_ALLOC | SHF_EXECINSTR
+    sections.append(
+        (".text", SHT_PROGBITS, text_flags, linked.text_off, linked.text_size, 0, 0, 8, 0)
+    )
+    if linked.rodata_size:
+        sections.append(
+            (".rodata", SHT_PROGBITS, SHF_ALLOC, linked.rodata_off, linked.rodata_size, 0, 0, 8, 0)
+        )
+    dynsym_shndx, dynstr_shndx = len(sections) + 1, len(sections) + 2
+    sections += [
+        (".dynamic", SHT_DYNAMIC, SHF_ALLOC, dyn.start, len(dyn.dynamic), dynstr_shndx, 0, 8, 16),
+        (".dynsym", SHT_DYNSYM, SHF_ALLOC, dyn.dynsym_off, len(dyn.dynsym), dynstr_shndx, 1, 8, 24),
+        (".dynstr", SHT_STRTAB, SHF_ALLOC, dyn.dynstr_off, len(dyn.dynstr), 0, 0, 1, 0),
+    ]
+    if dyn.reldyn:
+        sections.append(
+            (
+                ".rel.dyn",
+                SHT_REL,
+                SHF_ALLOC,
+                dyn.reldyn_off,
+                len(dyn.reldyn),
+                dynsym_shndx,
+                0,
+                8,
+                16,
+            )
+        )
+    shstr = _StringTable()
+    for sec in [*sections, (".shstrtab",)]:
+        if len(sec[0]) > MAX_SECTION_NAME:
+            raise BuildError(f"{origin}: section name {sec[0]} is longer than {MAX_SECTION_NAME}")
+        shstr.add(sec[0])
+    sections.append((".shstrtab", SHT_STRTAB, 0, dyn.end, len(shstr.data), 0, 0, 1, 0))
+    shoff = _align(dyn.end + len(shstr.data), 8)
+
+    phdrs = [(PT_LOAD, PF_R | PF_X, linked.text_off, linked.text_size)]
+    if linked.rodata_size:
+        phdrs.append((PT_LOAD, PF_R, linked.rodata_off, linked.rodata_size))
+    phdrs.append((PT_LOAD, PF_R, dyn.start, dyn.end - dyn.start))
+    phdrs.append((PT_DYNAMIC, PF_R, dyn.start, len(dyn.dynamic)))
+    if _EHDR.size + len(phdrs) * _PHDR.size > linked.text_off:
+        raise BuildError(f"{origin}: program headers overlap .text")
+
+    out = bytearray(shoff + len(sections) * _SHDR.size)
+    ident = b"\x7fELF" + bytes([2, 1, 1, 0]) + bytes(8)
+    _EHDR.pack_into(
+        out, 0, ident, ET_DYN, EM_BPF, 1, linked.entry, _EHDR.size, shoff, 0,
+        _EHDR.size, _PHDR.size, len(phdrs), _SHDR.size, len(sections), len(sections) - 1,
+    )  # fmt: skip
+    for i, (p_type, p_flags, offset, size) in enumerate(phdrs):
+        align = 8 if p_type == PT_DYNAMIC else 4096
+        _PHDR.pack_into(
+            out, _EHDR.size + i * _PHDR.size, p_type, p_flags, offset, offset, offset, size, size,
+            align,
+        )  # fmt: skip
+    out[linked.text_off : len(linked.image)] = linked.image[linked.text_off :]
+    for offset, blob in [
+        (dyn.start, dyn.dynamic),
+        (dyn.dynsym_off, dyn.dynsym),
+        (dyn.dynstr_off, dyn.dynstr),
+        (dyn.reldyn_off, dyn.reldyn),
+        (dyn.end, shstr.data),
+    ]:
+        out[offset : offset + len(blob)] = blob
+    for i, (name, s_type, flags, offset, size, s_link, info, align, entsize) in enumerate(sections):
+        addr = offset if flags & SHF_ALLOC else 0  # v0: a mapped section's vaddr is its offset
+        _SHDR.pack_into(
+            out, shoff + i * _SHDR.size, shstr.index[name], s_type, flags, addr, offset, size,
+            s_link, info, align, entsize,
+        )  # fmt: skip
+    return bytes(out)
 
 
 def link(objects: list[bytes], origins: list[str] | None = None) -> bytes:
@@ -437,115 +597,10 @@ def link(objects: list[bytes], origins: list[str] | None = None) -> bytes:
     has_rodata = any(
         _kept_sections(obj, origin)[1] for obj, origin in zip(parsed, names, strict=True)
     )
-    n_phdrs = 4 if has_rodata else 3
-    layout = _plan(parsed, names, n_phdrs)
+    layout = _plan(parsed, names, n_phdrs=4 if has_rodata else 3)
     linked = _resolve(parsed, names, layout)
-    text_off, text_size = linked.text_off, layout.text_size
-    rodata_off = linked.rodata_off
-    rodata = linked.image[rodata_off:] if layout.rodata_size else b""
-    text = linked.image[text_off : text_off + text_size]
-    sites = linked.syscall_sites
-    entry_rel = linked.entry - text_off
-    ro_end = len(linked.image)
     origin = ", ".join(names)
-
-    dynstr = _StringTable()
-    syscalls = sorted({name for _, name in sites})
-    for name in ["entrypoint", *syscalls]:
-        if len(name) > MAX_SYMBOL_NAME:
-            raise BuildError(f"{origin}: symbol {name!r} is longer than {MAX_SYMBOL_NAME} bytes")
-    dynsym = bytearray(_SYM.size)
-    sym_index: dict[str, int] = {}
-    text_shndx = 1
-    dynsym += _SYM.pack(
-        dynstr.add("entrypoint"), STB_GLOBAL << 4 | STT_FUNC, 0, text_shndx, text_off + entry_rel, 0
-    )
-    for name in syscalls:
-        sym_index[name] = len(dynsym) // _SYM.size
-        dynsym += _SYM.pack(dynstr.add(name), STB_GLOBAL << 4 | STT_NOTYPE, 0, SHN_UNDEF, 0, 0)
-    reldyn = b"".join(
-        _REL.pack(offset, sym_index[name] << 32 | R_BPF_64_32) for offset, name in sites
-    )
-
-    dynamic_off = _align(ro_end, 8)
-    n_dyn = 4 + (3 if reldyn else 0) + 1  # the DT_NULL terminator is the last
-    dynsym_off = dynamic_off + n_dyn * _DYN.size
-    dynstr_off = dynsym_off + len(dynsym)
-    reldyn_off = _align(dynstr_off + len(dynstr.data), 8)
-    dyn_end = reldyn_off + len(reldyn)
-    entries = [
-        (DT_SYMTAB, dynsym_off),
-        (DT_SYMENT, _SYM.size),
-        (DT_STRTAB, dynstr_off),
-        (DT_STRSZ, len(dynstr.data)),
-    ]
-    if reldyn:  # the loader insists on DT_RELSZ > 0 whenever DT_REL is present
-        entries += [(DT_REL, reldyn_off), (DT_RELSZ, len(reldyn)), (DT_RELENT, _REL.size)]
-    entries.append((DT_NULL, 0))
-    dynamic = b"".join(_DYN.pack(tag, value) for tag, value in entries)
-
-    shstr = _StringTable()
-    shstrtab_off = dyn_end
-    # (name, type, flags, offset, size, link, info, align, entsize); index 0 is SHT_NULL.
-    sections: list[tuple] = [("", SHT_NULL, 0, 0, 0, 0, 0, 0, 0)]
-    sections.append(
-        (".text", SHT_PROGBITS, SHF_ALLOC | SHF_EXECINSTR, text_off, text_size, 0, 0, 8, 0)
-    )
-    if rodata:
-        sections.append((".rodata", SHT_PROGBITS, SHF_ALLOC, rodata_off, len(rodata), 0, 0, 8, 0))
-    dynsym_shndx = len(sections) + 1
-    dynstr_shndx = len(sections) + 2
-    sections.append(
-        (".dynamic", SHT_DYNAMIC, SHF_ALLOC, dynamic_off, len(dynamic), dynstr_shndx, 0, 8, 16)
-    )
-    sections.append(
-        (".dynsym", SHT_DYNSYM, SHF_ALLOC, dynsym_off, len(dynsym), dynstr_shndx, 1, 8, 24)
-    )
-    sections.append((".dynstr", SHT_STRTAB, SHF_ALLOC, dynstr_off, len(dynstr.data), 0, 0, 1, 0))
-    if reldyn:
-        sections.append(
-            (".rel.dyn", SHT_REL, SHF_ALLOC, reldyn_off, len(reldyn), dynsym_shndx, 0, 8, 16)
-        )
-    sections.append((".shstrtab", SHT_STRTAB, 0, shstrtab_off, 0, 0, 0, 1, 0))
-    for sec in sections:
-        if len(sec[0]) > MAX_SECTION_NAME:
-            raise BuildError(f"{origin}: section name {sec[0]} is longer than {MAX_SECTION_NAME}")
-        shstr.add(sec[0])
-    sections[-1] = (*sections[-1][:4], len(shstr.data), *sections[-1][5:])
-    shoff = _align(shstrtab_off + len(shstr.data), 8)
-
-    phdrs = [(PT_LOAD, PF_R | PF_X, text_off, text_size)]
-    if rodata:
-        phdrs.append((PT_LOAD, PF_R, rodata_off, len(rodata)))
-    phdrs.append((PT_LOAD, PF_R, dynamic_off, dyn_end - dynamic_off))
-    phdrs.append((PT_DYNAMIC, PF_R, dynamic_off, len(dynamic)))
-
-    out = bytearray(shoff + len(sections) * _SHDR.size)
-    ident = b"\x7fELF" + bytes([2, 1, 1, 0]) + bytes(8)
-    _EHDR.pack_into(
-        out, 0, ident, ET_DYN, EM_BPF, 1, text_off + entry_rel, _EHDR.size, shoff, 0,
-        _EHDR.size, _PHDR.size, len(phdrs), _SHDR.size, len(sections), len(sections) - 1,
-    )  # fmt: skip
-    for i, (p_type, p_flags, offset, size) in enumerate(phdrs):
-        align = 8 if p_type == PT_DYNAMIC else 4096
-        _PHDR.pack_into(
-            out, _EHDR.size + i * _PHDR.size, p_type, p_flags, offset, offset, offset, size, size,
-            align,
-        )  # fmt: skip
-    out[text_off : text_off + text_size] = text
-    out[rodata_off : rodata_off + len(rodata)] = rodata
-    out[dynamic_off : dynamic_off + len(dynamic)] = dynamic
-    out[dynsym_off : dynsym_off + len(dynsym)] = dynsym
-    out[dynstr_off : dynstr_off + len(dynstr.data)] = dynstr.data
-    out[reldyn_off : reldyn_off + len(reldyn)] = reldyn
-    out[shstrtab_off : shstrtab_off + len(shstr.data)] = shstr.data
-    for i, (name, s_type, flags, offset, size, s_link, info, align, entsize) in enumerate(sections):
-        addr = offset if flags & SHF_ALLOC else 0
-        _SHDR.pack_into(
-            out, shoff + i * _SHDR.size, shstr.index[name], s_type, flags, addr, offset, size,
-            s_link, info, align, entsize,
-        )  # fmt: skip
-    return bytes(out)
+    return _write_elf(linked, _dynamic_tables(linked, origin), origin)
 
 
 def main(argv: list[str]) -> int:
