@@ -10,21 +10,17 @@
 #define CURTA_SDK_H
 
 typedef unsigned char uint8_t;
-typedef unsigned short uint16_t;
 typedef unsigned int uint32_t;
 typedef unsigned long uint64_t;
-typedef long int64_t;
 typedef _Bool bool;
 #define true 1
 #define false 0
-#define NULL ((void *)0)
 
 #define PUBKEY_SIZE 32
 #define HASH_SIZE 32
 
 /* Virtual addresses the runtime maps (solana-sbpf memory map). */
-#define HEAP_START ((uint8_t *)0x300000000UL)
-#define HEAP_SIZE (32 * 1024)
+#define HEAP_START ((uint8_t *)0x300000000UL) /* 32 KiB, zeroed */
 
 /* Runtime facts of the serialized input (agave program-runtime serialization.rs). */
 #define NON_DUP_MARKER 0xFF
@@ -38,8 +34,6 @@ typedef struct {
 } SolBytes;
 
 extern void sol_log_(const char *message, uint64_t len);
-extern void sol_log_64_(uint64_t a, uint64_t b, uint64_t c, uint64_t d, uint64_t e);
-extern void sol_log_pubkey(const uint8_t key[PUBKEY_SIZE]);
 extern uint64_t sol_sha256(const SolBytes *slices, uint64_t count, uint8_t out[HASH_SIZE]);
 extern void sol_memcpy_(void *dst, const void *src, uint64_t len);
 extern void sol_memset_(void *dst, uint8_t value, uint64_t len);
@@ -76,6 +70,8 @@ typedef struct {
   uint64_t data_len;
   const uint8_t *program_id;
 } SolInput;
+
+_Static_assert(sizeof(SolInput) <= 32 * 1024, "the parsed input fits the default heap");
 
 /*
  * Parse the serialized input at `input` into `out`. Accounts past MAX_INPUT_ACCOUNTS are
