@@ -41,9 +41,10 @@ def program_error(code: int) -> ProgramError:
 def custom_error_code(error: Any) -> int | None:
     """Find the custom error code in a transaction error, or None when there is none.
 
-    Accepts what LiteSVM returns (``FailedTransactionMetadata.err()``), solders'
-    ``TransactionErrorInstructionError`` from RPC responses, and the JSON form an RPC node
-    sends (``{"InstructionError": [0, {"Custom": 6005}]}``).
+    Accepts solders' ``TransactionErrorInstructionError`` (LiteSVM's
+    ``FailedTransactionMetadata.err()``, RPC responses), anything carrying one as ``.err``
+    (a ``FailedTransactionMetadata``, a simulation or preflight-failure result), and the JSON
+    form an RPC node sends (``{"InstructionError": [0, {"Custom": 6005}]}``).
 
     Args:
         error: the transaction error in any of those forms.
@@ -51,9 +52,14 @@ def custom_error_code(error: Any) -> int | None:
     Returns:
         The custom code, or None.
     """
+    if isinstance(error, InstructionErrorCustom):
+        return error.code
     if isinstance(error, TransactionErrorInstructionError):
         inner = error.err
         return inner.code if isinstance(inner, InstructionErrorCustom) else None
+    inner = getattr(error, "err", None)
+    if inner is not None:
+        return custom_error_code(inner() if callable(inner) else inner)
     if isinstance(error, dict):
         pair = error.get("InstructionError")
         if isinstance(pair, list | tuple) and len(pair) == 2 and isinstance(pair[1], dict):

@@ -213,12 +213,18 @@ def test_custom_error_code_reads_every_form(chain: Chain):
     ix = write_weights(PROGRAM_ID, chain.authority.pubkey(), chain.funded().pubkey(), 0, b"x")
     result = chain.send([ix])
     assert custom_error_code(result.raw_error) == 6005
+    tx = Transaction(
+        [chain.authority], Message([ix], chain.authority.pubkey()), chain.svm.latest_blockhash()
+    )
+    assert custom_error_code(chain.svm.send_transaction(tx)) == 6005  # FailedTransactionMetadata
+    assert custom_error_code(chain.svm.simulate_transaction(tx)) == 6005
     assert (
         custom_error_code(TransactionErrorInstructionError(0, InstructionErrorCustom(6001))) == 6001
     )
     fieldless = TransactionErrorInstructionError(0, InstructionErrorFieldless.InvalidArgument)
     assert custom_error_code(fieldless) is None
     assert custom_error_code({"InstructionError": [1, {"Custom": 6022}]}) == 6022
+    assert custom_error_code(InstructionErrorCustom(6003)) == 6003
     assert custom_error_code({"InstructionError": [1, "InvalidArgument"]}) is None
     assert custom_error_code("AccountInUse") is None
 
