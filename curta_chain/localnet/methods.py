@@ -495,16 +495,17 @@ def get_transaction(localnet: Localnet, params: Params) -> dict[str, Any] | None
         "fee": details.fee,
         "preBalances": details.pre_balances,
         "postBalances": details.post_balances,
-        "innerInstructions": details.inner,
-        "logMessages": details.logs,
+        "innerInstructions": inner_instructions_json(details.meta),
+        "logMessages": details.meta.logs(),
         "preTokenBalances": [],
         "postTokenBalances": [],
         "rewards": [],
         "loadedAddresses": {"writable": [], "readonly": []},
-        "computeUnitsConsumed": details.units,
+        "computeUnitsConsumed": details.meta.compute_units_consumed(),
     }
-    if details.return_data is not None:
-        meta["returnData"] = details.return_data
+    return_data = return_data_json(details.meta)
+    if return_data is not None:
+        meta["returnData"] = return_data
     result: dict[str, Any] = {
         "slot": details.slot,
         "blockTime": localnet.clock.unix_timestamp(details.slot),

@@ -57,8 +57,10 @@ FAUCET_SEED = b"curta-chain localnet faucet"
 FAUCET_LAMPORTS = 500_000_000 * LAMPORTS_PER_SOL
 DEFAULT_SNAPSHOT_BYTES = 64 * 1024 * 1024
 """Log bytes after which a snapshot is taken: bounds replay to roughly 50,000 writes."""
-KEPT_TRANSACTION_DETAILS = 100_000
-"""getTransaction answers for this many most recent transactions."""
+KEPT_TRANSACTION_DETAILS = 20_000
+"""getTransaction answers for this many most recent transactions (about 2 KB each)."""
+READ_CACHE_BYTES = 64 * 1024 * 1024
+"""Account data kept between writes, so slices of one 10 MiB account cost one copy."""
 
 
 @dataclass(frozen=True)
@@ -71,18 +73,15 @@ class SendResult:
 
 @dataclass(frozen=True)
 class TransactionDetails:
-    """What getTransaction reports about a landed transaction."""
+    """What getTransaction reports about a landed transaction (``meta`` is LiteSVM's)."""
 
     raw: bytes
     slot: int
     err: Any
-    logs: list[str]
-    units: int
+    meta: TransactionMetadata
     fee: int
     pre_balances: list[int]
     post_balances: list[int]
-    inner: Any
-    return_data: Any
 
 
 def inner_instructions_json(meta: TransactionMetadata) -> list[dict]:
@@ -191,6 +190,8 @@ class Localnet:
         )
         self._statuses: dict[str, tuple[int, Any, int]] = {}
         self._details: dict[str, TransactionDetails] = {}
+        self._read_cache: dict[Pubkey, Account | None] = {}
+        self._read_cache_bytes = 0
         self._owner_of: dict[Pubkey, Pubkey] = {}
         self._by_owner: dict[Pubkey, set[Pubkey]] = {}
         self.transaction_count = 0
@@ -237,10 +238,22 @@ class Localnet:
     # -- reads ------------------------------------------------------------------------
 
     def get_account(self, pubkey: Pubkey) -> Account | None:
-        """Return the account at ``pubkey``; None if it does not exist (or has no lamports)."""
+        """Return the account at ``pubkey``; None if it does not exist (or has no lamports).
+
+        LiteSVM copies an account's whole data on every read; reads between two writes
+        share one copy (a client reading a 10 MiB account in 1 MiB slices, say).
+        """
+        if pubkey in self._read_cache:
+            return self._read_cache[pubkey]
         account = self.svm.get_account(pubkey)
         if account is None or account.lamports == 0:
-            return None
+            account = None
+        size = len(account.data) if account is not None else 0
+        if self._read_cache_bytes + size > READ_CACHE_BYTES:
+            self._read_cache.clear()
+            self._read_cache_bytes = 0
+        self._read_cache[pubkey] = account
+        self._read_cache_bytes += size
         return account
 
     def program_accounts(self, owner: Pubkey) -> list[tuple[Pubkey, Account]]:
@@ -308,6 +321,7 @@ class Localnet:
         payer_before = self.svm.get_account(payer)
         pre = [self.svm.get_balance(key) or 0 for key in keys]
         result = self.svm.send_transaction(tx)
+        self._forget_reads()
         if isinstance(result, FailedTransactionMetadata):
             meta = result.meta()
             err = transaction_error_json(result.err())
@@ -319,6 +333,7 @@ class Localnet:
                 if landed:
                     # A validator's preflight simulation charges nothing: undo the fee.
                     self.svm.set_account(payer, payer_before)
+                    self._forget_reads()
                 raise preflight_failure(err, meta.logs(), meta.compute_units_consumed())
             if not landed:
                 return SendResult(signature, 0)
@@ -349,17 +364,19 @@ class Localnet:
             raw=raw,
             slot=slot,
             err=err,
-            logs=meta.logs(),
-            units=meta.compute_units_consumed(),
+            meta=meta,
             fee=self.fee_for(message),
             pre_balances=pre,
             post_balances=[self.svm.get_balance(key) or 0 for key in keys],
-            inner=inner_instructions_json(meta),
-            return_data=return_data_json(meta),
         )
         if len(self._details) > KEPT_TRANSACTION_DETAILS:
             del self._details[next(iter(self._details))]
         self._track(writable_keys(message))
+
+    def _forget_reads(self) -> None:
+        if self._read_cache:
+            self._read_cache.clear()
+            self._read_cache_bytes = 0
 
     def _track(self, keys: Iterable[Pubkey]) -> None:
         """Update the owner index for accounts a transaction may have changed.
@@ -503,6 +520,7 @@ class Localnet:
         keys = tx.message.account_keys
         pre = [self.svm.get_balance(key) or 0 for key in keys]
         result = self.svm.send_transaction(tx)
+        self._forget_reads()
         if isinstance(result, FailedTransactionMetadata):
             meta, err = result.meta(), transaction_error_json(result.err())
         else:

@@ -2,7 +2,7 @@ import base64
 
 import based58
 import zstandard
-from localnet_helpers import latest_blockhash, result, rpc, send_b64
+from localnet_helpers import latest_blockhash, result, rpc, send_b64, transfer_tx
 from solana.rpc.api import Client
 from solana.rpc.types import DataSliceOpts, MemcmpOpts
 from solders.keypair import Keypair
@@ -113,3 +113,13 @@ def test_program_accounts_refusals(localnet):
     assert bad["code"] == -32602
     bad = {"filters": [{"memcmp": {"offset": 0, "bytes": "0OIl"}}]}
     assert rpc(url, "getProgramAccounts", [str(OWNER), bad])["error"]["code"] == -32602
+
+
+def test_reads_see_every_write(localnet, funded_keypair):
+    url = localnet.url
+    account = make_account(url, funded_keypair, 10)
+    first = result(url, "getAccountInfo", [str(account), {"encoding": "base64"}])["value"]
+    tx = transfer_tx(funded_keypair, account, 12_345, latest_blockhash(url))
+    assert "result" in send_b64(url, tx)
+    second = result(url, "getAccountInfo", [str(account), {"encoding": "base64"}])["value"]
+    assert second["lamports"] == first["lamports"] + 12_345
