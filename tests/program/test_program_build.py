@@ -105,6 +105,29 @@ def test_shipped_program_meets_the_strict_loader_rules():
     assert names - {"entrypoint"} <= SYSCALLS
     assert {"sol_log_", "sol_sha256", "sol_memcpy_"} <= names
 
+    # What the loader does to calls: imm -1 must carry a syscall relocation, any other imm
+    # is a pc-relative call that must land inside .text.
+    reldyn = next(s for s in secs if s["name"] == ".rel.dyn")
+    relocated = set()
+    for off in range(reldyn["offset"], reldyn["offset"] + reldyn["size"], 16):
+        r_offset, r_info = struct.unpack_from("<QQ", elf, off)
+        assert r_info & 0xFFFFFFFF == 10
+        assert elf[r_offset] == 0x85 and struct.unpack_from("<i", elf, r_offset + 4)[0] == -1
+        relocated.add(r_offset)
+    n_insns = text["size"] // 8
+    pc = 0
+    while pc < n_insns:
+        at = text["offset"] + pc * 8
+        opcode = elf[at]
+        assert opcode & 0x07 != 0x06, f"JMP32 at pc {pc}"
+        if opcode == 0x85:
+            imm = struct.unpack_from("<i", elf, at + 4)[0]
+            if imm == -1:
+                assert at in relocated, f"unresolved call at pc {pc}"
+            else:
+                assert 0 <= pc + 1 + imm < n_insns, f"call out of .text at pc {pc}"
+        pc += 2 if opcode == 0x18 else 1
+
 
 @needs_clang
 def test_linked_program_with_rodata_pointer_tables_and_calls_across_objects(tmp_path: Path):
