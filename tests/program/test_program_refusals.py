@@ -610,3 +610,19 @@ def test_duplicate_records_are_parsed_past(chain: Chain, pub: Published):
     chain.must([Instruction(PROGRAM_ID, ix.data, list(ix.accounts) + extra)])
     data = bytes(chain.svm.get_account(pub.weight_keys[1]).data)
     assert data[WEIGHT_HEADER_SIZE + 7 : WEIGHT_HEADER_SIZE + 13] == b"dup-ok"
+
+
+@pytest.mark.parametrize("which", ["reopen", "close"])
+@pytest.mark.parametrize("order", ["swapped", "foreign"])
+def test_reopen_and_close_with_weight_accounts_of_another_slot_or_model(
+    chain: Chain, which: str, order: str
+):
+    failed = chain.publish([b"a", b"b"], declared=bytes(32))
+    chain.begin(failed)
+    chain.seal(failed)
+    other = chain.publish([b"a", b"b"], write=False)
+    w = failed.weight_keys
+    given = [w[1], w[0]] if order == "swapped" else [other.weight_keys[0], w[1]]
+    build = reopen if which == "reopen" else close_model
+    ix = build(PROGRAM_ID, chain.authority.pubkey(), failed.model.pubkey(), given)
+    refused(chain, [ix], "WrongWeightAccount", keys_of(failed) + keys_of(other))
