@@ -11,6 +11,7 @@ import struct
 from collections.abc import Sequence
 from functools import cache
 
+from construct import ConstructError
 from solders.compute_budget import set_compute_unit_limit, set_compute_unit_price
 from solders.hash import Hash
 from solders.instruction import AccountMeta, Instruction
@@ -33,7 +34,11 @@ def _meta(key: Pubkey, signer: bool = False, writable: bool = False) -> AccountM
 
 
 def _encode(name: str, args: dict) -> bytes:
-    return instruction_coder().encode(name, args)
+    try:
+        return instruction_coder().encode(name, args)
+    except ConstructError as exc:
+        shown = ", ".join(f"{key}={value!r}" for key, value in args.items())
+        raise InputError(f"{name}({shown}): an argument does not fit its IDL type") from exc
 
 
 def create_model(

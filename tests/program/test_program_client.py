@@ -34,6 +34,8 @@ from curta_chain.program import (
     ModelState,
     SectionSlot,
     WeightHeader,
+    bind_weight_account,
+    create_model,
     custom_error_code,
     load_idl,
     max_write_payload,
@@ -163,6 +165,20 @@ def test_fast_write_equals_the_idl_coder(size: int):
         (a, True, False),
         (w, False, True),
     ]
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda: create_model(PROGRAM_ID, PROGRAM_ID, PROGRAM_ID, bytes(32), [-1, 5]),
+        lambda: create_model(PROGRAM_ID, PROGRAM_ID, PROGRAM_ID, bytes(31), [1, 5]),
+        lambda: bind_weight_account(PROGRAM_ID, PROGRAM_ID, PROGRAM_ID, PROGRAM_ID, 2**32),
+    ],
+)
+def test_builders_refuse_arguments_that_do_not_fit(build):
+    with pytest.raises(InputError) as caught:
+        build()
+    assert "\n" not in str(caught.value)
 
 
 def test_write_refuses_offsets_beyond_u32():
