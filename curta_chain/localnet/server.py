@@ -233,9 +233,15 @@ def serve(
         LocalnetError: the ledger cannot be opened or the port is taken.
     """
     reporter = reporter or NullReporter()
+    if ledger is not None:
+        reporter.line(f"Ledger {ledger}{' (reset)' if reset else ''}: loading")
     localnet = Localnet(ledger=ledger, reset=reset, slot_duration=slot_duration)
+    if ledger is not None:
+        reporter.line(f"Ledger {ledger}: {localnet.replayed:,} transactions replayed")
     if localnet.program_binary is None:
         reporter.line("warning: no curta program binary in this install; serving without it")
+    else:
+        reporter.line(f"Program {localnet.program_id} preloaded from {localnet.program_binary}")
 
     async def main() -> None:
         stop = asyncio.Event()

@@ -1,8 +1,14 @@
+import json
 import socket
 import subprocess
 import sys
 
 from solana.rpc.api import Client
+from solders.keypair import Keypair
+
+import curta_chain.localnet as localnet_package
+from curta_chain.constants import LOCALNET_PROGRAM_ID
+from curta_chain.localnet.validator import write_program_keypair
 
 
 def run_cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
@@ -47,3 +53,31 @@ def test_second_localnet_on_the_same_ledger_is_refused(tmp_path, localnet_proces
     out = run_cli("--port", "0", "--ledger", str(node.ledger))
     assert out.returncode == 1
     assert out.stderr.strip().endswith("ledger is in use by another localnet")
+
+
+def test_validator_flag_runs_solana_test_validator_with_the_program(tmp_path, monkeypatch):
+    # A stand-in that records its arguments: the real validator cannot be installed here.
+    fake = tmp_path / "solana-test-validator"
+    fake.write_text('#!/bin/sh\necho "$@" > "$(dirname "$0")/args"\nexit 3\n')
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
+    out = run_cli("--validator", "--port", "9123", "--ledger", str(tmp_path / "ledger"), "--reset")
+    assert out.returncode == 3
+    args = (tmp_path / "args").read_text().split()
+    assert args[args.index("--rpc-port") + 1] == "9123"
+    program = args.index("--bpf-program")
+    assert args[program + 1] == LOCALNET_PROGRAM_ID
+    assert args[program + 2].endswith("curta_chain/program/curta.so")
+    assert "--reset" in args
+
+
+def test_program_keypair_matches_the_program_id(tmp_path):
+    path = write_program_keypair(tmp_path / "program.json")
+    secret = json.loads(path.read_text())
+    assert str(Keypair.from_bytes(bytes(secret)).pubkey()) == LOCALNET_PROGRAM_ID
+    assert path.stat().st_mode & 0o777 == 0o600
+
+
+def test_package_exports_are_complete():
+    for name in localnet_package.__all__:
+        assert hasattr(localnet_package, name), name

@@ -200,3 +200,16 @@ def test_a_log_write_failure_stops_the_localnet_with_one_error_line(tmp_path, lo
     (ledger / "log-00000001.bin").unlink()
     node.start()
     assert result(node.url, "getHealth") == "ok"
+
+
+def test_damage_before_the_last_segment_is_refused(tmp_path, fund):
+    for _ in range(2):  # each run appends to a segment of its own
+        handle = start_in_thread(ledger=tmp_path)
+        fill(handle.url, fund, 1)
+        handle.stop()
+    first = sorted(tmp_path.glob("log-*.bin"))[0]
+    data = bytearray(first.read_bytes())
+    data[30] ^= 0xFF
+    first.write_bytes(bytes(data))
+    with pytest.raises(LocalnetError, match="damaged record at offset 0"):
+        start_in_thread(ledger=tmp_path)

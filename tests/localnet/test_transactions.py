@@ -8,6 +8,7 @@ from solana.rpc.api import Client
 from solana.rpc.async_api import AsyncClient
 from solana.rpc.core import RPCException
 from solana.rpc.types import TxOpts
+from solders.hash import Hash
 from solders.instruction import Instruction
 from solders.keypair import Keypair
 from solders.pubkey import Pubkey
@@ -241,3 +242,14 @@ def test_signature_statuses_limit(localnet):
 def test_signature_statuses_refuse_a_malformed_signature(localnet):
     answer = rpc(localnet.url, "getSignatureStatuses", [["abc"]])["error"]
     assert answer == {"code": -32602, "message": "Invalid param: Invalid"}
+
+
+def test_simulate_reports_an_unknown_blockhash_and_checks_signatures(localnet, funded_keypair):
+    stale = transfer_tx(funded_keypair, Pubkey.new_unique(), 1, Hash.new_unique())
+    value = result(localnet.url, "simulateTransaction", [b64(stale), {"encoding": "base64"}])
+    assert value["value"]["err"] == "BlockhashNotFound"
+    fresh = transfer_tx(funded_keypair, Pubkey.new_unique(), 1, latest_blockhash(localnet.url))
+    forged = VersionedTransaction.populate(fresh.message, [Signature.new_unique()])
+    config = {"encoding": "base64", "sigVerify": True}
+    answer = rpc(localnet.url, "simulateTransaction", [b64(forged), config])
+    assert answer["error"]["code"] == -32003
