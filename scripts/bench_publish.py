@@ -192,7 +192,7 @@ def main() -> None:
     finally:
         proc.terminate()
         proc.wait()
-    inprocess_rate = in_process(artifact, Keypair(), naive_plan)
+    inprocess_rate = in_process(artifact, naive_authority, naive_plan)
     write_rate = measured["writes"] / measured["write_seconds"]
     out = {
         "write_tx_per_s": round(write_rate, 1),

@@ -97,10 +97,7 @@ class Sender:
         try:
             while queue or in_flight:
                 await self._refresh_blockhash()
-                fresh: list[_Flight] = []
-                while queue and len(in_flight) + len(fresh) < self.window:
-                    fresh.append(self._prepare(queue.popleft()))
-                await self._send_round(fresh, queue, in_flight)
+                await self._send_round(queue, in_flight)
                 done = await self._poll_round(queue, in_flight, progress)
                 if not done and in_flight:
                     await asyncio.sleep(self.poll_interval)
@@ -143,19 +140,38 @@ class Sender:
             self._blockhash, self._last_valid = await self.client.latest_blockhash()
             self._fetched_at = time.monotonic()
 
-    async def _send_round(
-        self, fresh: list[_Flight], queue: deque[_Flight], in_flight: dict[str, _Flight]
-    ) -> None:
-        groups = [fresh[i : i + self.batch_size] for i in range(0, len(fresh), self.batch_size)]
+    async def _send_round(self, queue: deque[_Flight], in_flight: dict[str, _Flight]) -> None:
+        """Sign and send up to the window, one batch request per group.
+
+        Signing the next group overlaps the node's work on the previous one: each request
+        starts before the next group is signed.
+        """
         semaphore = asyncio.Semaphore(self.concurrency)
 
         async def send_group(group: list[_Flight]) -> list[object]:
-            async with semaphore:
+            try:
                 return await self.client.batch([self.client.send_call(f.wire) for f in group])
+            finally:
+                semaphore.release()
 
-        answers = await asyncio.gather(*(send_group(g) for g in groups))
+        sending: list[tuple[list[_Flight], asyncio.Task[list[object]]]] = []
+        room = self.window - len(in_flight)
+        try:
+            while queue and room > 0:
+                group = [
+                    self._prepare(queue.popleft())
+                    for _ in range(min(self.batch_size, room, len(queue)))
+                ]
+                room -= len(group)
+                await semaphore.acquire()
+                sending.append((group, asyncio.create_task(send_group(group))))
+                await asyncio.sleep(0)
+            answers = await asyncio.gather(*(task for _, task in sending))
+        finally:
+            for _, task in sending:
+                task.cancel()
         stale_blockhash = False
-        for group, results in zip(groups, answers, strict=True):
+        for (group, _), results in zip(sending, answers, strict=True):
             for flight, result in zip(group, results, strict=True):
                 self.stats.sent += 1
                 if not isinstance(result, RpcCallError) or _already_processed(result):

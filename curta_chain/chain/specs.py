@@ -49,9 +49,9 @@ class Budget:
 
     def write_payload(self) -> int:
         """The most weight bytes one write transaction can carry under this budget."""
+        # Sized for a limit and a price: without the price this leaves ~10 bytes unused.
         return program.max_write_payload(
-            with_compute_budget=self.limit_compute or self.compute_unit_price is not None,
-            with_price=self.compute_unit_price is not None,
+            with_compute_budget=self.limit_compute or self.compute_unit_price is not None
         )
 
 

@@ -18,7 +18,7 @@ from curta_chain.errors import RpcError
 
 DEFAULT_TIMEOUT = 30.0
 """Seconds one HTTP request may take before it counts as a failed attempt."""
-GIVE_UP_AFTER = 120.0
+GIVE_UP_AFTER = 60.0
 """Seconds of consecutive failures after which a call gives up with RpcError."""
 
 

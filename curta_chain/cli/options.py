@@ -9,7 +9,7 @@ from solders.pubkey import Pubkey
 
 from curta_chain.chain import cluster
 from curta_chain.chain.rpc import RpcClient
-from curta_chain.chain.transport import HttpTransport
+from curta_chain.chain.transport import GIVE_UP_AFTER, HttpTransport
 from curta_chain.constants import LOCALNET_PROGRAM_ID
 from curta_chain.errors import ConfigError
 
@@ -31,6 +31,13 @@ def add_cluster_options(parser: argparse.ArgumentParser, keypair: bool = True) -
         type=Path,
         help="Solana CLI config file (default: ~/.config/solana/cli/config.yml)",
     )
+    parser.add_argument(
+        "--rpc-timeout",
+        type=float,
+        default=GIVE_UP_AFTER,
+        metavar="SECONDS",
+        help=f"give up on a node with no usable answer for this long (default {GIVE_UP_AFTER:.0f})",
+    )
     parser.add_argument("--output", choices=("text", "json"), default="text")
 
 
@@ -42,10 +49,11 @@ class Cluster:
     commitment: str
     program_id: Pubkey
     keypair_path: Path | None
+    rpc_timeout: float = GIVE_UP_AFTER
 
     def client(self) -> RpcClient:
         """A fresh RPC client for this cluster (create it inside the running event loop)."""
-        return RpcClient(HttpTransport(self.url), self.commitment)
+        return RpcClient(HttpTransport(self.url, give_up_after=self.rpc_timeout), self.commitment)
 
     def keypair(self) -> Keypair:
         """Load the keypair the options name."""
@@ -64,7 +72,14 @@ def resolve(args: argparse.Namespace) -> Cluster:
         keypair_path=cluster.keypair_path(keypair_arg, config)
         if hasattr(args, "keypair")
         else None,
+        rpc_timeout=_positive(args.rpc_timeout, "--rpc-timeout"),
     )
+
+
+def _positive(value: float, what: str) -> float:
+    if not value > 0:
+        raise ConfigError(f"{what} {value}: expected a positive number of seconds")
+    return value
 
 
 def parse_pubkey(text: str, what: str) -> Pubkey:

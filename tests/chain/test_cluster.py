@@ -28,7 +28,7 @@ def test_config_file_gives_defaults(tmp_path):
     path = tmp_path / "config.yml"
     path.write_text(
         "---\njson_rpc_url: \"http://127.0.0.1:7777\"\nwebsocket_url: ''\n"
-        "keypair_path: /tmp/id.json\naddress_labels:\n  \"111\": System Program\n"
+        'keypair_path: /tmp/id.json\naddress_labels:\n  "111": System Program\n'
         "commitment: finalized\n"
     )
     config = cluster.read_cli_config(path)

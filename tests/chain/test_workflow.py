@@ -1,0 +1,160 @@
+"""publish, seal and verify end to end over real HTTP on the embedded localnet."""
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+from solders.keypair import Keypair
+from solders.pubkey import Pubkey
+
+from curta_chain import program
+from curta_chain.artifact import Artifact, read_artifact
+from curta_chain.chain.cluster import write_keypair
+from curta_chain.chain.rpc import RpcClient
+from curta_chain.chain.sender import Sender, TxSpec
+from curta_chain.chain.transport import HttpTransport
+from curta_chain.cli import main
+from curta_chain.constants import HASH_CHUNK_SIZE, LOCALNET_PROGRAM_ID
+
+PROGRAM_ID = Pubkey.from_string(LOCALNET_PROGRAM_ID)
+
+
+class Cli:
+    """Runs ``curta-chain`` in this process against one localnet and keypair."""
+
+    def __init__(self, capsys, url: str, keypair_path: Path):
+        self.capsys, self.url, self.keypair_path = capsys, url, keypair_path
+
+    def __call__(self, *args: str, keypair: bool = True) -> tuple[int, str, str]:
+        extra = ["-u", self.url] + (["-k", str(self.keypair_path)] if keypair else [])
+        self.capsys.readouterr()
+        code = main([*args, *extra])
+        out, err = self.capsys.readouterr()
+        return code, out, err
+
+    def json(self, *args: str, keypair: bool = True) -> dict:
+        code, out, err = self(*args, "--output", "json", keypair=keypair)
+        assert code == 0, err
+        return json.loads(out.strip().splitlines()[-1])
+
+    def json_fail(self, *args: str) -> dict:
+        code, out, err = self(*args, "--output", "json", keypair=False)
+        assert code == 1, err
+        return json.loads(out.strip().splitlines()[-1])
+
+
+@pytest.fixture
+def cli(capsys, localnet, fund, tmp_path) -> Cli:
+    keypair = fund(localnet.url, 500)
+    path = tmp_path / "id.json"
+    write_keypair(keypair, path)
+    return Cli(capsys, localnet.url, path)
+
+
+@pytest.fixture
+def art260k(tmp_path, stories260k: Artifact) -> Path:
+    path = tmp_path / "stories260K.curta"
+    path.write_bytes(stories260k.data)
+    return path
+
+
+def write_bytes_on_chain(url: str, authority: Keypair, account: Pubkey, offset: int, data: bytes):
+    """Land one writeWeights transaction: how a byte gets changed on chain."""
+
+    async def run():
+        client = RpcClient(HttpTransport(url))
+        try:
+            ix = program.write_weights(PROGRAM_ID, authority.pubkey(), account, offset, data)
+            await Sender(client, authority).send([TxSpec((ix,))])
+        finally:
+            await client.aclose()
+
+    asyncio.run(run())
+
+
+def test_stories260k_publish_seal_verify_and_rerun_sends_nothing(cli, art260k, stories260k):
+    published = cli.json("publish", str(art260k))
+    model = published["model"]
+    assert published["hash"] == stories260k.weights_hash().hex()
+    assert len(published["weight_accounts"]) == 2
+    # 1 model + 2 create-and-bind + one write per 1,010-byte piece with a non-zero byte.
+    assert published["transactions"] > 300
+
+    again = cli.json("publish", str(art260k))
+    assert again["model"] == model and again["transactions"] == 0
+
+    sealed = cli.json("seal", model)
+    assert sealed["state"] == "sealed"
+    chunks = sum(-(-len(s) // HASH_CHUNK_SIZE) for s in stories260k.sections)
+    assert sealed["chunks"] == chunks
+    assert sealed["transactions"] == chunks + 1  # begin sealing, then one step per chunk
+
+    report = cli.json("verify", model, str(art260k), keypair=False)
+    assert report["ok"] and report["differences"] == []
+    code, out, _ = cli("verify", model, str(art260k), keypair=False)
+    assert code == 0 and out.startswith(f"verified {model}")
+
+    status = cli.json("status", model, keypair=False)
+    assert status["state"] == "sealed"
+
+    # A sealed model takes nothing more: publish has nothing to send, close is refused.
+    assert cli.json("publish", str(art260k))["transactions"] == 0
+    code, _, err = cli("close", model)
+    assert code == 1 and "sealed" in err
+
+
+def test_a_byte_changed_before_sealing_fails_naming_the_chunk_then_reopen_fixes_it(
+    cli, art260k, stories260k
+):
+    model = cli.json("publish", str(art260k))["model"]
+    authority = cli_keypair(cli)
+    weight = Pubkey.from_string(
+        cli.json("status", model, keypair=False)["sections"][1]["weight_account"]
+    )
+    offset = 200_000
+    original = stories260k.sections[1][offset]
+    write_bytes_on_chain(cli.url, authority, weight, offset, bytes([original ^ 0x01]))
+
+    code, out, _ = cli("seal", model, str(art260k))
+    assert code == 1
+    start = offset // HASH_CHUNK_SIZE * HASH_CHUNK_SIZE
+    end = min(start + HASH_CHUNK_SIZE, len(stories260k.sections[1]))
+    assert f"failed {model}" in out
+    assert f"first differing chunk: section 1 bytes {start}..{end}" in out
+
+    code, out, _ = cli("verify", model, str(art260k), keypair=False)
+    assert code == 1
+    assert f"bytes section 1 offset {offset} length 1" in out
+    assert "state" in out and "failed" in out
+
+    # publish reopens the failed model and rewrites only the piece that differs.
+    republished = cli.json("publish", str(art260k))
+    assert republished["model"] == model
+    assert republished["transactions"] == 2  # reopen + one write
+    assert cli.json("seal", model)["state"] == "sealed"
+    assert cli.json("verify", model, str(art260k), keypair=False)["ok"]
+
+
+def test_verify_against_another_artifact_names_section_and_offset(cli, art260k, tmp_path):
+    model = cli.json("publish", str(art260k))["model"]
+    assert cli.json("seal", model)["state"] == "sealed"
+    other = bytearray(art260k.read_bytes())
+    sections = read_artifact(art260k).sections
+    offset_in_section = 1_000
+    index = len(sections[0]) + offset_in_section  # a weight byte of the first matrix
+    other[index] = other[index] + 1 if other[index] < 255 else 254
+    changed = tmp_path / "other.curta"
+    changed.write_bytes(bytes(other))
+
+    report = cli.json_fail("verify", model, str(changed))
+    kinds = {d["kind"] for d in report["differences"]}
+    assert {"bytes", "declared-hash"} <= kinds
+    (diff,) = [d for d in report["differences"] if d["kind"] == "bytes"]
+    assert (diff["section"], diff["offset"], diff["length"]) == (1, offset_in_section, 1)
+
+
+def cli_keypair(cli: Cli) -> Keypair:
+    from curta_chain.chain.cluster import load_keypair
+
+    return load_keypair(cli.keypair_path)
