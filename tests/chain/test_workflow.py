@@ -158,3 +158,85 @@ def cli_keypair(cli: Cli) -> Keypair:
     from curta_chain.chain.cluster import load_keypair
 
     return load_keypair(cli.keypair_path)
+
+
+def test_stories15m_shaped_eight_sections_publish_seal_verify(cli, tmp_path, stories15m):
+    path = tmp_path / "15m.curta"
+    path.write_bytes(stories15m.data)
+    assert len(stories15m.sections) == 8
+    published = cli.json("publish", str(path))
+    assert len(published["weight_accounts"]) == 8
+    sealed = cli.json("seal", published["model"], str(path))
+    assert sealed["state"] == "sealed"
+    assert sealed["running_hash"] == stories15m.weights_hash().hex()
+    assert cli.json("verify", published["model"], str(path), keypair=False)["ok"]
+
+
+def test_dry_run_prints_the_plan_and_sends_nothing(cli, art260k):
+    before = balance(cli)
+    result = cli.json("publish", str(art260k), "--dry-run")
+    plan = result["plan"]
+    assert result["dry_run"] and plan["state"] == "new" and plan["create_model"]
+    assert plan["transactions"] == 1 + 2 + plan["write_transactions"]
+    assert plan["rent_lamports"] > 0 and plan["fee_lamports"] == 5_000 * (
+        2 + 2 * 2 + plan["write_transactions"]
+    )
+    assert balance(cli) == before
+    code, _, err = cli("status", plan["model"], keypair=False)
+    assert code == 1 and "no such account" in err
+
+
+def test_a_payer_too_poor_stops_before_spending_and_names_the_shortfall(
+    capsys, localnet, fund, tmp_path, art260k
+):
+    poor = fund(localnet.url, 0.01)
+    path = tmp_path / "poor.json"
+    write_keypair(poor, path)
+    poor_cli = Cli(capsys, localnet.url, path)
+    code, _, err = poor_cli("publish", str(art260k))
+    assert code == 1
+    assert err.startswith("error: payer ") and "short by" in err and "nothing was sent" in err
+    assert len(err.strip().splitlines()) == 1
+    assert balance(poor_cli) == 10_000_000
+
+
+def test_close_returns_the_rent_and_removes_every_account(cli, art260k):
+    published = cli.json("publish", str(art260k))
+    model = published["model"]
+    before = balance(cli)
+    closed = cli.json("close", model)
+    assert closed["closed_accounts"] == 3
+    assert closed["lamports_returned"] > 2 * 10**9  # the rent of ~357 KB of accounts
+    assert balance(cli) == before + closed["lamports_returned"]
+    code, _, err = cli("status", model, keypair=False)
+    assert code == 1 and "no such account" in err
+
+
+def test_status_of_something_that_is_not_a_model_is_one_line(cli):
+    wallet = str(cli_keypair(cli).pubkey())
+    code, out, err = cli("status", wallet, keypair=False)
+    assert code == 1 and out == ""
+    system = "11111111111111111111111111111111"
+    assert err == (
+        f"error: {wallet} is not a curta model: owned by {system}, expected {LOCALNET_PROGRAM_ID}\n"
+    )
+    code, _, err = cli("verify", "not-an-address", "x.curta", keypair=False)
+    assert code == 1 and "x.curta" in err
+    code, _, err = cli("status", "not-an-address", keypair=False)
+    assert err == "error: model 'not-an-address': not a base58 Solana address\n"
+
+
+def test_an_unreachable_node_gives_up_with_a_one_line_error(capsys, tmp_path, art260k):
+    path = tmp_path / "id.json"
+    write_keypair(Keypair(), path)
+    down = Cli(capsys, "http://127.0.0.1:9", path)
+    code, _, err = down("publish", str(art260k), "--rpc-timeout", "0.5")
+    assert code == 1
+    assert err.startswith("error: http://127.0.0.1:9: no usable answer for")
+    assert len(err.strip().splitlines()) == 1
+
+
+def balance(cli: Cli) -> int:
+    from solana.rpc.api import Client
+
+    return Client(cli.url).get_balance(cli_keypair(cli).pubkey()).value
