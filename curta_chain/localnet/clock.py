@@ -68,10 +68,13 @@ class SlotClock:
             self._recent = {h: n for h, n in self._recent.items() if n >= oldest}
         self._slot = slot
 
+    def blockhash_bytes(self, slot: int) -> bytes:
+        """Return the 32-byte blockhash of ``slot``."""
+        return hashlib.sha256(self._genesis_hash + slot.to_bytes(8, "little")).digest()
+
     def blockhash(self, slot: int) -> str:
         """Return the base58 blockhash of ``slot``."""
-        digest = hashlib.sha256(self._genesis_hash + slot.to_bytes(8, "little")).digest()
-        return based58.b58encode(digest).decode()
+        return based58.b58encode(self.blockhash_bytes(slot)).decode()
 
     def slot_of(self, blockhash: str) -> int | None:
         """Return the slot of a recent blockhash, or None if it is not one of ours or too old."""

@@ -500,7 +500,10 @@ def get_transaction(localnet: Localnet, params: Params) -> dict[str, Any] | None
         "preTokenBalances": [],
         "postTokenBalances": [],
         "rewards": [],
-        "loadedAddresses": {"writable": [], "readonly": []},
+        "loadedAddresses": {
+            "writable": [str(key) for key in details.loaded_writable],
+            "readonly": [str(key) for key in details.loaded_readonly],
+        },
         "computeUnitsConsumed": details.meta.compute_units_consumed(),
     }
     return_data = return_data_json(details.meta)

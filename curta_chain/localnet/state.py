@@ -21,6 +21,7 @@ from typing import Any
 
 import based58
 from solders.account import Account
+from solders.address_lookup_table_account import LOOKUP_TABLE_META_SIZE
 from solders.clock import MAX_PROCESSING_AGE, Clock
 from solders.compute_budget import set_compute_unit_limit
 from solders.hash import Hash
@@ -60,6 +61,8 @@ DEFAULT_SNAPSHOT_BYTES = 16 * 1024 * 1024
 writes, some 10 s when every write goes to a 10 MiB account (LiteSVM copies it)."""
 KEPT_TRANSACTION_DETAILS = 20_000
 """getTransaction answers for this many most recent transactions (about 2 KB each)."""
+MAX_SLOT_HASHES = 512
+"""Entries in the SlotHashes sysvar."""
 READ_CACHE_BYTES = 64 * 1024 * 1024
 """Account data kept between writes, so slices of one 10 MiB account cost one copy."""
 
@@ -83,6 +86,18 @@ class TransactionDetails:
     fee: int
     pre_balances: list[int]
     post_balances: list[int]
+    loaded_writable: list[Pubkey]
+    loaded_readonly: list[Pubkey]
+
+
+@dataclass(frozen=True)
+class TransactionAccounts:
+    """The accounts a transaction loads, in the runtime's order, and which it may write."""
+
+    keys: list[Pubkey]
+    writable: list[Pubkey]
+    loaded_writable: list[Pubkey]
+    loaded_readonly: list[Pubkey]
 
 
 def inner_instructions_json(meta: TransactionMetadata) -> list[dict]:
@@ -195,6 +210,8 @@ class Localnet:
         self._read_cache_bytes = 0
         self._owner_of: dict[Pubkey, Pubkey] = {}
         self._by_owner: dict[Pubkey, set[Pubkey]] = {}
+        self._slot_hashes: list[tuple[int, Hash]] = []
+        self._hashed_upto = -1
         self.transaction_count = 0
         self.replayed = 0
         """Log records replayed at start-up (after the newest snapshot)."""
@@ -237,6 +254,14 @@ class Localnet:
             )
         )
         self._clock_slot = slot
+        # SlotHashes lists the slots before this one, newest first, as a validator's does;
+        # address lookup tables are created against it.
+        first = max(self._hashed_upto + 1, slot - MAX_SLOT_HASHES)
+        if first < slot:
+            new = [(n, Hash(self.clock.blockhash_bytes(n))) for n in range(slot - 1, first - 1, -1)]
+            self._slot_hashes = (new + self._slot_hashes)[:MAX_SLOT_HASHES]
+            self._hashed_upto = slot - 1
+            self.svm.set_slot_hashes(self._slot_hashes)
 
     # -- reads ------------------------------------------------------------------------
 
@@ -319,10 +344,10 @@ class Localnet:
             if preflight:
                 raise preflight_failure("AlreadyProcessed", [], 0)
             return SendResult(signature, seen[2])
-        keys = message.account_keys
-        payer = keys[0]
+        accounts = self._accounts_of(message)
+        payer = accounts.keys[0]
         payer_before = self.svm.get_account(payer)
-        pre = [self.svm.get_balance(key) or 0 for key in keys]
+        pre = [self.svm.get_balance(key) or 0 for key in accounts.keys]
         result = self.svm.send_transaction(tx)
         self._forget_reads()
         if isinstance(result, FailedTransactionMetadata):
@@ -345,7 +370,7 @@ class Localnet:
         seq = 0
         if self.ledger is not None:
             seq = self.ledger.append(RECORD_TRANSACTION, slot, raw)
-        self._land(signature, raw, tx, slot, meta, err, pre, seq)
+        self._land(signature, raw, tx, slot, meta, err, accounts, pre, seq)
         return SendResult(signature, seq)
 
     def _land(
@@ -356,11 +381,11 @@ class Localnet:
         slot: int,
         meta: TransactionMetadata,
         err: Any,
+        accounts: TransactionAccounts,
         pre: list[int],
         seq: int,
     ) -> None:
         message = tx.message
-        keys = message.account_keys
         self._statuses[signature] = (slot, err, seq)
         self.transaction_count += 1
         self._details[signature] = TransactionDetails(
@@ -370,11 +395,49 @@ class Localnet:
             meta=meta,
             fee=self.fee_for(message),
             pre_balances=pre,
-            post_balances=[self.svm.get_balance(key) or 0 for key in keys],
+            post_balances=[self.svm.get_balance(key) or 0 for key in accounts.keys],
+            loaded_writable=accounts.loaded_writable,
+            loaded_readonly=accounts.loaded_readonly,
         )
         if len(self._details) > KEPT_TRANSACTION_DETAILS:
             del self._details[next(iter(self._details))]
-        self._track(writable_keys(message))
+        self._track(accounts.writable)
+
+    def _accounts_of(self, message: Message | MessageV0) -> TransactionAccounts:
+        """Return every account ``message`` loads: static keys, then lookup-table ones.
+
+        Addresses are resolved from the tables before execution, as the runtime does; a
+        lookup that cannot resolve yields none (the runtime then refuses the transaction).
+        """
+        static = message.account_keys
+        writable = writable_keys(message)
+        lookups = message.address_table_lookups if isinstance(message, MessageV0) else []
+        if not lookups:
+            return TransactionAccounts(static, writable, [], [])
+        loaded_writable: list[Pubkey] = []
+        loaded_readonly: list[Pubkey] = []
+        for lookup in lookups:
+            table = self.get_account(lookup.account_key)
+            if table is None:
+                return TransactionAccounts(static, writable, [], [])
+            data = table.data
+            count = (len(data) - LOOKUP_TABLE_META_SIZE) // 32
+            indexes = [*lookup.writable_indexes, *lookup.readonly_indexes]
+            if any(index >= count for index in indexes):
+                return TransactionAccounts(static, writable, [], [])
+
+            def address(index: int, data: bytes = data) -> Pubkey:
+                start = LOOKUP_TABLE_META_SIZE + 32 * index
+                return Pubkey.from_bytes(data[start : start + 32])
+
+            loaded_writable += [address(i) for i in lookup.writable_indexes]
+            loaded_readonly += [address(i) for i in lookup.readonly_indexes]
+        return TransactionAccounts(
+            [*static, *loaded_writable, *loaded_readonly],
+            [*writable, *loaded_writable],
+            loaded_writable,
+            loaded_readonly,
+        )
 
     def _forget_reads(self) -> None:
         if self._read_cache:
@@ -521,12 +584,12 @@ class Localnet:
         tx = VersionedTransaction.from_bytes(raw)
         if slot != self._clock_slot:
             self._set_clock(slot)
-        keys = tx.message.account_keys
-        pre = [self.svm.get_balance(key) or 0 for key in keys]
+        accounts = self._accounts_of(tx.message)
+        pre = [self.svm.get_balance(key) or 0 for key in accounts.keys]
         result = self.svm.send_transaction(tx)
         self._forget_reads()
         if isinstance(result, FailedTransactionMetadata):
             meta, err = result.meta(), transaction_error_json(result.err())
         else:
             meta, err = result, None
-        self._land(str(tx.signatures[0]), raw, tx, slot, meta, err, pre, 0)
+        self._land(str(tx.signatures[0]), raw, tx, slot, meta, err, accounts, pre, 0)

@@ -1,0 +1,84 @@
+"""Version-0 transactions whose accounts come from an address lookup table."""
+
+import time
+
+from localnet_helpers import balance, latest_blockhash, result, send_b64, transfer_tx
+from solders.address_lookup_table_account import AddressLookupTableAccount
+from solders.keypair import Keypair
+from solders.message import Message, MessageV0
+from solders.pubkey import Pubkey
+from solders.system_program import (
+    TransferParams,
+    create_lookup_table,
+    extend_lookup_table,
+    transfer,
+)
+from solders.transaction import VersionedTransaction
+
+from curta_chain.localnet import start_in_thread
+
+
+def send_legacy(url: str, payer: Keypair, instructions: list) -> str:
+    message = Message.new_with_blockhash(instructions, payer.pubkey(), latest_blockhash(url))
+    answer = send_b64(url, VersionedTransaction(message, [payer]))
+    assert "result" in answer, answer
+    return answer["result"]
+
+
+def test_lookup_table_accounts_land_and_survive_a_snapshot(tmp_path, fund):
+    handle = start_in_thread(ledger=tmp_path, slot_duration=0.05, snapshot_bytes=1)
+    try:
+        url = handle.url
+        payer = fund(url, 10)
+        time.sleep(0.1)
+        recent = result(url, "getSlot") - 1
+        create, table = create_lookup_table(
+            {
+                "authority_address": payer.pubkey(),
+                "payer_address": payer.pubkey(),
+                "recent_slot": recent,
+            }
+        )
+        send_legacy(url, payer, [create])
+        target = Pubkey.new_unique()
+        extend = extend_lookup_table(
+            {
+                "lookup_table_address": table,
+                "authority_address": payer.pubkey(),
+                "payer_address": payer.pubkey(),
+                "new_addresses": [target],
+            }
+        )
+        send_legacy(url, payer, [extend])
+        time.sleep(0.15)  # extended addresses are usable from the next slot
+
+        pay = transfer(
+            TransferParams(from_pubkey=payer.pubkey(), to_pubkey=target, lamports=3 * 10**6)
+        )
+        message = MessageV0.try_compile(
+            payer.pubkey(),
+            [pay],
+            [AddressLookupTableAccount(table, [target])],
+            latest_blockhash(url),
+        )
+        assert message.address_table_lookups
+        tx = VersionedTransaction(message, [payer])
+        signature = send_b64(url, tx)["result"]
+        assert balance(url, target) == 3 * 10**6
+        found = result(url, "getTransaction", [signature, {"maxSupportedTransactionVersion": 0}])
+        assert found["version"] == 0
+        assert found["meta"]["loadedAddresses"] == {"writable": [str(target)], "readonly": []}
+        assert 3 * 10**6 in found["meta"]["postBalances"]
+        # One more write makes the next flush snapshot everything up to the v0 transaction.
+        send_b64(url, transfer_tx(payer, Pubkey.new_unique(), 10**6, latest_blockhash(url)))
+        time.sleep(0.3)
+    finally:
+        handle.stop()
+    assert list(tmp_path.glob("snapshot-*.bin"))
+
+    handle = start_in_thread(ledger=tmp_path)
+    try:
+        assert balance(handle.url, target) == 3 * 10**6
+        assert handle.call(lambda localnet: localnet.replayed) <= 2
+    finally:
+        handle.stop()
