@@ -14,10 +14,16 @@ import zstandard
 from solders.account import Account
 from solders.rpc.responses import RpcSimulateTransactionResult
 from solders.transaction import VersionedTransaction
+from solders.transaction_metadata import TransactionMetadata
 from solders.transaction_status import TransactionErrorType
 
 from curta_chain.constants import MAX_TRANSACTION_SIZE
-from curta_chain.localnet.rpc_errors import INVALID_REQUEST, RpcMethodError, invalid_params
+from curta_chain.localnet.rpc_errors import (
+    INVALID_REQUEST,
+    SEND_TRANSACTION_PREFLIGHT_FAILURE,
+    RpcMethodError,
+    invalid_params,
+)
 
 # The longest encodings of a MAX_TRANSACTION_SIZE packet the validator reads before
 # decoding ("golden" numbers in agave's rpc.rs).
@@ -186,3 +192,51 @@ def transaction_error_message(err_json: Any) -> str:
         index = err_json["InsufficientFundsForRent"]["account_index"]
         return f"Transaction results in an account ({index}) with insufficient funds for rent"
     return json.dumps(err_json)
+
+
+def inner_instructions_json(meta: TransactionMetadata) -> list[dict]:
+    """Return LiteSVM's inner instructions in the validator's ``innerInstructions`` form."""
+    out = []
+    for index, inner in enumerate(meta.inner_instructions()):
+        if inner:
+            out.append(
+                {
+                    "index": index,
+                    "instructions": [
+                        {
+                            "programIdIndex": item.instruction.program_id_index,
+                            "accounts": list(item.instruction.accounts),
+                            "data": based58.b58encode(bytes(item.instruction.data)).decode(),
+                            "stackHeight": item.stack_height,
+                        }
+                        for item in inner
+                    ],
+                }
+            )
+    return out
+
+
+def return_data_json(meta: TransactionMetadata) -> dict | None:
+    """Return the validator's ``returnData`` for ``meta``, None when the program set none."""
+    data = meta.return_data()
+    if not data.data:
+        return None
+    encoded = base64.b64encode(data.data).decode()
+    return {"programId": str(data.program_id), "data": [encoded, "base64"]}
+
+
+def preflight_failure(err: Any, logs: list[str], units: int) -> RpcMethodError:
+    """Return the -32002 error a validator answers when preflight simulation fails."""
+    return RpcMethodError(
+        SEND_TRANSACTION_PREFLIGHT_FAILURE,
+        f"Transaction simulation failed: {transaction_error_message(err)}",
+        {
+            "err": err,
+            "logs": logs,
+            "accounts": None,
+            "unitsConsumed": units,
+            "returnData": None,
+            "innerInstructions": None,
+            "replacementBlockhash": None,
+        },
+    )

@@ -19,7 +19,14 @@ from solders.signature import Signature
 from solders.transaction import VersionedTransaction
 
 from curta_chain.localnet.clock import SLOTS_PER_EPOCH
-from curta_chain.localnet.codec import decode_transaction, encode_account, transaction_error_json
+from curta_chain.localnet.codec import (
+    decode_transaction,
+    encode_account,
+    inner_instructions_json,
+    preflight_failure,
+    return_data_json,
+    transaction_error_json,
+)
 from curta_chain.localnet.rpc_errors import (
     MIN_CONTEXT_SLOT_NOT_REACHED,
     TRANSACTION_SIGNATURE_VERIFICATION_FAILURE,
@@ -27,13 +34,7 @@ from curta_chain.localnet.rpc_errors import (
     RpcMethodError,
     invalid_params,
 )
-from curta_chain.localnet.state import (
-    Localnet,
-    inner_instructions_json,
-    preflight_failure,
-    return_data_json,
-    writable_keys,
-)
+from curta_chain.localnet.state import Localnet, writable_keys
 
 SOLANA_CORE_VERSION = "2.2.0"
 """The agave line LiteSVM 0.6 (inside solders 0.26) runs; reported by getVersion."""

@@ -10,7 +10,6 @@ event loop). Signatures are verified here rather than by LiteSVM so that a prefl
 failure can be told apart from a runtime one, and so replay can skip them.
 """
 
-import base64
 import hashlib
 import json
 import time
@@ -19,7 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import based58
 from solders.account import Account
 from solders.address_lookup_table_account import LOOKUP_TABLE_META_SIZE
 from solders.clock import MAX_PROCESSING_AGE, Clock
@@ -37,7 +35,7 @@ from solders.transaction_metadata import FailedTransactionMetadata, TransactionM
 from curta_chain.constants import LAMPORTS_PER_SOL, LOCALNET_PROGRAM_ID, MAX_COMPUTE_UNITS
 from curta_chain.errors import LocalnetError
 from curta_chain.localnet.clock import SLOT_SECONDS, SLOTS_PER_EPOCH, SlotClock
-from curta_chain.localnet.codec import transaction_error_json, transaction_error_message
+from curta_chain.localnet.codec import preflight_failure, transaction_error_json
 from curta_chain.localnet.ledger import (
     RECORD_TRANSACTION,
     Ledger,
@@ -47,7 +45,6 @@ from curta_chain.localnet.ledger import (
 from curta_chain.localnet.program_binary import find_program_binary
 from curta_chain.localnet.rpc_errors import (
     INTERNAL_ERROR,
-    SEND_TRANSACTION_PREFLIGHT_FAILURE,
     TRANSACTION_SIGNATURE_VERIFICATION_FAILURE,
     RpcMethodError,
 )
@@ -98,54 +95,6 @@ class TransactionAccounts:
     writable: list[Pubkey]
     loaded_writable: list[Pubkey]
     loaded_readonly: list[Pubkey]
-
-
-def inner_instructions_json(meta: TransactionMetadata) -> list[dict]:
-    """Return LiteSVM's inner instructions in the validator's ``innerInstructions`` form."""
-    out = []
-    for index, inner in enumerate(meta.inner_instructions()):
-        if inner:
-            out.append(
-                {
-                    "index": index,
-                    "instructions": [
-                        {
-                            "programIdIndex": item.instruction.program_id_index,
-                            "accounts": list(item.instruction.accounts),
-                            "data": based58.b58encode(bytes(item.instruction.data)).decode(),
-                            "stackHeight": item.stack_height,
-                        }
-                        for item in inner
-                    ],
-                }
-            )
-    return out
-
-
-def return_data_json(meta: TransactionMetadata) -> dict | None:
-    """Return the validator's ``returnData`` for ``meta``, None when the program set none."""
-    data = meta.return_data()
-    if not data.data:
-        return None
-    encoded = base64.b64encode(data.data).decode()
-    return {"programId": str(data.program_id), "data": [encoded, "base64"]}
-
-
-def preflight_failure(err: Any, logs: list[str], units: int) -> RpcMethodError:
-    """Return the -32002 error a validator answers when preflight simulation fails."""
-    return RpcMethodError(
-        SEND_TRANSACTION_PREFLIGHT_FAILURE,
-        f"Transaction simulation failed: {transaction_error_message(err)}",
-        {
-            "err": err,
-            "logs": logs,
-            "accounts": None,
-            "unitsConsumed": units,
-            "returnData": None,
-            "innerInstructions": None,
-            "replacementBlockhash": None,
-        },
-    )
 
 
 def writable_keys(message: Message | MessageV0) -> list[Pubkey]:
