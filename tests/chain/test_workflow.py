@@ -240,3 +240,14 @@ def balance(cli: Cli) -> int:
     from solana.rpc.api import Client
 
     return Client(cli.url).get_balance(cli_keypair(cli).pubkey()).value
+
+
+def test_compute_unit_limits_and_price_are_enough_for_every_transaction(cli, art260k):
+    # With a price every transaction also carries a tight compute-unit limit: if any limit
+    # were too low its transaction would fail with ComputationalBudgetExceeded.
+    price = ["--with-compute-unit-price", "1000"]
+    plan = cli.json("publish", str(art260k), "--dry-run", *price)["plan"]
+    assert plan["payload_per_write"] == program.max_write_payload(with_compute_budget=True)
+    model = cli.json("publish", str(art260k), *price)["model"]
+    assert cli.json("seal", model, *price)["state"] == "sealed"
+    assert cli.json("verify", model, str(art260k), keypair=False)["ok"]
