@@ -1,0 +1,120 @@
+"""Account reads: getBalance, getAccountInfo, getMultipleAccounts, getProgramAccounts."""
+
+import base64
+import binascii
+from collections.abc import Callable
+from typing import Any
+
+import based58
+
+from curta_chain.localnet.codec import encode_account
+from curta_chain.localnet.params import (
+    Params,
+    account_encoding_param,
+    config_at,
+    context_slot,
+    data_slice_param,
+    pubkey_param,
+    required,
+    uint_param,
+    with_context,
+)
+from curta_chain.localnet.rpc_errors import invalid_params
+from curta_chain.localnet.state import Localnet
+
+MAX_MULTIPLE_ACCOUNTS = 100
+MAX_PROGRAM_ACCOUNT_FILTERS = 4
+MAX_MEMCMP_BASE58 = 175
+
+
+def get_balance(localnet: Localnet, params: Params) -> dict[str, Any]:
+    """``getBalance``."""
+    pubkey = pubkey_param(required(params, 0, "pubkey"))
+    slot = context_slot(localnet, config_at(params, 1))
+    return with_context(slot, localnet.svm.get_balance(pubkey) or 0)
+
+
+def get_account_info(localnet: Localnet, params: Params) -> dict[str, Any]:
+    """``getAccountInfo``: binary/base58/base64/base64+zstd, jsonParsed as base64; dataSlice."""
+    pubkey = pubkey_param(required(params, 0, "pubkey"))
+    config = config_at(params, 1)
+    encoding = account_encoding_param(config, "binary")
+    data_slice = data_slice_param(config)
+    slot = context_slot(localnet, config)
+    account = localnet.get_account(pubkey)
+    value = None if account is None else encode_account(account, encoding, data_slice)
+    return with_context(slot, value)
+
+
+def get_multiple_accounts(localnet: Localnet, params: Params) -> dict[str, Any]:
+    """``getMultipleAccounts``: at most 100 addresses."""
+    keys = required(params, 0, "pubkeys")
+    if not isinstance(keys, list):
+        raise invalid_params("Invalid params: pubkeys must be an array")
+    if len(keys) > MAX_MULTIPLE_ACCOUNTS:
+        raise invalid_params(f"Too many inputs provided; max {MAX_MULTIPLE_ACCOUNTS}")
+    pubkeys = [pubkey_param(key) for key in keys]
+    config = config_at(params, 1)
+    encoding = account_encoding_param(config, "base64")
+    data_slice = data_slice_param(config)
+    slot = context_slot(localnet, config)
+    values = []
+    for pubkey in pubkeys:
+        account = localnet.get_account(pubkey)
+        values.append(None if account is None else encode_account(account, encoding, data_slice))
+    return with_context(slot, values)
+
+
+def _program_filters(filters: Any) -> list[Callable[[bytes], bool]]:
+    if filters is None:
+        return []
+    if not isinstance(filters, list):
+        raise invalid_params("Invalid params: filters must be an array")
+    if len(filters) > MAX_PROGRAM_ACCOUNT_FILTERS:
+        raise invalid_params(f"Too many filters provided; max {MAX_PROGRAM_ACCOUNT_FILTERS}")
+    checks = []
+    for item in filters:
+        if isinstance(item, dict) and set(item) == {"dataSize"}:
+            size = uint_param(item["dataSize"], "dataSize")
+            checks.append(lambda data, size=size: len(data) == size)
+        elif isinstance(item, dict) and set(item) == {"memcmp"}:
+            checks.append(_memcmp(item["memcmp"]))
+        else:
+            raise invalid_params(f"Invalid params: unknown filter {item!r}")
+    return checks
+
+
+def _memcmp(memcmp: Any) -> Callable[[bytes], bool]:
+    if not isinstance(memcmp, dict) or not isinstance(memcmp.get("bytes"), str):
+        raise invalid_params("Invalid params: memcmp must be {offset, bytes, encoding}")
+    offset = uint_param(memcmp.get("offset"), "memcmp.offset")
+    encoding = memcmp.get("encoding", "base58")
+    text = memcmp["bytes"]
+    try:
+        if encoding == "base58":
+            if len(text) > MAX_MEMCMP_BASE58:
+                raise invalid_params("Invalid param: DataTooLarge")
+            wanted = based58.b58decode(text.encode())
+        elif encoding == "base64":
+            wanted = base64.b64decode(text, validate=True)
+        else:
+            raise invalid_params(f"Invalid params: unknown variant `{encoding}`")
+    except (ValueError, binascii.Error) as exc:
+        raise invalid_params("Invalid param: DecodeError") from exc
+    return lambda data: data[offset : offset + len(wanted)] == wanted
+
+
+def get_program_accounts(localnet: Localnet, params: Params) -> Any:
+    """``getProgramAccounts`` with dataSize and memcmp filters, dataSlice and withContext."""
+    owner = pubkey_param(required(params, 0, "programId"))
+    config = config_at(params, 1)
+    encoding = account_encoding_param(config, "binary")
+    data_slice = data_slice_param(config)
+    checks = _program_filters(config.get("filters"))
+    slot = context_slot(localnet, config)
+    found = [
+        {"pubkey": str(pubkey), "account": encode_account(account, encoding, data_slice)}
+        for pubkey, account in localnet.program_accounts(owner)
+        if all(check(account.data) for check in checks)
+    ]
+    return with_context(slot, found) if config.get("withContext") else found

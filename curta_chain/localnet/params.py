@@ -1,0 +1,101 @@
+"""Parsing JSON-RPC parameters the way the validator does, with its error messages."""
+
+from typing import Any
+
+from solders.pubkey import Pubkey
+from solders.signature import Signature
+
+from curta_chain.localnet.rpc_errors import (
+    MIN_CONTEXT_SLOT_NOT_REACHED,
+    RpcMethodError,
+    invalid_params,
+)
+from curta_chain.localnet.state import Localnet
+
+SOLANA_CORE_VERSION = "2.2.0"
+"""The agave line LiteSVM 0.6 (inside solders 0.26) runs; reported by getVersion."""
+Params = list[Any]
+
+
+def required(params: Params, index: int, name: str) -> Any:
+    """Return parameter ``index``, or raise -32602 naming the missing ``name``."""
+    if len(params) <= index:
+        raise invalid_params(f"Invalid params: missing parameter `{name}`")
+    return params[index]
+
+
+def config_at(params: Params, index: int) -> dict[str, Any]:
+    """Return the configuration object at ``index`` ({} when absent)."""
+    config = params[index] if len(params) > index else None
+    if config is None:
+        return {}
+    if not isinstance(config, dict):
+        raise invalid_params("Invalid params: configuration must be an object")
+    return config
+
+
+def pubkey_param(value: Any) -> Pubkey:
+    """Parse a base58 public key parameter as the validator does."""
+    if not isinstance(value, str):
+        raise invalid_params("Invalid params: invalid type: expected a base58 public key string")
+    try:
+        return Pubkey.from_string(value)
+    except ValueError as exc:
+        raise invalid_params("Invalid param: Invalid") from exc
+
+
+def signature_param(value: Any) -> str:
+    """Check a base58 signature parameter; return it unchanged."""
+    if not isinstance(value, str):
+        raise invalid_params("Invalid params: invalid type: expected a base58 signature string")
+    try:
+        Signature.from_string(value)
+    except ValueError as exc:
+        raise invalid_params("Invalid param: Invalid") from exc
+    return value
+
+
+def uint_param(value: Any, name: str) -> int:
+    """Check that ``value`` is an unsigned integer."""
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise invalid_params(f"Invalid params: `{name}` must be an unsigned integer")
+    return value
+
+
+def context_slot(localnet: Localnet, config: dict[str, Any]) -> int:
+    """Return the current slot, honouring ``minContextSlot``."""
+    slot = localnet.tick()
+    min_slot = config.get("minContextSlot")
+    if min_slot is not None and uint_param(min_slot, "minContextSlot") > slot:
+        raise RpcMethodError(
+            MIN_CONTEXT_SLOT_NOT_REACHED,
+            "Minimum context slot has not been reached",
+            {"contextSlot": slot},
+        )
+    return slot
+
+
+def with_context(slot: int, value: Any) -> dict[str, Any]:
+    """Wrap ``value`` in the validator's ``{context, value}`` response object."""
+    return {"context": {"slot": slot, "apiVersion": SOLANA_CORE_VERSION}, "value": value}
+
+
+def data_slice_param(config: dict[str, Any]) -> dict[str, int] | None:
+    """Return the ``dataSlice`` of ``config``, checked, or None."""
+    data_slice = config.get("dataSlice")
+    if data_slice is None:
+        return None
+    if not isinstance(data_slice, dict):
+        raise invalid_params("Invalid params: `dataSlice` must be {offset, length}")
+    return {
+        "offset": uint_param(data_slice.get("offset"), "dataSlice.offset"),
+        "length": uint_param(data_slice.get("length"), "dataSlice.length"),
+    }
+
+
+def account_encoding_param(config: dict[str, Any], default: str) -> str:
+    """Return the account ``encoding`` of ``config``, checked."""
+    encoding = config.get("encoding", default)
+    if encoding not in ("binary", "base58", "base64", "base64+zstd", "jsonParsed"):
+        raise invalid_params(f"Invalid params: unknown variant `{encoding}`")
+    return encoding
