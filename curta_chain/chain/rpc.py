@@ -5,7 +5,6 @@ and turns the answer into plain Python values or a ``CurtaError``. Batches go ou
 JSON-RPC batch request, which a validator answers in one round trip.
 """
 
-import asyncio
 import base64
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -318,14 +317,3 @@ def _account(value: dict[str, Any] | None) -> AccountInfo | None:
         data=base64.b64decode(data),
         executable=bool(value.get("executable")),
     )
-
-
-async def gather_limited(coroutines: Sequence[Any], limit: int) -> list[Any]:
-    """Await ``coroutines`` with at most ``limit`` running at once; results in order."""
-    semaphore = asyncio.Semaphore(limit)
-
-    async def run(coroutine: Any) -> Any:
-        async with semaphore:
-            return await coroutine
-
-    return list(await asyncio.gather(*(run(c) for c in coroutines)))
