@@ -42,6 +42,7 @@ from curta_chain.localnet.ledger import (
     Snapshot,
     SnapshotAccount,
 )
+from curta_chain.localnet.owner_index import OwnerIndex
 from curta_chain.localnet.program_binary import find_program_binary
 from curta_chain.localnet.rpc_errors import (
     INTERNAL_ERROR,
@@ -157,8 +158,7 @@ class Localnet:
         self._details: dict[str, TransactionDetails] = {}
         self._read_cache: dict[Pubkey, Account | None] = {}
         self._read_cache_bytes = 0
-        self._owner_of: dict[Pubkey, Pubkey] = {}
-        self._by_owner: dict[Pubkey, set[Pubkey]] = {}
+        self._owners = OwnerIndex()
         self._slot_hashes: list[tuple[int, Hash]] = []
         self._hashed_upto = -1
         self.transaction_count = 0
@@ -236,7 +236,7 @@ class Localnet:
     def program_accounts(self, owner: Pubkey) -> list[tuple[Pubkey, Account]]:
         """Return every account ``owner`` owns, ordered by address."""
         found = []
-        for pubkey in sorted(self._by_owner.get(owner, ()), key=bytes):
+        for pubkey in self._owners.owned_by(owner):
             account = self.get_account(pubkey)
             if account is not None and account.owner == owner:
                 found.append((pubkey, account))
@@ -402,23 +402,16 @@ class Localnet:
         where owners change (create_account, assign).
         """
         for key in keys:
-            known = self._owner_of.get(key)
+            known = self._owners.owner(key)
             if known is not None and known != SYSTEM_PROGRAM_ID:
                 if not self.svm.get_balance(key):
-                    self._forget(key)
+                    self._owners.forget(key)
                 continue
             account = self.get_account(key)
             if account is None:
-                self._forget(key)
+                self._owners.forget(key)
             elif account.owner != known:
-                self._forget(key)
-                self._owner_of[key] = account.owner
-                self._by_owner.setdefault(account.owner, set()).add(key)
-
-    def _forget(self, key: Pubkey) -> None:
-        owner = self._owner_of.pop(key, None)
-        if owner is not None:
-            self._by_owner[owner].discard(key)
+                self._owners.record(key, account.owner)
 
     def airdrop(self, pubkey: Pubkey, lamports: int) -> SendResult:
         """Send ``lamports`` from the faucet to ``pubkey`` in a real transfer transaction.
@@ -468,7 +461,7 @@ class Localnet:
             raise LocalnetError("this localnet has no ledger to snapshot")
         segment = self.ledger.rotate()
         accounts = []
-        for pubkey in self._owner_of:
+        for pubkey in self._owners:
             account = self.get_account(pubkey)
             if account is not None:
                 accounts.append(
@@ -515,8 +508,7 @@ class Localnet:
                 owner = Pubkey.from_bytes(item.owner)
                 account = Account(item.lamports, item.data, owner, item.executable, item.rent_epoch)
                 self.svm.set_account(pubkey, account)
-                self._owner_of[pubkey] = owner
-                self._by_owner.setdefault(owner, set()).add(pubkey)
+                self._owners.record(pubkey, owner)
             for sig, (slot, err) in snapshot.statuses.items():
                 self._statuses[sig] = (slot, json.loads(err) if err is not None else None, 0)
             self.transaction_count = len(snapshot.statuses)
