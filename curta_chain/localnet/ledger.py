@@ -23,6 +23,7 @@ import contextlib
 import fcntl
 import json
 import os
+import re
 import secrets
 import struct
 import time
@@ -43,6 +44,7 @@ SNAPSHOT_MAGIC = b"CURTALS1"
 _RECORD_HEADER = struct.Struct("<IIBQ")
 _ACCOUNT_HEADER = struct.Struct("<32sQ32sBQQ")
 _STATUS_HEADER = struct.Struct("<64sQI")
+_NAME = re.compile(r"(log|snapshot)-[0-9]{8}\.bin")
 
 
 @dataclass(frozen=True)
@@ -101,22 +103,38 @@ class Ledger:
         except OSError as exc:
             self._lock.close()
             raise LocalnetError(f"{folder}: ledger is in use by another localnet") from exc
-        if reset:
-            for path in self._files("log-") + self._files("snapshot-") + [folder / "meta.json"]:
-                path.unlink(missing_ok=True)
-        self.meta = self._open_meta(program_sha256)
+        try:
+            self._prepare(reset)
+            self.meta = self._open_meta(program_sha256)
+        except BaseException:
+            self._lock.close()
+            raise
         self.seq = 0
         self.durable_seq = 0
         self._pending: list[tuple[int, bytearray]] = []
         self._file: tuple[int, BinaryIO] | None = None
-        segments = [self._index(p) for p in self._files("log-")]
-        snapshots = [self._index(p) for p in self._files("snapshot-")]
+        segments = [self._index(p) for p in self._files("log")]
+        snapshots = [self._index(p) for p in self._files("snapshot")]
         self.segment = max(segments + snapshots + [0]) + 1
         self.segment_bytes = 0
         self.failure: LocalnetError | None = None
 
+    def _prepare(self, reset: bool) -> None:
+        try:
+            # A snapshot cut short by a crash leaves its temporary file behind.
+            for path in self.folder.glob(".snapshot-*.tmp"):
+                path.unlink(missing_ok=True)
+            if reset:
+                for path in [*self._files("log"), *self._files("snapshot")]:
+                    path.unlink(missing_ok=True)
+                (self.folder / "meta.json").unlink(missing_ok=True)
+        except OSError as exc:
+            raise LocalnetError(f"{self.folder}: cannot clean the ledger: {exc.strerror}") from exc
+
     def _files(self, prefix: str) -> list[Path]:
-        return sorted(self.folder.glob(f"{prefix}*.bin"))
+        return sorted(
+            path for path in self.folder.glob(f"{prefix}-*.bin") if _NAME.fullmatch(path.name)
+        )
 
     @staticmethod
     def _index(path: Path) -> int:
@@ -161,7 +179,7 @@ class Ledger:
         Raises:
             LocalnetError: the snapshot file is damaged.
         """
-        paths = self._files("snapshot-")
+        paths = self._files("snapshot")
         if not paths:
             return None
         path = paths[-1]
@@ -176,7 +194,7 @@ class Ledger:
         A torn record at the end of the last segment (a write cut by a crash, never
         acknowledged) is truncated away.
         """
-        paths = [p for p in self._files("log-") if self._index(p) > after_segment]
+        paths = [p for p in self._files("log") if self._index(p) > after_segment]
         for number, path in enumerate(paths):
             try:
                 data = path.read_bytes()
@@ -261,10 +279,10 @@ class Ledger:
     def write_snapshot(self, snapshot: Snapshot) -> None:
         """Write ``snapshot`` atomically, then delete what it makes redundant."""
         atomic_write(self._path("snapshot", snapshot.segment), _encode_snapshot(snapshot))
-        for path in self._files("log-"):
+        for path in self._files("log"):
             if self._index(path) <= snapshot.segment:
                 path.unlink(missing_ok=True)
-        for path in self._files("snapshot-"):
+        for path in self._files("snapshot"):
             if self._index(path) < snapshot.segment:
                 path.unlink(missing_ok=True)
 

@@ -114,6 +114,18 @@ def test_ledger_of_another_program_is_refused(tmp_path):
     Ledger(tmp_path, program_sha256="aa" * 32).close()
     with pytest.raises(LocalnetError, match="start with --reset"):
         Ledger(tmp_path, program_sha256="bb" * 32)
+    # The refusal released the folder: the right program opens it at once.
+    Ledger(tmp_path, program_sha256="aa" * 32).close()
+
+
+def test_leftovers_of_a_crashed_snapshot_are_removed(tmp_path):
+    Ledger(tmp_path).close()
+    leftover = tmp_path / ".snapshot-00000001.bin.abc.tmp"
+    leftover.write_bytes(b"partial")
+    (tmp_path / "log-notes.bin").write_bytes(b"not ours")
+    Ledger(tmp_path).close()
+    assert not leftover.exists()
+    assert (tmp_path / "log-notes.bin").exists()
 
 
 def test_damaged_meta_and_snapshot_are_refused(tmp_path):
