@@ -146,6 +146,7 @@ def test_kill_9_during_writes_keeps_every_acknowledged_change(tmp_path, localnet
     node = localnet_process(tmp_path / "ledger")
     payer = fund(node.url, 100)
     acknowledged: dict[Pubkey, int] = {}
+    signatures: list[str] = []
     failures: list[BaseException] = []
 
     def stream() -> None:
@@ -174,6 +175,7 @@ def test_kill_9_during_writes_keeps_every_acknowledged_change(tmp_path, localnet
                 for (to, lamports), answer in zip(targets, answers, strict=True):
                     if "result" in answer:
                         acknowledged[to] = lamports
+                        signatures.append(answer["result"])
                     else:
                         failures.append(AssertionError(answer))
 
@@ -187,6 +189,8 @@ def test_kill_9_during_writes_keeps_every_acknowledged_change(tmp_path, localnet
 
     node.start()
     assert_holds(node.url, acknowledged)
+    statuses = result(node.url, "getSignatureStatuses", [signatures[-256:]])["value"]
+    assert all(status is not None and status["err"] is None for status in statuses)
     assert node.stop() == 0
 
 
