@@ -3,9 +3,9 @@
 - ``localnet``: a fresh embedded localnet (memory only) serving from a background thread
   of this process for one test; use ``localnet.url`` with solana-py's ``Client`` or
   ``AsyncClient``, ``localnet.stop()`` is done for you.
-- ``localnet_process``: a factory ``localnet_process(ledger: Path) -> LocalnetProcess`` that
-  runs ``python -m curta_chain localnet --port N --ledger DIR`` on a free port and waits
-  for its "Localnet ready at" line. ``.url``, ``.kill()`` (SIGKILL, nothing flushed),
+- ``localnet_process``: a factory ``localnet_process(ledger: Path | None) -> LocalnetProcess``
+  that runs ``python -m curta_chain localnet --port N [--ledger DIR]`` on a free port and
+  waits for its "Localnet ready at" line. ``.url``, ``.kill()`` (SIGKILL, nothing flushed),
   ``.stop()`` (Ctrl-C) and ``.restart()`` (same port and ledger). Every process is stopped
   at the end of the test.
 - ``fund``: ``fund(url, sol=10) -> Keypair``, a new keypair holding ``sol`` SOL from the
@@ -66,7 +66,7 @@ def free_port() -> int:
 class LocalnetProcess:
     """``curta-chain localnet`` as a subprocess on a fixed port and ledger folder."""
 
-    def __init__(self, ledger: Path, port: int | None = None, extra: tuple[str, ...] = ()):
+    def __init__(self, ledger: Path | None, port: int | None = None, extra: tuple[str, ...] = ()):
         self.ledger = ledger
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -76,7 +76,9 @@ class LocalnetProcess:
 
     def start(self) -> "LocalnetProcess":
         command = [sys.executable, "-m", "curta_chain", "localnet", "--port", str(self.port)]
-        command += ["--ledger", str(self.ledger), *self.extra]
+        if self.ledger is not None:
+            command += ["--ledger", str(self.ledger)]
+        command += self.extra
         self.process = subprocess.Popen(
             command,
             stdout=subprocess.PIPE,
@@ -119,7 +121,9 @@ class LocalnetProcess:
 def localnet_process() -> Iterator[Callable[..., LocalnetProcess]]:
     started: list[LocalnetProcess] = []
 
-    def make(ledger: Path, port: int | None = None, extra: tuple[str, ...] = ()) -> LocalnetProcess:
+    def make(
+        ledger: Path | None = None, port: int | None = None, extra: tuple[str, ...] = ()
+    ) -> LocalnetProcess:
         process = LocalnetProcess(ledger, port, extra)
         started.append(process)
         return process.start()
