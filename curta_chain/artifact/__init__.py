@@ -24,6 +24,8 @@ this package decides, once (each decision has a test under ``tests/artifact/``):
 - The decoder checks structure and the integers' domains (scales at least 1, no weight
   byte 0, padding 128, zero fields, score keys of finite floats, strings in bounds),
   not the numbers in the tables: those a conforming converter may round differently.
+  The header's inverse square root of the head size must be within one unit of
+  1/sqrt(head size) with 24 fractional bits: a wrong one would skew every attention score.
 - TEZW choices are listed in ``curta_chain.artifact.tezw``.
 """
 

@@ -39,6 +39,7 @@ from curta_chain.artifact.layout import (
     round_up,
 )
 from curta_chain.artifact.model import Artifact
+from curta_chain.artifact.tables import inv_sqrt_head_size
 from curta_chain.artifact.tokenizer import scores_from_keys, sorted_token_ids
 from curta_chain.constants import MAX_SECTION_SIZE, MAX_SECTIONS
 from curta_chain.errors import ArtifactError
@@ -133,6 +134,13 @@ def _header(data: bytes, fail: Fail) -> tuple[ModelConfig, int, tuple[int, ...],
         )
     blocks = struct.unpack_from("<7I", data, BLOCK_OFFSETS_OFFSET)
     inv_sqrt = _u32(data, INV_SQRT_OFFSET)
+    want = inv_sqrt_head_size(config)
+    # Within one unit: a conforming converter may round the last bit differently.
+    if abs(inv_sqrt - want) > 1:
+        fail(
+            f"header byte {INV_SQRT_OFFSET} (inverse square root of the head size): "
+            f"{inv_sqrt:,}, expected {want:,} (1/sqrt({config.head_size}) with 24 fractional bits)"
+        )
     _expect_zero(data, HEADER_FIELDS_END, SECTION_TABLE_OFFSET, "unused header", fail)
     return config, count, blocks, inv_sqrt
 
