@@ -61,6 +61,10 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
     p.set_defaults(run=_airdrop)
 
 
+_U64_MAX = 2**64 - 1
+"""Lamports and micro-lamport prices travel as u64."""
+
+
 def _add_price_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--with-compute-unit-price",
@@ -76,8 +80,8 @@ def _reporter(args: argparse.Namespace) -> Reporter:
 
 def _budget(args: argparse.Namespace, url: str) -> specs.Budget:
     price = args.with_compute_unit_price
-    if price is not None and price < 0:
-        raise ConfigError(f"--with-compute-unit-price {price}: expected a count >= 0")
+    if price is not None and not 0 <= price <= _U64_MAX:
+        raise ConfigError(f"--with-compute-unit-price {price}: expected a count 0 to {_U64_MAX}")
     return specs.Budget(limit_compute=not _is_loopback(url), compute_unit_price=price)
 
 
@@ -235,8 +239,10 @@ def _close(args: argparse.Namespace) -> int:
 
 
 def _airdrop(args: argparse.Namespace) -> int:
-    if not args.sol > 0:
-        raise ConfigError(f"airdrop {args.sol}: expected a positive amount of SOL")
+    if not 1 <= args.sol * LAMPORTS_PER_SOL <= _U64_MAX:  # false for nan, too
+        raise ConfigError(
+            f"airdrop {args.sol}: expected a positive amount of SOL, 1 to {_U64_MAX:,} lamports"
+        )
     reporter = _reporter(args)
 
     async def body(target: Cluster, client: RpcClient) -> int:

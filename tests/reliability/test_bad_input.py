@@ -503,7 +503,11 @@ CASES: dict[str, Case] = {
     ),
     "compute unit price negative": (
         lambda ctx: ctx.chain("publish", ctx.art, "--with-compute-unit-price", "-1"),
-        r"--with-compute-unit-price -1: expected a count >= 0",
+        r"--with-compute-unit-price -1: expected a count 0 to 18446744073709551615",
+    ),
+    "compute unit price over u64": (
+        lambda ctx: ctx.chain("seal", ctx.world.not_a_model, "--with-compute-unit-price", 2**64),
+        r"--with-compute-unit-price 18446744073709551616: expected a count 0 to",
     ),
     "program id": (
         lambda ctx: ctx.chain("publish", ctx.art, "--program-id", "curta"),
@@ -511,7 +515,19 @@ CASES: dict[str, Case] = {
     ),
     "airdrop zero": (
         lambda ctx: ctx.chain("airdrop", "0"),
-        r"airdrop 0.0: expected a positive amount of SOL",
+        r"airdrop 0.0: expected a positive amount of SOL, 1 to 18,446,744,073,709,551,615 lamp",
+    ),
+    "airdrop infinite": (
+        lambda ctx: ctx.chain("airdrop", "inf"),
+        r"airdrop inf: expected a positive amount of SOL",
+    ),
+    "airdrop over u64 lamports": (
+        lambda ctx: ctx.chain("airdrop", "2e10"),
+        r"airdrop 20000000000.0: expected a positive amount of SOL",
+    ),
+    "airdrop under a lamport": (
+        lambda ctx: ctx.chain("airdrop", "1e-12"),
+        r"airdrop 1e-12: expected a positive amount of SOL",
     ),
     # -- model addresses ----------------------------------------------------------------------
     "model not base58": (
