@@ -1,0 +1,413 @@
+"""A fault-injecting JSON-RPC proxy on loopback, between curta-chain and a localnet.
+
+``FaultProxy(upstream).start()`` listens on 127.0.0.1 (a free port, ``.url``) and forwards
+every POST to ``upstream`` from a background thread with its own event loop. It speaks
+just enough HTTP/1.1 (keep-alive, Content-Length bodies) to control each connection
+itself, so it can hurt the client the ways a real RPC path does:
+
+- ``drop_request``: close the connection without forwarding (the node never saw it);
+- ``drop_response``: forward, let the node apply it, then close without answering;
+- ``delay``: hold the request ``delay_seconds`` before forwarding;
+- ``rate_limit``: answer 429 with ``Retry-After`` without forwarding;
+- ``server_error``: forward (the node applied it) and answer 500 instead of its answer;
+- ``truncate``: forward and send only half of the node's answer under the full
+  Content-Length, then close.
+
+Each request draws at most one fault from a seeded ``random.Random`` with the rates in
+``Faults``. ``down = True`` drops every request (an RPC that stays down). A node that
+cannot be reached (killed) drops the client's connection too. With ``serialize`` the
+proxy forwards one request at a time, so a trigger's counts are exact at the moment it fires.
+
+The proxy also keeps the books the tests need: every transaction it forwards is decoded
+and recorded (``sent``) with the curta instruction it carries, its signature count and, for
+writes, the account, offset and byte count. ``trigger`` runs an action once, the first time
+a predicate over those books holds, before a request is forwarded or after the node
+answered it (and before the client sees that answer): that is how a test kills the client
+or the node at a chosen point with no hook in the product.
+"""
+
+import asyncio
+import base64
+import contextlib
+import json
+import os
+import random
+import struct
+import subprocess
+import sys
+import threading
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp
+import httpx
+from solders.pubkey import Pubkey
+from solders.transaction import Transaction, VersionedTransaction
+
+from curta_chain.constants import LOCALNET_PROGRAM_ID
+from curta_chain.localnet.state import LAMPORTS_PER_SIGNATURE
+from curta_chain.program.idl import instruction_coder
+
+PROGRAM_ID = Pubkey.from_string(LOCALNET_PROGRAM_ID)
+_KINDS = {sighash: name for name, sighash in instruction_coder().sighashes.items()}
+_WRITE_ARGS = struct.Struct("<II")
+_REASONS = {200: "OK", 400: "Bad Request", 429: "Too Many Requests", 500: "Internal Server Error"}
+FAULT_KINDS = ("drop_request", "drop_response", "delay", "rate_limit", "server_error", "truncate")
+
+
+@dataclass
+class Faults:
+    """The chance of each fault per request (0..1; their sum at most 1)."""
+
+    drop_request: float = 0.0
+    drop_response: float = 0.0
+    delay: float = 0.0
+    rate_limit: float = 0.0
+    server_error: float = 0.0
+    truncate: float = 0.0
+    delay_seconds: float = 0.3
+    retry_after: str = "1"
+
+    def draw(self, rng: random.Random) -> str | None:
+        """Pick this request's fault, or None."""
+        roll = rng.random()
+        for kind in FAULT_KINDS:
+            roll -= getattr(self, kind)
+            if roll < 0:
+                return kind
+        return None
+
+
+@dataclass(frozen=True)
+class SentTransaction:
+    """A transaction the proxy forwarded to the node."""
+
+    signature: str
+    kind: str
+    """The curta instruction it carries (e.g. ``write_weights``), or ``other``."""
+    signatures: int
+    account: str = ""
+    """For a write: the weight account written."""
+    offset: int = 0
+    payload_bytes: int = 0
+
+
+Predicate = Callable[["FaultProxy", list[SentTransaction]], bool]
+"""Given the proxy and the transactions of the request at hand: fire now?"""
+
+
+@dataclass
+class _Trigger:
+    predicate: Predicate
+    action: Callable[[], None]
+    stage: str
+    fired: bool = False
+
+
+@dataclass
+class FaultProxy:
+    """A JSON-RPC proxy on loopback that injects faults and records transactions."""
+
+    upstream: str
+    faults: Faults = field(default_factory=Faults)
+    seed: int = 0
+    down: bool = False
+    serialize: bool = False
+    """Forward one request at a time, in arrival order, so a trigger sees exact counts."""
+    url: str = ""
+    sent: list[SentTransaction] = field(default_factory=list)
+    injected: Counter[str] = field(default_factory=Counter)
+    requests: int = 0
+    _rng: random.Random = field(init=False)
+    _triggers: list[_Trigger] = field(default_factory=list)
+    _loop: asyncio.AbstractEventLoop | None = None
+    _thread: threading.Thread | None = None
+    _server: asyncio.Server | None = None
+    _session: aiohttp.ClientSession | None = None
+    _order: asyncio.Lock = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._rng = random.Random(self.seed)
+
+    # Books.
+
+    def count(self, kind: str) -> int:
+        """Transactions of ``kind`` forwarded so far (a resend counts again)."""
+        return sum(1 for tx in list(self.sent) if tx.kind == kind)
+
+    def write_bytes(self) -> int:
+        """Weight bytes carried by every write forwarded so far, resends included."""
+        return sum(tx.payload_bytes for tx in list(self.sent) if tx.kind == "write_weights")
+
+    def trigger(
+        self,
+        predicate: Predicate,
+        action: Callable[[], None],
+        stage: str = "after",
+    ) -> None:
+        """Run ``action`` once, the first time ``predicate`` holds for a request at ``stage``.
+
+        ``stage="before"``: the request has arrived and is about to be forwarded;
+        ``"after"``: the node answered it and the client has not seen the answer yet.
+        The action runs on a worker thread and may block (kill a process and wait).
+        """
+        assert stage in ("before", "after")
+        self._triggers.append(_Trigger(predicate, action, stage))
+
+    # Life cycle.
+
+    def start(self) -> "FaultProxy":
+        """Listen on a free loopback port; return once it accepts connections."""
+        ready = threading.Event()
+
+        def run() -> None:
+            self._loop = asyncio.new_event_loop()
+            self._loop.run_until_complete(self._open())
+            ready.set()
+            self._loop.run_forever()
+            self._loop.run_until_complete(self._close())
+            self._loop.close()
+
+        self._thread = threading.Thread(target=run, name="fault-proxy", daemon=True)
+        self._thread.start()
+        if not ready.wait(10):
+            raise RuntimeError("the fault proxy did not start")
+        return self
+
+    def stop(self) -> None:
+        """Stop listening and close every connection."""
+        if self._loop is not None and self._thread is not None:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(10)
+            self._loop = None
+
+    async def _open(self) -> None:
+        self._order = asyncio.Lock()
+        self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=60))
+        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        port = self._server.sockets[0].getsockname()[1]
+        self.url = f"http://127.0.0.1:{port}"
+
+    async def _close(self) -> None:
+        assert self._server is not None and self._session is not None
+        self._server.close()
+        await self._session.close()
+        for task in asyncio.all_tasks(self._loop):
+            if task is not asyncio.current_task():
+                task.cancel()
+
+    # HTTP.
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                body = await _read_request(reader)
+                if body is None or not await self._handle(body, writer):
+                    break
+        except (ConnectionError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
+            pass
+        finally:
+            writer.close()
+
+    async def _handle(self, body: bytes, writer: asyncio.StreamWriter) -> bool:
+        """Answer one request; return False to close the connection."""
+        self.requests += 1
+        async with self._order if self.serialize else contextlib.nullcontext():
+            if self.down:
+                self.injected["down"] += 1
+                return False
+            fault = self.faults.draw(self._rng)
+            if fault is not None:
+                self.injected[fault] += 1
+            if fault == "drop_request":
+                return False
+            if fault == "rate_limit":
+                headers = {"Retry-After": self.faults.retry_after}
+                await _respond(writer, 429, b'{"error":"rate limited"}', headers)
+                return True
+            if fault == "delay":
+                await asyncio.sleep(self.faults.delay_seconds)
+            transactions = _transactions(body)
+            await self._fire("before", transactions)
+            self.sent.extend(transactions)
+            try:
+                assert self._session is not None
+                async with self._session.post(
+                    self.upstream, data=body, headers={"content-type": "application/json"}
+                ) as response:
+                    status, answer = response.status, await response.read()
+            except (TimeoutError, aiohttp.ClientError):
+                return False  # the node is gone: so is the client's connection
+            await self._fire("after", transactions)
+        if fault == "drop_response":
+            return False
+        if fault == "server_error":
+            await _respond(writer, 500, b"internal error")
+            return True
+        if fault == "truncate":
+            writer.write(_head(status, len(answer), {}) + answer[: len(answer) // 2])
+            await writer.drain()
+            return False
+        await _respond(writer, status, answer)
+        return True
+
+    async def _fire(self, stage: str, transactions: list[SentTransaction]) -> None:
+        for trigger in self._triggers:
+            if (
+                trigger.stage == stage
+                and not trigger.fired
+                and trigger.predicate(self, transactions)
+            ):
+                trigger.fired = True
+                await asyncio.to_thread(trigger.action)
+
+
+async def _read_request(reader: asyncio.StreamReader) -> bytes | None:
+    """Read one HTTP/1.1 request; return its body, or None at the end of the connection."""
+    try:
+        head = await reader.readuntil(b"\r\n\r\n")
+    except asyncio.IncompleteReadError:
+        return None
+    length = 0
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            length = int(value.strip())
+    return await reader.readexactly(length)
+
+
+def _head(status: int, length: int, headers: dict[str, str]) -> bytes:
+    lines = [f"HTTP/1.1 {status} {_REASONS.get(status, 'Unknown')}"]
+    lines += ["Content-Type: application/json", f"Content-Length: {length}"]
+    lines += [f"{name}: {value}" for name, value in headers.items()]
+    return ("\r\n".join(lines) + "\r\n\r\n").encode()
+
+
+async def _respond(
+    writer: asyncio.StreamWriter, status: int, body: bytes, headers: dict[str, str] | None = None
+) -> None:
+    writer.write(_head(status, len(body), headers or {}) + body)
+    await writer.drain()
+
+
+def _transactions(body: bytes) -> list[SentTransaction]:
+    """Decode the sendTransaction calls of a JSON-RPC body (a call or a batch)."""
+    try:
+        payload = json.loads(body)
+    except ValueError:
+        return []
+    calls = payload if isinstance(payload, list) else [payload]
+    return [
+        _decode(call["params"][0])
+        for call in calls
+        if isinstance(call, dict) and call.get("method") == "sendTransaction"
+    ]
+
+
+def _decode(encoded: str) -> SentTransaction:
+    raw = base64.b64decode(encoded)
+    try:
+        tx: Any = Transaction.from_bytes(raw)
+    except ValueError:
+        tx = VersionedTransaction.from_bytes(raw)
+    message = tx.message
+    keys = message.account_keys
+    signature = str(tx.signatures[0])
+    for ix in message.instructions:
+        if keys[ix.program_id_index] != PROGRAM_ID:
+            continue
+        data = bytes(ix.data)
+        kind = _KINDS.get(data[:8], "other")
+        if kind == "write_weights":
+            offset, length = _WRITE_ARGS.unpack_from(data, 8)
+            account = str(keys[ix.accounts[1]])
+            return SentTransaction(signature, kind, len(tx.signatures), account, offset, length)
+        return SentTransaction(signature, kind, len(tx.signatures))
+    return SentTransaction(signature, "other", len(tx.signatures))
+
+
+# What landed, read from the node directly (never through the proxy).
+
+
+def rpc(url: str, method: str, *params: Any) -> Any:
+    """One JSON-RPC call straight to ``url``; return its result."""
+    answer = httpx.post(
+        url, json={"jsonrpc": "2.0", "id": 1, "method": method, "params": list(params)}, timeout=30
+    ).json()
+    if "error" in answer:
+        raise RuntimeError(f"{method}: {answer['error']}")
+    return answer["result"]
+
+
+def balance(url: str, pubkey: object) -> int:
+    """Lamports held by ``pubkey``."""
+    return int(rpc(url, "getBalance", str(pubkey))["value"])
+
+
+def landed(url: str, sent: list[SentTransaction]) -> dict[str, tuple[SentTransaction, Any]]:
+    """Each distinct signature among ``sent`` that the node processed: (transaction, err)."""
+    unique = {tx.signature: tx for tx in sent}
+    signatures = list(unique)
+    out: dict[str, tuple[SentTransaction, Any]] = {}
+    for i in range(0, len(signatures), 256):
+        part = signatures[i : i + 256]
+        statuses = rpc(url, "getSignatureStatuses", part, {"searchTransactionHistory": True})
+        for signature, status in zip(part, statuses["value"], strict=True):
+            if status is not None:
+                out[signature] = (unique[signature], status["err"])
+    return out
+
+
+def fees_paid(url: str, sent: list[SentTransaction]) -> int:
+    """Fees the payer paid for what the proxy forwarded: per landed signature."""
+    return LAMPORTS_PER_SIGNATURE * sum(tx.signatures for tx, _ in landed(url, sent).values())
+
+
+def account_states(url: str, keys: list[str]) -> dict[str, tuple[int, str, bytes]]:
+    """Each account's lamports, owner and data (whole), straight from the node."""
+    out: dict[str, tuple[int, str, bytes]] = {}
+    for key in keys:
+        value = rpc(url, "getAccountInfo", key, {"encoding": "base64"})["value"]
+        assert value is not None, f"account {key} is missing"
+        out[key] = (value["lamports"], value["owner"], base64.b64decode(value["data"][0]))
+    return out
+
+
+# The client under test: the real CLI, as its own process.
+
+
+def cli_command(*args: str) -> list[str]:
+    """The argv that runs ``curta-chain *args`` with this interpreter."""
+    return [sys.executable, "-m", "curta_chain", *args]
+
+
+def run_cli(*args: str, timeout: float = 300) -> tuple[int, dict[str, Any] | None, str]:
+    """Run ``curta-chain *args --output json``; return (exit code, last JSON line, stderr)."""
+    done = subprocess.run(
+        cli_command(*args, "--output", "json"), capture_output=True, text=True, timeout=timeout
+    )
+    lines = done.stdout.strip().splitlines()
+    return done.returncode, json.loads(lines[-1]) if lines else None, done.stderr
+
+
+def start_cli(*args: str) -> subprocess.Popen[str]:
+    """Start ``curta-chain *args --output json`` in the background."""
+    return subprocess.Popen(
+        cli_command(*args, "--output", "json"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+# Measurements for the README table (scripts/reliability_report.py collects them).
+
+
+def record(scenario: str, **numbers: object) -> None:
+    """Append one scenario's numbers to ``$CURTA_RELIABILITY_LOG`` (JSON lines), if set."""
+    path = os.environ.get("CURTA_RELIABILITY_LOG")
+    if path:
+        with open(path, "a") as log:
+            log.write(json.dumps({"scenario": scenario, **numbers}) + "\n")

@@ -1,0 +1,186 @@
+"""kill -9 of `publish` and `seal` at chosen points; the rerun finishes and nothing is lost.
+
+The CLI runs as its own process and talks to the localnet through a ``FaultProxy`` that
+injects no faults here: it forwards one request at a time, counts the transactions going by
+and, at the chosen point, kills the client with SIGKILL after the node applied a request
+and before the client saw the answer; requests the client had queued are then dropped.
+Then the same command is rerun to completion, sealed and verified, and the books are
+checked:
+
+- the bytes written twice across both runs (every write forwarded minus the plan's bytes)
+  are at most one in-flight window of writes (``Sender.window`` x payload);
+- every transaction that landed succeeded (a second create of an account would fail);
+- the payer spent exactly what a clean publish and seal cost: the plan's rent and fees
+  (what ``publish --dry-run`` promised) plus the seal's fees; the model and weight
+  accounts hold exactly the plan's rent.
+"""
+
+import signal
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from fault_proxy import (
+    LAMPORTS_PER_SIGNATURE,
+    FaultProxy,
+    SentTransaction,
+    account_states,
+    balance,
+    fees_paid,
+    landed,
+    record,
+    run_cli,
+    start_cli,
+)
+from solders.keypair import Keypair
+
+from curta_chain.artifact import Artifact
+from curta_chain.chain.cluster import write_keypair
+from curta_chain.chain.sender import Sender
+from curta_chain.constants import HASH_CHUNK_SIZE
+
+WINDOW = Sender.__dataclass_fields__["window"].default
+"""The sender's default in-flight window, which the CLI uses."""
+
+
+@dataclass(frozen=True)
+class KillPoint:
+    """Which command to kill, and when (given the plan's write count)."""
+
+    name: str
+    command: str
+    when: Callable[[FaultProxy, list[SentTransaction], int], bool]
+
+
+def _forwarded(kind: str, count: int) -> Callable[[FaultProxy, list[SentTransaction], int], bool]:
+    return lambda proxy, _txs, _writes: proxy.count(kind) >= count
+
+
+def _writes_forwarded(share: float) -> Callable[[FaultProxy, list[SentTransaction], int], bool]:
+    return lambda proxy, _txs, writes: proxy.count("write_weights") >= max(1, int(writes * share))
+
+
+KILL_POINTS = [
+    KillPoint("creating-model", "publish", _forwarded("create_model", 1)),
+    KillPoint("binding-accounts", "publish", _forwarded("bind_weight_account", 1)),
+    KillPoint("early-upload", "publish", _writes_forwarded(0.0)),
+    KillPoint("mid-upload", "publish", _writes_forwarded(0.5)),
+    KillPoint("late-upload", "publish", _writes_forwarded(1.0)),
+    KillPoint("begin-sealing", "seal", _forwarded("begin_sealing", 1)),
+    KillPoint("mid-seal", "seal", _forwarded("seal_step", 3)),
+]
+
+
+@dataclass(frozen=True)
+class CrashOutcome:
+    """The books of one kill-and-rerun scenario."""
+
+    writes_at_kill: int
+    resent_bytes: int
+    lost_lamports: int
+    bound_bytes: int
+
+
+def crash_and_resume(
+    url: str, tmp_path: Path, artifact: Artifact, point: KillPoint, payer: Keypair
+) -> CrashOutcome:
+    """Publish and seal ``artifact`` with a kill -9 at ``point``, rerun, and check the books."""
+    art = tmp_path / "model.curta"
+    art.write_bytes(artifact.data)
+    keypair = tmp_path / "id.json"
+    write_keypair(payer, keypair)
+    proxy = FaultProxy(url, serialize=True).start()
+    try:
+        return _scenario(url, proxy, art, keypair, payer, point)
+    finally:
+        proxy.stop()
+
+
+def _scenario(
+    url: str, proxy: FaultProxy, art: Path, keypair: Path, payer: Keypair, point: KillPoint
+) -> CrashOutcome:
+    via = ("-u", proxy.url, "-k", str(keypair))
+    code, dry, err = run_cli("publish", str(art), "--dry-run", *via)
+    assert code == 0, err
+    plan = dry["plan"]
+    before = balance(url, payer.pubkey())
+    victim: list[subprocess.Popen[str]] = []
+
+    def kill() -> None:
+        # What the client had sent before it died never reaches the node.
+        victim[0].kill()
+        victim[0].wait()
+        proxy.down = True
+
+    proxy.trigger(lambda p, txs: point.when(p, txs, plan["write_transactions"]), kill)
+    if point.command == "seal":
+        code, published, err = run_cli("publish", str(art), *via)
+        assert code == 0, err
+        victim.append(start_cli("seal", plan["model"], *via))
+    else:
+        victim.append(start_cli("publish", str(art), *via))
+    victim[0].wait(timeout=300)
+    assert victim[0].returncode == -signal.SIGKILL, victim[0].stderr.read()
+    writes_at_kill = proxy.count("write_weights")
+    proxy.down = False
+
+    if point.command == "publish":
+        code, published, err = run_cli("publish", str(art), *via)
+        assert code == 0, err
+        assert published["model"] == plan["model"]
+    code, sealed, err = run_cli("seal", plan["model"], str(art), *via)
+    assert code == 0, err
+    assert sealed["state"] == "sealed"
+    code, report, err = run_cli("verify", plan["model"], str(art), "-u", url)
+    assert code == 0 and report["ok"], err
+
+    outcomes = landed(url, proxy.sent)
+    assert all(err is None for _, err in outcomes.values()), "a transaction failed on chain"
+    kinds = [tx.kind for tx, _ in outcomes.values()]
+    assert kinds.count("create_model") == 1
+    assert kinds.count("bind_weight_account") == len(plan["section_lengths"])
+
+    held = account_states(url, [plan["model"], *plan["weight_accounts"]])
+    assert sum(lamports for lamports, _, _ in held.values()) == plan["rent_lamports"]
+    chunks = sum(-(-length // HASH_CHUNK_SIZE) for length in plan["section_lengths"])
+    clean_cost = plan["rent_lamports"] + plan["fee_lamports"]
+    clean_cost += LAMPORTS_PER_SIGNATURE * (1 + chunks)  # begin sealing, one step a chunk
+    spent = before - balance(url, payer.pubkey())
+    assert spent == plan["rent_lamports"] + fees_paid(url, proxy.sent)
+
+    resent = proxy.write_bytes() - plan["write_bytes"]
+    bound = WINDOW * plan["payload_per_write"]
+    assert 0 <= resent <= bound
+    outcome = CrashOutcome(writes_at_kill, resent, spent - clean_cost, bound)
+    record(
+        f"kill -9 {point.command} at {point.name}",
+        writes=plan["write_transactions"],
+        writes_at_kill=writes_at_kill,
+        resent_bytes=resent,
+        bound_bytes=bound,
+        lost_lamports=outcome.lost_lamports,
+        rent_lamports=plan["rent_lamports"],
+    )
+    return outcome
+
+
+@pytest.mark.parametrize("point", KILL_POINTS, ids=[p.name for p in KILL_POINTS])
+def test_kill_9_then_rerun_completes_and_loses_nothing(
+    localnet, fund, tmp_path, stories260k, point
+):
+    payer = fund(localnet.url, 20)
+    outcome = crash_and_resume(localnet.url, tmp_path, stories260k, point, payer)
+    assert outcome.lost_lamports == 0
+
+
+def test_kill_9_mid_upload_of_a_16_mb_model_resends_at_most_one_window(
+    localnet, fund, tmp_path, stories15m
+):
+    # 16,400 writes: the window (1,024) is a small part of the upload here.
+    point = next(p for p in KILL_POINTS if p.name == "mid-upload")
+    outcome = crash_and_resume(localnet.url, tmp_path, stories15m, point, fund(localnet.url, 200))
+    assert outcome.writes_at_kill >= 8_000
+    assert outcome.resent_bytes <= outcome.bound_bytes
+    assert outcome.lost_lamports == 0
