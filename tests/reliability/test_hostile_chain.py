@@ -1,0 +1,480 @@
+"""A hostile chain: foreign signers, replays, reordered and swapped transactions, over HTTP.
+
+One embedded localnet serves the whole module. An owner publishes stories260K with the
+real ``publish`` (left uploading) and a set of small models in every state; an attacker
+holds funds and a model of his own. Each refusal case is sent twice: once with preflight
+(``RpcClient.send_checked``), which must raise the program's error named from the IDL and
+charge nobody, and once without (the ``Sender``, as publish sends), where the transaction
+lands, fails with the same named error, and its fee payer pays exactly the fee. In both,
+every model and weight account keeps its lamports, owner and bytes. The last test has the
+owner seal and verify stories260K after all of it.
+"""
+
+import asyncio
+import hashlib
+import os
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import TypeVar
+
+import pytest
+from solders.hash import Hash
+from solders.instruction import AccountMeta, Instruction
+from solders.keypair import Keypair
+from solders.message import Message
+from solders.pubkey import Pubkey
+from solders.system_program import CreateAccountParams, create_account
+from solders.transaction import Transaction
+
+from curta_chain import program
+from curta_chain.artifact import Artifact, hash_steps
+from curta_chain.chain import specs
+from curta_chain.chain.plan import model_keypair, weight_keypair
+from curta_chain.chain.publish import plan_publish, publish
+from curta_chain.chain.rpc import RpcClient
+from curta_chain.chain.sender import Sender, TxSpec
+from curta_chain.chain.transport import HttpTransport
+from curta_chain.constants import LAMPORTS_PER_SOL, LOCALNET_PROGRAM_ID, WEIGHT_HEADER_SIZE
+from curta_chain.errors import ProgramError
+from curta_chain.localnet import start_in_thread
+from curta_chain.program import ModelAccount, ModelState
+
+PROGRAM_ID = Pubkey.from_string(LOCALNET_PROGRAM_ID)
+BUDGET = specs.Budget()
+T = TypeVar("T")
+
+
+def on_chain(url: str, work: Callable[[RpcClient], Awaitable[T]]) -> T:
+    """Run ``work`` with a fresh RPC client (made inside the event loop, as it must be)."""
+
+    async def run() -> T:
+        client = RpcClient(HttpTransport(url))
+        try:
+            return await work(client)
+        finally:
+            await client.aclose()
+
+    return asyncio.run(run())
+
+
+@dataclass
+class Model:
+    """A model the test made: its keypair and its weight accounts' keypairs."""
+
+    key: Keypair
+    weights: list[Keypair]
+    lengths: list[int]
+
+    @property
+    def address(self) -> Pubkey:
+        return self.key.pubkey()
+
+    @property
+    def accounts(self) -> list[Pubkey]:
+        return [w.pubkey() for w in self.weights]
+
+
+@dataclass
+class World:
+    """The module's chain: who holds what, and every key whose account must not change."""
+
+    url: str
+    owner: Keypair
+    attacker: Keypair
+    art: Artifact
+    models: dict[str, Model] = field(default_factory=dict)
+
+    def watched(self) -> list[Pubkey]:
+        keys = [self.owner.pubkey(), self.attacker.pubkey()]
+        for model in self.models.values():
+            keys += [model.address, *model.accounts]
+        return keys
+
+
+async def land(client: RpcClient, payer: Keypair, specs_: Sequence[TxSpec]) -> None:
+    await Sender(client, payer).send(specs_)
+
+
+async def make_model(
+    client: RpcClient,
+    authority: Keypair,
+    sections: Sequence[bytes],
+    bind: Sequence[int] | None = None,
+    declared: bytes | None = None,
+    state: ModelState = ModelState.UPLOADING,
+) -> Model:
+    """Create, bind (all slots unless ``bind`` says which), write and drive to ``state``."""
+    lengths = [len(s) for s in sections]
+    declared = declared if declared is not None else list(hash_steps(sections))[-1].running
+    model = Model(Keypair(), [Keypair() for _ in sections], lengths)
+    rent = await client.rent_exempt_minimum(program.MODEL_ACCOUNT_SIZE)
+    create = specs.create_model_spec(
+        PROGRAM_ID, authority, model.key, declared, lengths, rent, BUDGET
+    )
+    await land(client, authority, [create])
+    bound = range(len(sections)) if bind is None else bind
+    binds = []
+    for i in bound:
+        rent = await client.rent_exempt_minimum(WEIGHT_HEADER_SIZE + lengths[i])
+        binds.append(
+            specs.bind_spec(
+                PROGRAM_ID, authority, model.address, model.weights[i], i, lengths[i], rent, BUDGET
+            )
+        )
+    await land(client, authority, binds)
+    writes = [
+        TxSpec((program.write_weights(PROGRAM_ID, authority.pubkey(), w.pubkey(), at, s[at:end]),))
+        for w, s in ((model.weights[i], sections[i]) for i in bound)
+        for at in range(0, len(s), 900)
+        for end in [min(at + 900, len(s))]
+        if any(s[at:end])  # a new account is zeros already
+    ]
+    await land(client, authority, writes)
+    if state != ModelState.UPLOADING:
+        begin = program.begin_sealing(PROGRAM_ID, authority.pubkey(), model.address, model.accounts)
+        await land(client, authority, [TxSpec((begin,))])
+    if state in (ModelState.SEALED, ModelState.FAILED):
+        for index, step in enumerate(hash_steps(sections)):
+            account = model.accounts[step.section]
+            spec = specs.seal_step_spec(PROGRAM_ID, model.address, account, index, BUDGET)
+            await land(client, authority, [spec])
+    assert (await read(client, model.address)).state == state
+    return model
+
+
+async def read(client: RpcClient, address: Pubkey) -> ModelAccount:
+    info = await client.account(address)
+    assert info is not None
+    return ModelAccount.from_bytes(info.data)
+
+
+def airdrop(url: str, sol: float) -> Keypair:
+    keypair = Keypair()
+
+    async def work(client: RpcClient) -> None:
+        from curta_chain.chain.sender import wait_for_signature
+
+        signature = await client.request_airdrop(keypair.pubkey(), int(sol * LAMPORTS_PER_SOL))
+        await wait_for_signature(client, signature)
+
+    on_chain(url, work)
+    return keypair
+
+
+SMALL = [os.urandom(3_000), os.urandom(500)]
+"""The small models' sections: two slots, one chunk each."""
+
+
+@pytest.fixture(scope="module")
+def world(stories260k: Artifact) -> Iterator[World]:
+    handle = start_in_thread()
+    try:
+        world = World(handle.url, airdrop(handle.url, 100), airdrop(handle.url, 100), stories260k)
+
+        async def build(client: RpcClient) -> None:
+            owner, attacker = world.owner, world.attacker
+            # The victim: stories260K through the real publish path, left uploading.
+            plan = await plan_publish(client, PROGRAM_ID, owner, stories260k, BUDGET)
+            await publish(client, PROGRAM_ID, owner, stories260k, plan, BUDGET)
+            world.models["A"] = Model(
+                model_keypair(owner, plan.weights_hash),
+                [weight_keypair(owner, plan.weights_hash, i) for i in range(2)],
+                list(plan.section_lengths),
+            )
+            lengths_a = [bytes(n) for n in plan.section_lengths]
+            m = world.models
+            m["B"] = await make_model(client, owner, lengths_a, bind=[0, 1], declared=bytes(32))
+            m["S"] = await make_model(client, owner, SMALL, state=ModelState.SEALING)
+            m["S2"] = await make_model(client, owner, SMALL, state=ModelState.SEALING)
+            m["D"] = await make_model(client, owner, SMALL, state=ModelState.SEALED)
+            m["F"] = await make_model(
+                client, owner, SMALL, declared=bytes(32), state=ModelState.FAILED
+            )
+            m["U"] = await make_model(client, owner, SMALL, bind=[0])
+            m["C"] = await make_model(client, attacker, SMALL, state=ModelState.SEALING)
+            m["CU"] = await make_model(client, attacker, SMALL, bind=[0])
+
+        on_chain(handle.url, build)
+        yield world
+    finally:
+        handle.stop()
+
+
+# -- the refusal table ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Attack:
+    """Instructions, who pays and signs them, and the program error they must meet."""
+
+    payer: Keypair
+    instructions: tuple[Instruction, ...]
+    signers: tuple[Keypair, ...] = ()
+
+
+def unsigned(ix: Instruction, index: int) -> Instruction:
+    """``ix`` with account ``index`` no longer a signer: naming a key without its signature."""
+    accounts = list(ix.accounts)
+    meta = accounts[index]
+    accounts[index] = AccountMeta(meta.pubkey, False, meta.is_writable)
+    return Instruction(ix.program_id, ix.data, accounts)
+
+
+def fresh_account(payer: Keypair, new: Keypair, length: int, rent: int) -> Instruction:
+    """Create ``new`` as a program-owned account sized for a section of ``length`` bytes."""
+    return create_account(
+        CreateAccountParams(
+            from_pubkey=payer.pubkey(),
+            to_pubkey=new.pubkey(),
+            lamports=rent,
+            space=WEIGHT_HEADER_SIZE + length,
+            owner=PROGRAM_ID,
+        )
+    )
+
+
+Make = Callable[[dict[str, Model], Pubkey], Instruction]
+
+
+def by_attacker(make: Make) -> Callable[[World], Attack]:
+    """The attacker pays, signs and is ``me`` in ``make(models, me)``."""
+    return lambda w: Attack(w.attacker, (make(w.models, w.attacker.pubkey()),))
+
+
+def by_owner(make: Make) -> Callable[[World], Attack]:
+    """The owner pays, signs and is ``me``: a mistake or a reordering, not a theft."""
+    return lambda w: Attack(w.owner, (make(w.models, w.owner.pubkey()),))
+
+
+def as_owner_unsigned(make: Make, index: int = 0) -> Callable[[World], Attack]:
+    """The attacker pays and names the owner as account ``index`` without its signature."""
+    return lambda w: Attack(w.attacker, (unsigned(make(w.models, w.owner.pubkey()), index),))
+
+
+def bind_fresh(payer: str, model: str, slot: int) -> Callable[[World], Attack]:
+    """Create a fresh program-owned account and bind it into ``model``'s ``slot``."""
+
+    def attack(w: World) -> Attack:
+        who, new, m = getattr(w, payer), Keypair(), w.models[model]
+        create = fresh_account(who, new, m.lengths[slot], LAMPORTS_PER_SOL)
+        bind = program.bind_weight_account(PROGRAM_ID, who.pubkey(), m.address, new.pubkey(), slot)
+        return Attack(who, (create, bind), (new,))
+
+    return attack
+
+
+def bind_bound(source: str) -> Callable[[World], Attack]:
+    """The owner binds ``source``'s (already bound) section-1 account into U's free slot 1."""
+
+    def attack(w: World) -> Attack:
+        u, other = w.models["U"], w.models[source]
+        ix = program.bind_weight_account(
+            PROGRAM_ID, w.owner.pubkey(), u.address, other.accounts[1], 1
+        )
+        return Attack(w.owner, (ix,), (other.weights[1],))
+
+    return attack
+
+
+P = PROGRAM_ID
+write, begin, step = program.write_weights, program.begin_sealing, program.seal_step
+reopen, close, bind = program.reopen, program.close_model, program.bind_weight_account
+
+CASES: dict[str, tuple[Callable[[World], Attack], str]] = {
+    # -- another keypair acts on the owner's models ----------------------------------------
+    "attacker writes into the owner's weight account": (
+        by_attacker(lambda m, me: write(P, me, m["A"].accounts[0], 0, b"evil")),
+        "WrongAuthority",
+    ),
+    "attacker writes naming the owner without its signature": (
+        as_owner_unsigned(lambda m, me: write(P, me, m["A"].accounts[1], 8, b"evil")),
+        "MissingSignature",
+    ),
+    "attacker begins sealing the owner's model": (
+        by_attacker(lambda m, me: begin(P, me, m["A"].address, m["A"].accounts)),
+        "WrongAuthority",
+    ),
+    "attacker begins sealing naming the owner without its signature": (
+        as_owner_unsigned(lambda m, me: begin(P, me, m["A"].address, m["A"].accounts)),
+        "MissingSignature",
+    ),
+    "attacker reopens the owner's failed model": (
+        by_attacker(lambda m, me: reopen(P, me, m["F"].address, m["F"].accounts)),
+        "WrongAuthority",
+    ),
+    "attacker closes the owner's model to himself": (
+        by_attacker(lambda m, me: close(P, me, m["A"].address, m["A"].accounts)),
+        "WrongAuthority",
+    ),
+    "attacker closes the owner's failed model to himself": (
+        by_attacker(lambda m, me: close(P, me, m["F"].address, m["F"].accounts)),
+        "WrongAuthority",
+    ),
+    "attacker closes the owner's model naming the owner without its signature": (
+        as_owner_unsigned(lambda m, me: close(P, me, m["A"].address, m["A"].accounts)),
+        "MissingSignature",
+    ),
+    "attacker binds his account into the owner's free slot": (
+        bind_fresh("attacker", "U", 1),
+        "WrongAuthority",
+    ),
+    "attacker binds the owner's weight account into his own model": (
+        by_attacker(lambda m, me: unsigned(bind(P, me, m["CU"].address, m["S"].accounts[1], 1), 2)),
+        "MissingSignature",
+    ),
+    "attacker cranks the owner's seal with his own weight account": (
+        by_attacker(lambda m, me: step(P, m["S"].address, m["C"].accounts[0])),
+        "WrongWeightAccount",
+    ),
+    "owner writes into the attacker's weight account": (
+        by_owner(lambda m, me: write(P, me, m["CU"].accounts[0], 0, b"x")),
+        "WrongAuthority",
+    ),
+    # -- steps out of order ---------------------------------------------------------------
+    "begin sealing before every slot is bound": (
+        by_owner(lambda m, me: begin(P, me, m["U"].address, m["U"].accounts[:1])),
+        "UnboundSlot",
+    ),
+    "begin sealing naming an unbound slot's account": (
+        by_owner(lambda m, me: begin(P, me, m["U"].address, m["U"].accounts)),
+        "UnboundSlot",
+    ),
+    "begin sealing twice": (
+        by_owner(lambda m, me: begin(P, me, m["S"].address, m["S"].accounts)),
+        "ModelNotUploading",
+    ),
+    "write after begin sealing": (
+        by_owner(lambda m, me: write(P, me, m["S"].accounts[0], 0, b"late")),
+        "WeightAccountFrozen",
+    ),
+    "write into a sealed model": (
+        by_owner(lambda m, me: write(P, me, m["D"].accounts[1], 0, b"late")),
+        "WeightAccountFrozen",
+    ),
+    "write past the section's end": (
+        by_owner(lambda m, me: write(P, me, m["A"].accounts[0], m["A"].lengths[0] - 2, b"abc")),
+        "WriteOutOfBounds",
+    ),
+    "seal step before begin sealing": (
+        by_owner(lambda m, me: step(P, m["A"].address, m["A"].accounts[0])),
+        "ModelNotSealing",
+    ),
+    "seal step naming the next section's account": (
+        by_attacker(lambda m, me: step(P, m["S"].address, m["S"].accounts[1])),
+        "WrongWeightAccount",
+    ),
+    "seal step after the last": (
+        by_attacker(lambda m, me: step(P, m["D"].address, m["D"].accounts[1])),
+        "ModelNotSealing",
+    ),
+    "begin sealing with the weight accounts in swapped order": (
+        by_owner(lambda m, me: begin(P, me, m["B"].address, m["B"].accounts[::-1])),
+        "WrongWeightAccount",
+    ),
+    "reopen a model that is sealing": (
+        by_owner(lambda m, me: reopen(P, me, m["S"].address, m["S"].accounts)),
+        "ModelNotFailed",
+    ),
+    "reopen a sealed model": (
+        by_owner(lambda m, me: reopen(P, me, m["D"].address, m["D"].accounts)),
+        "ModelSealed",
+    ),
+    "close a sealed model": (
+        by_owner(lambda m, me: close(P, me, m["D"].address, m["D"].accounts)),
+        "ModelSealed",
+    ),
+    "bind a second account into a bound slot": (bind_fresh("owner", "B", 0), "SlotAlreadyBound"),
+    # -- weight accounts swapped between models -------------------------------------------
+    "begin sealing A with B's weight accounts (same lengths)": (
+        by_owner(lambda m, me: begin(P, me, m["A"].address, m["B"].accounts)),
+        "WrongWeightAccount",
+    ),
+    "begin sealing A with B's section 1 account": (
+        by_owner(
+            lambda m, me: begin(P, me, m["A"].address, [m["A"].accounts[0], m["B"].accounts[1]])
+        ),
+        "WrongWeightAccount",
+    ),
+    "seal step of S with S2's account (same lengths, both sealing)": (
+        by_attacker(lambda m, me: step(P, m["S"].address, m["S2"].accounts[0])),
+        "WrongWeightAccount",
+    ),
+    "reopen F with S's weight accounts": (
+        by_owner(lambda m, me: reopen(P, me, m["F"].address, m["S"].accounts)),
+        "WrongWeightAccount",
+    ),
+    "close A with B's weight accounts": (
+        by_owner(lambda m, me: close(P, me, m["A"].address, m["B"].accounts)),
+        "WrongWeightAccount",
+    ),
+    "close B with A's section 1 account": (
+        by_owner(
+            lambda m, me: close(P, me, m["B"].address, [m["B"].accounts[0], m["A"].accounts[1]])
+        ),
+        "WrongWeightAccount",
+    ),
+    "bind S2's bound account into U's free slot (same length)": (
+        bind_bound("S2"),
+        "AccountNotFresh",
+    ),
+    "bind B's bound account into U's free slot (another length)": (
+        bind_bound("B"),
+        "WrongAccountSize",
+    ),
+}
+
+
+# -- running an attack ---------------------------------------------------------------------
+
+
+def snapshot(world: World) -> dict[str, tuple[int, str, str]]:
+    """Every watched account: lamports, owner and a digest of its data."""
+
+    async def work(client: RpcClient) -> dict[str, tuple[int, str, str]]:
+        keys = world.watched()
+        out = {}
+        for key, info in zip(keys, await client.accounts(keys, head=0), strict=True):
+            data = await client.account(key) if info is not None else None
+            out[str(key)] = (
+                (0, "", "")
+                if data is None
+                else (data.lamports, str(data.owner), hashlib.sha256(data.data).hexdigest())
+            )
+        return out
+
+    return on_chain(world.url, work)
+
+
+def sign(attack: Attack, blockhash: Hash) -> Transaction:
+    message = Message.new_with_blockhash(attack.instructions, attack.payer.pubkey(), blockhash)
+    return Transaction([attack.payer, *attack.signers], message, blockhash)
+
+
+@pytest.mark.parametrize("mode", ["preflight", "landed"])
+@pytest.mark.parametrize("case", list(CASES))
+def test_refused_with_its_named_error_and_nothing_changes(world: World, case: str, mode: str):
+    build, name = CASES[case]
+    attack = build(world)
+    before = snapshot(world)
+
+    async def work(client: RpcClient) -> tuple[BaseException, int]:
+        blockhash, _ = await client.latest_blockhash()
+        tx = sign(attack, blockhash)
+        fee = await client.fee_for_message(tx.message)
+        with pytest.raises(ProgramError) as refused:
+            if mode == "preflight":
+                await client.send_checked(bytes(tx))
+            else:
+                await land(client, attack.payer, [TxSpec(attack.instructions, attack.signers)])
+        return refused.value, fee
+
+    error, fee = on_chain(world.url, work)
+    assert isinstance(error, ProgramError)
+    assert error.name == name, str(error)
+    assert program.error_name(error.code or 0) == name
+    after = snapshot(world)
+    payer = str(attack.payer.pubkey())
+    if mode == "landed":
+        lamports, owner, data = before[payer]
+        before[payer] = (lamports - fee, owner, data)
+    assert after == before
