@@ -67,14 +67,23 @@ class RpcCallError(RpcError):
 def transaction_error(err: Any, logs: Sequence[str] = ()) -> ChainError:
     """Turn a TransactionError as JSON (from a status or a preflight) into our error.
 
-    A custom error of the curta program becomes the ``ProgramError`` named in the IDL.
+    A custom error of the curta program becomes the ``ProgramError`` named in the IDL. A
+    custom code the IDL does not name comes from another program of the transaction (the
+    System Program's 0 is AccountAlreadyInUse), so it is not called a curta error.
     """
-    from curta_chain.program import program_error
+    from curta_chain.program import error_name, program_error
 
     if isinstance(err, dict) and "InstructionError" in err:
         index, inner = err["InstructionError"]
         if isinstance(inner, dict) and "Custom" in inner:
-            return program_error(int(inner["Custom"]))
+            code = int(inner["Custom"])
+            if error_name(code) is not None:
+                return program_error(code)
+            return ProgramError(
+                f"instruction {index} failed: custom program error {code}, not a curta "
+                f"program error{f' ({logs[-1]})' if logs else ''}",
+                code=code,
+            )
         return ProgramError(f"instruction {index} failed: {inner}", name=str(inner))
     detail = f" ({logs[-1]})" if logs else ""
     return ChainError(f"transaction failed: {err}{detail}")

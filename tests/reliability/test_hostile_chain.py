@@ -15,7 +15,7 @@ import hashlib
 import os
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import pytest
 from solders.hash import Hash
@@ -31,11 +31,11 @@ from curta_chain.artifact import Artifact, hash_steps
 from curta_chain.chain import specs
 from curta_chain.chain.plan import model_keypair, weight_keypair
 from curta_chain.chain.publish import plan_publish, publish
-from curta_chain.chain.rpc import RpcClient
-from curta_chain.chain.sender import Sender, TxSpec
+from curta_chain.chain.rpc import RpcCallError, RpcClient
+from curta_chain.chain.sender import Sender, TxSpec, wait_for_signature
 from curta_chain.chain.transport import HttpTransport
 from curta_chain.constants import LAMPORTS_PER_SOL, LOCALNET_PROGRAM_ID, WEIGHT_HEADER_SIZE
-from curta_chain.errors import ProgramError
+from curta_chain.errors import ChainError, ProgramError
 from curta_chain.localnet import start_in_thread
 from curta_chain.program import ModelAccount, ModelState
 
@@ -152,8 +152,6 @@ def airdrop(url: str, sol: float) -> Keypair:
     keypair = Keypair()
 
     async def work(client: RpcClient) -> None:
-        from curta_chain.chain.sender import wait_for_signature
-
         signature = await client.request_airdrop(keypair.pubkey(), int(sol * LAMPORTS_PER_SOL))
         await wait_for_signature(client, signature)
 
@@ -478,3 +476,144 @@ def test_refused_with_its_named_error_and_nothing_changes(world: World, case: st
         lamports, owner, data = before[payer]
         before[payer] = (lamports - fee, owner, data)
     assert after == before
+
+
+# -- replayed and tampered transactions ----------------------------------------------------
+
+
+async def send_raw(client: RpcClient, wire: bytes, preflight: bool) -> str:
+    """Send signed bytes as they are: with preflight through ``send_checked``, else skipped."""
+    if preflight:
+        return await client.send_checked(wire)
+    return str(await client.call(*client.send_call(wire)))
+
+
+async def landed(
+    client: RpcClient, payer: Keypair, *instructions: Instruction, signers=()
+) -> bytes:
+    """Sign, send with preflight, wait for it; return the transaction's bytes for replay."""
+    blockhash, _ = await client.latest_blockhash()
+    tx = Transaction([payer, *signers], Message(instructions, payer.pubkey()), blockhash)
+    signature = await client.send_checked(bytes(tx))
+    await wait_for_signature(client, signature)
+    return bytes(tx)
+
+
+async def chain_view(client: RpcClient, keys: Sequence[Pubkey]) -> list[Any]:
+    """Lamports, owner and bytes of each key (None where absent)."""
+    out = []
+    for key in keys:
+        info = await client.account(key)
+        out.append(None if info is None else (info.lamports, info.owner, info.data))
+    return out
+
+
+def test_every_lifecycle_transaction_replayed_is_already_processed_and_runs_once(world: World):
+    owner = world.owner
+    model, weights = Keypair(), [Keypair(), Keypair()]
+    sections = [os.urandom(2_000), os.urandom(700)]
+    lengths = [len(s) for s in sections]
+    declared = list(hash_steps(sections))[-1].running
+    keys = [owner.pubkey(), model.pubkey(), *(w.pubkey() for w in weights)]
+
+    async def work(client: RpcClient) -> None:
+        me = owner.pubkey()
+        rent = await client.rent_exempt_minimum(program.MODEL_ACCOUNT_SIZE)
+        spec = specs.create_model_spec(P, owner, model, declared, lengths, rent, BUDGET)
+        wires = [await landed(client, owner, *spec.instructions, signers=[model])]
+        for i, weight in enumerate(weights):
+            rent = await client.rent_exempt_minimum(WEIGHT_HEADER_SIZE + lengths[i])
+            spec = specs.bind_spec(P, owner, model.pubkey(), weight, i, lengths[i], rent, BUDGET)
+            wires.append(await landed(client, owner, *spec.instructions, signers=[weight]))
+        # Two writes to the same bytes: the first is overwritten, then replayed below.
+        first = await landed(client, owner, write(P, me, weights[0].pubkey(), 0, b"stale"))
+        wires.append(first)
+        for i, section in enumerate(sections):
+            for at in range(0, len(section), 900):
+                piece = section[at : at + 900]
+                wires.append(
+                    await landed(client, owner, write(P, me, weights[i].pubkey(), at, piece))
+                )
+        accounts = [w.pubkey() for w in weights]
+        wires.append(await landed(client, owner, begin(P, me, model.pubkey(), accounts)))
+        for account in accounts:  # one chunk per section
+            wires.append(await landed(client, owner, step(P, model.pubkey(), account)))
+        assert (await read(client, model.pubkey())).state == ModelState.SEALED
+
+        before = await chain_view(client, keys)
+        statuses = await client.signature_statuses([_signature(w) for w in wires])
+        for wire in wires:
+            with pytest.raises(ChainError, match="AlreadyProcessed"):
+                await send_raw(client, wire, preflight=True)
+            assert await send_raw(client, wire, preflight=False) == _signature(wire)
+        assert await client.signature_statuses([_signature(w) for w in wires]) == statuses
+        assert await chain_view(client, keys) == before
+        assert (await client.account_data(weights[0].pubkey(), WEIGHT_HEADER_SIZE, 5)) == (
+            sections[0][:5]
+        )
+
+    on_chain(world.url, work)
+
+
+def _signature(wire: bytes) -> str:
+    return str(Transaction.from_bytes(wire).signatures[0])
+
+
+def test_the_same_steps_signed_afresh_are_refused_and_no_rent_is_taken_twice(world: World):
+    owner = world.owner
+    sections = [os.urandom(1_000), os.urandom(300)]
+    lengths = [len(s) for s in sections]
+
+    async def work(client: RpcClient) -> None:
+        declared = list(hash_steps(sections))[-1].running
+        built = await make_model(client, owner, sections, declared=declared, bind=[0])
+        rent = await client.rent_exempt_minimum(program.MODEL_ACCOUNT_SIZE)
+        # A compute-unit limit makes these other transactions than the landed ones: the
+        # same instructions under the same blockhash would be the same signature.
+        fresh = specs.Budget(limit_compute=True)
+        again = specs.create_model_spec(P, owner, built.key, declared, lengths, rent, fresh)
+        rent_w = await client.rent_exempt_minimum(WEIGHT_HEADER_SIZE + lengths[0])
+        rebind = specs.bind_spec(
+            P, owner, built.address, built.weights[0], 0, lengths[0], rent_w, fresh
+        )
+        keys = [owner.pubkey(), built.address, *built.accounts]
+        for spec in (again, rebind):
+            before = await chain_view(client, keys)
+            blockhash, _ = await client.latest_blockhash()
+            tx = Transaction(
+                [owner, *spec.signers], Message(spec.instructions, owner.pubkey()), blockhash
+            )
+            fee = await client.fee_for_message(tx.message)
+            with pytest.raises(ChainError) as refused:
+                await land(client, owner, [spec])
+            # The System Program refuses to create an account twice: AccountAlreadyInUse.
+            index = len(spec.instructions) - 2
+            assert str(refused.value) == (
+                f"instruction {index} failed: custom program error 0, not a curta program error"
+            )
+            after = await chain_view(client, keys)
+            lamports, *rest = before[0]
+            assert after == [(lamports - fee, *rest), *before[1:]]
+
+    on_chain(world.url, work)
+
+
+def test_a_tampered_transaction_is_dropped_by_signature_check(world: World):
+    owner = world.owner
+    target = world.models["A"].accounts[0]
+
+    async def work(client: RpcClient) -> None:
+        blockhash, _ = await client.latest_blockhash()
+        ix = write(P, owner.pubkey(), target, 0, b"good")
+        tx = Transaction([owner], Message([ix], owner.pubkey()), blockhash)
+        wire = bytearray(bytes(tx))
+        wire[wire.rindex(b"good") : wire.rindex(b"good") + 4] = b"evil"
+        before = await chain_view(client, [owner.pubkey(), target])
+        with pytest.raises(RpcCallError) as refused:
+            await send_raw(client, bytes(wire), preflight=True)
+        assert refused.value.code == -32003
+        signature = await send_raw(client, bytes(wire), preflight=False)
+        assert await client.signature_statuses([signature]) == [None]
+        assert await chain_view(client, [owner.pubkey(), target]) == before
+
+    on_chain(world.url, work)
