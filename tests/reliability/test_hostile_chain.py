@@ -15,6 +15,7 @@ import hashlib
 import os
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
@@ -29,11 +30,15 @@ from solders.transaction import Transaction
 from curta_chain import program
 from curta_chain.artifact import Artifact, hash_steps
 from curta_chain.chain import specs
+from curta_chain.chain.cluster import write_keypair
 from curta_chain.chain.plan import model_keypair, weight_keypair
 from curta_chain.chain.publish import plan_publish, publish
 from curta_chain.chain.rpc import RpcCallError, RpcClient
+from curta_chain.chain.seal import seal
 from curta_chain.chain.sender import Sender, TxSpec, wait_for_signature
 from curta_chain.chain.transport import HttpTransport
+from curta_chain.chain.verify import verify
+from curta_chain.cli import main
 from curta_chain.constants import LAMPORTS_PER_SOL, LOCALNET_PROGRAM_ID, WEIGHT_HEADER_SIZE
 from curta_chain.errors import ChainError, ProgramError
 from curta_chain.localnet import start_in_thread
@@ -615,5 +620,51 @@ def test_a_tampered_transaction_is_dropped_by_signature_check(world: World):
         signature = await send_raw(client, bytes(wire), preflight=False)
         assert await client.signature_statuses([signature]) == [None]
         assert await chain_view(client, [owner.pubkey(), target]) == before
+
+    on_chain(world.url, work)
+
+
+# -- through the CLI, and the victim afterwards -------------------------------------------
+
+
+def test_the_cli_with_another_keypair_stops_before_spending(world: World, capsys, tmp_path: Path):
+    path = tmp_path / "attacker.json"
+    write_keypair(world.attacker, path)
+    a, owner = world.models["A"].address, world.owner.pubkey()
+    before = snapshot(world)
+    expected = {
+        "close": f"error: model {a} belongs to {owner}; pass its keypair\n",
+        "seal": f"error: model {a} is still uploading and only its authority {owner} can begin "
+        "sealing; pass its keypair with -k\n",
+    }
+    for command, message in expected.items():
+        capsys.readouterr()
+        code = main([command, str(a), "-u", world.url, "-k", str(path)])
+        out, err = capsys.readouterr()
+        assert (code, out, err) == (1, "", message)
+    assert snapshot(world) == before
+
+
+def test_after_every_attack_the_owner_seals_and_verifies_while_a_stranger_cranks(world: World):
+    a = world.models["A"]
+
+    async def work(client: RpcClient) -> None:
+        model = await read(client, a.address)
+        assert (model.state, model.bound_count, model.chunks_hashed) == (ModelState.UPLOADING, 2, 0)
+        # Nothing the attacks did left a byte to rewrite: a rerun of publish plans nothing.
+        plan = await plan_publish(client, P, world.owner, world.art, BUDGET)
+        assert (plan.model, plan.transactions) == (a.address, 0)
+        # The owner begins sealing; the attacker cranks every step (sealStep is open to
+        # anyone) and can only produce the hash the bytes give.
+        owner_before = await client.balance(world.owner.pubkey())
+        await land(
+            client, world.owner, [TxSpec((begin(P, world.owner.pubkey(), a.address, a.accounts),))]
+        )
+        result = await seal(client, P, world.attacker, a.address, world.art)
+        assert result.state == ModelState.SEALED
+        assert result.running_hash == world.art.weights_hash()
+        assert await client.balance(world.owner.pubkey()) == owner_before - 5_000
+        report = await verify(client, P, a.address, world.art)
+        assert report.ok, report.differences
 
     on_chain(world.url, work)
