@@ -92,6 +92,7 @@ class Sender:
                 ``max_attempts`` signings; the message says how to resume.
         """
         started = time.monotonic()
+        confirmed_before = self.stats.confirmed
         queue: deque[_Flight] = deque(_Flight(spec, 0) for spec in specs)
         in_flight: dict[str, _Flight] = {}
         try:
@@ -104,8 +105,10 @@ class Sender:
         except RpcError as exc:
             if isinstance(exc, SendGaveUpError):
                 raise
+            # Counted from the confirmations: a group being sent is in neither queue nor map.
+            unconfirmed = len(specs) - (self.stats.confirmed - confirmed_before)
             raise SendGaveUpError(
-                f"gave up with {len(queue) + len(in_flight)} of {len(specs)} transactions not "
+                f"gave up with {unconfirmed} of {len(specs)} transactions not "
                 f"confirmed: {exc}; {self.resume_hint}"
             ) from exc
         self.stats.seconds += time.monotonic() - started
