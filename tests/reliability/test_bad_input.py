@@ -67,12 +67,12 @@ class Ctx:
         path.write_bytes(data)
         return path
 
-    @property
     def art(self) -> Path:
+        """The good artifact, written into the work folder."""
         return self.file("model.curta", self.world.artifact)
 
-    @property
     def keypair(self) -> Path:
+        """The payer's keypair file, written into the work folder."""
         path = self.work / "id.json"
         if not path.exists():
             write_keypair(self.world.payer, path)
@@ -80,7 +80,7 @@ class Ctx:
 
     def chain(self, *argv: object, keypair: bool = True) -> list[str]:
         """A chain command's argv, with the localnet's URL and (by default) the payer."""
-        extra = ["-u", self.world.url] + (["-k", str(self.keypair)] if keypair else [])
+        extra = ["-u", self.world.url] + (["-k", str(self.keypair())] if keypair else [])
         return [str(a) for a in argv] + extra
 
 
@@ -157,7 +157,7 @@ def bad_keypair(text: bytes | None) -> Callable[[Ctx], list[str]]:
             path.mkdir()
         else:
             path.write_bytes(text)
-        return ["publish", str(ctx.art), "-u", ctx.world.url, "-k", str(path)]
+        return ["publish", str(ctx.art()), "-u", ctx.world.url, "-k", str(path)]
 
     return prepare
 
@@ -175,7 +175,7 @@ def bad_config(text: bytes | None, where: str = "-C") -> Callable[[Ctx], list[st
             path.mkdir()
         else:
             path.write_bytes(text)
-        argv = ["publish", str(ctx.art), "-k", str(ctx.keypair)]
+        argv = ["publish", str(ctx.art()), "-k", str(ctx.keypair())]
         return argv + (["-C", str(path)] if where == "-C" else [])
 
     return prepare
@@ -183,10 +183,10 @@ def bad_config(text: bytes | None, where: str = "-C") -> Callable[[Ctx], list[st
 
 def with_url(url: str, *extra: str) -> Callable[[Ctx], list[str]]:
     """``publish`` to ``url`` with the payer."""
-    return lambda ctx: ["publish", str(ctx.art), "-u", url, "-k", str(ctx.keypair), *extra]
+    return lambda ctx: ["publish", str(ctx.art()), "-u", url, "-k", str(ctx.keypair()), *extra]
 
 
-def zero_keypair_bytes() -> bytes:
+def mismatched_keypair_json() -> bytes:
     """A 64-byte array whose public half is not the secret's: a corrupted keypair."""
     pair = list(bytes(Keypair()))
     pair[40] ^= 0xFF
@@ -447,7 +447,7 @@ CASES: dict[str, Case] = {
         r"bad-id.json: not a keypair: expected a JSON array of 64 bytes",
     ),
     "keypair halves disagree": (
-        bad_keypair(zero_keypair_bytes()),
+        bad_keypair(mismatched_keypair_json()),
         r"bad-id.json: not a keypair: its public key does not match its secret",
     ),
     "keypair is a folder": (
@@ -455,11 +455,18 @@ CASES: dict[str, Case] = {
         r"bad-id.json: cannot read the keypair: ",
     ),
     "keypair absent": (
-        lambda ctx: ["publish", str(ctx.art), "-u", ctx.world.url, "-k", str(ctx.work / "no.json")],
+        lambda ctx: [
+            "publish",
+            str(ctx.art()),
+            "-u",
+            ctx.world.url,
+            "-k",
+            str(ctx.work / "no.json"),
+        ],
         r"no.json: no such keypair file",
     ),
     "keypair default absent": (
-        lambda ctx: ["publish", str(ctx.art), "-u", ctx.world.url],
+        lambda ctx: ["publish", str(ctx.art()), "-u", ctx.world.url],
         r"\.config/solana/id.json: no such keypair file",
     ),
     # -- the Solana CLI config ----------------------------------------------------------------
@@ -498,11 +505,11 @@ CASES: dict[str, Case] = {
         r"http://127.0.0.1:9: no usable answer for",
     ),
     "rpc timeout zero": (
-        lambda ctx: ctx.chain("publish", ctx.art, "--rpc-timeout", "0"),
+        lambda ctx: ctx.chain("publish", ctx.art(), "--rpc-timeout", "0"),
         r"--rpc-timeout 0.0: expected a positive number of seconds",
     ),
     "compute unit price negative": (
-        lambda ctx: ctx.chain("publish", ctx.art, "--with-compute-unit-price", "-1"),
+        lambda ctx: ctx.chain("publish", ctx.art(), "--with-compute-unit-price", "-1"),
         r"--with-compute-unit-price -1: expected a count 0 to 18446744073709551615",
     ),
     "compute unit price over u64": (
@@ -510,7 +517,7 @@ CASES: dict[str, Case] = {
         r"--with-compute-unit-price 18446744073709551616: expected a count 0 to",
     ),
     "program id": (
-        lambda ctx: ctx.chain("publish", ctx.art, "--program-id", "curta"),
+        lambda ctx: ctx.chain("publish", ctx.art(), "--program-id", "curta"),
         r"--program-id 'curta': not a base58 Solana address",
     ),
     "airdrop zero": (
@@ -543,7 +550,7 @@ CASES: dict[str, Case] = {
         r"is not a curta model: model account: discriminator 0000000000000000 at offset 0",
     ),
     "model is the program": (
-        lambda ctx: ctx.chain("verify", LOCALNET_PROGRAM_ID, ctx.art, keypair=False),
+        lambda ctx: ctx.chain("verify", LOCALNET_PROGRAM_ID, ctx.art(), keypair=False),
         rf"{LOCALNET_PROGRAM_ID} is not a curta model: owned by ",
     ),
     "model does not exist": (
