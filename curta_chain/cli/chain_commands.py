@@ -11,13 +11,13 @@ from curta_chain.artifact import read_artifact
 from curta_chain.chain import specs
 from curta_chain.chain.accounts import ZERO_KEY, require_model
 from curta_chain.chain.publish import check_funds, plan_publish, publish
-from curta_chain.chain.rpc import RpcClient
+from curta_chain.chain.rpc import RpcCallError, RpcClient
 from curta_chain.chain.seal import seal
 from curta_chain.chain.sender import Sender, wait_for_signature
 from curta_chain.chain.verify import verify
 from curta_chain.cli.options import Cluster, add_cluster_options, parse_pubkey, resolve
 from curta_chain.constants import LAMPORTS_PER_SOL
-from curta_chain.errors import AccountError, ConfigError
+from curta_chain.errors import AccountError, ConfigError, RpcError, SendGaveUpError
 from curta_chain.program import ModelState
 from curta_chain.reporting import ConsoleReporter, NullReporter, Reporter
 
@@ -92,13 +92,23 @@ def _is_loopback(url: str) -> bool:
     return host in ("localhost", "::1") or host.startswith("127.")
 
 
-def _run(args: argparse.Namespace, body: Callable[[Cluster, RpcClient], Awaitable[int]]) -> int:
+def _run(
+    args: argparse.Namespace,
+    body: Callable[[Cluster, RpcClient], Awaitable[int]],
+    resume_hint: str | None = None,
+) -> int:
     target = resolve(args)
 
     async def main() -> int:
         client = target.client()
         try:
             return await body(target, client)
+        except RpcError as exc:
+            # The sender's give-ups say how to resume; so must a read between two sends
+            # that finds the node gone. A node that answered with an error is another matter.
+            if resume_hint is None or isinstance(exc, SendGaveUpError | RpcCallError):
+                raise
+            raise SendGaveUpError(f"{exc}; {resume_hint}") from exc
         finally:
             await client.aclose()
 
@@ -141,7 +151,9 @@ def _publish(args: argparse.Namespace) -> int:
         _emit(args, result.to_json())
         return 0
 
-    return _run(args, body)
+    return _run(
+        args, body, "rerun `curta-chain publish` with the same artifact and keypair to resume"
+    )
 
 
 def _seal(args: argparse.Namespace) -> int:
@@ -157,7 +169,7 @@ def _seal(args: argparse.Namespace) -> int:
         _emit(args, result.to_json())
         return 0 if result.state == ModelState.SEALED else 1
 
-    return _run(args, body)
+    return _run(args, body, f"rerun `curta-chain seal {args.model}` to resume")
 
 
 def _verify(args: argparse.Namespace) -> int:
