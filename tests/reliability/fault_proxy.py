@@ -94,8 +94,16 @@ class SentTransaction:
     payload_bytes: int = 0
 
 
-Predicate = Callable[["FaultProxy", list[SentTransaction]], bool]
-"""Given the proxy and the transactions of the request at hand: fire now?"""
+@dataclass(frozen=True)
+class Request:
+    """One JSON-RPC request (a call or a batch) as the proxy saw it."""
+
+    methods: tuple[str, ...]
+    transactions: list[SentTransaction]
+
+
+Predicate = Callable[["FaultProxy", Request], bool]
+"""Given the proxy and the request at hand: fire now?"""
 
 
 @dataclass
@@ -149,7 +157,8 @@ class FaultProxy:
     ) -> None:
         """Run ``action`` once, the first time ``predicate`` holds for a request at ``stage``.
 
-        ``stage="before"``: the request has arrived and is about to be forwarded;
+        ``stage="before"``: the request has arrived and is about to be forwarded (an
+        action that sets ``down`` drops it: the node died as it arrived);
         ``"after"``: the node answered it and the client has not seen the answer yet.
         The action runs on a worker thread and may block (kill a process and wait).
         """
@@ -229,9 +238,11 @@ class FaultProxy:
                 return True
             if fault == "delay":
                 await asyncio.sleep(self.faults.delay_seconds)
-            transactions = _transactions(body)
-            await self._fire("before", transactions)
-            self.sent.extend(transactions)
+            request = _parse(body)
+            await self._fire("before", request)
+            if self.down:
+                return False
+            self.sent.extend(request.transactions)
             try:
                 assert self._session is not None
                 async with self._session.post(
@@ -240,7 +251,7 @@ class FaultProxy:
                     status, answer = response.status, await response.read()
             except (TimeoutError, aiohttp.ClientError):
                 return False  # the node is gone: so is the client's connection
-            await self._fire("after", transactions)
+            await self._fire("after", request)
         if fault == "drop_response":
             return False
         if fault == "server_error":
@@ -253,13 +264,9 @@ class FaultProxy:
         await _respond(writer, status, answer)
         return True
 
-    async def _fire(self, stage: str, transactions: list[SentTransaction]) -> None:
+    async def _fire(self, stage: str, request: Request) -> None:
         for trigger in self._triggers:
-            if (
-                trigger.stage == stage
-                and not trigger.fired
-                and trigger.predicate(self, transactions)
-            ):
+            if trigger.stage == stage and not trigger.fired and trigger.predicate(self, request):
                 trigger.fired = True
                 await asyncio.to_thread(trigger.action)
 
@@ -292,18 +299,19 @@ async def _respond(
     await writer.drain()
 
 
-def _transactions(body: bytes) -> list[SentTransaction]:
-    """Decode the sendTransaction calls of a JSON-RPC body (a call or a batch)."""
+def _parse(body: bytes) -> Request:
+    """The methods of a JSON-RPC body (a call or a batch), its transactions decoded."""
     try:
         payload = json.loads(body)
     except ValueError:
-        return []
-    calls = payload if isinstance(payload, list) else [payload]
-    return [
-        _decode(call["params"][0])
-        for call in calls
-        if isinstance(call, dict) and call.get("method") == "sendTransaction"
+        return Request((), [])
+    calls = [
+        c for c in (payload if isinstance(payload, list) else [payload]) if isinstance(c, dict)
     ]
+    return Request(
+        tuple(str(call.get("method")) for call in calls),
+        [_decode(call["params"][0]) for call in calls if call.get("method") == "sendTransaction"],
+    )
 
 
 def _decode(encoded: str) -> SentTransaction:

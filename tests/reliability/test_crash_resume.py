@@ -25,7 +25,6 @@ import pytest
 from fault_proxy import (
     LAMPORTS_PER_SIGNATURE,
     FaultProxy,
-    SentTransaction,
     account_states,
     balance,
     fees_paid,
@@ -51,15 +50,15 @@ class KillPoint:
 
     name: str
     command: str
-    when: Callable[[FaultProxy, list[SentTransaction], int], bool]
+    when: Callable[[FaultProxy, int], bool]
 
 
-def _forwarded(kind: str, count: int) -> Callable[[FaultProxy, list[SentTransaction], int], bool]:
-    return lambda proxy, _txs, _writes: proxy.count(kind) >= count
+def _forwarded(kind: str, count: int) -> Callable[[FaultProxy, int], bool]:
+    return lambda proxy, _writes: proxy.count(kind) >= count
 
 
-def _writes_forwarded(share: float) -> Callable[[FaultProxy, list[SentTransaction], int], bool]:
-    return lambda proxy, _txs, writes: proxy.count("write_weights") >= max(1, int(writes * share))
+def _writes_forwarded(share: float) -> Callable[[FaultProxy, int], bool]:
+    return lambda proxy, writes: proxy.count("write_weights") >= max(1, int(writes * share))
 
 
 KILL_POINTS = [
@@ -114,7 +113,7 @@ def _scenario(
         victim[0].wait()
         proxy.down = True
 
-    proxy.trigger(lambda p, txs: point.when(p, txs, plan["write_transactions"]), kill)
+    proxy.trigger(lambda p, _request: point.when(p, plan["write_transactions"]), kill)
     if point.command == "seal":
         code, published, err = run_cli("publish", str(art), *via)
         assert code == 0, err

@@ -1,0 +1,247 @@
+"""RPC faults between the CLI and the localnet: the same final state, or a resumable error.
+
+A clean publish and seal of stories260K (no proxy) with a fixed keypair gives the
+reference: model address, every account's lamports, owner and bytes, and what the payer
+spent. Each faulty run uses the same keypair on a fresh localnet, through a ``FaultProxy``
+that injects one kind of fault (or all of them) into 10-20% of the requests, with a
+seeded RNG, and must end in exactly that state having spent exactly as much.
+
+With the node down for good partway, `publish` and `seal` give up within
+``--rpc-timeout`` with a one-line error that says how to resume; once the node is back,
+the rerun completes to the same state.
+"""
+
+import re
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from fault_proxy import (
+    FaultProxy,
+    Faults,
+    Request,
+    account_states,
+    balance,
+    record,
+    rpc,
+    run_cli,
+)
+from solders.keypair import Keypair
+
+from curta_chain.artifact import Artifact
+from curta_chain.chain.cluster import write_keypair
+from curta_chain.constants import LAMPORTS_PER_SOL
+from curta_chain.localnet import start_in_thread
+
+PAYER = Keypair.from_seed(bytes(range(32)))
+"""One publisher for every run, so every run derives the same model address."""
+FUNDS = 20 * LAMPORTS_PER_SOL
+SEED = 6
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a publish and seal left on chain, and what it cost."""
+
+    model: str
+    accounts: dict[str, tuple[int, str, bytes]]
+    spent: int
+
+
+def fund_payer(url: str, folder: Path) -> Path:
+    """Give ``PAYER`` its funds on the localnet at ``url``; return its keypair file."""
+    rpc(url, "requestAirdrop", str(PAYER.pubkey()), FUNDS)
+    path = folder / "payer.json"
+    write_keypair(PAYER, path)
+    return path
+
+
+def settle(url: str, model: str) -> Outcome:
+    """Read the model and its weight accounts, and the payer's spending, from the node."""
+    code, shown, err = run_cli("status", model, "-u", url)
+    assert code == 0, err
+    keys = [model, *(s["weight_account"] for s in shown["sections"])]
+    return Outcome(model, account_states(url, keys), FUNDS - balance(url, PAYER.pubkey()))
+
+
+@pytest.fixture(scope="module")
+def artifact_file(tmp_path_factory, stories260k: Artifact) -> Path:
+    path = tmp_path_factory.mktemp("faults") / "stories260K.curta"
+    path.write_bytes(stories260k.data)
+    return path
+
+
+@pytest.fixture(scope="module")
+def clean(tmp_path_factory, artifact_file: Path) -> Iterator[Outcome]:
+    """The reference: a publish and seal with no proxy and no faults."""
+    node = start_in_thread()
+    try:
+        via = ("-u", node.url, "-k", str(fund_payer(node.url, tmp_path_factory.mktemp("clean"))))
+        code, published, err = run_cli("publish", str(artifact_file), *via)
+        assert code == 0, err
+        code, sealed, err = run_cli("seal", published["model"], *via)
+        assert code == 0 and sealed["state"] == "sealed", err
+        yield settle(node.url, published["model"])
+    finally:
+        node.stop()
+
+
+def publish_seal_verify(proxy: FaultProxy, keypair: Path, artifact_file: Path) -> str:
+    via = ("-u", proxy.url, "-k", str(keypair))
+    code, published, err = run_cli("publish", str(artifact_file), *via)
+    assert code == 0, err
+    code, sealed, err = run_cli("seal", published["model"], str(artifact_file), *via)
+    assert code == 0 and sealed["state"] == "sealed", err
+    code, report, err = run_cli("verify", published["model"], str(artifact_file), "-u", proxy.url)
+    assert code == 0 and report["ok"], err
+    return published["model"]
+
+
+FAULT_MIXES = {
+    "dropped requests": Faults(drop_request=0.2),
+    "dropped responses": Faults(drop_response=0.2),
+    "delays": Faults(delay=0.2, delay_seconds=0.3),
+    "429 with Retry-After": Faults(rate_limit=0.1, retry_after="1"),
+    "500s": Faults(server_error=0.2),
+    "truncated bodies": Faults(truncate=0.2),
+    "all of them": Faults(
+        drop_request=0.04,
+        drop_response=0.04,
+        delay=0.04,
+        rate_limit=0.02,
+        server_error=0.03,
+        truncate=0.03,
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(FAULT_MIXES))
+def test_publish_and_seal_through_faults_end_as_a_clean_run(
+    localnet, tmp_path, artifact_file, clean, name
+):
+    proxy = FaultProxy(localnet.url, FAULT_MIXES[name], seed=SEED).start()
+    try:
+        model = publish_seal_verify(proxy, fund_payer(localnet.url, tmp_path), artifact_file)
+    finally:
+        proxy.stop()
+    assert sum(proxy.injected.values()) > 0
+    outcome = settle(localnet.url, model)
+    assert outcome.model == clean.model
+    assert outcome.accounts == clean.accounts
+    assert outcome.spent == clean.spent
+    record(
+        f"RPC faults: {name}",
+        requests=proxy.requests,
+        faults=dict(proxy.injected),
+        lost_lamports=outcome.spent - clean.spent,
+        same_state=outcome.accounts == clean.accounts,
+    )
+
+
+@dataclass(frozen=True)
+class Outage:
+    """When the node goes down for good, and which command meets it."""
+
+    name: str
+    command: str
+    stage: str
+    when: Callable[[FaultProxy, Request], bool]
+
+
+def _carries(kind: str, request: Request) -> bool:
+    return any(tx.kind == kind for tx in request.transactions)
+
+
+OUTAGES = [
+    Outage(
+        "publish: node down as it reads rent after creating the model",
+        "publish",
+        "before",
+        lambda p, r: (
+            "getMinimumBalanceForRentExemption" in r.methods and p.count("create_model") >= 1
+        ),
+    ),
+    Outage(
+        "publish: node down as the second write batch arrives",
+        "publish",
+        "before",
+        lambda p, r: _carries("write_weights", r) and p.count("write_weights") >= 1,
+    ),
+    Outage(
+        "seal: node down as the third seal step arrives",
+        "seal",
+        "before",
+        lambda p, r: _carries("seal_step", r) and p.count("seal_step") >= 2,
+    ),
+    Outage(
+        "seal: node down as it reads the model after the third step",
+        "seal",
+        "before",
+        lambda p, r: "getAccountInfo" in r.methods and p.count("seal_step") >= 3,
+    ),
+]
+
+
+@pytest.mark.parametrize("outage", OUTAGES, ids=[o.name.split(": ")[1] for o in OUTAGES])
+def test_node_down_for_good_gives_up_with_a_resumable_line_and_the_rerun_completes(
+    localnet, tmp_path, artifact_file, clean, outage
+):
+    proxy = FaultProxy(localnet.url, serialize=True).start()
+    try:
+        keypair = fund_payer(localnet.url, tmp_path)
+        via = ("-u", proxy.url, "-k", str(keypair))
+        if outage.command == "seal":
+            code, _, err = run_cli("publish", str(artifact_file), *via)
+            assert code == 0, err
+        proxy.trigger(outage.when, lambda: setattr(proxy, "down", True), outage.stage)
+        target = str(artifact_file) if outage.command == "publish" else clean.model
+        code, _, err = run_cli(outage.command, target, *via, "--rpc-timeout", "1")
+        assert proxy.down, "the outage never happened"
+        assert code == 1
+        assert len(err.strip().splitlines()) == 1 and err.startswith("error: ")
+        assert "Traceback" not in err
+        if outage.command == "publish":
+            assert "rerun `curta-chain publish` with the same artifact and keypair to resume" in err
+        else:
+            assert f"rerun `curta-chain seal {clean.model}` to resume" in err
+        counted = re.search(r"gave up with (\d+) of (\d+) transactions", err)
+        assert counted is None or int(counted[1]) > 0, err
+
+        proxy.down = False
+        model = publish_seal_verify(proxy, keypair, artifact_file)
+    finally:
+        proxy.stop()
+    outcome = settle(localnet.url, model)
+    assert outcome.accounts == clean.accounts
+    assert outcome.spent == clean.spent
+    record(outage.name, message=err.strip(), lost_lamports=outcome.spent - clean.spent)
+
+
+def test_a_node_that_accepts_and_never_answers_is_given_up_on_after_the_rpc_timeout(
+    localnet, tmp_path, artifact_file
+):
+    proxy = FaultProxy(localnet.url, down=True).start()
+    try:
+        keypair = fund_payer(localnet.url, tmp_path)
+        started = time.monotonic()
+        code, _, err = run_cli(
+            "publish",
+            str(artifact_file),
+            "-u",
+            proxy.url,
+            "-k",
+            str(keypair),
+            "--rpc-timeout",
+            "2",
+            timeout=30,
+        )
+        seconds = time.monotonic() - started
+    finally:
+        proxy.stop()
+    assert code == 1 and err.startswith(f"error: {proxy.url}: no usable answer for")
+    assert len(err.strip().splitlines()) == 1
+    assert seconds < 2 + 5  # the timeout, plus the interpreter's start-up
+    assert proxy.requests > 1  # it retried before giving up
+    assert balance(localnet.url, PAYER.pubkey()) == FUNDS
