@@ -65,10 +65,11 @@ def start_node(ledger: str | None) -> tuple[subprocess.Popen, str]:
         command += ["--ledger", ledger]
     node = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
     assert node.stdout is not None
-    line = node.stdout.readline()
-    if not line.startswith("Localnet ready at"):
-        raise RuntimeError(f"localnet did not start: {line}")
-    return node, line.split()[-1]
+    for line in node.stdout:
+        if line.startswith("Localnet ready at"):
+            return node, line.split()[-1]
+    node.wait()
+    raise RuntimeError(f"localnet exited with code {node.returncode} before it was ready")
 
 
 class Setup:
