@@ -253,3 +253,18 @@ def test_simulate_reports_an_unknown_blockhash_and_checks_signatures(localnet, f
     config = {"encoding": "base64", "sigVerify": True}
     answer = rpc(localnet.url, "simulateTransaction", [b64(forged), config])
     assert answer["error"]["code"] == -32003
+
+
+def test_an_unfunded_payer_is_refused_like_the_validator(localnet):
+    payer = Keypair()
+    tx = transfer_tx(payer, Pubkey.new_unique(), 1, latest_blockhash(localnet.url))
+    answer = send_b64(localnet.url, tx)["error"]
+    assert answer["code"] == -32002
+    assert answer["message"] == (
+        "Transaction simulation failed: Attempt to debit an account but found no record of a "
+        "prior credit."
+    )
+    assert answer["data"]["err"] == "AccountNotFound"
+    assert send_b64(localnet.url, tx, skip_preflight=True)["result"] == str(tx.signatures[0])
+    statuses = result(localnet.url, "getSignatureStatuses", [[str(tx.signatures[0])]])
+    assert statuses["value"] == [None]
