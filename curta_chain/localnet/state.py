@@ -36,6 +36,8 @@ from curta_chain.constants import LAMPORTS_PER_SOL, LOCALNET_PROGRAM_ID, MAX_COM
 from curta_chain.errors import LocalnetError
 from curta_chain.localnet.clock import SLOT_SECONDS, SLOTS_PER_EPOCH, SlotClock
 from curta_chain.localnet.codec import preflight_failure, transaction_error_json
+from curta_chain.localnet.fees import LAMPORTS_PER_SIGNATURE as LAMPORTS_PER_SIGNATURE
+from curta_chain.localnet.fees import priority_fee, transaction_fee
 from curta_chain.localnet.ledger import (
     RECORD_TRANSACTION,
     Ledger,
@@ -50,8 +52,6 @@ from curta_chain.localnet.rpc_errors import (
     RpcMethodError,
 )
 
-LAMPORTS_PER_SIGNATURE = 5_000
-"""The fee per signature LiteSVM charges (the validator's default fee rate)."""
 FAUCET_SEED = b"curta-chain localnet faucet"
 FAUCET_LAMPORTS = 500_000_000 * LAMPORTS_PER_SOL
 DEFAULT_SNAPSHOT_BYTES = 16 * 1024 * 1024
@@ -256,8 +256,8 @@ class Localnet:
         return self._details.get(signature)
 
     def fee_for(self, message: Message | MessageV0) -> int:
-        """Return the fee this chain charges for ``message``: one rate per signature."""
-        return LAMPORTS_PER_SIGNATURE * message.header.num_required_signatures
+        """Return the fee this chain charges for ``message`` (signatures and priority)."""
+        return transaction_fee(message)
 
     # -- writes -----------------------------------------------------------------------
 
@@ -297,20 +297,19 @@ class Localnet:
         payer = accounts.keys[0]
         payer_before = self.svm.get_account(payer)
         pre = [self.svm.get_balance(key) or 0 for key in accounts.keys]
-        result = self.svm.send_transaction(tx)
-        self._forget_reads()
+        if payer_before is not None and payer_before.lamports < self.fee_for(message):
+            if preflight:
+                raise preflight_failure("InsufficientFundsForFee", [], 0)
+            return SendResult(signature, 0)
+        result, landed = self._execute(tx, payer, payer_before)
         if isinstance(result, FailedTransactionMetadata):
             meta = result.meta()
             err = transaction_error_json(result.err())
-            landed = (
-                payer_before is not None
-                and (self.svm.get_balance(payer) or 0) != payer_before.lamports
-            )
+            if (preflight or not landed) and payer_before is not None:
+                # A refused transaction charges nothing, as a validator's preflight does.
+                self.svm.set_account(payer, payer_before)
+                self._forget_reads()
             if preflight:
-                if landed:
-                    # A validator's preflight simulation charges nothing: undo the fee.
-                    self.svm.set_account(payer, payer_before)
-                    self._forget_reads()
                 raise preflight_failure(err, meta.logs(), meta.compute_units_consumed())
             if not landed:
                 return SendResult(signature, 0)
@@ -387,6 +386,35 @@ class Localnet:
             loaded_writable,
             loaded_readonly,
         )
+
+    def _execute(
+        self, tx: VersionedTransaction, payer: Pubkey, payer_before: Account | None
+    ) -> tuple[TransactionMetadata | FailedTransactionMetadata, bool]:
+        """Run ``tx`` in LiteSVM after charging its priority fee; say if it landed.
+
+        A failed transaction landed if it paid its fee (LiteSVM charged the signature fee),
+        which is how the runtime tells an executed failure from one that never loaded.
+        """
+        charged = payer_before.lamports if payer_before is not None else 0
+        fee = priority_fee(tx.message)
+        if fee and payer_before is not None:
+            charged -= fee
+            self.svm.set_account(
+                payer,
+                Account(
+                    charged,
+                    payer_before.data,
+                    payer_before.owner,
+                    payer_before.executable,
+                    payer_before.rent_epoch,
+                ),
+            )
+        result = self.svm.send_transaction(tx)
+        self._forget_reads()
+        if not isinstance(result, FailedTransactionMetadata):
+            return result, True
+        landed = payer_before is not None and (self.svm.get_balance(payer) or 0) != charged
+        return result, landed
 
     def _forget_reads(self) -> None:
         if self._read_cache:
@@ -526,9 +554,9 @@ class Localnet:
         if slot != self._clock_slot:
             self._set_clock(slot)
         accounts = self._accounts_of(tx.message)
+        payer = accounts.keys[0]
         pre = [self.svm.get_balance(key) or 0 for key in accounts.keys]
-        result = self.svm.send_transaction(tx)
-        self._forget_reads()
+        result, _ = self._execute(tx, payer, self.svm.get_account(payer))
         if isinstance(result, FailedTransactionMetadata):
             meta, err = result.meta(), transaction_error_json(result.err())
         else:

@@ -1,0 +1,49 @@
+"""Transaction fees as a validator charges them: a rate per signature plus the priority fee.
+
+LiteSVM charges only the signature fee; the localnet charges the priority fee itself (the
+compute-unit price times the compute-unit limit, rounded up to whole lamports) so that
+balances, getFeeForMessage and getTransaction's ``fee`` agree with a validator. Without a
+SetComputeUnitLimit, the limit is 200,000 units per instruction (at most 1,400,000).
+"""
+
+from solders.message import Message, MessageV0
+from solders.pubkey import Pubkey
+
+from curta_chain.constants import MAX_COMPUTE_UNITS
+
+LAMPORTS_PER_SIGNATURE = 5_000
+"""The validator's default fee rate, which LiteSVM charges too."""
+COMPUTE_BUDGET_PROGRAM_ID = Pubkey.from_string("ComputeBudget111111111111111111111111111111")
+DEFAULT_INSTRUCTION_COMPUTE_UNITS = 200_000
+MICRO_LAMPORTS_PER_LAMPORT = 1_000_000
+_SET_COMPUTE_UNIT_LIMIT = 2
+_SET_COMPUTE_UNIT_PRICE = 3
+
+
+def priority_fee(message: Message | MessageV0) -> int:
+    """Return the priority fee of ``message`` in lamports (0 without a compute-unit price)."""
+    keys = message.account_keys
+    price = 0
+    limit: int | None = None
+    others = 0
+    for instruction in message.instructions:
+        index = instruction.program_id_index
+        if index >= len(keys) or keys[index] != COMPUTE_BUDGET_PROGRAM_ID:
+            others += 1
+            continue
+        data = bytes(instruction.data)
+        if len(data) == 5 and data[0] == _SET_COMPUTE_UNIT_LIMIT:
+            limit = int.from_bytes(data[1:], "little")
+        elif len(data) == 9 and data[0] == _SET_COMPUTE_UNIT_PRICE:
+            price = int.from_bytes(data[1:], "little")
+    if price == 0:
+        return 0
+    units = limit if limit is not None else others * DEFAULT_INSTRUCTION_COMPUTE_UNITS
+    units = min(units, MAX_COMPUTE_UNITS)
+    return -(-price * units // MICRO_LAMPORTS_PER_LAMPORT)
+
+
+def transaction_fee(message: Message | MessageV0) -> int:
+    """Return the whole fee of ``message``: signatures plus priority."""
+    signatures = message.header.num_required_signatures
+    return LAMPORTS_PER_SIGNATURE * signatures + priority_fee(message)
