@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 from solana.rpc.api import Client
+from solana.rpc.commitment import Confirmed
 from solders.keypair import Keypair
 from solders.pubkey import Pubkey
 from solders.system_program import CreateAccountParams, create_account
@@ -566,7 +567,8 @@ def world(stories260k: Artifact, stories260k_bytes: bytes, tok512_bytes: bytes) 
     try:
         client = Client(handle.url)
         payer = Keypair()
-        client.request_airdrop(payer.pubkey(), 10 * LAMPORTS_PER_SOL)
+        airdrop = client.request_airdrop(payer.pubkey(), 10 * LAMPORTS_PER_SOL).value
+        client.confirm_transaction(airdrop, Confirmed)
         holder = Keypair()
         rent = client.get_minimum_balance_for_rent_exemption(MODEL_ACCOUNT_SIZE).value
         create = create_account(
@@ -580,7 +582,7 @@ def world(stories260k: Artifact, stories260k_bytes: bytes, tok512_bytes: bytes) 
         )
         blockhash = client.get_latest_blockhash().value.blockhash
         tx = Transaction.new_signed_with_payer([create], payer.pubkey(), [payer, holder], blockhash)
-        client.send_transaction(tx)
+        client.confirm_transaction(client.send_transaction(tx).value, Confirmed)
         yield World(
             url=handle.url,
             payer=payer,

@@ -49,11 +49,13 @@ BUDGET = specs.Budget()
 T = TypeVar("T")
 
 
-def on_chain(url: str, work: Callable[[RpcClient], Awaitable[T]]) -> T:
+def on_chain(
+    url: str, work: Callable[[RpcClient], Awaitable[T]], commitment: str = "confirmed"
+) -> T:
     """Run ``work`` with a fresh RPC client (made inside the event loop, as it must be)."""
 
     async def run() -> T:
-        client = RpcClient(HttpTransport(url))
+        client = RpcClient(HttpTransport(url), commitment)
         try:
             return await work(client)
         finally:
@@ -445,7 +447,8 @@ def snapshot(world: World) -> dict[str, tuple[int, str, str]]:
             )
         return out
 
-    return on_chain(world.url, work)
+    # Processed: a landed refusal raises as soon as the node has it, and its fee counts.
+    return on_chain(world.url, work, "processed")
 
 
 def sign(attack: Attack, blockhash: Hash) -> Transaction:
@@ -505,12 +508,13 @@ async def landed(
 
 
 async def chain_view(client: RpcClient, keys: Sequence[Pubkey]) -> list[Any]:
-    """Lamports, owner and bytes of each key (None where absent)."""
-    out = []
-    for key in keys:
-        info = await client.account(key)
-        out.append(None if info is None else (info.lamports, info.owner, info.data))
-    return out
+    """Lamports, owner and bytes of each key (None where absent), as processed."""
+    reader = RpcClient(HttpTransport(client.url), "processed")
+    try:
+        infos = [await reader.account(key) for key in keys]
+    finally:
+        await reader.aclose()
+    return [None if i is None else (i.lamports, i.owner, i.data) for i in infos]
 
 
 def test_every_lifecycle_transaction_replayed_is_already_processed_and_runs_once(world: World):
