@@ -18,12 +18,13 @@ Each request draws at most one fault from a seeded ``random.Random`` with the ra
 cannot be reached (killed) drops the client's connection too. With ``serialize`` the
 proxy forwards one request at a time, so a trigger's counts are exact at the moment it fires.
 
-The proxy also keeps the books the tests need: every transaction it forwards is decoded
-and recorded (``sent``) with the curta instruction it carries, its signature count and, for
-writes, the account, offset and byte count. ``trigger`` runs an action once, the first time
-a predicate over those books holds, before a request is forwarded or after the node
-answered it (and before the client sees that answer): that is how a test kills the client
-or the node at a chosen point with no hook in the product.
+The proxy also keeps the books the tests need: every transaction it delivers to the node
+is decoded and recorded (``sent``) with the curta instruction it carries, its signature
+count and, for writes, the account, offset and byte count. ``trigger`` runs an action
+once, the first time a predicate over those books holds, before a request is forwarded or
+after the node answered it (and before the client sees that answer): that is how a test
+kills the client or the node at a chosen point with no hook in the product. Below the
+proxy: reading what landed straight from the node, and running the real CLI as a process.
 """
 
 import asyncio
@@ -107,7 +108,9 @@ Predicate = Callable[["FaultProxy", Request], bool]
 
 
 @dataclass
-class _Trigger:
+class Trigger:
+    """An action armed on the proxy; ``fired`` once it ran."""
+
     predicate: Predicate
     action: Callable[[], None]
     stage: str
@@ -129,7 +132,7 @@ class FaultProxy:
     injected: Counter[str] = field(default_factory=Counter)
     requests: int = 0
     _rng: random.Random = field(init=False)
-    _triggers: list[_Trigger] = field(default_factory=list)
+    _triggers: list[Trigger] = field(default_factory=list)
     _loop: asyncio.AbstractEventLoop | None = None
     _thread: threading.Thread | None = None
     _server: asyncio.Server | None = None
@@ -154,7 +157,7 @@ class FaultProxy:
         predicate: Predicate,
         action: Callable[[], None],
         stage: str = "after",
-    ) -> None:
+    ) -> Trigger:
         """Run ``action`` once, the first time ``predicate`` holds for a request at ``stage``.
 
         ``stage="before"``: the request has arrived and is about to be forwarded (an
@@ -163,7 +166,9 @@ class FaultProxy:
         The action runs on a worker thread and may block (kill a process and wait).
         """
         assert stage in ("before", "after")
-        self._triggers.append(_Trigger(predicate, action, stage))
+        trigger = Trigger(predicate, action, stage)
+        self._triggers.append(trigger)
+        return trigger
 
     # Life cycle.
 
@@ -242,15 +247,18 @@ class FaultProxy:
             await self._fire("before", request)
             if self.down:
                 return False
-            self.sent.extend(request.transactions)
             try:
                 assert self._session is not None
                 async with self._session.post(
                     self.upstream, data=body, headers={"content-type": "application/json"}
                 ) as response:
                     status, answer = response.status, await response.read()
+            except aiohttp.ClientConnectorError:
+                return False  # no node listening: nothing was delivered, so is nothing booked
             except (TimeoutError, aiohttp.ClientError):
-                return False  # the node is gone: so is the client's connection
+                self.sent.extend(request.transactions)  # delivered; maybe applied
+                return False
+            self.sent.extend(request.transactions)
             await self._fire("after", request)
         if fault == "drop_response":
             return False
