@@ -6,7 +6,9 @@ JSON-RPC batches; statuses are polled 256 signatures a call. A transaction that 
 has not seen once its blockhash expired is signed again with a fresh blockhash: after
 expiry the old one can never land, so nothing is applied twice. Each transaction is tried
 at most ``max_attempts`` times; then the sender gives up with an error that says how to
-resume. Only the caller's specs decide what is sent; the sender never invents work.
+resume. A sender's first blockhash is newer than any an earlier run could have signed
+with, so no transaction of ours is mistaken for a replay of an earlier run's. Only the
+caller's specs decide what is sent; the sender never invents work.
 """
 
 import asyncio
@@ -29,6 +31,8 @@ from curta_chain.reporting import Progress
 _COMMITMENT_RANK = {"processed": 0, "confirmed": 1, "finalized": 2}
 CONFIRM_TIMEOUT = 60.0
 """Seconds ``wait_for_signature`` waits for a transaction someone else sent."""
+FRESH_BLOCKHASH_WAIT = 60.0
+"""Seconds a new sender waits for the node's next blockhash (one slot, normally)."""
 BLOCKHASH_MAX_AGE = 10.0
 """Seconds a blockhash is used for new transactions (it stays valid for ~60 s)."""
 
@@ -135,13 +139,35 @@ class Sender:
         return flight
 
     async def _refresh_blockhash(self, force: bool = False) -> None:
-        if (
-            force
-            or self._blockhash is None
-            or time.monotonic() - self._fetched_at > BLOCKHASH_MAX_AGE
-        ):
+        if self._blockhash is None:
+            await self._first_blockhash()
+        elif force or time.monotonic() - self._fetched_at > BLOCKHASH_MAX_AGE:
             self._blockhash, self._last_valid = await self.client.latest_blockhash()
             self._fetched_at = time.monotonic()
+
+    async def _first_blockhash(self) -> None:
+        """Take a blockhash newer than the one current when this sender starts.
+
+        A transaction is its signature: the same instructions signed under the same
+        blockhash are one transaction, which the node processes once. An earlier run (a seal
+        before a reopen, a publish before the chain's bytes were changed) may have signed
+        these very instructions under the blockhash current now, and the node would take
+        ours for a replay of it. The next blockhash rules that out, for one slot's wait.
+        """
+        current, _ = await self.client.latest_blockhash()
+        deadline = time.monotonic() + FRESH_BLOCKHASH_WAIT
+        while True:
+            blockhash, last_valid = await self.client.latest_blockhash()
+            if blockhash != current:
+                break
+            if time.monotonic() > deadline:
+                raise RpcError(
+                    f"{self.client.url}: the blockhash did not change in "
+                    f"{FRESH_BLOCKHASH_WAIT:.0f} s: is the node producing blocks?"
+                )
+            await asyncio.sleep(self.poll_interval)
+        self._blockhash, self._last_valid = blockhash, last_valid
+        self._fetched_at = time.monotonic()
 
     async def _send_round(self, queue: deque[_Flight], in_flight: dict[str, _Flight]) -> None:
         """Sign and send up to the window, one batch request per group.
