@@ -109,12 +109,17 @@ Predicate = Callable[["FaultProxy", Request], bool]
 
 @dataclass
 class Trigger:
-    """An action armed on the proxy; ``fired`` once it ran."""
+    """An action armed on the proxy.
+
+    ``fired`` once the action ran; ``settled`` is set once the request that fired it has
+    been delivered to the node or dropped.
+    """
 
     predicate: Predicate
     action: Callable[[], None]
     stage: str
     fired: bool = False
+    settled: threading.Event = field(default_factory=threading.Event)
 
 
 @dataclass
@@ -244,22 +249,17 @@ class FaultProxy:
             if fault == "delay":
                 await asyncio.sleep(self.faults.delay_seconds)
             request = _parse(body)
-            await self._fire("before", request)
-            if self.down:
-                return False
+            fired = await self._fire("before", request)
             try:
-                assert self._session is not None
-                async with self._session.post(
-                    self.upstream, data=body, headers={"content-type": "application/json"}
-                ) as response:
-                    status, answer = response.status, await response.read()
-            except aiohttp.ClientConnectorError:
-                return False  # no node listening: nothing was delivered, so is nothing booked
-            except (TimeoutError, aiohttp.ClientError):
-                self.sent.extend(request.transactions)  # delivered; maybe applied
+                answered = None if self.down else await self._deliver(body, request)
+            finally:
+                for trigger in fired:
+                    trigger.settled.set()
+            if answered is None:
                 return False
-            self.sent.extend(request.transactions)
-            await self._fire("after", request)
+            status, answer = answered
+            for trigger in await self._fire("after", request):
+                trigger.settled.set()
         if fault == "drop_response":
             return False
         if fault == "server_error":
@@ -272,11 +272,30 @@ class FaultProxy:
         await _respond(writer, status, answer)
         return True
 
-    async def _fire(self, stage: str, request: Request) -> None:
+    async def _deliver(self, body: bytes, request: Request) -> tuple[int, bytes] | None:
+        """Forward to the node and book the transactions; None if the node is gone."""
+        try:
+            assert self._session is not None
+            async with self._session.post(
+                self.upstream, data=body, headers={"content-type": "application/json"}
+            ) as response:
+                answer = response.status, await response.read()
+        except aiohttp.ClientConnectorError:
+            return None  # no node listening: nothing was delivered, so nothing is booked
+        except (TimeoutError, aiohttp.ClientError):
+            self.sent.extend(request.transactions)  # delivered; maybe applied
+            return None
+        self.sent.extend(request.transactions)
+        return answer
+
+    async def _fire(self, stage: str, request: Request) -> list[Trigger]:
+        fired: list[Trigger] = []
         for trigger in self._triggers:
             if trigger.stage == stage and not trigger.fired and trigger.predicate(self, request):
                 trigger.fired = True
                 await asyncio.to_thread(trigger.action)
+                fired.append(trigger)
+        return fired
 
 
 async def _read_request(reader: asyncio.StreamReader) -> bytes | None:
