@@ -15,7 +15,7 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
         description="Serve Solana's JSON-RPC on 127.0.0.1 from LiteSVM, the curta program "
         "preloaded at its fixed id and a faucet (requestAirdrop). Ctrl-C stops it.",
     )
-    parser.add_argument("--port", type=int, default=LOCALNET_PORT, help="RPC port (8899)")
+    parser.add_argument("--port", type=_port, default=LOCALNET_PORT, help="RPC port (8899)")
     parser.add_argument(
         "--ledger", type=Path, help="folder that keeps the chain across restarts (default: none)"
     )
@@ -28,6 +28,17 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
         help="run solana-test-validator with the same program instead, if it is installed",
     )
     parser.set_defaults(run=_run)
+
+
+def _port(text: str) -> int:
+    """Parse a TCP port for argparse (0 picks a free one)."""
+    try:
+        port = int(text)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65_535:
+        raise argparse.ArgumentTypeError(f"{text}: expected a port 0 to 65535")
+    return port
 
 
 def _run(args: argparse.Namespace) -> int:

@@ -81,3 +81,14 @@ def test_program_keypair_matches_the_program_id(tmp_path):
 def test_package_exports_are_complete():
     for name in localnet_package.__all__:
         assert hasattr(localnet_package, name), name
+
+
+def test_bad_port_and_ledger_are_one_line_errors(tmp_path):
+    out = run_cli("--port", "99999")
+    assert out.returncode == 2
+    assert out.stderr.strip().splitlines()[-1].endswith("--port: 99999: expected a port 0 to 65535")
+    not_a_folder = tmp_path / "file"
+    not_a_folder.write_text("")
+    out = run_cli("--port", "0", "--ledger", str(not_a_folder))
+    assert out.returncode == 1
+    assert out.stderr.strip() == f"error: {not_a_folder}: cannot open ledger folder: File exists"
