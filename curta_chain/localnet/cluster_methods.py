@@ -4,6 +4,7 @@ import base64
 import binascii
 from typing import Any
 
+from solders.clock import MAX_PROCESSING_AGE
 from solders.message import from_bytes_versioned
 
 from curta_chain.localnet.clock import SLOTS_PER_EPOCH
@@ -16,10 +17,11 @@ from curta_chain.localnet.params import (
     uint_param,
     with_context,
 )
-from curta_chain.localnet.rpc_errors import invalid_params
+from curta_chain.localnet.rpc_errors import BLOCK_NOT_AVAILABLE, RpcMethodError, invalid_params
 from curta_chain.localnet.state import Localnet
 
 FEATURE_SET = 3_640_012_085
+MAX_PRIORITIZATION_ADDRESSES = 128
 
 
 def get_health(localnet: Localnet, params: Params) -> str:
@@ -64,6 +66,31 @@ def get_transaction_count(localnet: Localnet, params: Params) -> int:
     """``getTransactionCount``."""
     context_slot(localnet, config_at(params, 0))
     return localnet.transaction_count
+
+
+def get_identity(localnet: Localnet, params: Params) -> dict[str, str]:
+    """``getIdentity``: the node's identity key (fixed, as there is one node)."""
+    return {"identity": str(localnet.identity)}
+
+
+def get_block_time(localnet: Localnet, params: Params) -> int:
+    """``getBlockTime``: every slot up to the current one has a block and a time."""
+    slot = uint_param(required(params, 0, "slot"), "slot")
+    if slot > localnet.tick():
+        raise RpcMethodError(BLOCK_NOT_AVAILABLE, f"Block not available for slot {slot}")
+    return localnet.clock.unix_timestamp(slot)
+
+
+def get_recent_prioritization_fees(localnet: Localnet, params: Params) -> list[dict[str, int]]:
+    """``getRecentPrioritizationFees``: no slot here ever needed a price to land."""
+    addresses = params[0] if params else []
+    if not isinstance(addresses, list) or len(addresses) > MAX_PRIORITIZATION_ADDRESSES:
+        raise invalid_params(
+            f"Invalid params: expected at most {MAX_PRIORITIZATION_ADDRESSES} addresses"
+        )
+    slot = localnet.tick()
+    first = max(slot - MAX_PROCESSING_AGE, 0)
+    return [{"slot": n, "prioritizationFee": 0} for n in range(first, slot + 1)]
 
 
 def get_latest_blockhash(localnet: Localnet, params: Params) -> dict[str, Any]:

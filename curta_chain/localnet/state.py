@@ -53,6 +53,7 @@ from curta_chain.localnet.rpc_errors import (
 )
 
 FAUCET_SEED = b"curta-chain localnet faucet"
+IDENTITY_SEED = b"curta-chain localnet identity"
 FAUCET_LAMPORTS = 500_000_000 * LAMPORTS_PER_SOL
 DEFAULT_SNAPSHOT_BYTES = 16 * 1024 * 1024
 """Log bytes after which a snapshot is taken: bounds a restart's replay to about 13,000
@@ -140,6 +141,7 @@ class Localnet:
         self.program_binary = binary
         self.program_id = Pubkey.from_string(LOCALNET_PROGRAM_ID)
         self.faucet = Keypair.from_seed(hashlib.sha256(FAUCET_SEED).digest())
+        self.identity = Keypair.from_seed(hashlib.sha256(IDENTITY_SEED).digest()).pubkey()
         self.snapshot_bytes = snapshot_bytes
         self.ledger: Ledger | None = None
         # Signatures are checked in send_transaction; LiteSVM's own blockhash check only

@@ -87,3 +87,15 @@ def test_minimum_balance_for_rent_exemption(localnet):
 def test_min_context_slot_not_reached(localnet):
     answer = rpc(localnet.url, "getBalance", [str(Pubkey.new_unique()), {"minContextSlot": 10**9}])
     assert answer["error"]["code"] == -32016
+
+
+def test_identity_block_time_and_prioritization_fees(localnet):
+    url = localnet.url
+    identity = result(url, "getIdentity")["identity"]
+    assert identity == result(url, "getIdentity")["identity"]
+    slot = result(url, "getSlot")
+    assert abs(result(url, "getBlockTime", [slot]) - time.time()) < 5
+    answer = rpc(url, "getBlockTime", [slot + 10_000])["error"]
+    assert answer == {"code": -32004, "message": f"Block not available for slot {slot + 10_000}"}
+    fees = result(url, "getRecentPrioritizationFees", [[identity]])
+    assert fees and all(item["prioritizationFee"] == 0 for item in fees)
