@@ -22,6 +22,7 @@ from aiohttp import web
 from curta_chain.errors import CurtaError, LocalnetError
 from curta_chain.localnet.clock import SLOT_SECONDS
 from curta_chain.localnet.methods import METHODS, WRITE_METHODS
+from curta_chain.localnet.pubsub import PubSub
 from curta_chain.localnet.rpc_errors import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -44,8 +45,15 @@ def _error(code: int, message: str, request_id: Any = None) -> dict[str, Any]:
 class RpcServer:
     """Dispatches JSON-RPC requests to ``METHODS`` and makes writes durable before answering."""
 
-    def __init__(self, localnet: Localnet, reporter: Reporter, on_failure: Callable[[], None]):
+    def __init__(
+        self,
+        localnet: Localnet,
+        reporter: Reporter,
+        on_failure: Callable[[], None],
+        pubsub: PubSub | None = None,
+    ):
         self.localnet = localnet
+        self.pubsub = pubsub
         self.reporter = reporter
         self.failure: LocalnetError | None = None
         self._on_failure = on_failure
@@ -75,6 +83,8 @@ class RpcServer:
             except LocalnetError as exc:
                 # Nothing queued may be reported as done: fail the whole request.
                 return self._respond(_error(INTERNAL_ERROR, f"Internal error: {exc}"), status=500)
+            if self.pubsub is not None:
+                self.pubsub.publish(self.localnet.take_landed())
         responses = [answer for answer, _ in answers if answer is not None]
         if isinstance(payload, list):
             return self._respond(responses)
@@ -188,21 +198,29 @@ async def _run(
     localnet: Localnet,
     host: str,
     port: int,
-    ready: Callable[[str], None],
+    ready: Callable[[str, str | None], None],
     stop: asyncio.Event,
     reporter: Reporter,
 ) -> None:
     """Serve until ``stop`` is set or the ledger fails.
 
+    JSON-RPC listens on ``port``, the PubSub websocket on ``port + 1`` as on a validator
+    (both on free ports when ``port`` is 0); a taken websocket port only costs PubSub.
+
     Raises:
         LocalnetError: the port is taken, or the ledger could not be written.
     """
-    server = RpcServer(localnet, reporter, stop.set)
+    pubsub = PubSub(localnet)
+    server = RpcServer(localnet, reporter, stop.set, pubsub)
     app = web.Application(client_max_size=MAX_REQUEST_BYTES)
     app.router.add_post("/", server.handle)
     app.router.add_get("/health", _health)
     runner = web.AppRunner(app, access_log=None, handle_signals=False)
+    ws_app = web.Application()
+    ws_app.router.add_get("/", pubsub.handle)
+    ws_runner = web.AppRunner(ws_app, access_log=None, handle_signals=False)
     await runner.setup()
+    await ws_runner.setup()
     try:
         site = web.TCPSite(runner, host, port)
         try:
@@ -210,9 +228,20 @@ async def _run(
         except OSError as exc:
             raise LocalnetError(f"cannot listen on {host}:{port}: {exc.strerror}") from exc
         bound = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        ready(f"http://{host}:{bound}")
+        ws_port = bound + 1 if port else 0
+        ws_site = web.TCPSite(ws_runner, host, ws_port)
+        try:
+            await ws_site.start()
+            ws_bound = ws_site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+            ws_url: str | None = f"ws://{host}:{ws_bound}"
+        except OSError as exc:
+            reporter.line(f"warning: no PubSub websocket: {host}:{ws_port}: {exc.strerror}")
+            ws_url = None
+        ready(f"http://{host}:{bound}", ws_url)
         await stop.wait()
     finally:
+        await pubsub.close()
+        await ws_runner.cleanup()
         await runner.cleanup()
         await server.drain()
     if server.failure is not None:
@@ -248,7 +277,12 @@ def serve(
         loop = asyncio.get_running_loop()
         for signum in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(signum, stop.set)
-        announce = lambda url: reporter.line(f"Localnet ready at {url}")  # noqa: E731
+
+        def announce(url: str, ws_url: str | None) -> None:
+            if ws_url is not None:
+                reporter.line(f"PubSub websocket at {ws_url}")
+            reporter.line(f"Localnet ready at {url}")
+
         await _run(localnet, host, port, announce, stop, reporter)
 
     try:
@@ -260,9 +294,13 @@ def serve(
 
 @dataclass
 class LocalnetHandle:
-    """A localnet serving from a background thread: its ``url``, and ``stop()``."""
+    """A localnet serving from a background thread: its ``url``, and ``stop()``.
+
+    ``ws_url`` is its PubSub websocket (None if that port could not be had).
+    """
 
     url: str
+    ws_url: str | None
     _thread: threading.Thread
     _loop: asyncio.AbstractEventLoop
     _stop: asyncio.Event
@@ -319,8 +357,8 @@ def start_in_thread(
             stop = asyncio.Event()
             started.update(loop=asyncio.get_running_loop(), stop=stop, localnet=localnet)
 
-            def on_ready(url: str) -> None:
-                started["url"] = url
+            def on_ready(url: str, ws_url: str | None) -> None:
+                started["url"], started["ws_url"] = url, ws_url
                 ready.set()
 
             await _run(localnet, host, port, on_ready, stop, NullReporter())
@@ -343,5 +381,10 @@ def start_in_thread(
             raise error
         raise LocalnetError(f"localnet failed to start: {error}") from error
     return LocalnetHandle(
-        started["url"], thread, started["loop"], started["stop"], started["localnet"]
+        started["url"],
+        started["ws_url"],
+        thread,
+        started["loop"],
+        started["stop"],
+        started["localnet"],
     )

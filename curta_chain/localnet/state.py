@@ -90,6 +90,17 @@ class TransactionDetails:
 
 
 @dataclass(frozen=True)
+class Landed:
+    """A transaction that landed, for subscribers: notify once ``seq`` is durable."""
+
+    signature: str
+    slot: int
+    err: Any
+    writable: list[Pubkey]
+    seq: int
+
+
+@dataclass(frozen=True)
 class TransactionAccounts:
     """The accounts a transaction loads, in the runtime's order, and which it may write."""
 
@@ -159,6 +170,8 @@ class Localnet:
         self._statuses: dict[str, tuple[int, Any, int]] = {}
         self._details: dict[str, TransactionDetails] = {}
         self._read_cache: dict[Pubkey, Account | None] = {}
+        self._landed: list[Landed] = []
+        self._observed = False
         self._read_cache_bytes = 0
         self._owners = OwnerIndex()
         self._slot_hashes: list[tuple[int, Hash]] = []
@@ -181,6 +194,7 @@ class Localnet:
                 self.ledger.close()
                 raise
         self.genesis_hash = self.clock.blockhash(0)
+        self._observed = True  # replayed transactions are history, not news
         self._track([self.faucet.pubkey()])
         self.tick()
 
@@ -352,6 +366,17 @@ class Localnet:
         if len(self._details) > KEPT_TRANSACTION_DETAILS:
             del self._details[next(iter(self._details))]
         self._track(accounts.writable)
+        if self._observed:
+            self._landed.append(Landed(signature, slot, err, accounts.writable, seq))
+
+    def take_landed(self) -> list[Landed]:
+        """Return and forget the transactions landed since the last call that are durable."""
+        durable = self.ledger.durable_seq if self.ledger is not None else 0
+        count = 0
+        while count < len(self._landed) and self._landed[count].seq <= durable:
+            count += 1
+        taken, self._landed = self._landed[:count], self._landed[count:]
+        return taken
 
     def _accounts_of(self, message: Message | MessageV0) -> TransactionAccounts:
         """Return every account ``message`` loads: static keys, then lookup-table ones.

@@ -1,0 +1,95 @@
+"""The PubSub websocket, driven by solana-py's websocket client."""
+
+import asyncio
+import json
+
+from localnet_helpers import latest_blockhash, send_b64, transfer_tx
+from solana.rpc.async_api import AsyncClient
+from solana.rpc.websocket_api import connect
+from solders.pubkey import Pubkey
+from solders.rpc.responses import (
+    AccountNotification,
+    SignatureNotification,
+    SlotNotification,
+)
+from websockets.sync.client import connect as sync_connect
+
+from curta_chain.localnet import start_in_thread
+
+
+async def next_of(websocket, kind):
+    while True:
+        for message in await asyncio.wait_for(websocket.recv(), 10):
+            if isinstance(message, kind):
+                return message
+
+
+def test_signature_and_account_notifications(localnet, funded_keypair):
+    async def flow() -> None:
+        async with connect(localnet.ws_url) as websocket:
+            to = Pubkey.new_unique()
+            tx = transfer_tx(funded_keypair, to, 2 * 10**6, latest_blockhash(localnet.url))
+            await websocket.signature_subscribe(tx.signatures[0], commitment="confirmed")
+            await websocket.account_subscribe(to, encoding="base64")
+            async with AsyncClient(localnet.url) as client:
+                await client.send_raw_transaction(bytes(tx))
+            signature = await next_of(websocket, SignatureNotification)
+            assert signature.result.value.err is None
+            account = await next_of(websocket, AccountNotification)
+            assert account.result.value.lamports == 2 * 10**6
+
+            # A signature that landed before the subscription is notified at once.
+            await websocket.signature_subscribe(tx.signatures[0])
+            assert (await next_of(websocket, SignatureNotification)).result.value.err is None
+
+    asyncio.run(flow())
+
+
+def test_slot_notifications_and_unsubscribe():
+    handle = start_in_thread(slot_duration=0.02)
+
+    async def flow() -> None:
+        async with connect(handle.ws_url) as websocket:
+            await websocket.slot_subscribe()
+            first = await next_of(websocket, SlotNotification)
+            second = await next_of(websocket, SlotNotification)
+            assert second.result.slot > first.result.slot
+            await websocket.slot_unsubscribe(first.subscription)
+
+    try:
+        asyncio.run(flow())
+    finally:
+        handle.stop()
+
+
+def test_pubsub_errors(localnet):
+    with sync_connect(localnet.ws_url) as websocket:
+        websocket.send("{not json")
+        assert json.loads(websocket.recv())["error"]["code"] == -32700
+        websocket.send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "blockSubscribe"}))
+        assert json.loads(websocket.recv())["error"]["code"] == -32601
+        bad = {"jsonrpc": "2.0", "id": 2, "method": "accountSubscribe", "params": ["nope"]}
+        websocket.send(json.dumps(bad))
+        assert json.loads(websocket.recv())["error"]["code"] == -32602
+        gone = {"jsonrpc": "2.0", "id": 3, "method": "slotUnsubscribe", "params": [99]}
+        websocket.send(json.dumps(gone))
+        assert json.loads(websocket.recv())["error"]["message"] == "Invalid subscription id."
+
+
+def test_notifications_wait_for_the_ledger(tmp_path, fund):
+    handle = start_in_thread(ledger=tmp_path)
+    payer = fund(handle.url, 1)
+
+    async def flow() -> None:
+        async with connect(handle.ws_url) as websocket:
+            tx = transfer_tx(payer, Pubkey.new_unique(), 10**6, latest_blockhash(handle.url))
+            await websocket.signature_subscribe(tx.signatures[0])
+            await asyncio.to_thread(send_b64, handle.url, tx)
+            notification = await next_of(websocket, SignatureNotification)
+            assert notification.result.value.err is None
+            assert handle.call(lambda localnet: localnet.ledger.durable_seq) >= 1
+
+    try:
+        asyncio.run(flow())
+    finally:
+        handle.stop()
