@@ -99,6 +99,7 @@ class World:
 
 
 async def land(client: RpcClient, payer: Keypair, specs_: Sequence[TxSpec]) -> None:
+    """Send as publish does (no preflight, pipelined) and wait for every one to confirm."""
     await Sender(client, payer).send(specs_)
 
 
@@ -172,6 +173,13 @@ SMALL = [os.urandom(3_000), os.urandom(500)]
 
 @pytest.fixture(scope="module")
 def world(stories260k: Artifact) -> Iterator[World]:
+    """The owner's models, by role, and the attacker's.
+
+    A: stories260K, published by ``publish``, uploading (the victim). B: A's section
+    lengths, all zeros, bound, uploading. S, S2: small, the same lengths, sealing. D: small,
+    sealed. F: small, failed. U: small, slot 1 unbound. The attacker's C (sealing, S's
+    lengths) and CU (slot 1 unbound).
+    """
     handle = start_in_thread()
     try:
         world = World(handle.url, airdrop(handle.url, 100), airdrop(handle.url, 100), stories260k)
@@ -186,9 +194,9 @@ def world(stories260k: Artifact) -> Iterator[World]:
                 [weight_keypair(owner, plan.weights_hash, i) for i in range(2)],
                 list(plan.section_lengths),
             )
-            lengths_a = [bytes(n) for n in plan.section_lengths]
+            zeros_like_a = [bytes(n) for n in plan.section_lengths]
             m = world.models
-            m["B"] = await make_model(client, owner, lengths_a, bind=[0, 1], declared=bytes(32))
+            m["B"] = await make_model(client, owner, zeros_like_a, declared=bytes(32))
             m["S"] = await make_model(client, owner, SMALL, state=ModelState.SEALING)
             m["S2"] = await make_model(client, owner, SMALL, state=ModelState.SEALING)
             m["D"] = await make_model(client, owner, SMALL, state=ModelState.SEALED)
@@ -210,7 +218,7 @@ def world(stories260k: Artifact) -> Iterator[World]:
 
 @dataclass(frozen=True)
 class Attack:
-    """Instructions, who pays and signs them, and the program error they must meet."""
+    """Instructions, who pays for them, and the other keys that sign them."""
 
     payer: Keypair
     instructions: tuple[Instruction, ...]
