@@ -57,7 +57,7 @@ class KillPoint:
     """Which command to kill, and when (given the plan's write count).
 
     With ``lands_late`` the kill comes as a write batch arrives, and that batch reaches the
-    node ``lands_late`` seconds later, once the rerun has planned without it: writes still
+    node only once the rerun's first writes did, so the rerun planned without it: writes still
     on the wire when the client died, as on a real cluster. They land twice; the extra is
     what the window bounds.
     """
@@ -65,7 +65,7 @@ class KillPoint:
     name: str
     command: str
     when: Callable[[FaultProxy, Request], bool]
-    lands_late: float = 0.0
+    lands_late: bool = False
 
 
 def _forwarded(kind: str, count: int) -> Callable[[FaultProxy, Request], bool]:
@@ -94,8 +94,8 @@ KILL_POINTS = [
     KillPoint("begin-sealing", "seal", _forwarded("begin_sealing", 1)),
     KillPoint("mid-seal", "seal", _forwarded("seal_step", 3)),
 ]
-LATE_DELIVERY = 2.0
-"""Seconds a dead client's write batch takes to reach the node in the ``lands_late`` case."""
+LATE_DELIVERY_TIMEOUT = 120.0
+"""Seconds a late batch waits at most for the rerun's first writes."""
 
 
 @dataclass(frozen=True)
@@ -134,16 +134,30 @@ def _scenario(
     plan = dry["plan"]
     before = balance(url, payer.pubkey())
     victim: list[subprocess.Popen[str]] = []
+    held: list[Request] = []
+
+    def when(proxy: FaultProxy, request: Request) -> bool:
+        if point.when(proxy, request):
+            held.append(request)
+            return True
+        return False
 
     def kill() -> None:
         victim[0].kill()
         victim[0].wait()
         if point.lands_late:
-            time.sleep(point.lands_late)  # this batch is on its way while the rerun plans
+            # This batch is on its way until the rerun, having planned, sends these pieces too.
+            pieces = {(tx.account, tx.offset) for tx in held[0].transactions}
+            deadline = time.monotonic() + LATE_DELIVERY_TIMEOUT
+            while time.monotonic() < deadline and not any(
+                (tx.account, tx.offset) in pieces and tx not in held[0].transactions
+                for tx in list(proxy.sent)
+            ):
+                time.sleep(0.05)
         else:
             proxy.down = True  # what the client had queued never reaches the node
 
-    trigger = proxy.trigger(point.when, kill, "before" if point.lands_late else "after")
+    trigger = proxy.trigger(when, kill, "before" if point.lands_late else "after")
     if point.command == "seal":
         code, published, err = run_cli("publish", str(art), *via)
         assert code == 0, err
@@ -220,7 +234,7 @@ def test_kill_9_with_writes_still_on_the_wire_resends_at_most_one_window(
     # 16,400 writes, so the window (1,024) is a small part of the upload. The batch that was
     # on its way when the client died lands after the rerun planned without it: those
     # pieces are written twice (same bytes) and their fees are the only loss.
-    point = KillPoint("mid-upload-batch-lands-late", "publish", _write_batch_after(8_000), 2.0)
+    point = KillPoint("mid-upload-batch-lands-late", "publish", _write_batch_after(8_000), True)
     outcome = crash_and_resume(localnet.url, tmp_path, stories15m, point, fund(localnet.url, 200))
     assert outcome.writes_at_kill >= 8_000
     assert 0 < outcome.duplicate_writes <= WINDOW
