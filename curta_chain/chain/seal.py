@@ -20,7 +20,7 @@ from curta_chain.artifact import Artifact, HashStep, hash_steps
 from curta_chain.chain import specs
 from curta_chain.chain.accounts import read_bound_sections, require_model
 from curta_chain.chain.rpc import RpcClient
-from curta_chain.chain.sender import Sender
+from curta_chain.chain.sender import Sender, wait_for_signature
 from curta_chain.errors import AccountError, MirrorMismatchError
 from curta_chain.program import ModelAccount, ModelState
 from curta_chain.reporting import NullReporter, Reporter
@@ -107,18 +107,27 @@ async def seal(
     expected = _expected_steps(artifact, sections)
     done = model.chunks_hashed
     _check(model, steps, done)
+    # Each step is checked as soon as it is processed: waiting a slot for every one of
+    # them to be confirmed would make sealing 16 MB take minutes. The last step is then
+    # waited for at the caller's commitment, so the result stands at that commitment.
+    processed = RpcClient(client.transport, "processed")
     bar = reporter.progress("seal", sum(len(s) for s in sections), len(steps) - done)
     try:
         while model.state == ModelState.SEALING:
             step = steps[done]
             account = model.sections[step.section].weight_account
-            await sender.send([specs.seal_step_spec(program_id, address, account, done, budget)])
-            model = await require_model(client, program_id, address)
+            spec = specs.seal_step_spec(program_id, address, account, done, budget)
+            await sender.send([spec], commitment="processed")
+            model = await require_model(processed, program_id, address)
             done += 1
             _check(model, steps, done)
             bar.advance(step.length, 1)
     finally:
         bar.close()
+    if sender.stats.last_signature:
+        await wait_for_signature(client, sender.stats.last_signature)
+        model = await require_model(client, program_id, address)
+        _check(model, steps, done)
     first_bad = next(
         (mine for mine, want in zip(steps, expected, strict=False) if mine.running != want.running),
         None,

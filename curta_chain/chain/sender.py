@@ -51,6 +51,7 @@ class SendStats:
     """What a ``send`` did."""
 
     confirmed: int = 0
+    last_signature: str = ""
     sent: int = 0
     resigned: int = 0
     seconds: float = 0.0
@@ -87,8 +88,13 @@ class Sender:
         message = Message.new_with_blockhash(spec.instructions, self.payer.pubkey(), blockhash)
         return Transaction([self.payer, *spec.signers], message, blockhash)
 
-    async def send(self, specs: Sequence[TxSpec], progress: Progress | None = None) -> SendStats:
-        """Land every spec; return when all are confirmed at the client's commitment.
+    async def send(
+        self,
+        specs: Sequence[TxSpec],
+        progress: Progress | None = None,
+        commitment: str | None = None,
+    ) -> SendStats:
+        """Land every spec; return when all reach ``commitment`` (default: the client's).
 
         Raises:
             ProgramError: a transaction failed in the program (the error named in the IDL).
@@ -97,13 +103,14 @@ class Sender:
         """
         started = time.monotonic()
         confirmed_before = self.stats.confirmed
+        wanted = _COMMITMENT_RANK[commitment or self.client.commitment]
         queue: deque[_Flight] = deque(_Flight(spec, 0) for spec in specs)
         in_flight: dict[str, _Flight] = {}
         try:
             while queue or in_flight:
                 await self._refresh_blockhash()
                 await self._send_round(queue, in_flight)
-                done = await self._poll_round(queue, in_flight, progress)
+                done = await self._poll_round(queue, in_flight, progress, wanted)
                 if not done and in_flight:
                     await asyncio.sleep(self.poll_interval)
         except RpcError as exc:
@@ -220,7 +227,11 @@ class Sender:
             await self._refresh_blockhash(force=True)
 
     async def _poll_round(
-        self, queue: deque[_Flight], in_flight: dict[str, _Flight], progress: Progress | None
+        self,
+        queue: deque[_Flight],
+        in_flight: dict[str, _Flight],
+        progress: Progress | None,
+        wanted: int,
     ) -> int:
         if not in_flight:
             return 0
@@ -228,7 +239,6 @@ class Sender:
         statuses, height = await asyncio.gather(
             self.client.signature_statuses(signatures), self.client.block_height()
         )
-        wanted = _COMMITMENT_RANK[self.client.commitment]
         done = 0
         for signature, status in zip(signatures, statuses, strict=True):
             flight = in_flight[signature]
@@ -243,6 +253,7 @@ class Sender:
                 del in_flight[signature]
                 done += 1
                 self.stats.confirmed += 1
+                self.stats.last_signature = signature
                 if progress is not None:
                     progress.advance(flight.spec.payload_bytes, 1)
         return done

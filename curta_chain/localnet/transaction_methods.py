@@ -39,6 +39,10 @@ from curta_chain.localnet.state import Localnet, writable_keys
 MAX_SIGNATURE_STATUSES = 256
 
 
+FINALIZED_DEPTH = 32
+"""Slots on top of a transaction's before it is finalized (MAX_LOCKOUT_HISTORY + 1)."""
+
+
 def request_airdrop(localnet: Localnet, params: Params) -> str:
     """``requestAirdrop``: a transfer from the faucet; returns its signature."""
     pubkey = pubkey_param(required(params, 0, "pubkey"))
@@ -158,7 +162,7 @@ def _with_blockhash(tx: VersionedTransaction, blockhash: str) -> VersionedTransa
 
 
 def get_signature_statuses(localnet: Localnet, params: Params) -> dict[str, Any]:
-    """``getSignatureStatuses``: up to 256 signatures; landed ones are final at once."""
+    """``getSignatureStatuses``: up to 256 signatures, confirmed as a validator confirms them."""
     signatures = required(params, 0, "signatures")
     if not isinstance(signatures, list):
         raise invalid_params("Invalid params: signatures must be an array")
@@ -172,17 +176,30 @@ def get_signature_statuses(localnet: Localnet, params: Params) -> dict[str, Any]
             values.append(None)
             continue
         landed_slot, err = status
-        # One node, no forks: a landed transaction whose record is on disk is final.
         values.append(
             {
                 "slot": landed_slot,
-                "confirmations": None,
+                **confirmation(landed_slot, slot),
                 "err": err,
                 "status": {"Ok": None} if err is None else {"Err": err},
-                "confirmationStatus": "finalized",
             }
         )
     return with_context(slot, values)
+
+
+def confirmation(landed_slot: int, current_slot: int) -> dict[str, Any]:
+    """How confirmed a transaction of ``landed_slot`` is at ``current_slot``.
+
+    As on a validator: "processed" within its own slot, "confirmed" once that slot is
+    over (a single node's vote), "finalized" once 32 slots are rooted on top of it.
+    """
+    depth = current_slot - landed_slot
+    if depth >= FINALIZED_DEPTH:
+        return {"confirmations": None, "confirmationStatus": "finalized"}
+    return {
+        "confirmations": depth,
+        "confirmationStatus": "processed" if depth == 0 else "confirmed",
+    }
 
 
 def get_transaction(localnet: Localnet, params: Params) -> dict[str, Any] | None:
