@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from fault_proxy import record
 from solana.rpc.api import Client
 from solana.rpc.commitment import Confirmed
 from solders.keypair import Keypair
@@ -561,6 +562,24 @@ CASES: dict[str, Case] = {
 }
 
 
+ROWS = {
+    "artifact": "bad input: a malformed artifact (every header field, tables, length, path)",
+    "checkpoint": "bad input: a bad llama2.c checkpoint or tokenizer, or output folder",
+    "tokenizer": "bad input: a bad llama2.c checkpoint or tokenizer, or output folder",
+    "convert": "bad input: a bad llama2.c checkpoint or tokenizer, or output folder",
+    "tezw": "bad input: a bad TEZW file",
+    "keypair": "bad input: a keypair file that is not a keypair",
+    "config": "bad input: an unreadable or malformed Solana CLI config",
+    "url": "bad input: a bad URL or option value",
+    "rpc": "bad input: a bad URL or option value",
+    "compute": "bad input: a bad URL or option value",
+    "program": "bad input: a bad URL or option value",
+    "airdrop": "bad input: a bad URL or option value",
+    "model": "bad input: a model address that is not a model",
+}
+"""The README table's rows (scripts/reliability_report.py), by the first word of a case."""
+
+
 @pytest.fixture(scope="module")
 def world(stories260k: Artifact, stories260k_bytes: bytes, tok512_bytes: bytes) -> Iterator[World]:
     handle: LocalnetHandle = start_in_thread()
@@ -647,6 +666,7 @@ def test_bad_input_is_one_line_and_changes_nothing(case: str, world: World, tmp_
     assert re.search(pattern, result.stderr), result.stderr
     assert snapshot(tmp_path) == files_before
     assert chain_state(world) == chain_before
+    record(ROWS[case.split()[0]], lost_lamports=0, resent_bytes=0)
 
 
 def test_the_catalogue_is_at_least_thirty_cases():

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
+from fault_proxy import record
 from solders.hash import Hash
 from solders.instruction import AccountMeta, Instruction
 from solders.keypair import Keypair
@@ -297,8 +298,9 @@ P = PROGRAM_ID
 write, begin, step = program.write_weights, program.begin_sealing, program.seal_step
 reopen, close, bind = program.reopen, program.close_model, program.bind_weight_account
 
-CASES: dict[str, tuple[Callable[[World], Attack], str]] = {
-    # -- another keypair acts on the owner's models ----------------------------------------
+Cases = dict[str, tuple[Callable[[World], Attack], str]]
+
+FOREIGN_SIGNER: Cases = {
     "attacker writes into the owner's weight account": (
         by_attacker(lambda m, me: write(P, me, m["A"].accounts[0], 0, b"evil")),
         "WrongAuthority",
@@ -347,7 +349,9 @@ CASES: dict[str, tuple[Callable[[World], Attack], str]] = {
         by_owner(lambda m, me: write(P, me, m["CU"].accounts[0], 0, b"x")),
         "WrongAuthority",
     ),
-    # -- steps out of order ---------------------------------------------------------------
+}
+
+OUT_OF_ORDER: Cases = {
     "begin sealing before every slot is bound": (
         by_owner(lambda m, me: begin(P, me, m["U"].address, m["U"].accounts[:1])),
         "UnboundSlot",
@@ -401,7 +405,9 @@ CASES: dict[str, tuple[Callable[[World], Attack], str]] = {
         "ModelSealed",
     ),
     "bind a second account into a bound slot": (bind_fresh("owner", "B", 0), "SlotAlreadyBound"),
-    # -- weight accounts swapped between models -------------------------------------------
+}
+
+SWAPPED: Cases = {
     "begin sealing A with B's weight accounts (same lengths)": (
         by_owner(lambda m, me: begin(P, me, m["A"].address, m["B"].accounts)),
         "WrongWeightAccount",
@@ -439,6 +445,25 @@ CASES: dict[str, tuple[Callable[[World], Attack], str]] = {
         "WrongAccountSize",
     ),
 }
+
+CASES: Cases = {**FOREIGN_SIGNER, **OUT_OF_ORDER, **SWAPPED}
+ROWS = {
+    "hostile: another keypair writes, begins, reopens, closes or binds": FOREIGN_SIGNER,
+    "hostile: instructions out of order": OUT_OF_ORDER,
+    "hostile: weight accounts swapped between models": SWAPPED,
+}
+"""The README table's rows (scripts/reliability_report.py), by the cases each counts."""
+
+
+REPLAYED = "hostile: a landed transaction replayed (11 kinds, with and without preflight)"
+RESIGNED = "hostile: create or create-and-bind signed afresh for an existing account"
+TAMPERED = "hostile: a signed transaction with its data changed"
+FOREIGN_CLI = "hostile: close or seal through the CLI with another keypair"
+AFTERWARDS = "hostile: after all of it, the victim seals (a stranger cranks) and verifies"
+
+
+def row_of(case: str) -> str:
+    return next(row for row, cases in ROWS.items() if case in cases)
 
 
 # -- running an attack ---------------------------------------------------------------------
@@ -496,6 +521,7 @@ def test_refused_with_its_named_error_and_nothing_changes(world: World, case: st
         lamports, owner, data = before[payer]
         before[payer] = (lamports - fee, owner, data)
     assert after == before
+    record(row_of(case), lost_lamports=0, resent_bytes=0, refused_fee=fee * (mode == "landed"))
 
 
 # -- replayed and tampered transactions ----------------------------------------------------
@@ -572,6 +598,8 @@ def test_every_lifecycle_transaction_replayed_is_already_processed_and_runs_once
         assert (await client.account_data(weights[0].pubkey(), WEIGHT_HEADER_SIZE, 5)) == (
             sections[0][:5]
         )
+        for _ in wires:
+            record(REPLAYED, lost_lamports=0, resent_bytes=0)
 
     on_chain(world.url, work)
 
@@ -615,6 +643,7 @@ def test_the_same_steps_signed_afresh_are_refused_and_no_rent_is_taken_twice(wor
             after = await chain_view(client, keys)
             lamports, *rest = before[0]
             assert after == [(lamports - fee, *rest), *before[1:]]
+            record(RESIGNED, lost_lamports=0, resent_bytes=0, refused_fee=fee)
 
     on_chain(world.url, work)
 
@@ -636,6 +665,7 @@ def test_a_tampered_transaction_is_dropped_by_signature_check(world: World):
         signature = await send_raw(client, bytes(wire), preflight=False)
         assert await client.signature_statuses([signature]) == [None]
         assert await chain_view(client, [owner.pubkey(), target]) == before
+        record(TAMPERED, lost_lamports=0, resent_bytes=0)
 
     on_chain(world.url, work)
 
@@ -659,6 +689,8 @@ def test_the_cli_with_another_keypair_stops_before_spending(world: World, capsys
         out, err = capsys.readouterr()
         assert (code, out, err) == (1, "", message)
     assert snapshot(world) == before
+    for _ in expected:
+        record(FOREIGN_CLI, lost_lamports=0, resent_bytes=0)
 
 
 def test_after_every_attack_the_owner_seals_and_verifies_while_a_stranger_cranks(world: World):
@@ -682,6 +714,7 @@ def test_after_every_attack_the_owner_seals_and_verifies_while_a_stranger_cranks
         assert await client.balance(world.owner.pubkey()) == owner_before - 5_000
         report = await verify(client, P, a.address, world.art)
         assert report.ok, report.differences
+        record(AFTERWARDS, lost_lamports=0, resent_bytes=0)
 
     on_chain(world.url, work)
 
