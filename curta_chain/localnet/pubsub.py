@@ -4,9 +4,10 @@ Clients that confirm through subscriptions (web3.js ``confirmTransaction``, sola
 ``websocket_api``) need it. A notification about a transaction goes out only once the
 transaction's ledger record is on disk, like every other acknowledgement of the localnet.
 
-Methods: signatureSubscribe (one notification, then the subscription ends; a signature
-that already landed is notified at once), accountSubscribe (the account after each
-landed transaction that could write it), slotSubscribe; and their Unsubscribe methods.
+Methods: signatureSubscribe (one notification once the transaction reaches the asked
+commitment, "finalized" by default as on a validator, then the subscription ends; a
+signature that already landed counts too), accountSubscribe (the account after each landed
+transaction that could write it), slotSubscribe; and their Unsubscribe methods.
 """
 
 import asyncio
@@ -29,8 +30,10 @@ from curta_chain.localnet.rpc_errors import (
     RpcMethodError,
 )
 from curta_chain.localnet.state import Landed, Localnet
+from curta_chain.localnet.transaction_methods import confirmation
 
 _SLOT_POLL_SECONDS = 0.05
+_RANK = {"processed": 0, "confirmed": 1, "finalized": 2}
 
 
 @dataclass
@@ -39,6 +42,9 @@ class _Subscription:
     kind: str
     key: Any
     encoding: str = "base64"
+    commitment: str = "finalized"
+    landed: tuple[int, Any] | None = None
+    """For a signature: (slot, error) once it landed, until its commitment is reached."""
 
 
 class PubSub:
@@ -107,12 +113,17 @@ class PubSub:
         signature = params[0] if params else None
         if not isinstance(signature, str) or len(signature) > 90:
             raise RpcMethodError(INVALID_PARAMS, "Invalid params: expected a signature")
-        number = self._add(_Subscription(socket, "signature", signature))
-        status = self.localnet.status(signature)
-        if status is not None:
-            # Already landed: notify right after the subscription id has been answered.
-            slot, err = status
-            asyncio.get_running_loop().call_soon(self._notify_signature, number, slot, err)
+        config = params[1] if len(params) > 1 and isinstance(params[1], dict) else {}
+        commitment = config.get("commitment", "finalized")
+        if commitment not in _RANK:
+            raise RpcMethodError(INVALID_PARAMS, f"Invalid params: unknown variant `{commitment}`")
+        subscription = _Subscription(socket, "signature", signature, commitment=commitment)
+        number = self._add(subscription)
+        # A signature that already landed is answered as soon as its commitment allows,
+        # right after the subscription id itself.
+        subscription.landed = self.localnet.status(signature)
+        if subscription.landed is not None:
+            asyncio.get_running_loop().call_soon(self._check_signatures)
         return number
 
     def _account_subscribe(self, socket: web.WebSocketResponse, params: list[Any]) -> int:
@@ -127,9 +138,13 @@ class PubSub:
         return self._add(_Subscription(socket, "account", pubkey, encoding))
 
     def _slot_subscribe(self, socket: web.WebSocketResponse, params: list[Any]) -> int:
+        number = self._add(_Subscription(socket, "slot", None))
+        self._watch()
+        return number
+
+    def _watch(self) -> None:
         if self._slot_task is None:
             self._slot_task = asyncio.ensure_future(self._watch_slots())
-        return self._add(_Subscription(socket, "slot", None))
 
     def _unsubscribe(self, socket: web.WebSocketResponse, params: list[Any]) -> bool:
         number = params[0] if params else None
@@ -148,15 +163,28 @@ class PubSub:
         for number, subscription in list(self._subscriptions.items()):
             if subscription.kind == "signature" and subscription.key in by_signature:
                 item = by_signature[subscription.key]
-                self._notify_signature(number, item.slot, item.err)
+                subscription.landed = (item.slot, item.err)
             elif subscription.kind == "account" and subscription.key in written:
                 self._notify_account(number, subscription)
+        self._check_signatures()
 
-    def _notify_signature(self, number: int, slot: int, err: Any) -> None:
-        subscription = self._subscriptions.pop(number, None)
-        if subscription is not None:
-            value = {"context": _context(slot), "value": {"err": err}}
+    def _check_signatures(self) -> None:
+        """Notify each landed signature whose commitment is reached; watch the others."""
+        slot = self.localnet.tick()
+        waiting = False
+        for number, subscription in list(self._subscriptions.items()):
+            if subscription.kind != "signature" or subscription.landed is None:
+                continue
+            landed_slot, err = subscription.landed
+            reached = confirmation(landed_slot, slot)["confirmationStatus"]
+            if _RANK[reached] < _RANK[subscription.commitment]:
+                waiting = True
+                continue
+            del self._subscriptions[number]
+            value = {"context": _context(landed_slot), "value": {"err": err}}
             self._send(subscription.socket, "signatureNotification", number, value)
+        if waiting:
+            self._watch()
 
     def _notify_account(self, number: int, subscription: _Subscription) -> None:
         account = self.localnet.get_account(subscription.key)
@@ -168,12 +196,16 @@ class PubSub:
 
     async def _watch_slots(self) -> None:
         last = self.localnet.tick()
-        while any(s.kind == "slot" for s in self._subscriptions.values()):
+        while any(
+            s.kind == "slot" or (s.kind == "signature" and s.landed is not None)
+            for s in self._subscriptions.values()
+        ):
             await asyncio.sleep(min(self.localnet.clock.slot_duration, _SLOT_POLL_SECONDS))
             slot = self.localnet.tick()
             if slot == last:
                 continue
             last = slot
+            self._check_signatures()
             for number, subscription in list(self._subscriptions.items()):
                 if subscription.kind == "slot":
                     value = {"parent": max(slot - 1, 0), "root": max(slot - 32, 0), "slot": slot}

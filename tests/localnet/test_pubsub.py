@@ -3,7 +3,7 @@
 import asyncio
 import json
 
-from localnet_helpers import latest_blockhash, send_b64, transfer_tx
+from localnet_helpers import latest_blockhash, result, send_b64, transfer_tx
 from solana.rpc.async_api import AsyncClient
 from solana.rpc.websocket_api import connect
 from solders.pubkey import Pubkey
@@ -33,13 +33,14 @@ def test_signature_and_account_notifications(localnet, funded_keypair):
             await websocket.account_subscribe(to, encoding="base64")
             async with AsyncClient(localnet.url) as client:
                 await client.send_raw_transaction(bytes(tx))
-            signature = await next_of(websocket, SignatureNotification)
-            assert signature.result.value.err is None
+            # The account changes at once; "confirmed" comes when the slot is over.
             account = await next_of(websocket, AccountNotification)
             assert account.result.value.lamports == 2 * 10**6
+            signature = await next_of(websocket, SignatureNotification)
+            assert signature.result.value.err is None
 
-            # A signature that landed before the subscription is notified at once.
-            await websocket.signature_subscribe(tx.signatures[0])
+            # A signature that landed before the subscription counts as well.
+            await websocket.signature_subscribe(tx.signatures[0], commitment="processed")
             assert (await next_of(websocket, SignatureNotification)).result.value.err is None
 
     asyncio.run(flow())
@@ -83,7 +84,7 @@ def test_notifications_wait_for_the_ledger(tmp_path, fund):
     async def flow() -> None:
         async with connect(handle.ws_url) as websocket:
             tx = transfer_tx(payer, Pubkey.new_unique(), 10**6, latest_blockhash(handle.url))
-            await websocket.signature_subscribe(tx.signatures[0])
+            await websocket.signature_subscribe(tx.signatures[0], commitment="processed")
             await asyncio.to_thread(send_b64, handle.url, tx)
             notification = await next_of(websocket, SignatureNotification)
             assert notification.result.value.err is None
@@ -93,3 +94,23 @@ def test_notifications_wait_for_the_ledger(tmp_path, fund):
         asyncio.run(flow())
     finally:
         handle.stop()
+
+
+def test_finalized_is_notified_32_slots_after_landing(fund):
+    handle = start_in_thread(slot_duration=0.01)
+    payer = fund(handle.url, 1)
+
+    async def flow() -> tuple[int, int]:
+        async with connect(handle.ws_url) as websocket:
+            tx = transfer_tx(payer, Pubkey.new_unique(), 10**6, latest_blockhash(handle.url))
+            await websocket.signature_subscribe(tx.signatures[0])  # finalized by default
+            await asyncio.to_thread(send_b64, handle.url, tx)
+            notification = await next_of(websocket, SignatureNotification)
+            now = await asyncio.to_thread(result, handle.url, "getSlot")
+            return notification.result.context.slot, now
+
+    try:
+        landed, notified = asyncio.run(flow())
+    finally:
+        handle.stop()
+    assert notified - landed >= 32
