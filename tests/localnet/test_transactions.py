@@ -268,3 +268,20 @@ def test_an_unfunded_payer_is_refused_like_the_validator(localnet):
     assert send_b64(localnet.url, tx, skip_preflight=True)["result"] == str(tx.signatures[0])
     statuses = result(localnet.url, "getSignatureStatuses", [[str(tx.signatures[0])]])
     assert statuses["value"] == [None]
+
+
+def test_statuses_climb_from_processed_to_finalized(fund):
+    handle = start_in_thread(slot_duration=0.01)
+    try:
+        url = handle.url
+        payer = fund(url, 1)
+        tx = transfer_tx(payer, Pubkey.new_unique(), 10**6, latest_blockhash(url))
+        signature = send_b64(url, tx)["result"]
+        first = result(url, "getSignatureStatuses", [[signature]])["value"][0]
+        assert first["confirmationStatus"] in ("processed", "confirmed")
+        assert first["confirmations"] is not None
+        time.sleep(0.5)
+        later = result(url, "getSignatureStatuses", [[signature]])["value"][0]
+        assert later["confirmationStatus"] == "finalized" and later["confirmations"] is None
+    finally:
+        handle.stop()
