@@ -58,13 +58,19 @@ def main() -> int:
                     entry = json.loads(line)
                     rows[entry.pop("scenario")].append(entry)
 
-    print("| scenario | runs | what was lost |")
-    print("| --- | ---: | --- |")
+    print("| scenario | runs | faults injected | what was lost |")
+    print("| --- | ---: | --- | --- |")
     for scenario, entries in rows.items():
-        print(f"| {scenario} | {len(entries)} | {_lost(entries)} |")
+        print(f"| {scenario} | {len(entries)} | {_injected(entries)} | {_lost(entries)} |")
     minutes = (time.monotonic() - started) / 60
     print(f"\n{args.runs} rounds in {minutes:.1f} min; rounds with a failure: {failures}")
     return 1 if failures else 0
+
+
+def _injected(entries: list[dict]) -> str:
+    faults = sum(sum(e.get("faults", {}).values()) for e in entries)
+    requests = sum(e.get("requests", 0) for e in entries)
+    return f"{faults:,} in {requests:,} requests" if requests else ""
 
 
 def _lost(entries: list[dict]) -> str:

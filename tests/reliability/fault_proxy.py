@@ -83,7 +83,7 @@ class Faults:
 
 @dataclass(frozen=True)
 class SentTransaction:
-    """A transaction the proxy forwarded to the node."""
+    """A transaction the proxy delivered to the node."""
 
     signature: str
     kind: str
@@ -150,11 +150,11 @@ class FaultProxy:
     # Books.
 
     def count(self, kind: str) -> int:
-        """Transactions of ``kind`` forwarded so far (a resend counts again)."""
+        """Transactions of ``kind`` delivered so far (a resend counts again)."""
         return sum(1 for tx in list(self.sent) if tx.kind == kind)
 
     def write_bytes(self) -> int:
-        """Weight bytes carried by every write forwarded so far, resends included."""
+        """Weight bytes carried by every write delivered so far, resends included."""
         return sum(tx.payload_bytes for tx in list(self.sent) if tx.kind == "write_weights")
 
     def trigger(
@@ -213,9 +213,10 @@ class FaultProxy:
         assert self._server is not None and self._session is not None
         self._server.close()
         await self._session.close()
-        for task in asyncio.all_tasks(self._loop):
-            if task is not asyncio.current_task():
-                task.cancel()
+        tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
     # HTTP.
 
@@ -363,7 +364,8 @@ def _decode(encoded: str) -> SentTransaction:
     return SentTransaction(signature, "other", len(tx.signatures))
 
 
-# What landed, read from the node directly (never through the proxy).
+# What landed, read from the node directly (never through the proxy), at the commitment the
+# CLI confirms at: once a command has exited, everything it did is visible there.
 
 
 def rpc(url: str, method: str, *params: Any) -> Any:
@@ -378,7 +380,7 @@ def rpc(url: str, method: str, *params: Any) -> Any:
 
 def balance(url: str, pubkey: object) -> int:
     """Lamports held by ``pubkey``."""
-    return int(rpc(url, "getBalance", str(pubkey))["value"])
+    return int(rpc(url, "getBalance", str(pubkey), {"commitment": "confirmed"})["value"])
 
 
 def landed(url: str, sent: list[SentTransaction]) -> dict[str, tuple[SentTransaction, Any]]:
@@ -396,7 +398,10 @@ def landed(url: str, sent: list[SentTransaction]) -> dict[str, tuple[SentTransac
 
 
 def fees_paid(url: str, sent: list[SentTransaction]) -> int:
-    """Fees the payer paid for what the proxy forwarded: per landed signature."""
+    """Fees paid for what the proxy delivered, per landed signature.
+
+    The CLI sets no priority fee on loopback, so a signature costs the base fee.
+    """
     return LAMPORTS_PER_SIGNATURE * sum(tx.signatures for tx, _ in landed(url, sent).values())
 
 
@@ -404,7 +409,8 @@ def account_states(url: str, keys: list[str]) -> dict[str, tuple[int, str, bytes
     """Each account's lamports, owner and data (whole), straight from the node."""
     out: dict[str, tuple[int, str, bytes]] = {}
     for key in keys:
-        value = rpc(url, "getAccountInfo", key, {"encoding": "base64"})["value"]
+        config = {"encoding": "base64", "commitment": "confirmed"}
+        value = rpc(url, "getAccountInfo", key, config)["value"]
         assert value is not None, f"account {key} is missing"
         out[key] = (value["lamports"], value["owner"], base64.b64decode(value["data"][0]))
     return out

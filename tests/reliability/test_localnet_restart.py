@@ -30,8 +30,11 @@ from fault_proxy import (
 
 from curta_chain.artifact import Artifact
 from curta_chain.chain.cluster import write_keypair
+from curta_chain.chain.sender import Sender
 from curta_chain.constants import HASH_CHUNK_SIZE
 
+WINDOW = Sender.__dataclass_fields__["window"].default
+"""The sender's default in-flight window, which the CLI uses."""
 KILL_INTO_BATCH = 0.005
 """Seconds after a write batch is forwarded that the node is killed: while it applies it."""
 DOWN_FOR = 1.0
@@ -124,10 +127,15 @@ def test_localnet_killed_mid_run_then_restarted_the_model_completes_and_verifies
     chunks = sum(-(-length // HASH_CHUNK_SIZE) for length in plan["section_lengths"])
     clean = plan["rent_lamports"] + plan["fee_lamports"] + LAMPORTS_PER_SIGNATURE * (1 + chunks)
     assert spent == clean
+    # A batch the node took but died before logging is sent again, and charged only once.
+    resent = proxy.write_bytes() - plan["write_bytes"]
+    bound = WINDOW * plan["payload_per_write"]
+    assert 0 <= resent <= bound
     record(
         f"localnet kill -9 and restart: {crash.name}",
         replayed=[line.split(": ")[-1].strip() for line in node.output if "replayed" in line],
-        resent_bytes=proxy.write_bytes() - plan["write_bytes"],
+        resent_bytes=resent,
+        bound_bytes=bound,
         lost_lamports=spent - clean,
     )
 

@@ -55,6 +55,10 @@ class Outcome:
 def fund_payer(url: str, folder: Path) -> Path:
     """Give ``PAYER`` its funds on the localnet at ``url``; return its keypair file."""
     rpc(url, "requestAirdrop", str(PAYER.pubkey()), FUNDS)
+    deadline = time.monotonic() + 30
+    while balance(url, PAYER.pubkey()) != FUNDS:
+        assert time.monotonic() < deadline, "the airdrop did not land"
+        time.sleep(0.05)
     path = folder / "payer.json"
     write_keypair(PAYER, path)
     return path
