@@ -186,22 +186,22 @@ def _check(model: ModelAccount, steps: list[HashStep], done: int) -> None:
             f"the model has hashed {model.chunks_hashed} chunks; the mirror expected {done}"
         )
     running = steps[done - 1].running if done else ZERO_HASH
-    where = _describe(steps[done - 1]) if done else "before the first chunk"
+    where = f"after {_describe(steps[done - 1])}" if done else "before the first chunk"
     if model.running_hash != running:
         raise MirrorMismatchError(
-            f"running hash after {where} is {model.running_hash.hex()} on chain, "
+            f"running hash {where} is {model.running_hash.hex()} on chain, "
             f"{running.hex()} in the mirror"
         )
     if done < len(steps):
         if model.state != ModelState.SEALING:
             raise MirrorMismatchError(
-                f"the model is {model.state.name.lower()} after {where}; "
+                f"the model is {model.state.name.lower()} {where}; "
                 f"{len(steps) - done} chunks remain"
             )
         nxt = steps[done]
         if (model.cursor_section, model.cursor_offset) != (nxt.section, nxt.offset):
             raise MirrorMismatchError(
-                f"after {where} the chain's cursor is section {model.cursor_section} offset "
+                f"{where} the chain's cursor is section {model.cursor_section} offset "
                 f"{model.cursor_offset}; the mirror's is section {nxt.section} offset {nxt.offset}"
             )
         return

@@ -71,7 +71,7 @@ class HttpTransport:
                 wait, problem = delay, _describe(exc)
             if time.monotonic() - started + wait > self._give_up_after:
                 raise RpcError(
-                    f"{self.url}: no usable answer for {time.monotonic() - started:.0f} s "
+                    f"{self.url}: no usable answer for {time.monotonic() - started:.1f} s "
                     f"(last: {problem})"
                 )
             self.retries += 1

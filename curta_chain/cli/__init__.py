@@ -9,6 +9,7 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from curta_chain import __version__
 from curta_chain.cli import artifact_commands, chain_commands, localnet_command
@@ -17,14 +18,23 @@ from curta_chain.errors import CurtaError
 _COMMAND_MODULES = (artifact_commands, localnet_command, chain_commands)
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line, like every other error of ours."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"error: {self.prog}: {message} (see --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Return the parser with every subcommand registered."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="curta-chain",
         description="Publish a CURTAW01 model artifact to Solana and verify it from the chain.",
     )
     parser.add_argument("--version", action="version", version=f"curta-chain {__version__}")
-    subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    subparsers = parser.add_subparsers(
+        dest="command", required=True, metavar="COMMAND", parser_class=_Parser
+    )
     for module in _COMMAND_MODULES:
         module.register(subparsers)
     return parser
