@@ -115,6 +115,7 @@ uint64_t check_signer(const SolAccount *account);
 uint64_t check_writable(const SolAccount *account);
 uint64_t check_model_layout(const SolAccount *account);
 uint64_t check_model_authority(const Model *model, const SolAccount *authority);
+uint64_t check_authority_and_model(const SolInput *in);
 uint64_t check_slot_accounts(const SolInput *in, uint64_t first, const SolAccount *model_account,
                              bool bound_only);
 

@@ -59,6 +59,27 @@ uint64_t check_model_authority(const Model *model, const SolAccount *authority) 
   return 0;
 }
 
+uint64_t check_authority_and_model(const SolInput *in) {
+  /* beginSealing, reopen and closeModel: no arguments, accounts 0 authority (signer) and
+   * 1 model (the program's, writable, well formed); the caller checks state and binding. */
+  if (in->account_count < 2) {
+    return REFUSE(ERR_NOT_ENOUGH_ACCOUNTS, "NotEnoughAccounts: needs the authority and the model");
+  }
+  uint64_t err = check_distinct(in, 2);
+  if (err) {
+    return err;
+  }
+  if (in->data_len != 8) {
+    return REFUSE(ERR_INVALID_INSTRUCTION_DATA, "InvalidInstructionData: takes no arguments");
+  }
+  const SolAccount *model_account = in->accounts[1];
+  if ((err = check_program_owned(in, model_account)) || (err = check_signer(in->accounts[0])) ||
+      (err = check_writable(model_account)) || (err = check_model_layout(model_account))) {
+    return err;
+  }
+  return 0;
+}
+
 uint64_t check_slot_accounts(const SolInput *in, uint64_t first, const SolAccount *model_account,
                              bool bound_only) {
   const Model *model = model_of((SolAccount *)model_account);

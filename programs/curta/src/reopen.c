@@ -6,22 +6,12 @@
 #include "../curta.h"
 
 uint64_t process_reopen(SolInput *in) {
-  if (in->account_count < 2) {
-    return REFUSE(ERR_NOT_ENOUGH_ACCOUNTS, "NotEnoughAccounts: reopen needs 2 accounts");
-  }
-  uint64_t err = check_distinct(in, 2);
+  uint64_t err = check_authority_and_model(in);
   if (err) {
     return err;
   }
-  if (in->data_len != 8) {
-    return REFUSE(ERR_INVALID_INSTRUCTION_DATA, "InvalidInstructionData: reopen");
-  }
   SolAccount *authority = in->accounts[0];
   SolAccount *model_account = in->accounts[1];
-  if ((err = check_program_owned(in, model_account)) || (err = check_signer(authority)) ||
-      (err = check_writable(model_account)) || (err = check_model_layout(model_account))) {
-    return err;
-  }
   Model *model = model_of(model_account);
   if (model->state == STATE_SEALED) {
     return REFUSE(ERR_MODEL_SEALED, "ModelSealed: a sealed model never changes");
