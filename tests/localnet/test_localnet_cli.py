@@ -86,7 +86,10 @@ def test_package_exports_are_complete():
 def test_bad_port_and_ledger_are_one_line_errors(tmp_path):
     out = run_cli("--port", "99999")
     assert out.returncode == 2
-    assert out.stderr.strip().splitlines()[-1].endswith("--port: 99999: expected a port 0 to 65535")
+    assert out.stderr == (
+        "error: curta-chain localnet: argument --port: 99999: expected a port 0 to 65535 "
+        "(see --help)\n"
+    )
     not_a_folder = tmp_path / "file"
     not_a_folder.write_text("")
     out = run_cli("--port", "0", "--ledger", str(not_a_folder))
