@@ -33,6 +33,9 @@ from curta_chain.errors import AccountError, InsufficientFundsError
 from curta_chain.program import ModelState
 from curta_chain.reporting import NullReporter, Reporter
 
+RESUME_HINT = "rerun `curta-chain publish` with the same artifact and keypair to resume"
+"""What a give-up tells the user: publishing resumes from the chain alone."""
+
 
 @dataclass(frozen=True)
 class PublishResult:
@@ -149,7 +152,7 @@ async def publish(
     sender = sender or Sender(
         client,
         authority,
-        resume_hint="rerun `curta-chain publish` with the same artifact and keypair to resume",
+        resume_hint=RESUME_HINT,
     )
     started = time.monotonic()
     confirmed_before = sender.stats.confirmed

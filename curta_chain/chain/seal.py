@@ -28,6 +28,11 @@ from curta_chain.reporting import NullReporter, Reporter
 ZERO_HASH = bytes(32)
 
 
+def resume_hint(address: Pubkey) -> str:
+    """What a give-up tells the user: sealing resumes from the model's cursor."""
+    return f"rerun `curta-chain seal {address}` to resume"
+
+
 @dataclass(frozen=True)
 class SealResult:
     """How a seal ended."""
@@ -94,9 +99,7 @@ async def seal(
     """
     budget = budget or specs.Budget()
     reporter = reporter or NullReporter()
-    sender = sender or Sender(
-        client, payer, resume_hint=f"rerun `curta-chain seal {address}` to resume"
-    )
+    sender = sender or Sender(client, payer, resume_hint=resume_hint(address))
     started = time.monotonic()
     model = await require_model(client, program_id, address)
     if model.state == ModelState.UPLOADING:

@@ -10,9 +10,9 @@ from curta_chain import program
 from curta_chain.artifact import read_artifact
 from curta_chain.chain import specs
 from curta_chain.chain.accounts import ZERO_KEY, require_model
-from curta_chain.chain.publish import check_funds, plan_publish, publish
+from curta_chain.chain.publish import RESUME_HINT, check_funds, plan_publish, publish
 from curta_chain.chain.rpc import RpcCallError, RpcClient
-from curta_chain.chain.seal import seal
+from curta_chain.chain.seal import resume_hint, seal
 from curta_chain.chain.sender import Sender, wait_for_signature
 from curta_chain.chain.verify import verify
 from curta_chain.cli.options import Cluster, add_cluster_options, parse_pubkey, resolve
@@ -151,9 +151,7 @@ def _publish(args: argparse.Namespace) -> int:
         _emit(args, result.to_json())
         return 0
 
-    return _run(
-        args, body, "rerun `curta-chain publish` with the same artifact and keypair to resume"
-    )
+    return _run(args, body, RESUME_HINT)
 
 
 def _seal(args: argparse.Namespace) -> int:
@@ -169,7 +167,7 @@ def _seal(args: argparse.Namespace) -> int:
         _emit(args, result.to_json())
         return 0 if result.state == ModelState.SEALED else 1
 
-    return _run(args, body, f"rerun `curta-chain seal {args.model}` to resume")
+    return _run(args, body, resume_hint(parse_pubkey(args.model, "model")))
 
 
 def _verify(args: argparse.Namespace) -> int:
