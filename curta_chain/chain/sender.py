@@ -73,7 +73,9 @@ class Sender:
     client: RpcClient
     payer: Keypair
     resume_hint: str = "rerun the same command to resume"
-    window: int = 1024
+    # In flight at once: enough to cover a slot or two of confirmation latency at ~2,000
+    # writes/s; also what a crash can make land twice (same bytes, one fee each).
+    window: int = 2048
     batch_size: int = 128
     max_attempts: int = 5
     poll_interval: float = 0.05
