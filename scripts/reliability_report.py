@@ -1,7 +1,8 @@
-"""Run the crash, restart and RPC-fault scenarios N times and print the README table.
+"""Run the reliability scenarios N times and print the README table.
 
-Each round runs tests/reliability/test_crash_resume.py, test_localnet_restart.py and
-test_rpc_faults.py under pytest with a different fault seed; each scenario that passes
+Each round runs every module of tests/reliability/ (crash and resume, localnet restart,
+RPC faults, bad input, hostile chain) under pytest with a different fault seed; each
+scenario that passes
 appends its numbers to a JSON-lines log, and the table is built from that log. A scenario
 counts as losing nothing when every run of it ended sealed and verified with zero
 lamports and zero bytes beyond a clean run.
@@ -24,6 +25,8 @@ MODULES = [
     "tests/reliability/test_crash_resume.py",
     "tests/reliability/test_localnet_restart.py",
     "tests/reliability/test_rpc_faults.py",
+    "tests/reliability/test_bad_input.py",
+    "tests/reliability/test_hostile_chain.py",
 ]
 
 
