@@ -36,7 +36,6 @@ from curta_chain.constants import LAMPORTS_PER_SOL, LOCALNET_PROGRAM_ID, MAX_COM
 from curta_chain.errors import LocalnetError
 from curta_chain.localnet.clock import SLOT_SECONDS, SLOTS_PER_EPOCH, SlotClock
 from curta_chain.localnet.codec import preflight_failure, transaction_error_json
-from curta_chain.localnet.fees import LAMPORTS_PER_SIGNATURE as LAMPORTS_PER_SIGNATURE
 from curta_chain.localnet.fees import priority_fee, transaction_fee
 from curta_chain.localnet.ledger import (
     RECORD_TRANSACTION,

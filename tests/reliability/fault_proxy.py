@@ -47,11 +47,14 @@ import httpx
 from solders.pubkey import Pubkey
 from solders.transaction import Transaction, VersionedTransaction
 
+from curta_chain.chain.sender import Sender
 from curta_chain.constants import LOCALNET_PROGRAM_ID
-from curta_chain.localnet.state import LAMPORTS_PER_SIGNATURE
+from curta_chain.localnet.fees import LAMPORTS_PER_SIGNATURE
 from curta_chain.program.idl import instruction_coder
 
 PROGRAM_ID = Pubkey.from_string(LOCALNET_PROGRAM_ID)
+WINDOW = Sender.__dataclass_fields__["window"].default
+"""The sender's default in-flight window, which the CLI uses."""
 _KINDS = {sighash: name for name, sighash in instruction_coder().sighashes.items()}
 _WRITE_ARGS = struct.Struct("<II")
 _REASONS = {200: "OK", 400: "Bad Request", 429: "Too Many Requests", 500: "Internal Server Error"}

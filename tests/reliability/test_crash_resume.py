@@ -31,6 +31,7 @@ from pathlib import Path
 import pytest
 from fault_proxy import (
     LAMPORTS_PER_SIGNATURE,
+    WINDOW,
     FaultProxy,
     Request,
     account_states,
@@ -45,11 +46,7 @@ from solders.keypair import Keypair
 
 from curta_chain.artifact import Artifact
 from curta_chain.chain.cluster import write_keypair
-from curta_chain.chain.sender import Sender
 from curta_chain.constants import HASH_CHUNK_SIZE
-
-WINDOW = Sender.__dataclass_fields__["window"].default
-"""The sender's default in-flight window, which the CLI uses."""
 
 
 @dataclass(frozen=True)

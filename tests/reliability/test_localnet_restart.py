@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import pytest
 from fault_proxy import (
     LAMPORTS_PER_SIGNATURE,
+    WINDOW,
     FaultProxy,
     Request,
     balance,
@@ -30,11 +31,8 @@ from fault_proxy import (
 
 from curta_chain.artifact import Artifact
 from curta_chain.chain.cluster import write_keypair
-from curta_chain.chain.sender import Sender
 from curta_chain.constants import HASH_CHUNK_SIZE
 
-WINDOW = Sender.__dataclass_fields__["window"].default
-"""The sender's default in-flight window, which the CLI uses."""
 KILL_INTO_BATCH = 0.005
 """Seconds after a write batch is forwarded that the node is killed: while it applies it."""
 DOWN_FOR = 1.0
