@@ -19,6 +19,7 @@ import json
 import subprocess
 import sys
 import time
+from dataclasses import replace
 
 from solana.rpc.api import Client
 from solana.rpc.types import TxOpts
@@ -34,7 +35,7 @@ from curta_chain.chain.plan import model_keypair
 from curta_chain.chain.publish import plan_publish, publish
 from curta_chain.chain.rpc import RpcClient
 from curta_chain.chain.seal import seal
-from curta_chain.chain.sender import Sender
+from curta_chain.chain.sender import Sender, sign
 from curta_chain.chain.transport import HttpTransport
 from curta_chain.constants import LAMPORTS_PER_SOL, LOCALNET_PROGRAM_ID
 
@@ -77,7 +78,7 @@ async def pipelined(url: str, artifact, authority: Keypair) -> dict[str, float]:
         plan = await plan_publish(client, PROGRAM_ID, authority, artifact, budget)
         sender = Sender(client, authority)
         # Accounts first (not timed), then the writes alone.
-        setup = plan.__class__(**{**plan.__dict__, "writes": ()})
+        setup = replace(plan, writes=())
         await publish(client, PROGRAM_ID, authority, artifact, setup, budget, sender=sender)
         plan = await plan_publish(client, PROGRAM_ID, authority, artifact, budget)
         started = time.perf_counter()
@@ -109,7 +110,7 @@ async def naive_setup(url: str, artifact, authority: Keypair):
     try:
         await airdrop(client, authority.pubkey(), 1000)
         plan = await plan_publish(client, PROGRAM_ID, authority, artifact, budget)
-        setup = plan.__class__(**{**plan.__dict__, "writes": ()})
+        setup = replace(plan, writes=())
         await publish(client, PROGRAM_ID, authority, artifact, setup, budget)
         return plan
     finally:
@@ -160,12 +161,11 @@ def in_process(artifact, authority: Keypair, plan) -> float:
         setup.append(
             specs.bind_spec(PROGRAM_ID, authority, plan.model, kp, i, length, rent, budget)
         )
-    sign = Sender(None, authority).sign  # type: ignore[arg-type]
     for spec in setup:
-        result = svm.send_transaction(sign(spec, blockhash))
+        result = svm.send_transaction(sign(spec, authority, blockhash))
         assert not hasattr(result, "err"), result
     txs = [
-        sign(s, blockhash)
+        sign(s, authority, blockhash)
         for s in specs.write_specs(PROGRAM_ID, authority.pubkey(), plan, artifact.sections, budget)
     ]
     started = time.perf_counter()

@@ -8,7 +8,7 @@ sends nothing. A failed model is reopened first; a sealing or sealed one takes n
 
 import asyncio
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from solders.hash import Hash
 from solders.keypair import Keypair
@@ -117,7 +117,7 @@ async def plan_publish(
         fee_lamports=0,
     )
     fees = await _fees(client, program_id, authority, draft, artifact, budget)
-    return PublishPlan(**{**draft.__dict__, "fee_lamports": fees})
+    return replace(draft, fee_lamports=fees)
 
 
 async def check_funds(client: RpcClient, payer: Pubkey, plan: PublishPlan) -> int:
@@ -257,7 +257,7 @@ async def _fees(
         (spec,) = specs.write_specs(
             program_id,
             authority.pubkey(),
-            PublishPlan(**{**plan.__dict__, "writes": plan.writes[:1]}),
+            replace(plan, writes=plan.writes[:1]),
             artifact.sections,
             budget,
         )

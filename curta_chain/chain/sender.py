@@ -46,6 +46,12 @@ class TxSpec:
     payload_bytes: int = 0
 
 
+def sign(spec: TxSpec, payer: Keypair, blockhash: Hash) -> Transaction:
+    """Sign ``spec`` with ``payer`` (who pays the fee) and the spec's own signers."""
+    message = Message.new_with_blockhash(spec.instructions, payer.pubkey(), blockhash)
+    return Transaction([payer, *spec.signers], message, blockhash)
+
+
 @dataclass
 class SendStats:
     """What a ``send`` did."""
@@ -84,11 +90,6 @@ class Sender:
     _blockhash: Hash | None = None
     _last_valid: int = 0
     _fetched_at: float = 0.0
-
-    def sign(self, spec: TxSpec, blockhash: Hash) -> Transaction:
-        """Sign ``spec`` with the payer and its own signers."""
-        message = Message.new_with_blockhash(spec.instructions, self.payer.pubkey(), blockhash)
-        return Transaction([self.payer, *spec.signers], message, blockhash)
 
     async def send(
         self,
@@ -133,7 +134,7 @@ class Sender:
                 f"a transaction did not land after {self.max_attempts} signings; {self.resume_hint}"
             )
         assert self._blockhash is not None
-        tx = self.sign(flight.spec, self._blockhash)
+        tx = sign(flight.spec, self.payer, self._blockhash)
         wire = bytes(tx)
         if len(wire) > MAX_TRANSACTION_SIZE:
             raise ChainError(
