@@ -32,7 +32,8 @@ from curta_chain.chain.cluster import write_keypair; write_keypair(Keypair(), Pa
 $CLI airdrop 100 -u "$URL" -k "$OUT/id.json"
 
 echo "== publish"
-MODEL=$($CLI publish "$OUT/stories260K.curta" -u "$URL" -k "$OUT/id.json" | tee /dev/stderr | tail -n 1)
+$CLI publish "$OUT/stories260K.curta" -u "$URL" -k "$OUT/id.json" | tee "$OUT/publish.log"
+MODEL=$(tail -n 1 "$OUT/publish.log")  # publish prints the model address last
 echo "== seal $MODEL"
 $CLI seal "$MODEL" "$OUT/stories260K.curta" -u "$URL" -k "$OUT/id.json"
 echo "== verify"
