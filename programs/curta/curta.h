@@ -116,6 +116,7 @@ uint64_t check_writable(const SolAccount *account);
 uint64_t check_model_layout(const SolAccount *account);
 uint64_t check_model_authority(const Model *model, const SolAccount *authority);
 uint64_t check_authority_and_model(const SolInput *in);
+void restart_hash_chain(SolInput *in, Model *model, uint8_t state, uint8_t frozen);
 uint64_t check_slot_accounts(const SolInput *in, uint64_t first, const SolAccount *model_account,
                              bool bound_only);
 

@@ -26,13 +26,6 @@ uint64_t process_begin_sealing(SolInput *in) {
     return err;
   }
 
-  for (uint64_t slot = 0; slot < model->section_count; slot++) {
-    header_of(in->accounts[2 + slot])->frozen = 1;
-  }
-  model->state = STATE_SEALING;
-  model->cursor_section = 0;
-  model->cursor_offset = 0;
-  model->chunks_hashed = 0;
-  sol_memset_(model->running_hash, 0, HASH_SIZE);
+  restart_hash_chain(in, model, STATE_SEALING, 1);
   return 0;
 }

@@ -1,5 +1,6 @@
 /*
- * checks.c: the account checks every processor shares, each logging its one refusal line.
+ * checks.c: the account checks every processor shares, each logging its one refusal line,
+ * and the hash-chain restart that beginSealing and reopen share.
  *
  * Processors call them in one order: count, owner, signer/writable, size, discriminator
  * and state, binding.
@@ -123,4 +124,17 @@ uint64_t check_slot_accounts(const SolInput *in, uint64_t first, const SolAccoun
     }
   }
   return 0;
+}
+
+void restart_hash_chain(SolInput *in, Model *model, uint8_t state, uint8_t frozen) {
+  /* beginSealing and reopen, once every check passed: the weight accounts (remaining
+   * accounts from index 2, in slot order) frozen or open, the chain back at its start. */
+  for (uint64_t slot = 0; slot < model->section_count; slot++) {
+    header_of(in->accounts[2 + slot])->frozen = frozen;
+  }
+  model->state = state;
+  model->cursor_section = 0;
+  model->cursor_offset = 0;
+  model->chunks_hashed = 0;
+  sol_memset_(model->running_hash, 0, HASH_SIZE);
 }

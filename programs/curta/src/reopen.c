@@ -24,13 +24,6 @@ uint64_t process_reopen(SolInput *in) {
     return err;
   }
 
-  for (uint64_t slot = 0; slot < model->section_count; slot++) {
-    header_of(in->accounts[2 + slot])->frozen = 0;
-  }
-  model->state = STATE_UPLOADING;
-  model->cursor_section = 0;
-  model->cursor_offset = 0;
-  model->chunks_hashed = 0;
-  sol_memset_(model->running_hash, 0, HASH_SIZE);
+  restart_hash_chain(in, model, STATE_UPLOADING, 0);
   return 0;
 }
