@@ -1,4 +1,4 @@
-"""The curta program's client: the shipped binary, its IDL, instruction builders, account codecs.
+"""The curta program's client: the shipped builds, the IDL, instruction builders, account codecs.
 
 Everything here is pure (no network): publish, seal and verify build on it.
 """

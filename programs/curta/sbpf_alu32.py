@@ -117,9 +117,14 @@ class _Flow:
     def _flow_to(self, pc: int, state: _State, function: int) -> None:
         if pc not in self.insns:
             raise BuildError(f"{self.origin}: .text+{pc * 8:#x}: control flow leaves the code")
+        owner = self.function_of.setdefault(pc, function)
+        if owner != function:  # clang never shares code between functions; refuse, not guess
+            raise BuildError(
+                f"{self.origin}: .text+{pc * 8:#x}: reached from the functions at "
+                f".text+{owner * 8:#x} and .text+{function * 8:#x}"
+            )
         old = self.state.get(pc)
         new = state if old is None else _join(old, state)
-        self.function_of.setdefault(pc, function)
         if old is None or _mask(new) != _mask(old):
             self.state[pc] = new
             self.work.append(pc)

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 import sbpf_link
 from runtimes import Outcome, Runtime, Session
+from sbpf_alu32 import check_upper_halves
 from sbpf_link import SBPF_V0, SBPF_V3, SYSCALLS, link, murmur3_32
 from solders.instruction import Instruction
 from solders.pubkey import Pubkey
@@ -227,3 +228,44 @@ def test_the_v3_build_falls_back_to_v2_code_when_the_check_refuses(
     assert cpu == "v2" and struct.unpack_from("<I", program, 0x30)[0] == SBPF_V3
     assert "curta_v3.so: -mcpu=v3: " in capsys.readouterr().err
     assert script.build_one(next(b for b in BUILDS if b.sbpf_version == SBPF_V0))[1] == "v2"
+
+
+def insn(opcode: int, dst: int = 0, src: int = 0, off: int = 0, imm: int = 0) -> bytes:
+    return struct.pack("<BBhi", opcode, src << 4 | dst, off, imm)
+
+
+ADD32 = insn(0x0C, 1, 2)  # w1 += w2: SBPF v3 sign-extends the result
+EXIT = insn(0x95)
+SOL_LOG = insn(0x85, imm=murmur3_32(b"sol_log_"))
+
+
+@pytest.mark.parametrize(
+    ("body", "refused"),
+    [
+        ([ADD32, insn(0x63, 10, 1, -8), insn(0xB7, 0), EXIT], None),  # 4-byte store
+        ([ADD32, insn(0xBC, 1, 1), insn(0xBF, 0, 1), EXIT], None),  # w1 = w1 zero-extends
+        ([ADD32, insn(0x1E, 1, 2, 0), insn(0xB7, 0), EXIT], None),  # 32-bit comparison
+        ([ADD32, insn(0xBF, 3, 1), insn(0xB7, 0), EXIT], None),  # copied, never read
+        ([ADD32, insn(0x7B, 10, 1, -8), insn(0xB7, 0), EXIT], "an 8-byte store"),
+        ([ADD32, insn(0x1D, 1, 2, 0), insn(0xB7, 0), EXIT], "a 64-bit comparison"),
+        ([ADD32, insn(0x71, 0, 1), EXIT], "a load's address"),
+        ([ADD32, insn(0xBF, 0, 1), EXIT], "the entrypoint's return value"),
+        ([insn(0x04, 2, 0, 0, 1), SOL_LOG, insn(0xB7, 0), EXIT], "a syscall argument"),
+        ([insn(0x04, 3, 0, 0, 1), SOL_LOG, insn(0xB7, 0), EXIT], None),  # sol_log_ reads r1, r2
+    ],
+)
+def test_the_upper_half_check_on_hand_written_bytecode(body, refused):
+    text = b"".join(body)
+    keys = {murmur3_32(b"sol_log_"): 2}
+    if refused is None:
+        check_upper_halves(text, 0, keys, "x.o")
+    else:
+        with pytest.raises(BuildError, match=f"{refused} reads r"):
+            check_upper_halves(text, 0, keys, "x.o")
+
+
+def test_the_check_follows_a_tainted_result_through_a_call_and_back():
+    # entry: w1 += w2; call f; r0 += 1 (64-bit); exit.  f: r0 = r1; exit.
+    body = [ADD32, insn(0x85, src=1, imm=2), insn(0x07, 0, 0, 0, 1), EXIT, insn(0xBF, 0, 1), EXIT]
+    with pytest.raises(BuildError, match=r"\.text\+0x10: a 64-bit operation reads r0"):
+        check_upper_halves(b"".join(body), 0, {}, "x.o")
