@@ -35,8 +35,13 @@ from curta_chain.program import (
 SECTION_LENGTHS = (HASH_CHUNK_SIZE + MAX_WRITE_PAYLOAD, HASH_CHUNK_SIZE)
 """Section 0 seals in a 64 KiB step that stops mid-section and a short one that ends it;
 section 1 in one 64 KiB step that ends the model (and compares the hash)."""
-WRITTEN = (0, 31 * MAX_WRITE_PAYLOAD, HASH_CHUNK_SIZE)
-"""Offsets written in each section, one full write each (the rest stays zero)."""
+
+
+def written(length: int) -> tuple[int, ...]:
+    """Offsets written in a section of ``length`` bytes, one full write each (the rest is
+    zero): its start, its middle, and the piece that ends it."""
+    return (0, length // 2, length - MAX_WRITE_PAYLOAD)
+
 
 WRITE = f"writeWeights ({MAX_WRITE_PAYLOAD:,} bytes)"
 SEAL_MID = f"sealStep ({HASH_CHUNK_SIZE:,} bytes, mid-section)"
@@ -57,9 +62,8 @@ def sections_content(seed: int = 12) -> list[bytes]:
     rng = random.Random(seed)
     sections = [bytearray(length) for length in SECTION_LENGTHS]
     for section in sections:
-        for offset in WRITTEN:
-            end = min(offset + MAX_WRITE_PAYLOAD, len(section))
-            section[offset:end] = rng.randbytes(end - offset)
+        for offset in written(len(section)):
+            section[offset : offset + MAX_WRITE_PAYLOAD] = rng.randbytes(MAX_WRITE_PAYLOAD)
     return [bytes(s) for s in sections]
 
 
@@ -93,10 +97,13 @@ def run_lifecycle(session: Session, program_id: Pubkey) -> Lifecycle:
             [weight],
         )
 
+    writes = set()
     for key, section in zip(keys, sections, strict=True):
-        for offset in WRITTEN:
+        for offset in written(len(section)):
             piece = section[offset : offset + MAX_WRITE_PAYLOAD]
             units(WRITE, [write_weights(program_id, authority, key, offset, piece)])
+            writes.add(result.units[WRITE])
+    assert len(writes) == 1, f"a full write costs the same wherever it lands: {writes}"
 
     stranger = Keypair()
     session.runtime.airdrop(stranger.pubkey(), 10**9)
