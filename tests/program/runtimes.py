@@ -138,6 +138,12 @@ class Runtime:
         """Release the runtime (the Node process)."""
 
 
+def _without(runtime: Runtime, names: Iterable[str]) -> str:
+    """ ", without a, b" for the named features this runtime has (and so turned off)."""
+    off = [name for name in names if runtime.feature(name) is not None]
+    return f", without {', '.join(off)}" if off else ""
+
+
 class SoldersRuntime(Runtime):
     """solders' LiteSVM (Agave 2.2) with every feature on except those named."""
 
@@ -148,7 +154,7 @@ class SoldersRuntime(Runtime):
         for fid in off:
             active.pop(fid)
         features = FeatureSet(active, off)
-        self.name = "solders LiteSVM (Agave 2.2)" + (f" without {', '.join(without)}" * bool(off))
+        self.name = "solders LiteSVM (Agave 2.2)" + _without(self, without)
         self.svm = (
             LiteSVM.default()
             .with_builtins(features)
@@ -221,9 +227,7 @@ class NodeRuntime(Runtime):
         off = [str(fid) for name in without if (fid := self.feature(name)) is not None]
         self._call("init", features=features, deactivate=off)
         label = "every feature" if features == "all" else "its mainnet features"
-        self.name = f"npm litesvm 1.5 (Agave 4.3), {label}" + (
-            f" without {', '.join(without)}" * bool(off)
-        )
+        self.name = f"npm litesvm 1.5 (Agave 4.3), {label}" + _without(self, without)
 
     def _call(self, op: str, **args: object) -> object:
         assert self.process.stdin is not None and self.process.stdout is not None
