@@ -10,6 +10,11 @@
 //      send {tx} -> {ok, error, custom, units, logs} | account {address} -> null | {...}
 //      minimum_balance {size} | slot | warp {slot}
 // Byte fields are base64; addresses base58; lamports and slots decimal strings.
+//
+// package-lock.json: litesvm 1.5.0 lists six platform packages as optional dependencies, but
+// only litesvm-linux-x64-gnu was published at 1.5.0, and `npm ci` refuses a lock without the
+// others (npm/cli#4828). Their entries (os, cpu and libc only; never fetched on linux x64
+// glibc, where this runs) were added to the lock by hand.
 import { createInterface } from "node:readline";
 import { FailedTransactionMetadata, FeatureSet, LiteSVM } from "litesvm";
 import { getAddressDecoder, getAddressEncoder, getTransactionDecoder } from "@solana/kit";
