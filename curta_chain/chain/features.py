@@ -94,24 +94,22 @@ def choose_build(activations: Mapping[str, int | None]) -> DeployChoice:
     v3_slot = activations.get(ENABLE_SBPF_V3)
     v0_off_slot = activations.get(DISABLE_SBPF_V0)
     if v3_slot is not None:
-        program = shipped_program("sbpf-v3")
-        why = (
-            f"SBPF v3 deployment is enabled on this cluster ({ENABLE_SBPF_V3} since slot {v3_slot})"
-        )
-        return DeployChoice(
-            program, f"{why}: deploying the {program.name} build ({program.path.name})"
-        )
+        why = f"is enabled on this cluster ({ENABLE_SBPF_V3} since slot {v3_slot})"
+        return _choice("sbpf-v3", why)
     if v0_off_slot is not None:
         raise ChainError(
             f"this cluster deploys neither shipped build: {DISABLE_SBPF_V0} is active (since slot "
             f"{v0_off_slot}) and {ENABLE_SBPF_V3} is not"
         )
-    program = shipped_program("sbpf-v0")
-    return DeployChoice(
-        program,
-        f"SBPF v3 deployment is not enabled on this cluster ({ENABLE_SBPF_V3} is not active): "
-        f"deploying the {program.name} build ({program.path.name})",
+    return _choice("sbpf-v0", f"is not enabled on this cluster ({ENABLE_SBPF_V3} is not active)")
+
+
+def _choice(build: str, v3_deployment: str) -> DeployChoice:
+    program = shipped_program(build)
+    reason = (
+        f"SBPF v3 deployment {v3_deployment}: deploying the {build} build ({program.path.name})"
     )
+    return DeployChoice(program, reason)
 
 
 async def read_activations(rpc: RpcClient) -> dict[str, int | None]:
