@@ -379,18 +379,33 @@ def _check_v0_instructions(text: bytes, origin: str) -> None:
         pc += 2 if opcode == OPCODE_LDDW else 1
 
 
-def _encode_v3_callx(text: bytearray, origin: str) -> None:
-    """Move each ``callx``'s register from the immediate (clang, v0) to the destination field."""
+def _finish_v3_calls(text: bytearray, origin: str) -> None:
+    """Encode ``callx`` for v3 and apply the ``LocalVerifier``'s rules to every ``call``.
+
+    clang-14 names a ``callx`` register in the immediate (as v0 wants); v3 reads it from the
+    destination field. A ``call`` must be a registered syscall (source 0, a known key) or a
+    pc-relative call (source 1, never -1): solana-sbpf ``src/verifier.rs`` ``LocalVerifier``,
+    which ``solana program deploy`` runs; the deploying validator checks neither.
+    """
+    keys = {murmur3_32(name.encode()) for name in SYSCALLS}
     pc = 0
     while pc * 8 < len(text):
         at = pc * 8
-        if text[at] == OPCODE_CALLX:
-            register = struct.unpack_from("<i", text, at + 4)[0]
-            if not 0 <= register <= 9:
-                raise BuildError(f"{origin}: .text+{at:#x}: callx of register {register}")
-            text[at + 1] = register
+        opcode, imm = text[at], struct.unpack_from("<i", text, at + 4)[0]
+        if opcode == OPCODE_CALLX:
+            if not 0 <= imm <= 9:
+                raise BuildError(f"{origin}: .text+{at:#x}: callx of register {imm}")
+            text[at + 1] = imm
             struct.pack_into("<i", text, at + 4, 0)
-        pc += 2 if text[at] == OPCODE_LDDW else 1
+        elif opcode == OPCODE_CALL and text[at + 1] >> 4 != CALL_SOURCE_LOCAL:
+            if imm & 0xFFFFFFFF not in keys:
+                raise BuildError(
+                    f"{origin}: .text+{at:#x}: call {imm} is neither a registered syscall nor "
+                    "a function of the program (an eBPF helper call?)"
+                )
+        elif opcode == OPCODE_CALL and imm == -1:
+            raise BuildError(f"{origin}: .text+{at:#x}: unresolved local call")
+        pc += 2 if opcode == OPCODE_LDDW else 1
 
 
 @dataclass
@@ -558,7 +573,7 @@ def _resolve(objects: list[_Object], origins: list[str], layout: _Layout) -> _Li
     if layout.version == SBPF_V0:
         _check_v0_instructions(bytes(text), origin)
     else:
-        _encode_v3_callx(text, origin)
+        _finish_v3_calls(text, origin)
         entry_pc = (entry - layout.text_off) // 8
         arguments = {murmur3_32(name.encode()): n for name, n in SYSCALL_ARGUMENTS.items()}
         check_upper_halves(bytes(text), entry_pc, arguments, origin)

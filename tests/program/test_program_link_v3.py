@@ -269,3 +269,11 @@ def test_the_check_follows_a_tainted_result_through_a_call_and_back():
     body = [ADD32, insn(0x85, src=1, imm=2), insn(0x07, 0, 0, 0, 1), EXIT, insn(0xBF, 0, 1), EXIT]
     with pytest.raises(BuildError, match=r"\.text\+0x10: a 64-bit operation reads r0"):
         check_upper_halves(b"".join(body), 0, {}, "x.o")
+
+
+@needs_clang
+def test_an_ebpf_helper_call_is_refused_in_v3(tmp_path: Path):
+    # `call 7` with source 0: an eBPF helper to clang, an unregistered syscall to SBPF v3.
+    source = "unsigned long entrypoint(void) { return ((unsigned long (*)(void))7)(); }"
+    with pytest.raises(BuildError, match=r"\.text\+0x0: call 7 is neither a registered syscall"):
+        link([compile_c(tmp_path, source)], ["x.o"], SBPF_V3)
