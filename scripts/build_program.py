@@ -1,9 +1,12 @@
-"""Build the curta program: clang-14 (BPF, -mcpu=v2) per source file, then our SBPF linker.
+"""Build the curta program, SBPF v0 and v3: clang-14 (BPF) per source file, then our linker.
 
-The build is reproducible: the same sources give the same bytes (the linker keeps no path
-or timestamp, and sources are compiled in sorted order with relative paths).
+Each build in ``curta_chain.program.builds.BUILDS`` compiles every source with the first
+``-mcpu`` of its list and links the objects for its SBPF version; when the link refuses
+that code (the v3 build's ALU32 check), it tries the next one and says so. The builds are
+reproducible: the same sources give the same bytes (the linker keeps no path or timestamp,
+and sources are compiled in sorted order with relative paths).
 
-Usage: python scripts/build_program.py [--out PATH]   (default curta_chain/program/curta.so)
+Usage: python scripts/build_program.py [--out-dir DIR]   (default curta_chain/program)
 """
 
 from __future__ import annotations
@@ -16,18 +19,19 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PROGRAM_DIR = ROOT / "programs" / "curta"
-DEFAULT_OUT = ROOT / "curta_chain" / "program" / "curta.so"
 sys.path.insert(0, str(PROGRAM_DIR))
 sys.path.insert(0, str(ROOT))
 
 from sbpf_link import link  # noqa: E402
 
-from curta_chain.errors import BuildError  # noqa: E402
+from curta_chain.errors import BuildError, InputError  # noqa: E402
 from curta_chain.fsutil import atomic_write  # noqa: E402
+from curta_chain.program.builds import BUILDS, ProgramBuild  # noqa: E402
+from curta_chain.program.builds import PROGRAM_DIR as DEFAULT_OUT_DIR  # noqa: E402
 
 CLANG = "clang-14"
 CFLAGS = [
-    "-target", "bpf", "-mcpu=v2", "-O2", "-std=c11",
+    "-target", "bpf", "-O2", "-std=c11",
     "-ffreestanding", "-fno-builtin", "-fno-stack-protector", "-fno-addrsig",
     "-Wall", "-Wextra", "-Werror",
 ]  # fmt: skip
@@ -45,32 +49,59 @@ def _run(argv: list[str], cwd: Path) -> None:
         raise BuildError(f"{argv[0]} failed: {detail[0] if detail else done.returncode}")
 
 
-def build_program(out: Path = DEFAULT_OUT) -> bytes:
-    """Compile and link the program; write it to ``out`` and return its bytes."""
-    sources = sorted(p.relative_to(PROGRAM_DIR) for p in (PROGRAM_DIR / "src").glob("*.c"))
-    if not sources:
-        raise BuildError(f"{PROGRAM_DIR / 'src'}: no C sources")
+def _compile_and_link(sources: list[Path], cpu: str, sbpf_version: int) -> bytes:
     with tempfile.TemporaryDirectory(prefix="curta-build-") as tmp:
         objects = []
         for source in sources:
             obj = Path(tmp) / (source.stem + ".o")
-            _run([CLANG, *CFLAGS, "-c", str(source), "-o", str(obj)], PROGRAM_DIR)
+            flags = [*CFLAGS, f"-mcpu={cpu}"]
+            _run([CLANG, *flags, "-c", str(source), "-o", str(obj)], PROGRAM_DIR)
             objects.append(obj.read_bytes())
-        program = link(objects, [str(s) for s in sources])
-    atomic_write(out, program)
-    return program
+        return link(objects, [str(s) for s in sources], sbpf_version)
+
+
+def build_one(build: ProgramBuild) -> tuple[bytes, str]:
+    """Compile every source for ``build`` and link them; return the bytes and the -mcpu used."""
+    sources = sorted(p.relative_to(PROGRAM_DIR) for p in (PROGRAM_DIR / "src").glob("*.c"))
+    if not sources:
+        raise BuildError(f"{PROGRAM_DIR / 'src'}: no C sources")
+    *preferred, last = build.clang_cpus
+    for cpu in preferred:
+        try:
+            return _compile_and_link(sources, cpu, build.sbpf_version), cpu
+        except BuildError as exc:
+            print(f"{build.file_name}: -mcpu={cpu}: {exc}; trying -mcpu={last}", file=sys.stderr)
+    return _compile_and_link(sources, last, build.sbpf_version), last
+
+
+def build_program(out_dir: Path = DEFAULT_OUT_DIR) -> dict[str, tuple[bytes, str]]:
+    """Build every program build; write each into ``out_dir``.
+
+    Nothing is written unless every build succeeds.
+
+    Returns:
+        File name -> (the program's bytes, the -mcpu its code was compiled for).
+    """
+    programs = {build.file_name: build_one(build) for build in BUILDS}
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for file_name, (program, _) in programs.items():
+        atomic_write(out_dir / file_name, program)
+    return programs
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="where to write curta.so")
+    parser.add_argument(
+        "--out-dir", type=Path, default=DEFAULT_OUT_DIR, help="where to write the .so files"
+    )
     args = parser.parse_args()
     try:
-        program = build_program(args.out)
-    except BuildError as exc:
+        programs = build_program(args.out_dir)
+    except (BuildError, InputError, OSError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    print(f"{args.out}: {len(program)} bytes")
+    for file_name, (program, cpu) in programs.items():
+        print(f"{args.out_dir / file_name}: {len(program)} bytes (-mcpu={cpu})")
     return 0
 
 

@@ -1,4 +1,4 @@
-"""The curta program's client: the shipped binary, its IDL, instruction builders, account codecs.
+"""The curta program's client: the shipped builds, the IDL, instruction builders, account codecs.
 
 Everything here is pure (no network): publish, seal and verify build on it.
 """
@@ -10,8 +10,17 @@ from curta_chain.program.accounts import (
     SectionSlot,
     WeightHeader,
 )
+from curta_chain.program.builds import (
+    BUILDS,
+    PROGRAM_BINARY,
+    ProgramBuild,
+    ShippedProgram,
+    shipped_program,
+    shipped_program_for,
+    shipped_programs,
+)
 from curta_chain.program.errors import custom_error_code, error_name, program_error
-from curta_chain.program.idl import IDL_PATH, PROGRAM_BINARY, load_idl
+from curta_chain.program.idl import IDL_PATH, load_idl
 from curta_chain.program.instructions import (
     MAX_WRITE_PAYLOAD,
     begin_sealing,
@@ -25,13 +34,16 @@ from curta_chain.program.instructions import (
 )
 
 __all__ = [
+    "BUILDS",
     "IDL_PATH",
     "MAX_WRITE_PAYLOAD",
     "MODEL_ACCOUNT_SIZE",
     "PROGRAM_BINARY",
     "ModelAccount",
     "ModelState",
+    "ProgramBuild",
     "SectionSlot",
+    "ShippedProgram",
     "WeightHeader",
     "begin_sealing",
     "bind_weight_account",
@@ -44,5 +56,8 @@ __all__ = [
     "program_error",
     "reopen",
     "seal_step",
+    "shipped_program",
+    "shipped_program_for",
+    "shipped_programs",
     "write_weights",
 ]

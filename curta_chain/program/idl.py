@@ -1,4 +1,4 @@
-"""The shipped program binary and its Anchor IDL, loaded once through anchorpy."""
+"""The program's Anchor IDL, loaded once through anchorpy (the builds are in ``builds.py``)."""
 
 from functools import cache
 from pathlib import Path
@@ -8,8 +8,6 @@ from anchorpy.coder.accounts import AccountsCoder
 from anchorpy.coder.instruction import InstructionCoder
 from anchorpy.coder.types import TypesCoder
 
-PROGRAM_BINARY: Path = Path(__file__).with_name("curta.so")
-"""The built program (SBPF v0), committed so a machine without clang still has it."""
 IDL_PATH: Path = Path(__file__).with_name("curta.json")
 """The program's interface in the legacy Anchor IDL format that anchorpy 0.21 parses."""
 

@@ -1,8 +1,9 @@
 /*
- * curta_sdk.h: the little of a Solana SDK an SBPF v0 program built by upstream clang needs.
+ * curta_sdk.h: the little of a Solana SDK an SBPF program built by upstream clang needs.
  *
- * Integer types, the syscalls this program calls (resolved by the loader by name), the
- * serialized input of the aligned loaders (BPFLoader2 / Upgradeable), and a few byte helpers.
+ * Integer types, the syscalls this program calls (by name: bound by the v0 loader, hashed by
+ * our linker for v3), the serialized input of the aligned loaders (BPFLoader2 / Upgradeable),
+ * and a few byte helpers.
  * clang's BPF target allows 512 stack bytes per function, so the parsed input lives in the
  * heap region the runtime hands every program.
  */

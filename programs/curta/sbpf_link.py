@@ -1,39 +1,71 @@
-"""Link a clang-14 ``-target bpf -mcpu=v2`` relocatable object into an SBPF v0 program.
+"""Link clang-14 ``-target bpf`` relocatable objects into an SBPF v0 or v3 program.
 
 Upstream ld.lld refuses BPF relocations in shared output, and no Solana toolchain can be
 installed here, so this module does the one job the loader needs: it takes the ELF64
-relocatable objects clang wrote (one per C file) and writes one ET_DYN ELF that the v0
-loader accepts under its strict deployment rules:
+relocatable objects clang wrote (one per C file) and writes one ET_DYN ELF for the SBPF
+version asked, to the deployment loader's strict rules. Both versions share the input side:
+exactly one ``.text``; every ``.rodata*`` input merged into one read-only block; no writable
+section (``.data``/``.bss`` with content stop the link); data addresses in ``lddw``, local
+calls and pointer tables in ``.rodata`` resolved here. The output holds no timestamp or
+path: the same objects give the same bytes.
 
-* every mapped section has ``sh_addr == sh_offset`` (the read-only region maps file
-  offset X at ``0x1_0000_0000 + X``);
-* exactly one ``.text``; every ``.rodata*`` input is merged into one ``.rodata``
-  (the loader maps no other name);
-* no writable section (``.data``/``.bss`` with content stop the link);
-* section names of at most 15 bytes and symbol names of at most 63;
-* calls to undefined names are allowed only for registered syscalls; they keep
-  ``imm = -1`` and get an ``R_BPF_64_32`` dynamic relocation the loader resolves.
+**SBPF v0** (``e_flags`` 0; solana-sbpf ``src/elf.rs`` ``load_with_lenient_parser``,
+``relocate``): the read-only region maps file offset X at ``0x1_0000_0000 + X``, so every
+mapped section has ``sh_addr == sh_offset``; section names are at most 15 bytes and symbol
+names at most 63. Syscalls are left to the loader: their ``call`` keeps ``imm = -1`` and
+gets an ``R_BPF_64_32`` dynamic relocation against a name agave registers (the loader
+treats any other ``imm`` as a pc-relative call). JMP32 instructions are refused: v0's
+verifier rejects the class.
 
-Everything else is resolved here: ``lddw`` of data gets the final virtual address,
-local calls get their pc-relative offset, pointer tables in ``.rodata`` get absolute
-addresses. So the only dynamic relocations are the syscall ones. The output holds no
-timestamp or path: the same object gives the same bytes.
+**SBPF v3** (``e_flags`` 3; SIMD-0178 static syscalls, SIMD-0189 stricter ELF headers,
+SIMD-0377 eBPF ISA compatibility; solana-sbpf 0.23 ``src/elf.rs``
+``load_with_strict_parser``, ``src/program.rs`` ``SBPFVersion``, ``src/interpreter.rs``):
 
-Usage: ``python sbpf_link.py output.so input.o [input.o ...]``.
+* the program headers follow the ELF header at offset 64 and are exactly two ``PT_LOAD``
+  entries: read-only data (``PF_R``, vaddr 0) starting right after the program-header
+  table, then the bytecode (``PF_X``, vaddr ``1 << 32``) right after it; offsets and sizes
+  multiples of 8, ``p_filesz == p_memsz``; ``e_machine`` EM_BPF, ``e_entry`` inside the
+  bytecode. Nothing is relocated at load time: no ``.dynamic``, ``.dynsym``, ``.rel.dyn``.
+  Section headers are ignored by the loader; we still write ``.rodata``, ``.text`` and
+  ``.shstrtab`` so that readelf and objdump read the file.
+* ``lddw`` holds the final address: read-only data at its offset in the read-only segment,
+  code at ``(1 << 32) + 8 * pc``. The first 8 bytes of the read-only segment are zero and
+  hold no object, so no C object has the address NULL (0).
+* a syscall is ``call`` with source register 0 and the murmur3-32 hash of its name as
+  immediate (``ebpf::hash_symbol_name``); a local call is ``call`` with source 1 and a
+  pc-relative immediate (never -1: the ``LocalVerifier`` refuses it); ``callx`` names its
+  register in the destination field (clang-14 puts it in the immediate, as v0 wants).
+* JMP32 is allowed. ALU32 ``add``/``sub``/``mul`` results are sign-extended to 64 bits
+  (``Interpreter::sign_extension``; only v2 zero-extends), while clang's ``-mcpu=v3``
+  code assumes eBPF's zero extension, so ``sbpf_alu32.check_upper_halves`` proves that no
+  such upper half is ever read as 64 bits before the link succeeds.
+
+Usage: ``python sbpf_link.py [--sbpf-version 0|3] output.so input.o [input.o ...]``.
 """
 
 from __future__ import annotations
 
+import argparse
 import struct
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sbpf_alu32 import check_upper_halves
+
 from curta_chain.errors import BuildError, InputError
 from curta_chain.fsutil import atomic_write
 
+SBPF_V0, SBPF_V3 = 0, 3
+"""The SBPF versions this linker writes; each is the ``e_flags`` value of its ELF."""
+SBPF_VERSIONS = (SBPF_V0, SBPF_V3)
+
 MM_RODATA_START = 0x1_0000_0000
-"""Where the loader maps file offset 0 of the read-only region."""
+"""v0: where the loader maps file offset 0 of the read-only region."""
+MM_BYTECODE_START = 0x1_0000_0000
+"""v3: the virtual address of the bytecode segment's first instruction."""
+V3_RODATA_GUARD = 8
+"""v3: zero bytes at read-only address 0, so that no object has the address NULL."""
 
 # ELF constants used here (System V gABI; EM_BPF from the Linux ABI).
 ET_REL, ET_DYN = 1, 3
@@ -65,45 +97,48 @@ RELOCATION_NAMES = {
 
 OPCODE_LDDW = 0x18
 OPCODE_CALL = 0x85
+OPCODE_CALLX = 0x8D
 BPF_CLASS_JMP32 = 0x06
+CALL_SOURCE_LOCAL = 1
+"""v3: ``call`` with source register 1 is a pc-relative call inside the program."""
 
 MAX_SECTION_NAME = 15
 MAX_SYMBOL_NAME = 63
 
-SYSCALLS = frozenset(
-    {
-        "abort",
-        "sol_panic_",
-        "sol_log_",
-        "sol_log_64_",
-        "sol_log_compute_units_",
-        "sol_log_pubkey",
-        "sol_log_data",
-        "sol_sha256",
-        "sol_keccak256",
-        "sol_secp256k1_recover",
-        "sol_memcpy_",
-        "sol_memmove_",
-        "sol_memset_",
-        "sol_memcmp_",
-        "sol_create_program_address",
-        "sol_try_find_program_address",
-        "sol_invoke_signed_c",
-        "sol_invoke_signed_rust",
-        "sol_get_clock_sysvar",
-        "sol_get_rent_sysvar",
-        "sol_get_epoch_schedule_sysvar",
-        "sol_set_return_data",
-        "sol_get_return_data",
-        "sol_get_stack_height",
-        "sol_get_processed_sibling_instruction",
-    }
-)
-"""Syscalls agave 2.2 registers with no feature gate, so a strict deploy resolves them anywhere.
+SYSCALL_ARGUMENTS = {
+    "abort": 0,
+    "sol_panic_": 4,
+    "sol_log_": 2,
+    "sol_log_64_": 5,
+    "sol_log_compute_units_": 0,
+    "sol_log_pubkey": 1,
+    "sol_log_data": 2,
+    "sol_sha256": 3,
+    "sol_keccak256": 3,
+    "sol_secp256k1_recover": 4,
+    "sol_memcpy_": 3,
+    "sol_memmove_": 3,
+    "sol_memset_": 3,
+    "sol_memcmp_": 4,
+    "sol_create_program_address": 4,
+    "sol_try_find_program_address": 5,
+    "sol_invoke_signed_c": 5,
+    "sol_invoke_signed_rust": 5,
+    "sol_get_clock_sysvar": 1,
+    "sol_get_rent_sysvar": 1,
+    "sol_get_epoch_schedule_sysvar": 1,
+    "sol_set_return_data": 2,
+    "sol_get_return_data": 3,
+    "sol_get_stack_height": 0,
+    "sol_get_processed_sibling_instruction": 5,
+}
+"""Syscalls agave registers with no feature gate (2.2 and 4.3 alike), so a deploy finds them,
+with the number of argument registers (r1..) each reads (its C signature).
 
 Feature-gated ones (sol_blake3, sol_get_sysvar, ...) and sol_alloc_free_ (refused at deploy)
 are left out on purpose.
 """
+SYSCALLS = frozenset(SYSCALL_ARGUMENTS)
 
 _EHDR = struct.Struct("<16sHHIQQQIHHHHHH")
 _SHDR = struct.Struct("<IIQQQQIIQQ")
@@ -111,6 +146,35 @@ _PHDR = struct.Struct("<IIQQQQQQ")
 _SYM = struct.Struct("<IBBHQQ")
 _REL = struct.Struct("<QQ")
 _DYN = struct.Struct("<qQ")
+
+
+def murmur3_32(data: bytes, seed: int = 0) -> int:
+    """MurmurHash3 (x86, 32-bit): the key of a syscall, ``murmur3_32(name)`` with seed 0.
+
+    solana-sbpf ``ebpf::hash_symbol_name`` hashes the name's bytes this way; SIMD-0178
+    gives ``abort`` = 0xb6fc1a11 as its example.
+    """
+    c1, c2, mask = 0xCC9E2D51, 0x1B873593, 0xFFFFFFFF
+
+    def scramble(k: int) -> int:
+        k = (k * c1) & mask
+        k = ((k << 15) | (k >> 17)) & mask
+        return (k * c2) & mask
+
+    h = seed
+    body = len(data) // 4 * 4
+    for i in range(0, body, 4):
+        h ^= scramble(int.from_bytes(data[i : i + 4], "little"))
+        h = ((h << 13) | (h >> 19)) & mask
+        h = (h * 5 + 0xE6546B64) & mask
+    if body < len(data):
+        h ^= scramble(int.from_bytes(data[body:], "little"))
+    h ^= len(data)
+    h ^= h >> 16
+    h = (h * 0x85EBCA6B) & mask
+    h ^= h >> 13
+    h = (h * 0xC2B2AE35) & mask
+    return h ^ (h >> 16)
 
 
 @dataclass
@@ -202,13 +266,29 @@ class _Piece:
 
 @dataclass
 class _Layout:
-    """Where every kept input section of every object lands, as file offsets."""
+    """Where every kept input section of every object lands, and the segments' addresses.
 
+    ``text_off``/``rodata_off`` are file offsets of the two blocks; ``text_vaddr`` and
+    ``rodata_vaddr`` are the virtual addresses the program sees at those offsets. In v3 the
+    read-only block starts with ``V3_RODATA_GUARD`` zero bytes (``rodata_off`` is the
+    segment's start, the guard included).
+    """
+
+    version: int
     text: list[_Piece] = field(default_factory=list)
     rodata: list[_Piece] = field(default_factory=list)
+    text_off: int = 0
     text_size: int = 0
+    rodata_off: int = 0
     rodata_size: int = 0
-    rodata_align: int = 1
+    text_vaddr: int = 0
+    rodata_vaddr: int = 0
+
+    def vaddr(self, offset: int, is_code: bool) -> int:
+        """The virtual address of the byte at file offset ``offset``."""
+        if is_code:
+            return self.text_vaddr + offset - self.text_off
+        return self.rodata_vaddr + offset - self.rodata_off
 
 
 def _kept_sections(obj: _Object, origin: str) -> tuple[_Section, list[_Section]]:
@@ -240,31 +320,54 @@ def _kept_sections(obj: _Object, origin: str) -> tuple[_Section, list[_Section]]
     return texts[0], rodata
 
 
-def _plan(objects: list[_Object], origins: list[str], n_phdrs: int) -> _Layout:
-    layout = _Layout()
-    kept = [_kept_sections(obj, origin) for obj, origin in zip(objects, origins, strict=True)]
-    text_off = _align(_EHDR.size + n_phdrs * _PHDR.size, 8)
-    offset = text_off
+def _place_text(layout: _Layout, kept: list[tuple[_Section, list[_Section]]], start: int) -> int:
+    offset = layout.text_off = start
     for i, (text, _) in enumerate(kept):
         offset = _align(offset, 8)
         layout.text.append(_Piece(i, text, offset))
         offset += text.size
-    layout.text_size = offset - text_off
-    for _, rodata in kept:
-        for sec in rodata:
-            layout.rodata_align = max(layout.rodata_align, sec.align, 8)
-    rodata_off = _align(offset, layout.rodata_align)
-    offset = rodata_off
+    layout.text_size = offset - start
+    return offset
+
+
+def _place_rodata(layout: _Layout, kept: list[tuple[_Section, list[_Section]]], start: int) -> int:
+    """Lay the .rodata* inputs out from ``start`` (already aligned for all of them)."""
+    offset = start
     for i, (_, rodata) in enumerate(kept):
         for sec in rodata:
             offset = _align(offset, sec.align)
             layout.rodata.append(_Piece(i, sec, offset))
             offset += sec.size
-    layout.rodata_size = offset - rodata_off
+    return offset
+
+
+def _plan(objects: list[_Object], origins: list[str], version: int) -> _Layout:
+    layout = _Layout(version)
+    kept = [_kept_sections(obj, origin) for obj, origin in zip(objects, origins, strict=True)]
+    rodata_align = max([8, *(sec.align for _, rodata in kept for sec in rodata)])
+    if version == SBPF_V0:
+        # Text, then rodata, each mapped at 0x1_0000_0000 + its file offset.
+        n_phdrs = 4 if any(rodata for _, rodata in kept) else 3
+        end = _place_text(layout, kept, _align(_EHDR.size + n_phdrs * _PHDR.size, 8))
+        layout.rodata_off = _align(end, rodata_align)
+        layout.rodata_size = _place_rodata(layout, kept, layout.rodata_off) - layout.rodata_off
+        layout.text_vaddr = MM_RODATA_START + layout.text_off
+        layout.rodata_vaddr = MM_RODATA_START + layout.rodata_off
+        return layout
+    # v3: the read-only segment right after the two program headers, then the bytecode. The
+    # segment starts at a multiple of 16 (176), so vaddr and file offset align alike up to 16.
+    layout.rodata_off = _EHDR.size + 2 * _PHDR.size
+    if rodata_align > 16:
+        raise BuildError(f"{', '.join(origins)}: read-only data aligned to {rodata_align} bytes")
+    end = _place_rodata(layout, kept, layout.rodata_off + V3_RODATA_GUARD)
+    layout.rodata_size = _align(end - layout.rodata_off, 8)
+    _place_text(layout, kept, layout.rodata_off + layout.rodata_size)
+    layout.rodata_vaddr = 0
+    layout.text_vaddr = MM_BYTECODE_START
     return layout
 
 
-def _check_instructions(text: bytes, origin: str) -> None:
+def _check_v0_instructions(text: bytes, origin: str) -> None:
     pc = 0
     while pc * 8 < len(text):
         opcode = text[pc * 8]
@@ -276,17 +379,48 @@ def _check_instructions(text: bytes, origin: str) -> None:
         pc += 2 if opcode == OPCODE_LDDW else 1
 
 
+def _finish_v3_calls(text: bytearray, origin: str) -> None:
+    """Encode ``callx`` for v3 and apply the ``LocalVerifier``'s rules to every ``call``.
+
+    clang-14 names a ``callx`` register in the immediate (as v0 wants); v3 reads it from the
+    destination field. A ``call`` must be a registered syscall (source 0, a known key) or a
+    pc-relative call (source 1, never -1): solana-sbpf ``src/verifier.rs`` ``LocalVerifier``,
+    which ``solana program deploy`` runs; the deploying validator checks neither.
+    """
+    keys = {murmur3_32(name.encode()) for name in SYSCALLS}
+    pc = 0
+    while pc * 8 < len(text):
+        at = pc * 8
+        opcode, imm = text[at], struct.unpack_from("<i", text, at + 4)[0]
+        if opcode == OPCODE_CALLX:
+            if not 0 <= imm <= 9:
+                raise BuildError(f"{origin}: .text+{at:#x}: callx of register {imm}")
+            text[at + 1] = imm
+            struct.pack_into("<i", text, at + 4, 0)
+        elif opcode == OPCODE_CALL and text[at + 1] >> 4 != CALL_SOURCE_LOCAL:
+            if imm & 0xFFFFFFFF not in keys:
+                raise BuildError(
+                    f"{origin}: .text+{at:#x}: call {imm} is neither a registered syscall nor "
+                    "a function of the program (an eBPF helper call?)"
+                )
+        elif opcode == OPCODE_CALL and imm == -1:
+            raise BuildError(f"{origin}: .text+{at:#x}: unresolved local call")
+        pc += 2 if opcode == OPCODE_LDDW else 1
+
+
 @dataclass
 class _Linked:
-    """The linked read-only image (file offsets 0 to the end of .rodata) and what it needs."""
+    """The linked image (file offsets 0 to the end of the last block) and what it needs."""
 
     image: bytearray
-    text_off: int
-    text_size: int
-    rodata_off: int
-    rodata_size: int
+    layout: _Layout
     entry: int
     syscall_sites: list[tuple[int, str]]
+
+    @property
+    def text(self) -> bytes:
+        start = self.layout.text_off
+        return bytes(self.image[start : start + self.layout.text_size])
 
 
 @dataclass
@@ -337,10 +471,44 @@ class _Resolver:
         )
 
 
-def _relocate_one(
-    image: bytearray, where: int, kind: int, in_text: bool, sym: _Symbol, target: _Target, ctx: str
+def _relocate_call(
+    image: bytearray, where: int, sym: _Symbol, target: _Target, version: int, ctx: str
 ) -> str | None:
-    """Apply one relocation in place; return the syscall name when the site calls one.
+    """Resolve an ``R_BPF_64_32`` call; return the syscall name when v0's loader must bind it."""
+    if image[where] != OPCODE_CALL:
+        raise BuildError(f"{ctx}: R_BPF_64_32 not on a call")
+    if target.offset is None:
+        if sym.name not in SYSCALLS:
+            raise BuildError(
+                f"{ctx}: undefined symbol {sym.name!r} called: neither defined in the "
+                "program nor a registered syscall"
+            )
+        if version == SBPF_V0:
+            # The loader treats any imm other than -1 as a pc-relative call.
+            struct.pack_into("<i", image, where + 4, -1)
+            return sym.name
+        image[where + 1] = 0  # v3 static syscall: source 0, the name's hash as immediate
+        struct.pack_into("<I", image, where + 4, murmur3_32(sym.name.encode()))
+        return None
+    if not target.is_code or (target.offset - where) % 8:
+        raise BuildError(f"{ctx}: call to {sym.name!r}, which is not code")
+    struct.pack_into("<i", image, where + 4, (target.offset - where) // 8 - 1)
+    if version == SBPF_V3:
+        image[where + 1] = CALL_SOURCE_LOCAL << 4
+    return None
+
+
+def _relocate_one(
+    image: bytearray,
+    layout: _Layout,
+    where: int,
+    kind: int,
+    in_text: bool,
+    sym: _Symbol,
+    target: _Target,
+    ctx: str,
+) -> str | None:
+    """Apply one relocation in place; return the syscall name when v0's loader must bind it.
 
     ``ctx`` is "<object>: <section>+<offset>" for messages.
     """
@@ -349,31 +517,18 @@ def _relocate_one(
             raise BuildError(f"{ctx}: R_BPF_64_64 not on an lddw")
         if target.offset is None:
             raise BuildError(f"{ctx}: undefined symbol {sym.name!r} (data)")
-        value = MM_RODATA_START + target.offset + struct.unpack_from("<I", image, where + 4)[0]
+        addend = struct.unpack_from("<I", image, where + 4)[0]
+        value = layout.vaddr(target.offset, target.is_code) + addend
         struct.pack_into("<I", image, where + 4, value & 0xFFFFFFFF)
         struct.pack_into("<I", image, where + 12, value >> 32)
         return None
     if in_text and kind == R_BPF_64_32:
-        if image[where] != OPCODE_CALL:
-            raise BuildError(f"{ctx}: R_BPF_64_32 not on a call")
-        if target.offset is None:
-            if sym.name not in SYSCALLS:
-                raise BuildError(
-                    f"{ctx}: undefined symbol {sym.name!r} called: neither defined in the "
-                    "program nor a registered syscall"
-                )
-            # The loader treats any imm other than -1 as a pc-relative call.
-            struct.pack_into("<i", image, where + 4, -1)
-            return sym.name
-        if not target.is_code or (target.offset - where) % 8:
-            raise BuildError(f"{ctx}: call to {sym.name!r}, which is not code")
-        struct.pack_into("<i", image, where + 4, (target.offset - where) // 8 - 1)
-        return None
+        return _relocate_call(image, where, sym, target, layout.version, ctx)
     if not in_text and kind == R_BPF_64_ABS64:
         if target.offset is None:
             raise BuildError(f"{ctx}: undefined symbol {sym.name!r} (pointer)")
         addend = struct.unpack_from("<Q", image, where)[0]
-        struct.pack_into("<Q", image, where, MM_RODATA_START + target.offset + addend)
+        struct.pack_into("<Q", image, where, layout.vaddr(target.offset, target.is_code) + addend)
         return None
     label = RELOCATION_NAMES.get(kind, "unknown")
     raise BuildError(f"{ctx}: unknown relocation kind {kind} ({label}) against {sym.name!r}")
@@ -381,9 +536,8 @@ def _relocate_one(
 
 def _resolve(objects: list[_Object], origins: list[str], layout: _Layout) -> _Linked:
     """Copy the kept sections into place and apply every relocation."""
-    text_off = layout.text[0].offset
-    rodata_off = layout.rodata[0].offset if layout.rodata else text_off + layout.text_size
-    image = bytearray(rodata_off + layout.rodata_size)
+    end = max(layout.text_off + layout.text_size, layout.rodata_off + layout.rodata_size)
+    image = bytearray(end)
     for piece in layout.text + layout.rodata:
         content = objects[piece.obj].content(piece.section)
         image[piece.offset : piece.offset + len(content)] = content
@@ -410,14 +564,21 @@ def _resolve(objects: list[_Object], origins: list[str], layout: _Layout) -> _Li
                     raise BuildError(f"{ctx}: bad symbol index {sym_index}")
                 sym = obj.symbols[sym_index]
                 target = resolver.target(i, sym, ctx)
-                syscall = _relocate_one(image, base + r_offset, kind, in_text, sym, target, ctx)
+                where = base + r_offset
+                syscall = _relocate_one(image, layout, where, kind, in_text, sym, target, ctx)
                 if syscall:
-                    syscall_sites.append((base + r_offset, syscall))
-    text = bytes(image[text_off : text_off + layout.text_size])
-    _check_instructions(text, ", ".join(origins))
-    return _Linked(
-        image, text_off, layout.text_size, rodata_off, layout.rodata_size, entry, syscall_sites
-    )
+                    syscall_sites.append((where, syscall))
+    origin = ", ".join(origins)
+    text = image[layout.text_off : layout.text_off + layout.text_size]
+    if layout.version == SBPF_V0:
+        _check_v0_instructions(bytes(text), origin)
+    else:
+        _finish_v3_calls(text, origin)
+        entry_pc = (entry - layout.text_off) // 8
+        arguments = {murmur3_32(name.encode()): n for name, n in SYSCALL_ARGUMENTS.items()}
+        check_upper_halves(bytes(text), entry_pc, arguments, origin)
+        image[layout.text_off : layout.text_off + layout.text_size] = text
+    return _Linked(image, layout, entry, syscall_sites)
 
 
 class _StringTable:
@@ -451,7 +612,7 @@ class _Dynamic:
 
 
 def _dynamic_tables(linked: _Linked, origin: str) -> _Dynamic:
-    """Export ``entrypoint`` and one undefined symbol per syscall, with its call sites."""
+    """v0: export ``entrypoint`` and one undefined symbol per syscall, with its call sites."""
     syscalls = sorted({name for _, name in linked.syscall_sites})
     dynstr = _StringTable()
     for name in ["entrypoint", *syscalls]:
@@ -497,67 +658,100 @@ def _dynamic_tables(linked: _Linked, origin: str) -> _Dynamic:
     )
 
 
-def _write_elf(linked: _Linked, dyn: _Dynamic, origin: str) -> bytes:
-    """Lay out headers, sections and program headers around the linked image."""
-    # (name, type, flags, offset, size, link, info, align, entsize); index 0 is SHT_NULL.
-    sections: list[tuple] = [("", SHT_NULL, 0, 0, 0, 0, 0, 0, 0)]
+# A section header row before packing: (name, type, flags, addr, offset, size, link, info,
+# align, entsize).
+_SectionRow = tuple[str, int, int, int, int, int, int, int, int, int]
+
+
+def _pack_elf(
+    out: bytearray,
+    *,
+    flags: int,
+    entry: int,
+    phdrs: list[tuple[int, int, int, int, int, int]],
+    sections: list[_SectionRow],
+    shoff: int,
+    shstr: _StringTable,
+) -> None:
+    """Write the ELF header, the program headers and the section headers into ``out``.
+
+    A program header is (type, flags, offset, vaddr, size, align); the contents are the
+    caller's.
+    """
+    ident = b"\x7fELF" + bytes([2, 1, 1, 0]) + bytes(8)
+    _EHDR.pack_into(
+        out, 0, ident, ET_DYN, EM_BPF, 1, entry, _EHDR.size, shoff, flags,
+        _EHDR.size, _PHDR.size, len(phdrs), _SHDR.size, len(sections), len(sections) - 1,
+    )  # fmt: skip
+    for i, (p_type, p_flags, offset, vaddr, size, align) in enumerate(phdrs):
+        _PHDR.pack_into(
+            out, _EHDR.size + i * _PHDR.size, p_type, p_flags, offset, vaddr, vaddr, size, size,
+            align,
+        )  # fmt: skip
+    for i, (name, s_type, s_flags, addr, offset, size, link, info, align, entsize) in enumerate(
+        sections
+    ):
+        _SHDR.pack_into(
+            out, shoff + i * _SHDR.size, shstr.index[name], s_type, s_flags, addr, offset, size,
+            link, info, align, entsize,
+        )  # fmt: skip
+
+
+def _section_names(sections: list[_SectionRow], origin: str) -> _StringTable:
+    shstr = _StringTable()
+    for name in [row[0] for row in sections] + [".shstrtab"]:
+        if len(name) > MAX_SECTION_NAME:
+            raise BuildError(f"{origin}: section name {name} is longer than {MAX_SECTION_NAME}")
+        shstr.add(name)
+    return shstr
+
+
+def _write_v0(linked: _Linked, origin: str) -> bytes:
+    """Lay out headers, sections and program headers around the linked image (SBPF v0)."""
+    dyn = _dynamic_tables(linked, origin)
+    layout = linked.layout
     text_flags = SHF_ALLOC | SHF_EXECINSTR
+    # Index 0 is SHT_NULL. v0: a mapped section's vaddr is its file offset.
+    sections: list[_SectionRow] = [("", SHT_NULL, 0, 0, 0, 0, 0, 0, 0, 0)]
     sections.append(
-        (".text", SHT_PROGBITS, text_flags, linked.text_off, linked.text_size, 0, 0, 8, 0)
-    )
-    if linked.rodata_size:
+        (".text", SHT_PROGBITS, text_flags, layout.text_off, layout.text_off, layout.text_size,
+         0, 0, 8, 0)
+    )  # fmt: skip
+    if layout.rodata_size:
         sections.append(
-            (".rodata", SHT_PROGBITS, SHF_ALLOC, linked.rodata_off, linked.rodata_size, 0, 0, 8, 0)
-        )
+            (".rodata", SHT_PROGBITS, SHF_ALLOC, layout.rodata_off, layout.rodata_off,
+             layout.rodata_size, 0, 0, 8, 0)
+        )  # fmt: skip
     dynsym_shndx, dynstr_shndx = len(sections) + 1, len(sections) + 2
     sections += [
-        (".dynamic", SHT_DYNAMIC, SHF_ALLOC, dyn.start, len(dyn.dynamic), dynstr_shndx, 0, 8, 16),
-        (".dynsym", SHT_DYNSYM, SHF_ALLOC, dyn.dynsym_off, len(dyn.dynsym), dynstr_shndx, 1, 8, 24),
-        (".dynstr", SHT_STRTAB, SHF_ALLOC, dyn.dynstr_off, len(dyn.dynstr), 0, 0, 1, 0),
-    ]
+        (".dynamic", SHT_DYNAMIC, SHF_ALLOC, dyn.start, dyn.start, len(dyn.dynamic),
+         dynstr_shndx, 0, 8, 16),
+        (".dynsym", SHT_DYNSYM, SHF_ALLOC, dyn.dynsym_off, dyn.dynsym_off, len(dyn.dynsym),
+         dynstr_shndx, 1, 8, 24),
+        (".dynstr", SHT_STRTAB, SHF_ALLOC, dyn.dynstr_off, dyn.dynstr_off, len(dyn.dynstr),
+         0, 0, 1, 0),
+    ]  # fmt: skip
     if dyn.reldyn:
         sections.append(
-            (
-                ".rel.dyn",
-                SHT_REL,
-                SHF_ALLOC,
-                dyn.reldyn_off,
-                len(dyn.reldyn),
-                dynsym_shndx,
-                0,
-                8,
-                16,
-            )
-        )
-    shstr = _StringTable()
-    for sec in [*sections, (".shstrtab",)]:
-        if len(sec[0]) > MAX_SECTION_NAME:
-            raise BuildError(f"{origin}: section name {sec[0]} is longer than {MAX_SECTION_NAME}")
-        shstr.add(sec[0])
-    sections.append((".shstrtab", SHT_STRTAB, 0, dyn.end, len(shstr.data), 0, 0, 1, 0))
+            (".rel.dyn", SHT_REL, SHF_ALLOC, dyn.reldyn_off, dyn.reldyn_off, len(dyn.reldyn),
+             dynsym_shndx, 0, 8, 16)
+        )  # fmt: skip
+    shstr = _section_names(sections, origin)
+    sections.append((".shstrtab", SHT_STRTAB, 0, 0, dyn.end, len(shstr.data), 0, 0, 1, 0))
     shoff = _align(dyn.end + len(shstr.data), 8)
 
-    phdrs = [(PT_LOAD, PF_R | PF_X, linked.text_off, linked.text_size)]
-    if linked.rodata_size:
-        phdrs.append((PT_LOAD, PF_R, linked.rodata_off, linked.rodata_size))
-    phdrs.append((PT_LOAD, PF_R, dyn.start, dyn.end - dyn.start))
-    phdrs.append((PT_DYNAMIC, PF_R, dyn.start, len(dyn.dynamic)))
-    if _EHDR.size + len(phdrs) * _PHDR.size > linked.text_off:
+    phdrs = [(PT_LOAD, PF_R | PF_X, layout.text_off, layout.text_off, layout.text_size, 4096)]
+    if layout.rodata_size:
+        phdrs.append(
+            (PT_LOAD, PF_R, layout.rodata_off, layout.rodata_off, layout.rodata_size, 4096)
+        )
+    phdrs.append((PT_LOAD, PF_R, dyn.start, dyn.start, dyn.end - dyn.start, 4096))
+    phdrs.append((PT_DYNAMIC, PF_R, dyn.start, dyn.start, len(dyn.dynamic), 8))
+    if _EHDR.size + len(phdrs) * _PHDR.size > layout.text_off:
         raise BuildError(f"{origin}: program headers overlap .text")
 
     out = bytearray(shoff + len(sections) * _SHDR.size)
-    ident = b"\x7fELF" + bytes([2, 1, 1, 0]) + bytes(8)
-    _EHDR.pack_into(
-        out, 0, ident, ET_DYN, EM_BPF, 1, linked.entry, _EHDR.size, shoff, 0,
-        _EHDR.size, _PHDR.size, len(phdrs), _SHDR.size, len(sections), len(sections) - 1,
-    )  # fmt: skip
-    for i, (p_type, p_flags, offset, size) in enumerate(phdrs):
-        align = 8 if p_type == PT_DYNAMIC else 4096
-        _PHDR.pack_into(
-            out, _EHDR.size + i * _PHDR.size, p_type, p_flags, offset, offset, offset, size, size,
-            align,
-        )  # fmt: skip
-    out[linked.text_off : len(linked.image)] = linked.image[linked.text_off :]
+    out[layout.text_off : len(linked.image)] = linked.image[layout.text_off :]
     for offset, blob in [
         (dyn.start, dyn.dynamic),
         (dyn.dynsym_off, dyn.dynsym),
@@ -566,21 +760,49 @@ def _write_elf(linked: _Linked, dyn: _Dynamic, origin: str) -> bytes:
         (dyn.end, shstr.data),
     ]:
         out[offset : offset + len(blob)] = blob
-    for i, (name, s_type, flags, offset, size, s_link, info, align, entsize) in enumerate(sections):
-        addr = offset if flags & SHF_ALLOC else 0  # v0: a mapped section's vaddr is its offset
-        _SHDR.pack_into(
-            out, shoff + i * _SHDR.size, shstr.index[name], s_type, flags, addr, offset, size,
-            s_link, info, align, entsize,
-        )  # fmt: skip
+    _pack_elf(
+        out, flags=SBPF_V0, entry=linked.entry, phdrs=phdrs, sections=sections, shoff=shoff,
+        shstr=shstr,
+    )  # fmt: skip
     return bytes(out)
 
 
-def link(objects: list[bytes], origins: list[str] | None = None) -> bytes:
-    """Link BPF relocatable objects into one SBPF v0 shared object.
+def _write_v3(linked: _Linked, origin: str) -> bytes:
+    """Lay out the SIMD-0189 file: header, two program headers, rodata, bytecode, sections."""
+    layout = linked.layout
+    text_end = layout.text_off + layout.text_size
+    sections: list[_SectionRow] = [
+        ("", SHT_NULL, 0, 0, 0, 0, 0, 0, 0, 0),
+        (".rodata", SHT_PROGBITS, SHF_ALLOC, layout.rodata_vaddr, layout.rodata_off,
+         layout.rodata_size, 0, 0, 8, 0),
+        (".text", SHT_PROGBITS, SHF_ALLOC | SHF_EXECINSTR, layout.text_vaddr, layout.text_off,
+         layout.text_size, 0, 0, 8, 0),
+    ]  # fmt: skip
+    shstr = _section_names(sections, origin)
+    sections.append((".shstrtab", SHT_STRTAB, 0, 0, text_end, len(shstr.data), 0, 0, 1, 0))
+    shoff = _align(text_end + len(shstr.data), 8)
+    phdrs = [
+        (PT_LOAD, PF_R, layout.rodata_off, layout.rodata_vaddr, layout.rodata_size, 8),
+        (PT_LOAD, PF_X, layout.text_off, layout.text_vaddr, layout.text_size, 8),
+    ]
+    out = bytearray(shoff + len(sections) * _SHDR.size)
+    out[layout.rodata_off : text_end] = linked.image[layout.rodata_off : text_end]
+    out[text_end : text_end + len(shstr.data)] = shstr.data
+    entry = layout.vaddr(linked.entry, is_code=True)
+    _pack_elf(
+        out, flags=SBPF_V3, entry=entry, phdrs=phdrs, sections=sections, shoff=shoff,
+        shstr=shstr,
+    )  # fmt: skip
+    return bytes(out)
+
+
+def link(objects: list[bytes], origins: list[str] | None = None, version: int = SBPF_V0) -> bytes:
+    """Link BPF relocatable objects into one SBPF shared object.
 
     Args:
         objects: the ELF64 ``ET_REL`` objects clang-14 wrote, in link order.
         origins: a name for each object in error messages (usually its path).
+        version: ``SBPF_V0`` or ``SBPF_V3``; written as the ELF's ``e_flags``.
 
     Returns:
         The bytes of the ``ET_DYN`` program, ready for the loader.
@@ -588,33 +810,37 @@ def link(objects: list[bytes], origins: list[str] | None = None) -> bytes:
     Raises:
         BuildError: an object is not BPF, holds a writable or unmappable section or
             several code sections, a relocation kind is unknown, a symbol is undefined
-            and not a syscall or defined twice, or no ``entrypoint`` function exists.
+            and not a syscall or defined twice, no ``entrypoint`` function exists, or the
+            code uses what the version forbids (v0: JMP32; v3: a sign-extended 32-bit
+            result read as 64 bits).
     """
+    if version not in SBPF_VERSIONS:
+        raise BuildError(f"SBPF version {version}: this linker writes v0 and v3")
     names = origins or [f"<object {i}>" for i in range(len(objects))]
     if not objects:
         raise BuildError("no objects to link")
     parsed = [_parse_object(data, origin) for data, origin in zip(objects, names, strict=True)]
-    has_rodata = any(
-        _kept_sections(obj, origin)[1] for obj, origin in zip(parsed, names, strict=True)
-    )
-    layout = _plan(parsed, names, n_phdrs=4 if has_rodata else 3)
+    layout = _plan(parsed, names, version)
     linked = _resolve(parsed, names, layout)
     origin = ", ".join(names)
-    return _write_elf(linked, _dynamic_tables(linked, origin), origin)
+    return _write_v0(linked, origin) if version == SBPF_V0 else _write_v3(linked, origin)
 
 
 def main(argv: list[str]) -> int:
-    """Link ``argv[2:]`` (BPF objects) into ``argv[1]`` (an SBPF program)."""
-    if len(argv) < 3:
-        print("usage: sbpf_link.py output.so input.o [input.o ...]", file=sys.stderr)
-        return 2
+    """Link the BPF objects named on the command line into an SBPF program."""
+    parser = argparse.ArgumentParser(prog="sbpf_link.py", description=main.__doc__)
+    parser.add_argument("--sbpf-version", type=int, choices=SBPF_VERSIONS, default=SBPF_V0)
+    parser.add_argument("output", type=Path)
+    parser.add_argument("inputs", type=Path, nargs="+")
+    args = parser.parse_args(argv[1:])
     try:
-        objects = [Path(a).read_bytes() for a in argv[2:]]
+        objects = [path.read_bytes() for path in args.inputs]
     except OSError as exc:
         print(f"error: {exc.filename}: {exc.strerror}", file=sys.stderr)
         return 1
     try:
-        atomic_write(argv[1], link(objects, argv[2:]))
+        program = link(objects, [str(p) for p in args.inputs], args.sbpf_version)
+        atomic_write(args.output, program)
     except (BuildError, InputError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1

@@ -252,6 +252,6 @@ def test_all_is_complete():
         if not name.startswith("_")
         and getattr(value, "__module__", "").startswith("curta_chain.program")
     }
-    public |= {"IDL_PATH", "PROGRAM_BINARY", "MAX_WRITE_PAYLOAD", "MODEL_ACCOUNT_SIZE"}
+    public |= {"IDL_PATH", "PROGRAM_BINARY", "BUILDS", "MAX_WRITE_PAYLOAD", "MODEL_ACCOUNT_SIZE"}
     assert set(program.__all__) == public
     assert program.PROGRAM_BINARY.is_file()

@@ -1,133 +1,45 @@
-"""The strict deployment loader (reject_broken_elfs) accepts the shipped program.
+"""The deployment loader's strict checks accept the shipped builds and refuse broken copies.
 
-LiteSVM's add_program uses the lenient execution loader. A real deploy through the
-upgradeable loader (v3) runs the strict one, but SIMD-0167's feature
-EmhbpdVtZ2hWRGFWBDjn2i3SJD8Z36z4mpMcZJEnebnP turns new v3 deployments off; with that one
-feature inactive (every other feature on) LiteSVM deploys exactly as a validator would.
-Two deliberately broken copies prove that this path really is the strict one.
+LiteSVM's add_program uses the lenient execution loader for v0. A deploy through the
+upgradeable loader runs the strict one (``reject_broken_elfs``): for v0, two deliberately
+broken copies prove that this path really is the strict one. v3 has only a strict parser
+(SIMD-0189), so a v3 copy with a broken program header is refused everywhere.
+
+Features are looked up by name in each runtime (``Runtime.feature``): Agave 2.x turns new
+loader-v3 deployments off (SIMD-0167), so that runtime runs with that feature off; a
+runtime without the feature needs nothing turned off.
 """
 
 import struct
 
 import pytest
-from curta_svm import weights_hash
-from solders.instruction import AccountMeta, Instruction
+from runtimes import Runtime, Session, SoldersRuntime
 from solders.keypair import Keypair
-from solders.litesvm import FeatureSet, LiteSVM
-from solders.message import Message
+from solders.litesvm import LiteSVM
 from solders.pubkey import Pubkey
-from solders.system_program import CreateAccountParams, create_account
-from solders.sysvar import CLOCK, RENT
-from solders.transaction import Transaction
 
-from curta_chain.program import MODEL_ACCOUNT_SIZE, PROGRAM_BINARY, ModelAccount, create_model
+from curta_chain.program import MODEL_ACCOUNT_SIZE, ModelAccount, create_model, shipped_program
 
-LOADER_V3 = Pubkey.from_string("BPFLoaderUpgradeab1e11111111111111111111111")
-V3_DEPLOYMENTS_OFF = Pubkey.from_string("EmhbpdVtZ2hWRGFWBDjn2i3SJD8Z36z4mpMcZJEnebnP")
-BUFFER_METADATA = 37  # UpgradeableLoaderState::Buffer: tag (4) + Option<authority> (33)
-PROGRAM_ACCOUNT = 36  # UpgradeableLoaderState::Program: tag (4) + programdata address (32)
-WRITE_CHUNK = 900
-
-
-class Deployer:
-    def __init__(self) -> None:
-        features = FeatureSet.all_enabled().active
-        features.pop(V3_DEPLOYMENTS_OFF)
-        feature_set = FeatureSet(features, {V3_DEPLOYMENTS_OFF})
-        self.svm = (
-            LiteSVM.default()
-            .with_builtins(feature_set)
-            .with_precompiles(feature_set)
-            .with_sysvars()
-            .with_lamports(10**18)
-        )
-        self.payer = Keypair()
-        self.svm.airdrop(self.payer.pubkey(), 1_000 * 10**9)
-
-    def send(self, ixs: list[Instruction], signers: list[Keypair] = ()):
-        tx = Transaction(
-            [self.payer, *signers], Message(ixs, self.payer.pubkey()), self.svm.latest_blockhash()
-        )
-        meta = self.svm.send_transaction(tx)
-        if hasattr(meta, "err"):
-            return meta.err(), list(meta.meta().logs())
-        return None, list(meta.logs())
-
-    def new_account(self, kp: Keypair, size: int, owner: Pubkey) -> Instruction:
-        return create_account(
-            CreateAccountParams(
-                from_pubkey=self.payer.pubkey(),
-                to_pubkey=kp.pubkey(),
-                lamports=self.svm.minimum_balance_for_rent_exemption(size),
-                space=size,
-                owner=owner,
-            )
-        )
-
-    def deploy(self, elf: bytes) -> tuple[Pubkey, object, list[str]]:
-        """Buffer, write, DeployWithMaxDataLen (bincode: u32 tag, then the fields)."""
-        payer = self.payer.pubkey()
-        buffer, program = Keypair(), Keypair()
-        init = Instruction(
-            LOADER_V3,
-            struct.pack("<I", 0),
-            [AccountMeta(buffer.pubkey(), False, True), AccountMeta(payer, False, False)],
-        )
-        err, logs = self.send(
-            [self.new_account(buffer, BUFFER_METADATA + len(elf), LOADER_V3), init], [buffer]
-        )
-        assert err is None, logs
-        for offset in range(0, len(elf), WRITE_CHUNK):
-            chunk = elf[offset : offset + WRITE_CHUNK]
-            write = Instruction(
-                LOADER_V3,
-                struct.pack("<IIQ", 1, offset, len(chunk)) + chunk,
-                [AccountMeta(buffer.pubkey(), False, True), AccountMeta(payer, True, False)],
-            )
-            err, logs = self.send([write])
-            assert err is None, logs
-        programdata, _ = Pubkey.find_program_address([bytes(program.pubkey())], LOADER_V3)
-        deploy = Instruction(
-            LOADER_V3,
-            struct.pack("<IQ", 2, len(elf)),
-            [
-                AccountMeta(payer, True, True),
-                AccountMeta(programdata, False, True),
-                AccountMeta(program.pubkey(), False, True),
-                AccountMeta(buffer.pubkey(), False, True),
-                AccountMeta(RENT, False, False),
-                AccountMeta(CLOCK, False, False),
-                AccountMeta(Pubkey.default(), False, False),
-                AccountMeta(payer, True, False),
-            ],
-        )
-        create = self.new_account(program, PROGRAM_ACCOUNT, LOADER_V3)
-        err, logs = self.send([create, deploy], [program])
-        return program.pubkey(), err, logs
+V0, V3 = shipped_program("sbpf-v0"), shipped_program("sbpf-v3")
 
 
 @pytest.fixture(scope="module")
-def deployer() -> Deployer:
-    return Deployer()
+def session() -> Session:
+    return Session(SoldersRuntime(without=["disable_new_loader_v3_deployments"]))
 
 
-def test_strict_deploy_accepts_the_shipped_program_and_it_runs(deployer: Deployer):
-    program_id, err, logs = deployer.deploy(PROGRAM_BINARY.read_bytes())
-    assert err is None, logs
-    assert f"Deployed program {program_id}" in logs
-    deployer.svm.warp_to_slot(
-        deployer.svm.get_clock().slot + 1
-    )  # deployed code is visible next slot
+def test_strict_deploy_accepts_the_shipped_program_and_it_runs(session: Session):
+    deployment = session.deploy(V0.elf)
+    assert deployment.outcome.ok, deployment.outcome.logs
+    program_id = deployment.program_id
+    assert f"Deployed program {program_id}" in deployment.outcome.logs
 
     model = Keypair()
-    declared = weights_hash([b"a", b"b"])
-    ixs = [
-        deployer.new_account(model, MODEL_ACCOUNT_SIZE, program_id),
-        create_model(program_id, deployer.payer.pubkey(), model.pubkey(), declared, [1, 1]),
-    ]
-    err, logs = deployer.send(ixs, [model])
-    assert err is None, logs
-    decoded = ModelAccount.from_bytes(bytes(deployer.svm.get_account(model.pubkey()).data))
+    declared = bytes(range(32))
+    account = session.new_account(model.pubkey(), MODEL_ACCOUNT_SIZE, program_id)
+    ix = create_model(program_id, session.payer.pubkey(), model.pubkey(), declared, [1, 1])
+    session.must([account, ix], [model])
+    decoded = ModelAccount.from_bytes(session.runtime.account(model.pubkey()).data)
     assert decoded.declared_hash == declared
 
 
@@ -144,8 +56,8 @@ def _section(elf: bytes, name: bytes) -> tuple[int, int]:
     raise AssertionError(name)
 
 
-def test_strict_deploy_rejects_what_the_lenient_loader_takes(deployer: Deployer):
-    elf = bytearray(PROGRAM_BINARY.read_bytes())
+def test_strict_deploy_rejects_what_the_lenient_loader_takes(session: Session):
+    elf = bytearray(V0.elf)
     shifted = bytearray(elf)
     header, _ = _section(bytes(shifted), b".rodata")
     struct.pack_into(
@@ -157,7 +69,16 @@ def test_strict_deploy_rejects_what_the_lenient_loader_takes(deployer: Deployer)
     unknown[at : at + 8] = b"sol_lag_"
     for broken in (shifted, unknown):
         LiteSVM().add_program(Pubkey.new_unique(), bytes(broken))  # the lenient loader: fine
-        _, err, logs = deployer.deploy(bytes(broken))
-        assert err is not None and any("ELF error" in line or "failed" in line for line in logs), (
-            logs
-        )
+        outcome = session.deploy(bytes(broken)).outcome
+        assert not outcome.ok
+        assert any("ELF error" in line or "failed" in line for line in outcome.logs), outcome.logs
+
+
+def test_a_v3_program_header_out_of_place_is_refused(node_all: Runtime):
+    broken = bytearray(V3.elf)
+    bytecode_header = 64 + 56
+    struct.pack_into("<Q", broken, bytecode_header + 16, 2 << 32)  # p_vaddr of the bytecode
+    outcome = Session(node_all).deploy(bytes(broken)).outcome
+    assert not outcome.ok and "Invalid ELF program header" in outcome.logs, outcome.logs
+    with pytest.raises(RuntimeError, match="Invalid ELF program header"):
+        node_all.add_program(Pubkey.new_unique(), bytes(broken))

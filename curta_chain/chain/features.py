@@ -1,0 +1,136 @@
+"""Which shipped build a cluster takes, from the feature gates it has activated.
+
+A feature gate is an account at the feature's id, owned by the Feature program, whose data
+is bincode ``Feature { activated_at: Option<u64> }``: ``[0]`` while activation is only
+requested, ``[1, slot as u64 LE]`` once active (agave ``feature-gate-interface``). A cluster
+that never heard of a feature has no account there. A validator builds its program runtime
+from these accounts, so reading them tells a client what the cluster will deploy.
+
+Two gates decide (``choose_build``):
+
+- ``enable_sbpf_v3_deployment_and_execution`` (SIMD-0178, 0189, 0377): the cluster deploys
+  and runs SBPF v3, so ``deploy`` takes ``sbpf-v3``. Its id here is Agave 4's; Agave 2's
+  id of that name enabled an older, incompatible v3, so a cluster that has only that one
+  gets ``sbpf-v0``.
+- ``disable_sbpf_v0_v1_v2_deployment`` (SIMD-0500): the cluster refuses to deploy v0 (it
+  still runs deployed v0 programs). With v3 not enabled either, no build can be deployed.
+
+Features are named as agave's ``feature-set`` crate names them; ``FEATURE_IDS`` is the one
+place their ids are written.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from solders.pubkey import Pubkey
+
+from curta_chain.chain.rpc import AccountInfo, RpcClient
+from curta_chain.errors import ChainError
+from curta_chain.program.builds import ShippedProgram, shipped_program
+
+FEATURE_PROGRAM_ID = Pubkey.from_string("Feature111111111111111111111111111111111111")
+"""The owner of every feature account."""
+ENABLE_SBPF_V3 = "enable_sbpf_v3_deployment_and_execution"
+DISABLE_SBPF_V0 = "disable_sbpf_v0_v1_v2_deployment"
+FEATURE_IDS: Mapping[str, Pubkey] = {
+    ENABLE_SBPF_V3: Pubkey.from_string("5cC3foj77CWun58pC51ebHFUWavHWKarWyR5UUik7dnC"),
+    DISABLE_SBPF_V0: Pubkey.from_string("B8JJXCy5amZyWG9r7EnUYLwzXSXTxG7GZ1qZ1qggo83g"),
+}
+"""Feature name -> id, for the gates this client reads."""
+_SOME_SLOT = struct.Struct("<BQ")
+
+
+def feature_activation(feature: str, account: AccountInfo | None) -> int | None:
+    """The slot at which ``feature`` became active, or None while it is not active.
+
+    Args:
+        feature: the feature's name (for messages).
+        account: the account at the feature's id, as the node reported it.
+
+    Returns:
+        The activation slot, or None: no account, an account the Feature program does not
+        own (anyone may send lamports to the address), or activation still pending.
+
+    Raises:
+        ChainError: the Feature program owns the account but its data is not a ``Feature``.
+    """
+    if account is None or account.owner != FEATURE_PROGRAM_ID:
+        return None
+    data = account.data
+    if data[:1] == b"\x00":
+        return None
+    if len(data) < _SOME_SLOT.size or data[0] != 1:
+        raise ChainError(
+            f"feature {feature} ({FEATURE_IDS[feature]}): account data {data[:9].hex()} is not "
+            "a Feature (expected 00, or 01 and a u64 slot)"
+        )
+    return _SOME_SLOT.unpack_from(data)[1]
+
+
+@dataclass(frozen=True)
+class DeployChoice:
+    """The build to deploy on a cluster, and the sentence that says why."""
+
+    program: ShippedProgram
+    reason: str
+
+
+def choose_build(activations: Mapping[str, int | None]) -> DeployChoice:
+    """Pick the build a cluster with these feature activations can deploy.
+
+    Args:
+        activations: the activation slot (None: not active) of ``ENABLE_SBPF_V3`` and
+            ``DISABLE_SBPF_V0``; a missing name counts as not active.
+
+    Returns:
+        ``sbpf-v3`` where v3 deployment is enabled, else ``sbpf-v0``, with the reason.
+
+    Raises:
+        ChainError: the cluster deploys neither (v0 disabled and v3 not enabled).
+    """
+    v3_slot = activations.get(ENABLE_SBPF_V3)
+    v0_off_slot = activations.get(DISABLE_SBPF_V0)
+    if v3_slot is not None:
+        why = f"is enabled on this cluster ({ENABLE_SBPF_V3} since slot {v3_slot})"
+        return _choice("sbpf-v3", why)
+    if v0_off_slot is not None:
+        raise ChainError(
+            f"this cluster deploys neither shipped build: {DISABLE_SBPF_V0} is active (since slot "
+            f"{v0_off_slot}) and {ENABLE_SBPF_V3} is not"
+        )
+    return _choice("sbpf-v0", f"is not enabled on this cluster ({ENABLE_SBPF_V3} is not active)")
+
+
+def _choice(build: str, v3_deployment: str) -> DeployChoice:
+    program = shipped_program(build)
+    reason = (
+        f"SBPF v3 deployment {v3_deployment}: deploying the {build} build ({program.path.name})"
+    )
+    return DeployChoice(program, reason)
+
+
+async def read_activations(rpc: RpcClient) -> dict[str, int | None]:
+    """Read every gate in ``FEATURE_IDS`` from the cluster in one getMultipleAccounts.
+
+    Returns:
+        Feature name -> activation slot, None where not active.
+    """
+    names = list(FEATURE_IDS)
+    accounts = await rpc.accounts([FEATURE_IDS[name] for name in names], head=_SOME_SLOT.size)
+    return {
+        name: feature_activation(name, account)
+        for name, account in zip(names, accounts, strict=True)
+    }
+
+
+async def select_build(rpc: RpcClient) -> DeployChoice:
+    """The shipped build ``deploy`` should put on the cluster ``rpc`` talks to, and why.
+
+    Raises:
+        ChainError: the cluster deploys neither build, or a feature account is malformed.
+        RpcError: the node did not answer.
+    """
+    return choose_build(await read_activations(rpc))
