@@ -1,3 +1,4 @@
+import json
 import threading
 import time
 
@@ -6,6 +7,7 @@ import pytest
 from localnet_helpers import b64, balance, latest_blockhash, result, send_b64, transfer_tx
 from solders.pubkey import Pubkey
 
+from curta_chain.constants import LOCALNET_GENESIS_HASH
 from curta_chain.errors import LocalnetError
 from curta_chain.localnet import Localnet, start_in_thread
 from curta_chain.localnet.ledger import Ledger
@@ -99,11 +101,13 @@ def test_ledger_in_use_is_refused(tmp_path):
 def test_reset_starts_a_new_chain(tmp_path, fund):
     handle = start_in_thread(ledger=tmp_path)
     expected = fill(handle.url, fund, 1)
-    genesis = result(handle.url, "getGenesisHash")
+    seed = json.loads((tmp_path / "meta.json").read_text())["genesis_hash"]
     handle.stop()
     handle = start_in_thread(ledger=tmp_path, reset=True)
     try:
-        assert result(handle.url, "getGenesisHash") != genesis
+        # Every embedded localnet reports the one fixed genesis hash; the chain is new.
+        assert result(handle.url, "getGenesisHash") == LOCALNET_GENESIS_HASH
+        assert json.loads((tmp_path / "meta.json").read_text())["genesis_hash"] != seed
         key = next(iter(expected))
         assert balance(handle.url, key) == 0
     finally:
