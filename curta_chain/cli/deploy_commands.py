@@ -88,7 +88,12 @@ def _deploy(args: argparse.Namespace) -> int:
             if not result.program.upgradeable
             else f"upgradeable by {result.program.upgrade_authority}"
         )
-        reporter.line(f"deployed {build.name} to {plan.program_id} ({state})")
+        if plan.new_program is not None:
+            reporter.line(f"deployed {build.name} to {plan.program_id} ({state})")
+        elif plan.set_final:
+            reporter.line(f"removed the upgrade authority of {plan.program_id} ({state})")
+        else:
+            reporter.line(f"{build.name} was already deployed to {plan.program_id} ({state})")
         reporter.line(f"recorded in {config} for the cluster with genesis {genesis_hash}")
         reporter.line(str(plan.program_id))
         emit(args, {**result.to_json(), "config": str(config), "genesis_hash": genesis_hash})
