@@ -21,6 +21,7 @@ from curta_chain.cli.running import (
     reporter_for,
     run_with_client,
 )
+from curta_chain.errors import ConfigError, CurtaError
 from curta_chain.program import ShippedProgram, shipped_programs
 
 
@@ -82,7 +83,13 @@ def _deploy(args: argparse.Namespace) -> int:
             confirm_spend(args, client.url, genesis_hash, plan.cost_lamports, what)
         result = await deploy(client, payer, program, plan, budget, reporter)
         config = target.config.path or cluster.default_config_path()
-        cluster.record_program_id(config, genesis_hash, str(plan.program_id))
+        try:
+            cluster.record_program_id(config, genesis_hash, str(plan.program_id))
+        except CurtaError as exc:
+            raise ConfigError(
+                f"program {plan.program_id} is deployed, but recording it failed ({exc}); "
+                f"pass --program-id {plan.program_id} to the other commands"
+            ) from exc
         state = (
             "final: no upgrade authority"
             if not result.program.upgradeable

@@ -84,10 +84,13 @@ class Cluster:
     program_hashes: tuple[str, ...] = ()
     config: cluster.CliConfig = field(default_factory=cluster.CliConfig)
 
-    def client(self, url: str | None = None, min_context_slot: int | None = None) -> RpcClient:
-        """A fresh RPC client for this cluster (create it inside the running event loop)."""
+    def client(self, url: str | None = None) -> RpcClient:
+        """A fresh RPC client for this cluster, or for another node (``--cross-check``).
+
+        Create it inside the running event loop.
+        """
         transport = HttpTransport(url or self.url, give_up_after=self.rpc_timeout)
-        return RpcClient(transport, self.commitment, min_context_slot)
+        return RpcClient(transport, self.commitment)
 
     def keypair(self) -> Keypair:
         """Load the keypair the options name."""
