@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# The main job, end to end on the embedded localnet: set up, convert stories260K, publish,
-# seal and verify. Everything it writes goes to ./out/demo; the localnet stops at the end.
+# The main job, end to end on the embedded localnet: set up, convert stories260K, deploy our
+# own program, publish, seal and verify. Everything it writes goes to ./out/demo (a Solana CLI
+# config of its own included: deploy records the program id there); the localnet stops at
+# the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DATA=${CURTA_DATA:-../shared/data/llama2c}
@@ -30,12 +32,15 @@ grep -q "ready" "$OUT/localnet.log" || { cat "$OUT/localnet.log"; exit 1; }
 .venv/bin/python -c "from solders.keypair import Keypair; from pathlib import Path; \
 from curta_chain.chain.cluster import write_keypair; write_keypair(Keypair(), Path('$OUT/id.json'))"
 $CLI airdrop 100 -u "$URL" -k "$OUT/id.json"
+CHAIN=(-u "$URL" -C "$OUT/config.yml")
 
+echo "== deploy (final: nobody can ever change the program)"
+$CLI deploy --final "${CHAIN[@]}" -k "$OUT/id.json"
 echo "== publish"
-$CLI publish "$OUT/stories260K.curta" -u "$URL" -k "$OUT/id.json" | tee "$OUT/publish.log"
+$CLI publish "$OUT/stories260K.curta" "${CHAIN[@]}" -k "$OUT/id.json" | tee "$OUT/publish.log"
 MODEL=$(tail -n 1 "$OUT/publish.log")  # publish prints the model address last
 echo "== seal $MODEL"
-$CLI seal "$MODEL" "$OUT/stories260K.curta" -u "$URL" -k "$OUT/id.json"
+$CLI seal "$MODEL" "$OUT/stories260K.curta" "${CHAIN[@]}" -k "$OUT/id.json"
 echo "== verify"
-$CLI verify "$MODEL" "$OUT/stories260K.curta" -u "$URL"
-$CLI status "$MODEL" -u "$URL"
+$CLI verify "$MODEL" "$OUT/stories260K.curta" "${CHAIN[@]}" --require-final
+$CLI status "$MODEL" "${CHAIN[@]}"

@@ -1,9 +1,11 @@
-"""The chain commands: publish, seal, verify, status, close, airdrop."""
+"""The chain commands: deploy, publish, seal, verify, status, close, airdrop.
+
+Each one (but airdrop) first connects: it finds the curta program for the cluster and
+checks that it is a shipped build, before anything is sent. Off the embedded localnet, a
+command that spends asks for confirmation on the terminal first (``--yes`` skips it).
+"""
 
 import argparse
-import asyncio
-import json
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from curta_chain import program
@@ -11,15 +13,31 @@ from curta_chain.artifact import read_artifact
 from curta_chain.chain import specs
 from curta_chain.chain.accounts import ZERO_KEY, require_model
 from curta_chain.chain.publish import RESUME_HINT, check_funds, plan_publish, publish
-from curta_chain.chain.rpc import RpcCallError, RpcClient
-from curta_chain.chain.seal import resume_hint, seal
-from curta_chain.chain.sender import Sender, wait_for_signature
+from curta_chain.chain.rpc import RpcClient
+from curta_chain.chain.seal import resume_hint, seal, seal_cost
+from curta_chain.chain.sender import Sender, estimate_fees, wait_for_signature
+from curta_chain.chain.session import Connection
 from curta_chain.chain.verify import verify
-from curta_chain.cli.options import Cluster, add_cluster_options, parse_pubkey, resolve
-from curta_chain.constants import LAMPORTS_PER_SOL
-from curta_chain.errors import AccountError, ConfigError, RpcError, SendGaveUpError
+from curta_chain.cli.confirm import confirm_spend
+from curta_chain.cli.options import (
+    Cluster,
+    add_cluster_options,
+    add_yes_option,
+    parse_pubkey,
+)
+from curta_chain.cli.running import (
+    U64_MAX,
+    add_price_option,
+    budget_for,
+    emit,
+    reporter_for,
+    resolve_url,
+    run_on_cluster,
+    run_with_client,
+)
+from curta_chain.constants import HASH_CHUNK_SIZE, LAMPORTS_PER_SOL
+from curta_chain.errors import AccountError, ConfigError
 from curta_chain.program import ModelState
-from curta_chain.reporting import ConsoleReporter, NullReporter, Reporter
 
 
 def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -28,20 +46,33 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
     p.add_argument("artifact", type=Path)
     add_cluster_options(p)
     p.add_argument("--dry-run", action="store_true", help="print the plan and cost, send nothing")
-    _add_price_option(p)
+    add_price_option(p)
+    add_yes_option(p)
     p.set_defaults(run=_publish)
 
     p = subparsers.add_parser("seal", help="hash the model on chain, chunk by chunk")
     p.add_argument("model")
     p.add_argument("artifact", type=Path, nargs="?", help="name the first bad chunk if it fails")
     add_cluster_options(p)
-    _add_price_option(p)
+    add_price_option(p)
+    add_yes_option(p)
     p.set_defaults(run=_seal)
 
     p = subparsers.add_parser("verify", help="prove a model on chain is exactly an artifact")
     p.add_argument("model")
     p.add_argument("artifact", type=Path)
     add_cluster_options(p, keypair=False)
+    p.add_argument(
+        "--require-final",
+        action="store_true",
+        help="fail when the program can still be upgraded (by anyone)",
+    )
+    p.add_argument(
+        "--cross-check",
+        metavar="URL",
+        help="read every account again from this second node, at the same slot or later, "
+        "and fail on any difference (without it, verify trusts the one node it reads)",
+    )
     p.set_defaults(run=_verify)
 
     p = subparsers.add_parser("status", help="show a model account")
@@ -52,82 +83,25 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
     p = subparsers.add_parser("close", help="close an unsealed model; rent back to its authority")
     p.add_argument("model")
     add_cluster_options(p)
-    _add_price_option(p)
+    add_price_option(p)
+    add_yes_option(p)
     p.set_defaults(run=_close)
 
     p = subparsers.add_parser("airdrop", help="ask a localnet or devnet faucet for SOL")
     p.add_argument("sol", type=float)
-    add_cluster_options(p)
+    add_cluster_options(p, program=False)
     p.set_defaults(run=_airdrop)
-
-
-_U64_MAX = 2**64 - 1
-"""Lamports and micro-lamport prices travel as u64."""
-
-
-def _add_price_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--with-compute-unit-price",
-        type=int,
-        metavar="MICROLAMPORTS",
-        help="priority fee per compute unit (adds a tight compute-unit limit too)",
-    )
-
-
-def _reporter(args: argparse.Namespace) -> Reporter:
-    return NullReporter() if args.output == "json" else ConsoleReporter()
-
-
-def _budget(args: argparse.Namespace, url: str) -> specs.Budget:
-    price = args.with_compute_unit_price
-    if price is not None and not 0 <= price <= _U64_MAX:
-        raise ConfigError(f"--with-compute-unit-price {price}: expected a count 0 to {_U64_MAX}")
-    return specs.Budget(limit_compute=not _is_loopback(url), compute_unit_price=price)
-
-
-def _is_loopback(url: str) -> bool:
-    from urllib.parse import urlparse
-
-    host = urlparse(url).hostname or ""
-    return host in ("localhost", "::1") or host.startswith("127.")
-
-
-def _run(
-    args: argparse.Namespace,
-    body: Callable[[Cluster, RpcClient], Awaitable[int]],
-    resume_hint: str | None = None,
-) -> int:
-    target = resolve(args)
-
-    async def main() -> int:
-        client = target.client()
-        try:
-            return await body(target, client)
-        except RpcError as exc:
-            # The sender's give-ups say how to resume; so must a read between two sends
-            # that finds the node gone. A node that answered with an error is another matter.
-            if resume_hint is None or isinstance(exc, SendGaveUpError | RpcCallError):
-                raise
-            raise SendGaveUpError(f"{exc}; {resume_hint}") from exc
-        finally:
-            await client.aclose()
-
-    return asyncio.run(main())
-
-
-def _emit(args: argparse.Namespace, value: dict[str, object]) -> None:
-    if args.output == "json":
-        print(json.dumps(value))
 
 
 def _publish(args: argparse.Namespace) -> int:
     artifact = read_artifact(args.artifact)
-    reporter = _reporter(args)
+    reporter = reporter_for(args)
 
-    async def body(target: Cluster, client: RpcClient) -> int:
+    async def body(target: Cluster, chain: Connection) -> int:
+        client, program_id = chain.client, chain.program_id
         authority = target.keypair()
-        budget = _budget(args, target.url)
-        plan = await plan_publish(client, target.program_id, authority, artifact, budget)
+        budget = budget_for(args, target.url)
+        plan = await plan_publish(client, program_id, authority, artifact, budget)
         sol = plan.cost_lamports / LAMPORTS_PER_SOL
         reporter.line(
             f"model {plan.model} ({plan.state}): {len(plan.section_lengths)} sections, "
@@ -135,50 +109,87 @@ def _publish(args: argparse.Namespace) -> int:
             f"({plan.write_bytes:,} bytes, {plan.payload_per_write} per write), "
             f"{plan.transactions:,} transactions"
         )
+        for account in plan.prefunded:
+            reporter.line(
+                f"{account.address} already holds {account.existing:,} lamports someone sent: "
+                f"it will be allocated and assigned with its own signature, topped up by "
+                f"{account.transfer:,}"
+            )
         reporter.line(
             f"cost: {sol:.9f} SOL (rent {plan.rent_lamports:,} + fees {plan.fee_lamports:,} "
             f"lamports) on {target.url}"
         )
         if args.dry_run:
-            _emit(args, {"dry_run": True, "plan": plan.to_json()})
+            emit(args, {"dry_run": True, "plan": plan.to_json()})
             return 0
         await check_funds(client, authority.pubkey(), plan)
-        result = await publish(
-            client, target.program_id, authority, artifact, plan, budget, reporter
-        )
+        if plan.transactions:
+            confirm_spend(
+                args, client.url, chain.genesis_hash, plan.cost_lamports, f"publishing {plan.model}"
+            )
+        result = await publish(client, program_id, authority, artifact, plan, budget, reporter)
         reporter.line(f"published {result.transactions:,} transactions in {result.seconds:.1f} s")
         reporter.line(str(plan.model))
-        _emit(args, result.to_json())
+        emit(args, result.to_json())
         return 0
 
-    return _run(args, body, RESUME_HINT)
+    return run_on_cluster(args, body, RESUME_HINT)
 
 
 def _seal(args: argparse.Namespace) -> int:
     artifact = read_artifact(args.artifact) if args.artifact else None
-    reporter = _reporter(args)
+    reporter = reporter_for(args)
+    address = parse_pubkey(args.model, "model")
 
-    async def body(target: Cluster, client: RpcClient) -> int:
+    async def body(target: Cluster, chain: Connection) -> int:
+        client, program_id = chain.client, chain.program_id
         payer = target.keypair()
-        address = parse_pubkey(args.model, "model")
-        budget = _budget(args, target.url)
-        result = await seal(client, target.program_id, payer, address, artifact, budget, reporter)
+        budget = budget_for(args, target.url)
+        transactions, fee = await seal_cost(client, program_id, payer, address, budget)
+        if transactions and not chain.localnet:
+            reporter.line(
+                f"sealing {address}: {transactions:,} transactions, "
+                f"fees {fee / LAMPORTS_PER_SOL:.9f} SOL on {target.url}"
+            )
+            confirm_spend(args, client.url, chain.genesis_hash, fee, f"sealing {address}")
+        result = await seal(client, program_id, payer, address, artifact, budget, reporter)
         reporter.line(result.describe())
-        _emit(args, result.to_json())
+        emit(args, result.to_json())
         return 0 if result.state == ModelState.SEALED else 1
 
-    return _run(args, body, resume_hint(parse_pubkey(args.model, "model")))
+    return run_on_cluster(args, body, resume_hint(address))
 
 
 def _verify(args: argparse.Namespace) -> int:
     artifact = read_artifact(args.artifact)
+    address = parse_pubkey(args.model, "model")
+    cross_check = resolve_url(args.cross_check, "--cross-check") if args.cross_check else None
 
-    async def body(target: Cluster, client: RpcClient) -> int:
-        address = parse_pubkey(args.model, "model")
-        report = await verify(client, target.program_id, address, artifact)
+    async def body(target: Cluster, chain: Connection) -> int:
+        second = target.client(url=cross_check) if cross_check else None
+        try:
+            report = await verify(
+                chain.client,
+                chain.program_id,
+                address,
+                artifact,
+                target.program_hashes,
+                args.require_final,
+                second,
+            )
+        finally:
+            if second is not None:
+                await second.aclose()
         if args.output == "json":
-            _emit(args, report.to_json())
-        elif report.ok:
+            emit(args, report.to_json())
+            return 0 if report.ok else 1
+        for line in report.program.describe():
+            print(line)
+        if report.cross_checked:
+            print(f"cross-checked  every account read again from {report.cross_checked}")
+        else:
+            print(f"trusted node   {chain.client.url} (one node: --cross-check URL adds another)")
+        if report.ok:
             print(
                 f"verified {address}: sealed, every byte matches {args.artifact}, "
                 f"hash {report.declared_hash.hex()}"
@@ -189,18 +200,20 @@ def _verify(args: argparse.Namespace) -> int:
             print(f"NOT verified: {len(report.differences)} differences")
         return 0 if report.ok else 1
 
-    return _run(args, body)
+    return run_on_cluster(args, body)
 
 
 def _status(args: argparse.Namespace) -> int:
-    async def body(target: Cluster, client: RpcClient) -> int:
-        address = parse_pubkey(args.model, "model")
-        model = await require_model(client, target.program_id, address)
+    address = parse_pubkey(args.model, "model")
+
+    async def body(target: Cluster, chain: Connection) -> int:
+        model = await require_model(chain.client, chain.program_id, address)
         if args.output == "json":
-            _emit(args, {"model": str(address), **model.to_json()})
+            emit(args, {"model": str(address), **model.to_json()})
             return 0
-        total = sum(-(-slot.length // 65_536) for slot in model.sections)
+        total = sum(-(-slot.length // HASH_CHUNK_SIZE) for slot in model.sections)
         print(f"model          {address}")
+        print(f"program        {chain.program_id}")
         print(f"state          {model.state.name.lower()}")
         print(f"authority      {model.authority}")
         print(f"declared hash  {model.declared_hash.hex()}")
@@ -211,31 +224,36 @@ def _status(args: argparse.Namespace) -> int:
             print(f"section {i:<6} {slot.length:>10,} bytes  {bound}")
         return 0
 
-    return _run(args, body)
+    return run_on_cluster(args, body)
 
 
 def _close(args: argparse.Namespace) -> int:
-    reporter = _reporter(args)
+    reporter = reporter_for(args)
+    address = parse_pubkey(args.model, "model")
 
-    async def body(target: Cluster, client: RpcClient) -> int:
+    async def body(target: Cluster, chain: Connection) -> int:
+        client, program_id = chain.client, chain.program_id
         authority = target.keypair()
-        address = parse_pubkey(args.model, "model")
-        model = await require_model(client, target.program_id, address)
+        model = await require_model(client, program_id, address)
         if model.state == ModelState.SEALED:
             raise AccountError(f"model {address} is sealed: a sealed model never changes")
         if model.authority != authority.pubkey():
             raise AccountError(f"model {address} belongs to {model.authority}; pass its keypair")
         bound = [s.weight_account for s in model.sections if s.weight_account != ZERO_KEY]
+        ix = program.close_model(program_id, authority.pubkey(), address, bound)
+        spec = specs.authority_spec(ix, specs.CLOSE_CU, budget_for(args, target.url))
+        fee = await estimate_fees(client, authority.pubkey(), [(spec, 1)])
+        confirm_spend(
+            args, client.url, chain.genesis_hash, fee, f"closing {address} (its rent comes back)"
+        )
         before = await client.balance(authority.pubkey())
-        ix = program.close_model(target.program_id, authority.pubkey(), address, bound)
-        sender = Sender(client, authority)
-        await sender.send([specs.authority_spec(ix, specs.CLOSE_CU, _budget(args, target.url))])
+        await Sender(client, authority).send([spec])
         after = await client.balance(authority.pubkey())
         reporter.line(
             f"closed {address} and {len(bound)} weight accounts: "
             f"{(after - before) / LAMPORTS_PER_SOL:.9f} SOL back to {authority.pubkey()}"
         )
-        _emit(
+        emit(
             args,
             {
                 "model": str(address),
@@ -245,15 +263,15 @@ def _close(args: argparse.Namespace) -> int:
         )
         return 0
 
-    return _run(args, body)
+    return run_on_cluster(args, body)
 
 
 def _airdrop(args: argparse.Namespace) -> int:
-    if not 1 <= args.sol * LAMPORTS_PER_SOL <= _U64_MAX:  # false for nan, too
+    if not 1 <= args.sol * LAMPORTS_PER_SOL <= U64_MAX:  # false for nan, too
         raise ConfigError(
-            f"airdrop {args.sol}: expected a positive amount of SOL, 1 to {_U64_MAX:,} lamports"
+            f"airdrop {args.sol}: expected a positive amount of SOL, 1 to {U64_MAX:,} lamports"
         )
-    reporter = _reporter(args)
+    reporter = reporter_for(args)
 
     async def body(target: Cluster, client: RpcClient) -> int:
         if "mainnet" in target.url:
@@ -264,7 +282,7 @@ def _airdrop(args: argparse.Namespace) -> int:
         await wait_for_signature(client, signature)
         balance = await client.balance(owner)
         reporter.line(f"{owner}: {balance / LAMPORTS_PER_SOL:.9f} SOL")
-        _emit(args, {"pubkey": str(owner), "signature": signature, "balance": balance})
+        emit(args, {"pubkey": str(owner), "signature": signature, "balance": balance})
         return 0
 
-    return _run(args, body)
+    return run_with_client(args, body)

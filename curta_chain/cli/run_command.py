@@ -1,7 +1,6 @@
 """``run``: generate text from an artifact file or a sealed model on chain, in integers."""
 
 import argparse
-import asyncio
 import codecs
 import json
 import os
@@ -13,7 +12,9 @@ from solders.pubkey import Pubkey
 
 from curta_chain.artifact import Artifact, read_artifact
 from curta_chain.chain.fetch import fetch_artifact
-from curta_chain.cli.options import add_cluster_options, resolve
+from curta_chain.chain.session import Connection
+from curta_chain.cli.options import Cluster, add_cluster_options
+from curta_chain.cli.running import run_on_cluster
 from curta_chain.errors import ConfigError
 from curta_chain.inference import (
     DEFAULT_STEPS,
@@ -72,16 +73,13 @@ def _load(args: argparse.Namespace) -> Artifact:
         address = Pubkey.from_string(args.source)
     except ValueError as exc:
         raise ConfigError(f"{args.source}: no such file, and not a model address") from exc
-    target = resolve(args)
 
-    async def main() -> Artifact:
-        client = target.client()
-        try:
-            return await fetch_artifact(client, target.program_id, address, args.allow_unsealed)
-        finally:
-            await client.aclose()
+    async def fetch(_target: Cluster, connection: Connection) -> Artifact:
+        return await fetch_artifact(
+            connection.client, connection.program_id, address, args.allow_unsealed
+        )
 
-    return asyncio.run(main())
+    return run_on_cluster(args, fetch)
 
 
 def _run(args: argparse.Namespace) -> int:

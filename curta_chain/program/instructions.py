@@ -8,7 +8,7 @@ precomputed Anchor sighash; a test proves the bytes equal the IDL coder's.
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import cache
 
 from construct import ConstructError
@@ -198,30 +198,33 @@ def close_model(
     return _with_weight_accounts(program_id, "close_model", named, weight_accounts)
 
 
-def _write_transaction_size(payload: int, with_compute_budget: bool, versioned: bool) -> int:
-    """The serialized size of a one-signer writeWeights transaction carrying ``payload`` bytes."""
-    authority, weight, program = (
-        Pubkey(bytes([1] * 32)),
-        Pubkey(bytes([2] * 32)),
-        Pubkey(bytes([3] * 32)),
-    )
-    instructions = [write_weights(program, authority, weight, 0, bytes(payload))]
+def _transaction_size(
+    instruction: Callable[[Pubkey, bytes], Instruction],
+    payload: int,
+    with_compute_budget: bool,
+    versioned: bool,
+) -> int:
+    """The serialized size of a one-signer transaction of ``instruction(signer, payload)``."""
+    signer = Pubkey(bytes([1] * 32))
+    instructions = [instruction(signer, bytes(payload))]
     if with_compute_budget:
         instructions = [set_compute_unit_limit(1), set_compute_unit_price(1), *instructions]
     if versioned:
-        message = MessageV0.try_compile(authority, instructions, [], Hash.default())
+        message = MessageV0.try_compile(signer, instructions, [], Hash.default())
         return len(bytes(VersionedTransaction.populate(message, [Signature.default()])))
-    return len(bytes(Transaction.new_unsigned(Message(instructions, authority))))
+    return len(bytes(Transaction.new_unsigned(Message(instructions, signer))))
 
 
-@cache
-def max_write_payload(with_compute_budget: bool = False) -> int:
-    """The most weight bytes one writeWeights transaction (one signer) carries in 1,232 bytes.
+def largest_payload(
+    instruction: Callable[[Pubkey, bytes], Instruction], with_compute_budget: bool
+) -> int:
+    """The most bytes ``instruction(signer, data)`` carries in a one-signer 1,232-byte transaction.
 
     Measured by serializing real transactions, legacy and v0 alike, and taking the smaller:
     a sender may use either.
 
     Args:
+        instruction: builds the instruction from its signer (the fee payer) and its data.
         with_compute_budget: the transaction also carries SetComputeUnitLimit and
             SetComputeUnitPrice instructions.
 
@@ -230,14 +233,34 @@ def max_write_payload(with_compute_budget: bool = False) -> int:
     """
     best = []
     for versioned in (False, True):
-        payload = MAX_TRANSACTION_SIZE - _write_transaction_size(0, with_compute_budget, versioned)
+        size = MAX_TRANSACTION_SIZE - _transaction_size(
+            instruction, 0, with_compute_budget, versioned
+        )
         # The data's compact-u16 length prefix grows by a byte past 127: step down to fit.
         while (
-            _write_transaction_size(payload, with_compute_budget, versioned) > MAX_TRANSACTION_SIZE
+            _transaction_size(instruction, size, with_compute_budget, versioned)
+            > MAX_TRANSACTION_SIZE
         ):
-            payload -= 1
-        best.append(payload)
+            size -= 1
+        best.append(size)
     return min(best)
+
+
+@cache
+def max_write_payload(with_compute_budget: bool = False) -> int:
+    """The most weight bytes one writeWeights transaction (one signer) carries in 1,232 bytes.
+
+    Args:
+        with_compute_budget: the transaction also carries SetComputeUnitLimit and
+            SetComputeUnitPrice instructions.
+
+    Returns:
+        The largest ``data`` length that keeps the transaction within ``MAX_TRANSACTION_SIZE``.
+    """
+    weight, program = Pubkey(bytes([2] * 32)), Pubkey(bytes([3] * 32))
+    return largest_payload(
+        lambda signer, data: write_weights(program, signer, weight, 0, data), with_compute_budget
+    )
 
 
 MAX_WRITE_PAYLOAD: int = max_write_payload(False)

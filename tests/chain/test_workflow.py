@@ -16,6 +16,7 @@ from curta_chain.chain.sender import Sender, TxSpec
 from curta_chain.chain.transport import HttpTransport
 from curta_chain.cli import main
 from curta_chain.constants import HASH_CHUNK_SIZE, LOCALNET_PROGRAM_ID
+from curta_chain.program import shipped_programs
 
 PROGRAM_ID = Pubkey.from_string(LOCALNET_PROGRAM_ID)
 
@@ -93,7 +94,13 @@ def test_stories260k_publish_seal_verify_and_rerun_sends_nothing(cli, art260k, s
     report = cli.json("verify", model, str(art260k), keypair=False)
     assert report["ok"] and report["differences"] == []
     code, out, _ = cli("verify", model, str(art260k), keypair=False)
-    assert code == 0 and out.startswith(f"verified {model}")
+    lines = out.splitlines()
+    assert code == 0 and lines[-1].startswith(f"verified {model}")
+    # First the program it trusts: the localnet's preloaded build, which nobody can upgrade.
+    assert lines[0] == f"program        {LOCALNET_PROGRAM_ID}"
+    assert lines[1].startswith(f"program sha256 {shipped_programs()[0].sha256} ")
+    assert lines[2] == "upgrade auth.  none: nobody can change the program"
+    assert lines[4].startswith(f"trusted node   {cli.url} ")
 
     status = cli.json("status", model, keypair=False)
     assert status["state"] == "sealed"

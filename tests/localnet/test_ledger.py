@@ -1,3 +1,4 @@
+import json
 import threading
 import time
 
@@ -6,6 +7,9 @@ import pytest
 from localnet_helpers import b64, balance, latest_blockhash, result, send_b64, transfer_tx
 from solders.pubkey import Pubkey
 
+from curta_chain.chain.cluster import write_keypair
+from curta_chain.cli import main
+from curta_chain.constants import LOCALNET_GENESIS_HASH
 from curta_chain.errors import LocalnetError
 from curta_chain.localnet import Localnet, start_in_thread
 from curta_chain.localnet.ledger import Ledger
@@ -99,11 +103,13 @@ def test_ledger_in_use_is_refused(tmp_path):
 def test_reset_starts_a_new_chain(tmp_path, fund):
     handle = start_in_thread(ledger=tmp_path)
     expected = fill(handle.url, fund, 1)
-    genesis = result(handle.url, "getGenesisHash")
+    seed = json.loads((tmp_path / "meta.json").read_text())["genesis_hash"]
     handle.stop()
     handle = start_in_thread(ledger=tmp_path, reset=True)
     try:
-        assert result(handle.url, "getGenesisHash") != genesis
+        # Every embedded localnet reports the one fixed genesis hash; the chain is new.
+        assert result(handle.url, "getGenesisHash") == LOCALNET_GENESIS_HASH
+        assert json.loads((tmp_path / "meta.json").read_text())["genesis_hash"] != seed
         key = next(iter(expected))
         assert balance(handle.url, key) == 0
     finally:
@@ -229,3 +235,31 @@ def test_damage_before_the_last_segment_is_refused(tmp_path, fund):
     first.write_bytes(bytes(data))
     with pytest.raises(LocalnetError, match="damaged record at offset 0"):
         start_in_thread(ledger=tmp_path)
+
+
+def test_a_deployed_program_survives_snapshots_and_a_restart(tmp_path, fund, capsys, stories260k):
+    # A snapshot after every record: the restart restores the program from one. The
+    # program account loads from its program data, so the data must be restored first.
+    ledger, work = tmp_path / "ledger", tmp_path / "work"
+    work.mkdir()
+    art = work / "model.curta"
+    art.write_bytes(stories260k.data)
+    handle = start_in_thread(ledger=ledger, snapshot_bytes=1)
+    try:
+        key = work / "id.json"
+        write_keypair(fund(handle.url, 50), key)
+        via = ["-k", str(key), "-C", str(work / "config.yml"), "--output", "json"]
+        assert main(["deploy", "-u", handle.url, *via]) == 0
+        time.sleep(0.5)  # let the last snapshot land
+    finally:
+        handle.stop()
+    assert sorted(ledger.glob("snapshot-*.bin"))
+    handle = start_in_thread(ledger=ledger)
+    try:
+        capsys.readouterr()
+        assert main(["deploy", "--dry-run", "-u", handle.url, *via]) == 0
+        assert json.loads(capsys.readouterr().out)["plan"]["state"] == "deployed"
+        time.sleep(0.5)  # a program runs from the slot after it is loaded
+        assert main(["publish", str(art), "-u", handle.url, *via]) == 0  # it runs
+    finally:
+        handle.stop()
