@@ -65,11 +65,10 @@ def _deploy(args: argparse.Namespace) -> int:
         genesis_hash = await client.genesis_hash()
         choice = await select_build(client)
         build = choice.program
-        reporter.line(choice.reason)
         program = program_keypair or default_program_keypair(payer, genesis_hash)
         budget = budget_for(args, target.url)
         plan = await plan_deploy(client, payer, program, build, args.final, budget)
-        for line in plan.describe():
+        for line in (choice.reason, *plan.describe()):
             reporter.line(line)
         if args.dry_run:
             emit(args, {"dry_run": True, "plan": plan.to_json()})

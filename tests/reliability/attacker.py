@@ -25,7 +25,7 @@ from curta_chain.chain.sender import Sender, TxSpec
 from curta_chain.chain.transport import HttpTransport
 from curta_chain.program import ShippedProgram, shipped_programs
 
-STANDIN = ShippedProgram("stand-in", Path(__file__).with_name("standin") / "standin.so")
+STANDIN = ShippedProgram("stand-in", Path(__file__).with_name("standin") / "standin.so", 0)
 """The attacker's program, in the shape ``deploy`` takes a build."""
 CURTA = shipped_programs()[0]
 MAGIC = b"STANDIN!"

@@ -51,11 +51,19 @@ from curta_chain.constants import (
     WEIGHT_HEADER_SIZE,
 )
 from curta_chain.errors import ProgramError
-from curta_chain.program import MODEL_ACCOUNT_SIZE, ModelAccount, SectionSlot, WeightHeader
+from curta_chain.program import (
+    MODEL_ACCOUNT_SIZE,
+    ModelAccount,
+    SectionSlot,
+    WeightHeader,
+    shipped_programs,
+)
 
 DEVNET_GENESIS = "EtWTRABZaYq6iMfeYKouRu166VU2xqa1wcaWoxPkrZBG"
 PROGRAM_ID = Pubkey.from_string(LOCALNET_PROGRAM_ID)
 ROW = "attack {}: {}"
+
+SHIPPED = ", ".join(f"{b.name} {b.sha256}" for b in shipped_programs())
 
 
 def one_line(err: str) -> str:
@@ -124,7 +132,7 @@ def test_1_a_stand_in_at_the_program_id_is_refused_before_anything_is_sent(
     before = balance(localnet.url, victim.pubkey())
     refusal = (
         f"error: program {standin} holds {len(STANDIN.elf):,} bytes with sha256 "
-        f"{STANDIN.sha256}, not a build shipped with curta-chain (sbpf-v0 {CURTA.sha256}); "
+        f"{STANDIN.sha256}, not a build shipped with curta-chain ({SHIPPED}); "
         f"refusing it (--program-hash names a build you trust)"
     )
     # Told to use it with --program-id, or finding it recorded in the config for this cluster.

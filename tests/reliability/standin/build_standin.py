@@ -29,7 +29,7 @@ def build_standin() -> bytes:
     with tempfile.TemporaryDirectory(prefix="standin-") as tmp:
         obj = Path(tmp) / "standin.o"
         subprocess.run(
-            [CLANG, *CFLAGS, "-I", str(SDK), "-c", "standin.c", "-o", str(obj)],
+            [CLANG, *CFLAGS, "-mcpu=v2", "-I", str(SDK), "-c", "standin.c", "-o", str(obj)],
             cwd=HERE,
             check=True,
             capture_output=True,
