@@ -203,12 +203,15 @@ class Chain:
 
     def seal(self, published: Published) -> ModelAccount:
         """Crank seal steps until the model leaves the Sealing state."""
-        while True:
-            model = self.model(published.model.pubkey())
-            if model.state != ModelState.SEALING:
-                return model
-            weight = published.weights[model.cursor_section].pubkey()
-            self.must([seal_step(PROGRAM_ID, published.model.pubkey(), weight)])
+        while self.model(published.model.pubkey()).state == ModelState.SEALING:
+            self.seal_step(published)
+        return self.model(published.model.pubkey())
+
+    def seal_step(self, published: Published) -> Result:
+        """Hash the next chunk, naming the weight account of the cursor's section."""
+        model = published.model.pubkey()
+        weight = published.weight_keys[self.model(model).cursor_section]
+        return self.must([seal_step(PROGRAM_ID, model, weight)])
 
     def reopen_all(self, published: Published) -> ModelAccount:
         """Reopen every weight account of a failed model, one transaction each."""
