@@ -97,7 +97,9 @@ async def plan_publish(
         if model.state == ModelState.FAILED:
             reopen = await _frozen_sections(client, program_id, accounts)
         if model.state in (ModelState.SEALING, ModelState.SEALED):
-            chain_sections = list(artifact.sections)  # frozen: nothing can be written
+            # Nothing to write: sealed is final, and a seal under way is left to finish (a
+            # failed one is reopened by the next publish).
+            chain_sections = list(artifact.sections)
         else:
             chain_sections = await asyncio.gather(
                 *(

@@ -49,7 +49,7 @@ def create_model(
     declared_hash: bytes,
     section_lengths: Sequence[int],
 ) -> Instruction:
-    """Build createModel; send it after a create_account of ``model`` (848 bytes, program-owned).
+    """Build createModel; send it after a create_account of ``model`` (856 bytes, program-owned).
 
     Args:
         program_id: the curta program.
