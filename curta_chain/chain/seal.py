@@ -105,6 +105,7 @@ async def seal(
     sender = sender or Sender(client, payer, resume_hint=resume_hint(address))
     started = time.monotonic()
     model = await require_model(client, program_id, address)
+    _check_sealable(address, model)
     if model.state == ModelState.UPLOADING:
         model = await _begin(client, program_id, payer, address, model, budget, sender)
         reporter.line(f"began sealing {address}: each section freezes as the seal enters it")
@@ -175,6 +176,19 @@ async def _begin(
     ix = program.begin_sealing(program_id, payer.pubkey(), address)
     await sender.send([specs.authority_spec(ix, specs.BEGIN_SEALING_CU, budget)])
     return await require_model(client, program_id, address)
+
+
+def _check_sealable(address: Pubkey, model: ModelAccount) -> None:
+    """Refuse a model being closed, or a failed one being reopened (its bytes may change)."""
+    if model.state == ModelState.CLOSING:
+        raise AccountError(f"model {address} is being closed: it cannot be sealed")
+    reopened = model.section_count - model.frozen_count
+    if model.state == ModelState.FAILED and reopened:
+        raise AccountError(
+            f"model {address} failed and {reopened} of its {model.section_count} weight "
+            f"accounts are reopened already: `curta-chain publish` finishes reopening and "
+            f"rewriting it, then seal again"
+        )
 
 
 def _expected_steps(artifact: Artifact | None, chain: list[bytes]) -> list[HashStep]:

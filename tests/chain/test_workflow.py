@@ -143,6 +143,12 @@ def test_a_byte_changed_before_sealing_fails_naming_the_chunk_then_reopen_fixes_
     )
     address = Pubkey.from_string(model)
     land(cli.url, authority, program.reopen(PROGRAM_ID, authority.pubkey(), address, section0, 0))
+    code, _, err = cli("seal", model)
+    assert (code, err) == (
+        1,
+        f"error: model {model} failed and 1 of its 2 weight accounts are reopened already: "
+        "`curta-chain publish` finishes reopening and rewriting it, then seal again\n",
+    )
     plan = cli.json("publish", str(art260k), "--dry-run")["plan"]
     assert (plan["state"], plan["reopen_sections"], plan["write_transactions"]) == (
         "failed",
@@ -252,6 +258,8 @@ def test_a_close_cut_short_is_finished_by_a_rerun_and_publish_refuses_it_meanwhi
         f"error: model {model} is being closed: finish `curta-chain close {model}`, "
         "then publish again\n",
     )
+    code, _, err = cli("seal", model)
+    assert (code, err) == (1, f"error: model {model} is being closed: it cannot be sealed\n")
     closed = cli.json("close", model)
     assert (closed["closed_accounts"], closed["transactions"]) == (2, 2)
     # Every lamport of rent came back; the three closing transactions cost a fee each.
