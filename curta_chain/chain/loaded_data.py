@@ -30,7 +30,7 @@ from solders.instruction import Instruction
 from solders.message import Message, MessageV0
 from solders.pubkey import Pubkey
 
-from curta_chain.constants import MAX_ACCOUNT_SIZE, MAX_LOADED_ACCOUNTS_DATA_SIZE
+from curta_chain.constants import MAX_LOADED_ACCOUNTS_DATA_SIZE
 
 TRANSACTION_ACCOUNT_BASE_SIZE: Final = 64
 """What every loaded account costs on top of its data (agave's TRANSACTION_ACCOUNT_BASE_SIZE)."""
@@ -40,8 +40,6 @@ INSTRUCTIONS_SYSVAR_ID: Final = Pubkey.from_string("Sysvar1nstructions1111111111
 UPGRADEABLE_LOADER_ID: Final = Pubkey.from_string("BPFLoaderUpgradeab1e11111111111111111111111")
 _PROGRAM_STATE: Final = (2).to_bytes(4, "little")
 """UpgradeableLoaderState::Program's bincode tag; its programdata address follows."""
-_MOST_PER_KEY: Final = 2 * TRANSACTION_ACCOUNT_BASE_SIZE + 36 + MAX_ACCOUNT_SIZE
-"""The most one key can add: a 10 MiB account, or a LoaderV3 program and its programdata."""
 
 # Compute-budget instructions (Borsh: a u8 tag, then the value), by tag: the data length each
 # must have. Tag 0 is retired; anything else does not decode.
@@ -122,16 +120,6 @@ def loaded_accounts_data_size_limit(message: Message | MessageV0) -> int | None:
         if tag == _SET_LOADED_ACCOUNTS_DATA_SIZE_LIMIT:
             limit = min(value, MAX_LOADED_ACCOUNTS_DATA_SIZE)
     return limit
-
-
-def within_limit_whatever_loads(key_count: int, lookup_tables: int, limit: int) -> bool:
-    """Whether a transaction naming ``key_count`` keys stays within ``limit`` whatever they hold.
-
-    Every account holds at most 10 MiB, so a transaction of up to six keys can never pass
-    64 MiB: a caller can then skip reading the accounts (each read of a 10 MiB account
-    copies it).
-    """
-    return key_count * _MOST_PER_KEY + lookup_tables * ADDRESS_LOOKUP_TABLE_BASE_SIZE <= limit
 
 
 def set_loaded_accounts_data_size_limit(limit: int) -> Instruction:

@@ -427,7 +427,7 @@ class Localnet:
         payer = accounts.keys[0]
         looked_up = [*accounts.loaded_writable, *accounts.loaded_readonly]
         if payer_before is not None and loads_too_much(
-            tx.message, accounts.keys, looked_up, self.get_account
+            tx.message, accounts.keys, looked_up, self.get_account, self._owners.owner
         ):
             self.svm.set_account(payer, _with_lamports(payer_before, self.fee_for(tx.message)))
             self._forget_reads()

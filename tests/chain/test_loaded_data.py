@@ -24,9 +24,8 @@ from curta_chain.chain.loaded_data import (
     loaded_accounts_data_size,
     loaded_accounts_data_size_limit,
     set_loaded_accounts_data_size_limit,
-    within_limit_whatever_loads,
 )
-from curta_chain.constants import MAX_ACCOUNT_SIZE, MAX_LOADED_ACCOUNTS_DATA_SIZE
+from curta_chain.constants import MAX_LOADED_ACCOUNTS_DATA_SIZE
 
 MIB = 1024 * 1024
 SYSTEM = Pubkey.default()
@@ -152,12 +151,3 @@ def test_the_limit_is_64_mib_unless_the_transaction_asks_for_less():
 def test_invalid_compute_budget_instructions_leave_no_limit_to_apply(budget):
     message = Message([*budget, touching(SYSTEM, PAYER)], PAYER)
     assert loaded_accounts_data_size_limit(message) is None
-
-
-def test_six_keys_can_never_pass_64_mib_seven_can():
-    assert within_limit_whatever_loads(6, 0, 64 * MIB)
-    assert not within_limit_whatever_loads(7, 0, 64 * MIB)
-    assert not within_limit_whatever_loads(1, 0, 1_000)
-    # Six keys each at the largest size, programdata included, do stay within.
-    worst = 6 * (64 + 36 + 64 + MAX_ACCOUNT_SIZE)
-    assert worst <= 64 * MIB
