@@ -251,14 +251,25 @@ def _program_differences(
 ) -> list[Difference]:
     """Every check of the program the model lives under, against the model: the one place.
 
-    The program's bytes must be a shipped build (or trusted); with ``require_final`` nobody
-    may be able to replace them.
+    The program's bytes must be a shipped build (or trusted), and must not have been
+    redeployed since sealing began: the sealed state is evidence only if the program that
+    computed it is the one there now. With ``require_final`` nobody may be able to replace
+    them.
     """
     out = []
     try:
         check_program(program, trusted_hashes)
     except ProgramCheckError as exc:
         out.append(Difference("program", str(exc)))
+    deployed = program.last_deploy_slot
+    if deployed is not None and model.seal_slot and deployed >= model.seal_slot:
+        out.append(
+            Difference(
+                "program",
+                f"the program was deployed at slot {deployed}, after sealing began at slot "
+                f"{model.seal_slot}: its sealed state is no evidence",
+            )
+        )
     if require_final and program.upgradeable:
         out.append(
             Difference(

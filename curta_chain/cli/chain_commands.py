@@ -8,14 +8,14 @@ command that spends asks for confirmation on the terminal first (``--yes`` skips
 import argparse
 from pathlib import Path
 
-from curta_chain import program
 from curta_chain.artifact import read_artifact
-from curta_chain.chain import specs
 from curta_chain.chain.accounts import ZERO_KEY, require_model
+from curta_chain.chain.close import close
+from curta_chain.chain.close import resume_hint as close_resume_hint
 from curta_chain.chain.publish import RESUME_HINT, check_funds, plan_publish, publish
 from curta_chain.chain.rpc import RpcClient
 from curta_chain.chain.seal import resume_hint, seal, seal_cost
-from curta_chain.chain.sender import Sender, estimate_fees, wait_for_signature
+from curta_chain.chain.sender import wait_for_signature
 from curta_chain.chain.session import Connection
 from curta_chain.chain.verify import verify
 from curta_chain.cli.confirm import confirm_spend
@@ -36,7 +36,7 @@ from curta_chain.cli.running import (
     run_with_client,
 )
 from curta_chain.constants import HASH_CHUNK_SIZE, LAMPORTS_PER_SOL
-from curta_chain.errors import AccountError, ConfigError
+from curta_chain.errors import ConfigError
 from curta_chain.program import ModelState
 
 
@@ -219,6 +219,8 @@ def _status(args: argparse.Namespace) -> int:
         print(f"declared hash  {model.declared_hash.hex()}")
         print(f"running hash   {model.running_hash.hex()}")
         print(f"sealed chunks  {model.chunks_hashed}/{total}")
+        print(f"frozen         {model.frozen_count}/{model.section_count} weight accounts")
+        print(f"seal slot      {model.seal_slot or '-'}")
         for i, slot in enumerate(model.sections):
             bound = "unbound" if slot.weight_account == ZERO_KEY else str(slot.weight_account)
             print(f"section {i:<6} {slot.length:>10,} bytes  {bound}")
@@ -234,36 +236,23 @@ def _close(args: argparse.Namespace) -> int:
     async def body(target: Cluster, chain: Connection) -> int:
         client, program_id = chain.client, chain.program_id
         authority = target.keypair()
-        model = await require_model(client, program_id, address)
-        if model.state == ModelState.SEALED:
-            raise AccountError(f"model {address} is sealed: a sealed model never changes")
-        if model.authority != authority.pubkey():
-            raise AccountError(f"model {address} belongs to {model.authority}; pass its keypair")
-        bound = [s.weight_account for s in model.sections if s.weight_account != ZERO_KEY]
-        ix = program.close_model(program_id, authority.pubkey(), address, bound)
-        spec = specs.authority_spec(ix, specs.CLOSE_CU, budget_for(args, target.url))
-        fee = await estimate_fees(client, authority.pubkey(), [(spec, 1)])
-        confirm_spend(
-            args, client.url, chain.genesis_hash, fee, f"closing {address} (its rent comes back)"
+        budget = budget_for(args, target.url)
+
+        def confirm(fee: int) -> None:
+            what = f"closing {address} (its rent comes back)"
+            confirm_spend(args, client.url, chain.genesis_hash, fee, what)
+
+        result = await close(
+            client, program_id, authority, address, budget, reporter, confirm=confirm
         )
-        before = await client.balance(authority.pubkey())
-        await Sender(client, authority).send([spec])
-        after = await client.balance(authority.pubkey())
         reporter.line(
-            f"closed {address} and {len(bound)} weight accounts: "
-            f"{(after - before) / LAMPORTS_PER_SOL:.9f} SOL back to {authority.pubkey()}"
+            f"closed {address} and {result.closed_accounts - 1} weight accounts: "
+            f"{result.lamports_returned / LAMPORTS_PER_SOL:.9f} SOL back to {authority.pubkey()}"
         )
-        emit(
-            args,
-            {
-                "model": str(address),
-                "closed_accounts": len(bound) + 1,
-                "lamports_returned": after - before,
-            },
-        )
+        emit(args, result.to_json())
         return 0
 
-    return run_on_cluster(args, body)
+    return run_on_cluster(args, body, close_resume_hint(address))
 
 
 def _airdrop(args: argparse.Namespace) -> int:

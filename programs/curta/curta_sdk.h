@@ -39,6 +39,18 @@ extern uint64_t sol_sha256(const SolBytes *slices, uint64_t count, uint8_t out[H
 extern void sol_memcpy_(void *dst, const void *src, uint64_t len);
 extern void sol_memset_(void *dst, uint8_t value, uint64_t len);
 
+/* The Clock sysvar as sol_get_clock_sysvar writes it (40 bytes; the timestamps are i64, read
+ * here as u64 since only the slot is used). The syscall returns 0 or aborts the program. */
+typedef struct {
+  uint64_t slot;
+  uint64_t epoch_start_timestamp;
+  uint64_t epoch;
+  uint64_t leader_schedule_epoch;
+  uint64_t unix_timestamp;
+} SolClock;
+
+extern uint64_t sol_get_clock_sysvar(SolClock *out);
+
 /* Log a string literal: the length is taken at compile time, without its NUL. */
 #define sol_log(literal) sol_log_((literal), sizeof(literal) - 1)
 

@@ -396,6 +396,7 @@ def test_5_an_upgrade_that_swaps_the_program_is_reported_and_require_final_refus
     assert lines[1].endswith("shipped build sbpf-v0)")  # the program is curta.so again...
     assert lines[3] != deployed_at  # ...but it was deployed again after the seal
     assert lines[4].startswith(f"WARNING: the program can still be upgraded by {owner.pubkey()}")
+    assert code == 1 and "after sealing began at slot" in "\n".join(lines)  # so no evidence
     code, lines = verify_lines(localnet.url, model, fake_art, config, "--require-final")
     assert code == 1
     code, _ = verify_lines(localnet.url, model, art_file, config)
