@@ -26,6 +26,7 @@ from curta_chain.program import (
     begin_sealing,
     bind_weight_account,
     close_model,
+    close_weight_account,
     create_model,
     reopen,
     seal_step,
@@ -117,20 +118,20 @@ def run_lifecycle(session: Session, program_id: Pubkey) -> Lifecycle:
         [write_weights(program_id, authority, keys[1], SECTION_LENGTHS[1] - 1, b"xy")],
     )
     refused("sealStep before beginSealing", [seal_step(program_id, model.pubkey(), keys[0])])
-    refused("reopen an uploading model", [reopen(program_id, authority, model.pubkey(), keys)])
-
-    units(
-        "beginSealing (2 weight accounts)",
-        [begin_sealing(program_id, authority, model.pubkey(), keys)],
-    )
     refused(
-        "writeWeights after beginSealing", [write_weights(program_id, authority, keys[0], 0, b"x")]
+        "reopen an uploading model", [reopen(program_id, authority, model.pubkey(), keys[0], 0)]
     )
+
+    units("beginSealing", [begin_sealing(program_id, authority, model.pubkey())])
     refused(
         "sealStep with another slot's account", [seal_step(program_id, model.pubkey(), keys[1])]
     )
 
     units(SEAL_MID, [seal_step(program_id, model.pubkey(), keys[0])])
+    refused(
+        "writeWeights once the seal entered its section",
+        [write_weights(program_id, authority, keys[0], 0, b"x")],
+    )
     units(
         f"sealStep ({MAX_WRITE_PAYLOAD:,} bytes, ends its section)",
         [seal_step(program_id, model.pubkey(), keys[0])],
@@ -147,7 +148,9 @@ def run_lifecycle(session: Session, program_id: Pubkey) -> Lifecycle:
     result.sealed_hash = sealed.running_hash
 
     refused(
-        "closeModel of a sealed model", [close_model(program_id, authority, model.pubkey(), keys)]
+        "closeWeightAccount of a sealed model",
+        [close_weight_account(program_id, authority, model.pubkey(), keys[0], 0)],
     )
+    refused("closeModel of a sealed model", [close_model(program_id, authority, model.pubkey())])
     refused("sealStep of a sealed model", [seal_step(program_id, model.pubkey(), keys[1])])
     return result
