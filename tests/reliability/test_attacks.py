@@ -176,12 +176,15 @@ def test_1_a_fabricated_sealed_model_under_a_stand_in_does_not_verify(
     assert f"{STANDIN.sha256}, not a build shipped with curta-chain" in one_line(done.stderr)
 
     # The fabrication is faithful: trusting the stand-in by its hash, every check of the
-    # model itself passes, and only the program lines say what it really is.
+    # model itself passes; only the program says what it really is (not a shipped build,
+    # upgradeable, and deployed after the copied seal began).
     report = on_chain(
         localnet.url,
         lambda client: verify(client, fake.standin, fake.model, stories260k, (STANDIN.sha256,)),
     )
-    assert report.ok and report.program.build is None and report.program.upgradeable
+    assert report.program.build is None and report.program.upgradeable
+    (difference,) = report.differences
+    assert difference.kind == "program" and "after sealing began at slot" in difference.detail
     trusting = ("--program-hash", STANDIN.sha256)
     done = run_plain("verify", str(fake.model), str(art_file), *under_standin, *trusting)
     lines = done.stdout.splitlines()
