@@ -621,7 +621,7 @@ CASES: dict[str, Case] = {
             "seal", Keypair().pubkey(), "--program-id", ctx.world.standin.pubkey()
         ),
         rf"holds {len(STANDIN.elf):,} bytes with sha256 {STANDIN.sha256}, not a build shipped "
-        r"with curta-chain \(sbpf-v0 [0-9a-f]{64}\); refusing it \(--program-hash names a build",
+        r"with curta-chain \(sbpf-v0 [0-9a-f]{64}, sbpf-v3 [0-9a-f]{64}\); refusing it \(--program-hash names a build",
     ),
     "trust a stand-in named in the config": (
         lambda ctx: ctx.chain("close", Keypair().pubkey(), "-C", ctx.config_naming_standin()),
