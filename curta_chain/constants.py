@@ -23,3 +23,14 @@ HASH_CHUNK_SIZE: Final = 65_536
 LOCALNET_PROGRAM_ID: Final = "47aWRwYktQEGajhc2eneN8pZvADyw5onEtYTtWMQuZKG"
 LOCALNET_PROGRAM_SEED: Final = b"curta-chain localnet program id"
 LOCALNET_PORT: Final = 8899
+
+# Solana's JSON-RPC conventions, shared by the client (chain/) and the localnet.
+COMMITMENTS: Final = ("processed", "confirmed", "finalized")
+COMMITMENT_RANK: Final = {name: rank for rank, name in enumerate(COMMITMENTS)}
+"""processed < confirmed < finalized: a status at a rank satisfies every rank below it."""
+FINALIZED_DEPTH: Final = 32
+"""Slots on top of a slot before it is rooted (finalized): MAX_LOCKOUT_HISTORY + 1."""
+MAX_SIGNATURE_STATUSES: Final = 256
+"""getSignatureStatuses answers at most this many signatures a call."""
+SEND_TRANSACTION_PREFLIGHT_FAILURE: Final = -32002
+"""The JSON-RPC error code of a sendTransaction refused by preflight simulation."""

@@ -2,7 +2,11 @@
 
 - ``localnet``: a fresh embedded localnet (memory only) serving from a background thread
   of this process for one test; use ``localnet.url`` with solana-py's ``Client`` or
-  ``AsyncClient``, ``localnet.stop()`` is done for you.
+  ``AsyncClient``, ``localnet.stop()`` is done for you. Reads default to "finalized", as
+  on a validator: read what you just wrote at "processed".
+- ``clock`` and ``manual_localnet``: a ``ManualClock`` and a localnet whose slots move only
+  when the test calls ``clock.advance(...)`` (``advance_slots(clock, n)`` in ``localnet_helpers``): no sleeps
+  against slot durations.
 - ``localnet_process``: a factory ``localnet_process(ledger: Path | None) -> LocalnetProcess``
   that runs ``python -m curta_chain localnet --port N [--ledger DIR]`` on a free port and
   waits for its "Localnet ready at" line. ``.url``, ``.kill()`` (SIGKILL, nothing flushed),
@@ -42,7 +46,7 @@ from curta_chain.artifact.synthetic import (
     llama2c_tokenizer_bytes,
 )
 from curta_chain.constants import LAMPORTS_PER_SOL
-from curta_chain.localnet import LocalnetHandle, start_in_thread
+from curta_chain.localnet import LocalnetHandle, ManualClock, start_in_thread
 
 READY_TIMEOUT = 120.0
 """Seconds a localnet subprocess may take to replay its ledger and listen."""
@@ -51,6 +55,20 @@ READY_TIMEOUT = 120.0
 @pytest.fixture
 def localnet() -> Iterator[LocalnetHandle]:
     handle = start_in_thread()
+    try:
+        yield handle
+    finally:
+        handle.stop()
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock()
+
+
+@pytest.fixture
+def manual_localnet(clock: ManualClock) -> Iterator[LocalnetHandle]:
+    handle = start_in_thread(now=clock)
     try:
         yield handle
     finally:

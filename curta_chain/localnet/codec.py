@@ -11,7 +11,6 @@ from typing import Any
 
 import based58
 import zstandard
-from solders.account import Account
 from solders.rpc.responses import RpcSimulateTransactionResult
 from solders.transaction import VersionedTransaction
 from solders.transaction_metadata import TransactionMetadata
@@ -82,11 +81,22 @@ def decode_transaction(encoded: Any, encoding: str) -> tuple[bytes, VersionedTra
     return raw, tx
 
 
-def encode_account(account: Account, encoding: str, data_slice: dict[str, int] | None) -> dict:
+RENT_EXEMPT_RENT_EPOCH = 2**64 - 1
+"""The rent epoch a current validator reports for every account (all are rent-exempt)."""
+
+
+def encode_account(
+    account: Any,
+    encoding: str,
+    data_slice: dict[str, int] | None,
+    parsed: dict[str, Any] | None = None,
+) -> dict:
     """Return the validator's ``UiAccount`` JSON for ``account``.
 
-    ``jsonParsed`` falls back to base64, as the validator does for accounts it has no
-    parser for.
+    ``account`` has ``lamports``, ``owner``, ``executable`` and ``data`` (a solders
+    ``Account`` or a history ``AccountState``). For ``jsonParsed``, ``parsed`` is the
+    account's parsed ``data`` member; without one the data goes out in base64, as the
+    validator does for accounts it has no parser for.
 
     Raises:
         RpcMethodError: -32600 for base58 data over 128 bytes or a sliced jsonParsed read.
@@ -100,8 +110,10 @@ def encode_account(account: Account, encoding: str, data_slice: dict[str, int] |
     if data_slice is not None:
         offset, length = data_slice["offset"], data_slice["length"]
         data = data[offset : offset + length]
-    if encoding in ("base64", "jsonParsed"):
-        encoded: Any = [base64.b64encode(data).decode(), "base64"]
+    if encoding == "jsonParsed" and parsed is not None:
+        encoded: Any = parsed
+    elif encoding in ("base64", "jsonParsed"):
+        encoded = [base64.b64encode(data).decode(), "base64"]
     elif encoding == "base64+zstd":
         encoded = [base64.b64encode(_ZSTD.compress(data)).decode(), "base64+zstd"]
     elif encoding in ("base58", "binary"):
@@ -120,7 +132,7 @@ def encode_account(account: Account, encoding: str, data_slice: dict[str, int] |
         "executable": account.executable,
         "lamports": account.lamports,
         "owner": str(account.owner),
-        "rentEpoch": account.rent_epoch,
+        "rentEpoch": RENT_EXEMPT_RENT_EPOCH,
         "space": len(account.data),
     }
 

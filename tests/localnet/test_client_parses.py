@@ -33,7 +33,7 @@ CALLS = {
 
 @pytest.mark.parametrize("name", list(CALLS))
 def test_client_parses(localnet, name):
-    client = Client(localnet.url)
+    client = Client(localnet.url, "processed")
     keypair = Keypair()
     signature = client.request_airdrop(keypair.pubkey(), 10**9).value
     answer = CALLS[name](client, keypair, signature)

@@ -3,7 +3,15 @@ import time
 
 import httpx
 import pytest
-from localnet_helpers import b64, balance, latest_blockhash, result, send_b64, transfer_tx
+from localnet_helpers import (
+    PROCESSED,
+    b64,
+    balance,
+    latest_blockhash,
+    result,
+    send_b64,
+    transfer_tx,
+)
 from solders.pubkey import Pubkey
 
 from curta_chain.errors import LocalnetError
@@ -28,7 +36,7 @@ def assert_holds(url: str, expected: dict[Pubkey, int]) -> None:
     keys = list(expected)
     for start in range(0, len(keys), 100):
         chunk = keys[start : start + 100]
-        values = result(url, "getMultipleAccounts", [[str(k) for k in chunk]])["value"]
+        values = result(url, "getMultipleAccounts", [[str(k) for k in chunk], PROCESSED])["value"]
         for key, value in zip(chunk, values, strict=True):
             assert value is not None and value["lamports"] == expected[key], key
 
@@ -37,14 +45,14 @@ def test_restart_keeps_accounts_statuses_and_genesis(tmp_path, fund):
     handle = start_in_thread(ledger=tmp_path)
     expected = fill(handle.url, fund, 5)
     genesis = result(handle.url, "getGenesisHash")
-    slot = result(handle.url, "getSlot")
+    slot = result(handle.url, "getSlot", [PROCESSED])
     handle.stop()
 
     handle = start_in_thread(ledger=tmp_path)
     try:
         assert_holds(handle.url, expected)
         assert result(handle.url, "getGenesisHash") == genesis
-        assert result(handle.url, "getSlot") > slot
+        assert result(handle.url, "getSlot", [PROCESSED]) > slot
     finally:
         handle.stop()
 
@@ -55,8 +63,7 @@ def test_snapshots_bound_the_log_and_restore_everything(tmp_path, fund):
     to = Pubkey.new_unique()
     signature = send_b64(handle.url, transfer_tx(payer, to, 10**6, latest_blockhash(handle.url)))
     expected = fill(handle.url, fund, 30)
-    time.sleep(0.3)  # the last snapshot is written in the background
-    handle.stop()
+    handle.stop()  # waits for a snapshot still being written
     assert list(tmp_path.glob("snapshot-*.bin"))
     assert len(list(tmp_path.glob("log-*.bin"))) <= 2
 

@@ -3,7 +3,7 @@
 import asyncio
 import json
 
-from localnet_helpers import latest_blockhash, result, send_b64, transfer_tx
+from localnet_helpers import advance_slots, latest_blockhash, send_b64, transfer_tx
 from solana.rpc.async_api import AsyncClient
 from solana.rpc.websocket_api import connect
 from solders.pubkey import Pubkey
@@ -30,8 +30,8 @@ def test_signature_and_account_notifications(localnet, funded_keypair):
             to = Pubkey.new_unique()
             tx = transfer_tx(funded_keypair, to, 2 * 10**6, latest_blockhash(localnet.url))
             await websocket.signature_subscribe(tx.signatures[0], commitment="confirmed")
-            await websocket.account_subscribe(to, encoding="base64")
-            async with AsyncClient(localnet.url) as client:
+            await websocket.account_subscribe(to, commitment="processed", encoding="base64")
+            async with AsyncClient(localnet.url, "processed") as client:
                 await client.send_raw_transaction(bytes(tx))
             # The account changes at once; "confirmed" comes when the slot is over.
             account = await next_of(websocket, AccountNotification)
@@ -46,21 +46,18 @@ def test_signature_and_account_notifications(localnet, funded_keypair):
     asyncio.run(flow())
 
 
-def test_slot_notifications_and_unsubscribe():
-    handle = start_in_thread(slot_duration=0.02)
-
+def test_slot_notifications_and_unsubscribe(manual_localnet, clock):
     async def flow() -> None:
-        async with connect(handle.ws_url) as websocket:
+        async with connect(manual_localnet.ws_url) as websocket:
             await websocket.slot_subscribe()
+            advance_slots(clock, 1)
             first = await next_of(websocket, SlotNotification)
+            advance_slots(clock, 1)
             second = await next_of(websocket, SlotNotification)
-            assert second.result.slot > first.result.slot
+            assert second.result.slot == first.result.slot + 1
             await websocket.slot_unsubscribe(first.subscription)
 
-    try:
-        asyncio.run(flow())
-    finally:
-        handle.stop()
+    asyncio.run(flow())
 
 
 def test_pubsub_errors(localnet):
@@ -96,21 +93,39 @@ def test_notifications_wait_for_the_ledger(tmp_path, fund):
         handle.stop()
 
 
-def test_finalized_is_notified_32_slots_after_landing(fund):
-    handle = start_in_thread(slot_duration=0.01)
-    payer = fund(handle.url, 1)
+async def drain(websocket) -> list[str]:
+    """The kinds of the notifications that arrive until none comes for half a second."""
+    kinds: list[str] = []
+    while True:
+        try:
+            messages = await asyncio.wait_for(websocket.recv(), 0.5)
+        except TimeoutError:
+            return sorted(kinds)
+        kinds += [type(message).__name__ for message in messages]
 
-    async def flow() -> tuple[int, int]:
-        async with connect(handle.ws_url) as websocket:
-            tx = transfer_tx(payer, Pubkey.new_unique(), 10**6, latest_blockhash(handle.url))
+
+def test_each_commitment_is_notified_in_its_turn(manual_localnet, clock, fund):
+    url = manual_localnet.url
+    payer = fund(url, 1)
+    to = Pubkey.new_unique()
+
+    async def flow() -> list[list[str]]:
+        async with connect(manual_localnet.ws_url) as websocket:
+            tx = transfer_tx(payer, to, 10**6, latest_blockhash(url))
             await websocket.signature_subscribe(tx.signatures[0])  # finalized by default
-            await asyncio.to_thread(send_b64, handle.url, tx)
-            notification = await next_of(websocket, SignatureNotification)
-            now = await asyncio.to_thread(result, handle.url, "getSlot")
-            return notification.result.context.slot, now
+            for commitment in ("processed", "confirmed", "finalized"):
+                await websocket.account_subscribe(to, commitment=commitment)
+            await drain(websocket)  # the subscription ids
+            await asyncio.to_thread(send_b64, url, tx)
+            seen = [await drain(websocket)]
+            for slots in (1, 30, 1):
+                advance_slots(clock, slots)
+                seen.append(await drain(websocket))
+        return seen
 
-    try:
-        landed, notified = asyncio.run(flow())
-    finally:
-        handle.stop()
-    assert notified - landed >= 32
+    assert asyncio.run(flow()) == [
+        ["AccountNotification"],  # processed: at once
+        ["AccountNotification"],  # confirmed: once its slot is over
+        [],
+        ["AccountNotification", "SignatureNotification"],  # finalized: 32 slots on
+    ]
