@@ -202,6 +202,7 @@ class Localnet:
         """host:port of the JSON-RPC and PubSub servers, once they listen."""
         self._stake_minimum: int | None = None
         self._track([*GENESIS_ACCOUNTS, self.program_id, self.faucet.pubkey()])
+
         # Slot 0 is the genesis bank, rooted from the start: a new chain starts at slot 1.
         def genesis_time() -> float:
             return now() - slot_duration
@@ -486,9 +487,7 @@ class Localnet:
             loaded_writable=accounts.loaded_writable,
             loaded_readonly=accounts.loaded_readonly,
             pre_token_balances=pre_tokens,
-            post_token_balances=token_balances(accounts.keys, self.get_account)
-            if pre_tokens
-            else [],
+            post_token_balances=token_balances(accounts.keys, self.get_account),
             memo=memo_of(message),
         )
         self.history.record(details, seq)

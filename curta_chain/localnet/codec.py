@@ -216,16 +216,21 @@ def inner_instructions_json(meta: TransactionMetadata) -> list[dict]:
                     "index": index,
                     "instructions": [
                         {
-                            "programIdIndex": item.instruction.program_id_index,
-                            "accounts": list(item.instruction.accounts),
-                            "data": based58.b58encode(bytes(item.instruction.data)).decode(),
-                            "stackHeight": item.stack_height,
+                            "programIdIndex": ix.program_id_index,
+                            "accounts": list(ix.accounts),
+                            "data": based58.b58encode(bytes(ix.data)).decode(),
+                            "stackHeight": height,
                         }
-                        for item in inner
+                        for ix, height in inner_items(inner)
                     ],
                 }
             )
     return out
+
+
+def inner_items(inner: list[Any]) -> list[tuple[Any, int]]:
+    """Return (compiled instruction, stack height) of LiteSVM's inner instructions."""
+    return [(item.instruction(), item.stack_height()) for item in inner]
 
 
 def return_data_json(meta: TransactionMetadata) -> dict | None:

@@ -14,7 +14,7 @@ from solders.message import MessageV0
 from solders.transaction import VersionedTransaction
 
 from curta_chain.localnet.chain import writable_keys
-from curta_chain.localnet.codec import inner_instructions_json, return_data_json
+from curta_chain.localnet.codec import inner_instructions_json, inner_items, return_data_json
 from curta_chain.localnet.parsed_instructions import parse_instruction
 from curta_chain.localnet.rpc_errors import UNSUPPORTED_TRANSACTION_VERSION, RpcMethodError
 from curta_chain.localnet.tx_history import TransactionDetails
@@ -105,12 +105,12 @@ def _inner_parsed(details: TransactionDetails) -> list[dict[str, Any]]:
                     "index": index,
                     "instructions": [
                         parse_instruction(
-                            keys[item.instruction.program_id_index],
-                            [keys[i] for i in item.instruction.accounts],
-                            bytes(item.instruction.data),
-                            item.stack_height,
+                            keys[ix.program_id_index],
+                            [keys[i] for i in ix.accounts],
+                            bytes(ix.data),
+                            height,
                         )
-                        for item in inner
+                        for ix, height in inner_items(inner)
                     ],
                 }
             )
