@@ -5,15 +5,16 @@
   ``AsyncClient``, ``localnet.stop()`` is done for you. Reads default to "finalized", as
   on a validator: read what you just wrote at "processed".
 - ``clock`` and ``manual_localnet``: a ``ManualClock`` and a localnet whose slots move only
-  when the test calls ``clock.advance(...)`` (``advance_slots(clock, n)`` in ``localnet_helpers``): no sleeps
-  against slot durations.
+  when the test calls ``clock.advance(...)`` (``localnet_helpers.advance_slots``): no
+  sleeps against slot durations.
 - ``localnet_process``: a factory ``localnet_process(ledger: Path | None) -> LocalnetProcess``
   that runs ``python -m curta_chain localnet --port N [--ledger DIR]`` on a free port and
   waits for its "Localnet ready at" line. ``.url``, ``.kill()`` (SIGKILL, nothing flushed),
   ``.stop()`` (Ctrl-C) and ``.restart()`` (same port and ledger). Every process is stopped
   at the end of the test.
-- ``fund``: ``fund(url, sol=10) -> Keypair``, a new keypair holding ``sol`` SOL from the
-  faucet (the airdrop is final when it returns).
+- ``fund``: ``fund(url, sol=10, commitment="confirmed") -> Keypair``, a new keypair holding
+  ``sol`` SOL from the faucet, the airdrop confirmed when it returns ("processed" on a
+  manual clock).
 - ``funded_keypair``: ``fund(localnet.url)`` for the ``localnet`` fixture.
 
 Data, session-scoped and never modified (the reference files are copied first):
@@ -151,9 +152,16 @@ def localnet_process() -> Iterator[Callable[..., LocalnetProcess]]:
         process.kill()
 
 
-def fund_keypair(url: str, sol: float = 10) -> Keypair:
+def fund_keypair(url: str, sol: float = 10, commitment: str = "confirmed") -> Keypair:
+    """A new keypair holding ``sol`` SOL, the airdrop at ``commitment`` when it returns.
+
+    On a manual clock nothing gets confirmed until the test moves time: pass "processed".
+    """
     keypair = Keypair()
-    Client(url).request_airdrop(keypair.pubkey(), int(sol * LAMPORTS_PER_SOL))
+    client = Client(url)
+    signature = client.request_airdrop(keypair.pubkey(), int(sol * LAMPORTS_PER_SOL)).value
+    if commitment != "processed":
+        client.confirm_transaction(signature, commitment, sleep_seconds=0.05)
     return keypair
 
 

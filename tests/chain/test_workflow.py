@@ -239,7 +239,7 @@ def test_an_unreachable_node_gives_up_with_a_one_line_error(capsys, tmp_path, ar
 def balance(cli: Cli) -> int:
     from solana.rpc.api import Client
 
-    return Client(cli.url).get_balance(cli_keypair(cli).pubkey()).value
+    return Client(cli.url, "processed").get_balance(cli_keypair(cli).pubkey()).value
 
 
 def test_compute_unit_limits_and_price_are_enough_for_every_transaction(cli, art260k):

@@ -22,14 +22,14 @@ PRICED = (set_compute_unit_limit(10_000), set_compute_unit_price(1_000_000))
 
 def fee_for(url: str, tx) -> int:
     encoded = base64.b64encode(bytes(tx.message)).decode()
-    return result(url, "getFeeForMessage", [encoded])["value"]
+    return result(url, "getFeeForMessage", [encoded, {"commitment": "processed"}])["value"]
 
 
 def test_priority_fee_is_charged_reported_and_replayed(tmp_path, fund, clock):
     handle = start_in_thread(ledger=tmp_path, now=clock)
     try:
         url = handle.url
-        payer = fund(url, 1)
+        payer = fund(url, 1, commitment="processed")
         before = balance(url, payer.pubkey())
         to = Pubkey.new_unique()
         tx = transfer_tx(payer, to, 10**6, latest_blockhash(url), extra=PRICED)
@@ -60,7 +60,7 @@ def test_price_without_a_limit_uses_the_default_units(localnet, funded_keypair):
 
 def test_a_refused_priced_transaction_charges_nothing(manual_localnet, clock, fund):
     url = manual_localnet.url
-    funded_keypair = fund(url)
+    funded_keypair = fund(url, commitment="processed")
     before = balance(url, funded_keypair.pubkey())
     tx = transfer_tx(funded_keypair, Pubkey.new_unique(), 10**15, latest_blockhash(url), PRICED)
     assert send_b64(url, tx)["error"]["code"] == -32002

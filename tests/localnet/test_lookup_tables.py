@@ -34,7 +34,7 @@ def test_lookup_table_accounts_land_and_survive_a_snapshot(tmp_path, fund, clock
     handle = start_in_thread(ledger=tmp_path, snapshot_bytes=1, now=clock)
     try:
         url = handle.url
-        payer = fund(url, 10)
+        payer = fund(url, 10, commitment="processed")
         # The documented pattern: a table is created against `getSlot()` (finalized).
         recent = result(url, "getSlot")
         create, table = create_lookup_table(

@@ -106,7 +106,7 @@ async def drain(websocket) -> list[str]:
 
 def test_each_commitment_is_notified_in_its_turn(manual_localnet, clock, fund):
     url = manual_localnet.url
-    payer = fund(url, 1)
+    payer = fund(url, 1, commitment="processed")
     to = Pubkey.new_unique()
 
     async def flow() -> list[list[str]]:

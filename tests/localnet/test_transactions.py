@@ -120,7 +120,7 @@ def test_failing_preflight_answers_with_logs_and_charges_nothing(localnet, funde
 
 def test_failing_transaction_without_preflight_lands_with_its_error(manual_localnet, clock, fund):
     url = manual_localnet.url
-    funded_keypair = fund(url)
+    funded_keypair = fund(url, commitment="processed")
     client = Client(url, "confirmed")
     before = balance(url, funded_keypair.pubkey())
     tx = transfer_tx(funded_keypair, Pubkey.new_unique(), 10**15, latest_blockhash(url))
@@ -226,7 +226,7 @@ def test_get_transaction_unknown_versions_and_commitments(manual_localnet, clock
     url = manual_localnet.url
     client = Client(url, "confirmed")
     assert client.get_transaction(Signature.new_unique()).value is None
-    payer = fund(url)
+    payer = fund(url, commitment="processed")
     tx = transfer_tx(payer, Pubkey.new_unique(), 1_000_000, latest_blockhash(url))
     signature = send_b64(url, tx)["result"]
     confirmed = {"commitment": "confirmed"}
@@ -294,7 +294,7 @@ def test_an_unfunded_payer_is_refused_like_the_validator(localnet):
 
 def test_statuses_climb_from_processed_to_finalized(manual_localnet, clock, fund):
     url = manual_localnet.url
-    payer = fund(url, 1)
+    payer = fund(url, 1, commitment="processed")
     tx = transfer_tx(payer, Pubkey.new_unique(), 10**6, latest_blockhash(url))
     signature = send_b64(url, tx)["result"]
     seen = []
