@@ -105,13 +105,18 @@ async function refusal(call) {
 // Anchor 0.29 names a program error by splitting the error text at "custom program error:";
 // web3.js 1.99's preflight error repeats that phrase in the logs it now carries, so that
 // split fails (against solana-test-validator too) and the name shows in the logs, where
-// our program writes it. A failure that lands is rejected by web3.js's confirmTransaction
-// with the status error itself, {"InstructionError": [0, {"Custom": code}]}, which
-// Anchor's ProgramError.parse names through the IDL's error table.
+// our program writes it. A failure that lands comes back as Anchor's ProgramError, named
+// through the IDL's error table, when the confirmation arrives by notification; when the
+// transaction landed before web3.js's confirmTransaction subscribed, web3.js rejects with
+// the status error itself, {"InstructionError": [0, {"Custom": code}]}, which Anchor's
+// ProgramError.parse names the same way.
 const IDL_ERRORS = new Map(idl.errors.map(e => [e.code, e.msg]));
 
 function named(error) {
-    const parsed = anchor.ProgramError.parse(new Error(JSON.stringify(error)), IDL_ERRORS);
+    const parsed =
+        error instanceof anchor.ProgramError
+            ? error
+            : anchor.ProgramError.parse(new Error(JSON.stringify(error)), IDL_ERRORS);
     assert(parsed !== null, `not a program error: ${JSON.stringify(error)}`);
     return { name: idl.errors.find(e => e.code === parsed.code)?.name, msg: parsed.msg };
 }

@@ -267,8 +267,10 @@ await check('history: signatures for an address, blocks', async () => {
 });
 
 await check('methods agave 2.x removed answer -32601 here too', async () => {
-    await rejects(connection.getRecentBlockhash(), 'Method not found');
+    // web3.js 1.99 serves getRecentBlockhash from getLatestBlockhash itself.
+    assert((await connection.getRecentBlockhash()).blockhash.length > 30);
     await rejects(connection.getStakeActivation(payer.publicKey), 'Method not found');
+    await rejects(connection.getFeeCalculatorForBlockhash(world.blockhash), 'Method not found');
 });
 
 function waitFor(count, timeoutMs = 5000) {
