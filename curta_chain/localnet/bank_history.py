@@ -194,10 +194,10 @@ class BankHistory:
             _, undos = self._closed.popleft()
             for key, undo in undos.items():
                 self.undo_bytes -= undo.size
-                if key in self._base and key not in self._open:
-                    if self._last_write(key) <= finalized:
-                        state = self._base.pop(key)
-                        self.base_bytes -= len(state.data) if state is not None else 0
+                forget = key in self._base and key not in self._open
+                if forget and self._last_write(key) <= finalized:
+                    state = self._base.pop(key)
+                    self.base_bytes -= len(state.data) if state is not None else 0
 
     def _last_write(self, key: Pubkey) -> int:
         for slot, undos in reversed(self._closed):

@@ -201,7 +201,8 @@ class Localnet:
         self.endpoints: tuple[str | None, str | None] = (None, None)
         """host:port of the JSON-RPC and PubSub servers, once they listen."""
         self._stake_minimum: int | None = None
-        self._track([*GENESIS_ACCOUNTS, self.program_id, self.faucet.pubkey()])
+        self._genesis = frozenset([*GENESIS_ACCOUNTS, self.program_id])
+        self._track([*self._genesis, self.faucet.pubkey()])
 
         # Slot 0 is the genesis bank, rooted from the start: a new chain starts at slot 1.
         def genesis_time() -> float:
@@ -420,15 +421,12 @@ class Localnet:
         """
         slot = self.tick()
         signature = str(tx.signatures[0])
-        refusal = self._refusal_before_execution(tx, signature)
-        if refusal is not None:
-            return refusal
-        message = tx.message
-        accounts = self._accounts_of(message)
+        accounts = self._accounts_of(tx.message)
         payer = accounts.keys[0]
         payer_before = self.svm.get_account(payer)
-        if payer_before is not None and payer_before.lamports < self.fee_for(message):
-            return Refused(signature, "InsufficientFundsForFee", [], 0)
+        refusal = self._refusal_before_execution(tx, signature, accounts, payer_before)
+        if refusal is not None:
+            return refusal
         self.banks.will_write(slot, accounts.writable)
         pre = [self.svm.get_balance(key) or 0 for key in accounts.keys]
         pre_tokens = token_balances(accounts.keys, self.get_account)
@@ -449,8 +447,18 @@ class Localnet:
             seq = self.ledger.append(RECORD_TRANSACTION, slot, raw)
         return self._land(signature, raw, tx, slot, meta, err, accounts, pre, pre_tokens, seq)
 
-    def _refusal_before_execution(self, tx: VersionedTransaction, signature: str) -> Refused | None:
-        """Return why ``tx`` may not run at all (checked before any account is loaded)."""
+    def _refusal_before_execution(
+        self,
+        tx: VersionedTransaction,
+        signature: str,
+        accounts: TransactionAccounts,
+        payer_before: Account | None,
+    ) -> Refused | None:
+        """Return why ``tx`` may not run at all, checked in the validator's order.
+
+        Signatures, the blockhash's age, the status cache (a duplicate), then what loading
+        needs: a payer that can pay the fee. These refusals never land and charge nothing.
+        """
         if not all(tx.verify_with_results()):
             return Refused(signature, "SignatureFailure", [], 0)
         if not self.clock.age_ok(str(tx.message.recent_blockhash)):
@@ -458,6 +466,8 @@ class Localnet:
         seen = self.history.statuses.get(signature)
         if seen is not None:
             return Refused(signature, "AlreadyProcessed", [], 0, seen[2])
+        if payer_before is not None and payer_before.lamports < self.fee_for(tx.message):
+            return Refused(signature, "InsufficientFundsForFee", [], 0)
         return None
 
     def _land(
@@ -628,8 +638,12 @@ class Localnet:
         self.replayed += 1
 
     def indexed_accounts(self) -> list[Pubkey]:
-        """Return every account the owner index knows (what a snapshot saves)."""
-        return list(self._owners)
+        """Return the accounts a snapshot saves.
+
+        Every indexed account but the genesis programs and sysvars, which every start
+        creates anew.
+        """
+        return [key for key in self._owners if key not in self._genesis]
 
     def airdrop(self, pubkey: Pubkey, lamports: int) -> SendOutcome:
         """Send ``lamports`` from the faucet to ``pubkey`` in a real transfer transaction.

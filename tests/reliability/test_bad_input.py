@@ -629,8 +629,12 @@ def snapshot(folder: Path) -> dict[str, tuple[str, int, str]]:
 
 
 def chain_state(world: World) -> tuple[int, list[tuple[str, int, str]]]:
-    """The payer's balance and every account the curta program owns (address, lamports, data)."""
-    client = Client(world.url)
+    """The payer's balance and every account the curta program owns (address, lamports, data).
+
+    Read at "confirmed", where the world was set up: a finalized read would change under
+    the test as the world's own transactions are finalized.
+    """
+    client = Client(world.url, "confirmed")
     balance = client.get_balance(world.payer.pubkey()).value
     accounts = client.get_program_accounts(PROGRAM_ID, encoding="base64").value
     owned = sorted(
