@@ -41,8 +41,12 @@ def ui_account(
     encoding: str,
     data_slice: dict[str, int] | None,
     slot: int,
+    notification: bool = False,
 ) -> dict[str, Any]:
-    """Return ``account`` as the validator's ``UiAccount``, parsed for jsonParsed."""
+    """Return ``account`` as the validator's ``UiAccount``, parsed for jsonParsed.
+
+    ``notification``: for PubSub, where oversized base58 data is replaced by a message.
+    """
     parsed = None
     if encoding == "jsonParsed" and data_slice is None:
         try:
@@ -51,7 +55,7 @@ def ui_account(
             )
         except NotParsable:
             parsed = None
-    return encode_account(account, encoding, data_slice, parsed)
+    return encode_account(account, encoding, data_slice, parsed, notification)
 
 
 def get_balance(localnet: Localnet, params: Params) -> dict[str, Any]:

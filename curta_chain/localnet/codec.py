@@ -81,6 +81,7 @@ def decode_transaction(encoded: Any, encoding: str) -> tuple[bytes, VersionedTra
     return raw, tx
 
 
+BASE58_TOO_LARGE = "error: data too large for bs58 encoding"
 RENT_EXEMPT_RENT_EPOCH = 2**64 - 1
 """The rent epoch a current validator reports for every account (all are rent-exempt)."""
 
@@ -90,13 +91,16 @@ def encode_account(
     encoding: str,
     data_slice: dict[str, int] | None,
     parsed: dict[str, Any] | None = None,
+    notification: bool = False,
 ) -> dict:
     """Return the validator's ``UiAccount`` JSON for ``account``.
 
     ``account`` has ``lamports``, ``owner``, ``executable`` and ``data`` (a solders
     ``Account`` or a history ``AccountState``). For ``jsonParsed``, ``parsed`` is the
     account's parsed ``data`` member; without one the data goes out in base64, as the
-    validator does for accounts it has no parser for.
+    validator does for accounts it has no parser for. In a ``notification`` base58 data
+    over 128 bytes is replaced by the validator's "error: data too large for bs58
+    encoding" text, as PubSub does, instead of refusing.
 
     Raises:
         RpcMethodError: -32600 for base58 data over 128 bytes or a sliced jsonParsed read.
@@ -117,14 +121,18 @@ def encode_account(
     elif encoding == "base64+zstd":
         encoded = [base64.b64encode(_ZSTD.compress(data)).decode(), "base64+zstd"]
     elif encoding in ("base58", "binary"):
-        if len(data) > MAX_BASE58_ACCOUNT_BYTES:
+        if len(data) > MAX_BASE58_ACCOUNT_BYTES and notification:
+            text = BASE58_TOO_LARGE
+            encoded = text if encoding == "binary" else [text, "base58"]
+        elif len(data) > MAX_BASE58_ACCOUNT_BYTES:
             raise RpcMethodError(
                 INVALID_REQUEST,
                 f"Encoded binary (base 58) data should be less than {MAX_BASE58_ACCOUNT_BYTES} "
                 "bytes, please use Base64 encoding.",
             )
-        text = based58.b58encode(data).decode()
-        encoded = text if encoding == "binary" else [text, "base58"]
+        else:
+            text = based58.b58encode(data).decode()
+            encoded = text if encoding == "binary" else [text, "base58"]
     else:
         raise invalid_params(f"Invalid params: unknown variant `{encoding}`")
     return {

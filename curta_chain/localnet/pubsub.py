@@ -266,7 +266,13 @@ class PubSub:
                     _CLOSED_ACCOUNT
                     if account is None
                     else ui_account(
-                        self.localnet, subscription.key, account, subscription.encoding, None, view
+                        self.localnet,
+                        subscription.key,
+                        account,
+                        subscription.encoding,
+                        None,
+                        view,
+                        notification=True,
                     )
                 )
                 self._send(
@@ -297,7 +303,9 @@ class PubSub:
                 continue
             if not all(check(account.data) for check in subscription.checks):
                 continue
-            encoded = ui_account(self.localnet, key, account, subscription.encoding, None, view)
+            encoded = ui_account(
+                self.localnet, key, account, subscription.encoding, None, view, notification=True
+            )
             value = {"pubkey": str(key), "account": encoded}
             self._send(
                 subscription.socket,

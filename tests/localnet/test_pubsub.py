@@ -7,11 +7,13 @@ from localnet_helpers import advance_slots, latest_blockhash, send_b64, transfer
 from solana.rpc.async_api import AsyncClient
 from solana.rpc.websocket_api import connect
 from solders.pubkey import Pubkey
+from solders.rpc.config import RpcTransactionLogsFilterMentions
 from solders.rpc.responses import (
     AccountNotification,
     SignatureNotification,
     SlotNotification,
 )
+from solders.system_program import ID as SYSTEM_PROGRAM_ID
 from websockets.sync.client import connect as sync_connect
 
 from curta_chain.localnet import start_in_thread
@@ -129,3 +131,48 @@ def test_each_commitment_is_notified_in_its_turn(manual_localnet, clock, fund):
         [],
         ["AccountNotification", "SignatureNotification"],  # finalized: 32 slots on
     ]
+
+
+def test_solana_py_subscriptions_logs_program_root_and_null_config(manual_localnet, clock, fund):
+    url = manual_localnet.url
+    payer = fund(url, 1, commitment="processed")
+    to = Pubkey.new_unique()
+
+    async def flow() -> list[str]:
+        async with connect(manual_localnet.ws_url) as websocket:
+            # solana-py sends "encoding": null here: a validator reads it as absent.
+            await websocket.account_subscribe(to, commitment="processed")
+            await websocket.logs_subscribe(RpcTransactionLogsFilterMentions(to), "processed")
+            await websocket.program_subscribe(SYSTEM_PROGRAM_ID, "processed", "base64")
+            await websocket.root_subscribe()
+            await websocket.slots_updates_subscribe()
+            await drain(websocket)  # the subscription ids
+            tx = transfer_tx(payer, to, 10**6, latest_blockhash(url))
+            await asyncio.to_thread(send_b64, url, tx)
+            first = await drain(websocket)
+            advance_slots(clock, 33)
+            return [*first, "|", *await drain(websocket)]
+
+    seen = asyncio.run(flow())
+    processed, later = seen[: seen.index("|")], seen[seen.index("|") + 1 :]
+    assert processed == [
+        "AccountNotification",
+        "LogsNotification",
+        "ProgramNotification",
+        "ProgramNotification",  # the payer and the new account, both system-owned
+    ]
+    assert "RootNotification" in later and "SlotUpdateNotification" in later
+
+
+def test_a_notification_gets_no_answer(localnet):
+    with sync_connect(localnet.ws_url) as websocket:
+        websocket.send(json.dumps({"jsonrpc": "2.0", "method": "ping"}))  # web3.js's keep-alive
+        websocket.send(json.dumps({"jsonrpc": "2.0", "id": 5, "method": "slotSubscribe"}))
+        assert json.loads(websocket.recv()) == {"jsonrpc": "2.0", "result": 1, "id": 5}
+        logs = {"jsonrpc": "2.0", "id": 6, "method": "logsSubscribe", "params": [{"mentions": []}]}
+        websocket.send(json.dumps(logs))
+        answer = json.loads(websocket.recv())["error"]
+        assert answer == {"code": -32602, "message": "Invalid Request: Only 1 address supported"}
+        block = {"jsonrpc": "2.0", "id": 7, "method": "blockSubscribe", "params": ["all"]}
+        websocket.send(json.dumps(block))
+        assert json.loads(websocket.recv())["error"]["code"] == -32601
