@@ -83,16 +83,26 @@ class Landed:
     """A transaction in a block: ``err`` is None or its runtime error; its fee was paid.
 
     ``seq`` is its ledger record (0 without a ledger): it may be reported once durable.
+    ``logs`` and ``units`` are read from LiteSVM's metadata when asked (most never are).
     """
 
     signature: str
     slot: int
     err: Any
-    logs: list[str]
-    units: int
+    meta: TransactionMetadata
     seq: int
     keys: list[Pubkey]
     writable: list[Pubkey]
+
+    @property
+    def logs(self) -> list[str]:
+        """The program log lines."""
+        return self.meta.logs()
+
+    @property
+    def units(self) -> int:
+        """The compute units consumed."""
+        return self.meta.compute_units_consumed()
 
 
 @dataclass(frozen=True)
@@ -502,16 +512,7 @@ class Localnet:
         )
         self.history.record(details, seq)
         self._track(accounts.writable)
-        landed = Landed(
-            signature,
-            slot,
-            err,
-            meta.logs(),
-            meta.compute_units_consumed(),
-            seq,
-            accounts.keys,
-            accounts.writable,
-        )
+        landed = Landed(signature, slot, err, meta, seq, accounts.keys, accounts.writable)
         if self._observed:
             self._landed.append(landed)
         return landed

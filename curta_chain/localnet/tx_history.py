@@ -75,9 +75,16 @@ class TransactionHistory:
             if len(self._per_slot) > 4 * 150:
                 self._per_slot.popleft()
         self._details[signature] = details
-        self._blocks.setdefault(details.slot, []).append(signature)
-        for key in dict.fromkeys(details.keys):
-            self._by_address.setdefault(key, deque()).append(signature)
+        block = self._blocks.get(details.slot)
+        if block is None:
+            self._blocks[details.slot] = block = []
+        block.append(signature)
+        by_address = self._by_address
+        for key in details.keys:  # a sanitized transaction lists each account once
+            signatures = by_address.get(key)
+            if signatures is None:
+                by_address[key] = signatures = deque()
+            signatures.append(signature)
         if len(self._details) > self._kept:
             self._drop_oldest()
 
@@ -89,7 +96,7 @@ class TransactionHistory:
             for signature in self._blocks.pop(slot):
                 # Details were recorded in order: each is the oldest left for its addresses.
                 old = self._details.pop(signature)
-                for key in dict.fromkeys(old.keys):
+                for key in old.keys:
                     signatures = self._by_address.get(key)
                     if signatures and signatures[0] == signature:
                         signatures.popleft()
