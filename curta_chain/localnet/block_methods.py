@@ -12,8 +12,6 @@ oldest whose transactions are still kept) up to the slot of the commitment asked
 
 from typing import Any
 
-from solders.transaction import VersionedTransaction
-
 from curta_chain.constants import FINALIZED_DEPTH
 from curta_chain.localnet.chain import Localnet
 from curta_chain.localnet.clock import SLOTS_PER_EPOCH
@@ -126,18 +124,20 @@ def _accounts_only(details: TransactionDetails, max_version: int | None) -> dict
     return entry
 
 
-def _range_end(localnet: Localnet, params: Params, end_index: int) -> tuple[int, dict[str, Any]]:
-    config, _ = _confirmed_config(params, end_index + 1)
-    return context_slot(localnet, config), config
+def _last_slot(localnet: Localnet, params: Params, config_index: int) -> int:
+    config, _ = _confirmed_config(params, config_index)
+    return context_slot(localnet, config)
 
 
 def get_blocks(localnet: Localnet, params: Params) -> list[int]:
     """``getBlocks``: the slots with a block in [start, end] (end: the commitment's slot)."""
     start = uint_param(required(params, 0, "startSlot"), "startSlot")
     end = optional(params, 1)
-    config_index = 1 if isinstance(end, dict) else 2
-    last, _ = _range_end(localnet, params, config_index - 1)
-    end = last if end is None or isinstance(end, dict) else uint_param(end, "endSlot")
+    if isinstance(end, dict):  # getBlocks(start, config): the end slot left out
+        end, last = None, _last_slot(localnet, params, 1)
+    else:
+        last = _last_slot(localnet, params, 2)
+    end = last if end is None else uint_param(end, "endSlot")
     if end - start > MAX_BLOCK_RANGE:
         raise invalid_params(f"Slot range too large; max {MAX_BLOCK_RANGE}")
     first = max(start, localnet.history.first_available_slot)
@@ -150,7 +150,7 @@ def get_blocks_with_limit(localnet: Localnet, params: Params) -> list[int]:
     limit = uint_param(required(params, 1, "limit"), "limit")
     if limit > MAX_BLOCK_RANGE:
         raise invalid_params(f"Limit too large; max {MAX_BLOCK_RANGE}")
-    last, _ = _range_end(localnet, params, 1)
+    last = _last_slot(localnet, params, 2)
     first = max(start, localnet.history.first_available_slot)
     return list(range(first, min(first + limit - 1, last) + 1)) if limit else []
 
@@ -271,8 +271,3 @@ def get_recent_performance_samples(localnet: Localnet, params: Params) -> list[d
         )
         end -= slots
     return samples
-
-
-def raw_transaction(details: TransactionDetails) -> VersionedTransaction:
-    """Return the transaction of ``details`` (for callers that need its message)."""
-    return VersionedTransaction.from_bytes(details.raw)
