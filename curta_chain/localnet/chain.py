@@ -431,16 +431,21 @@ class Localnet:
         """
         slot = self.tick()
         signature = str(tx.signatures[0])
-        accounts = self._accounts_of(tx.message)
+        message = tx.message  # solders copies the message on each access: once is enough
+        accounts = self._accounts_of(message)
         payer = accounts.keys[0]
         payer_before = self.svm.get_account(payer)
-        refusal = self._refusal_before_execution(tx, signature, accounts, payer_before)
+        priority = priority_fee(message)
+        fee = transaction_fee(message, priority)
+        refusal = self._refusal_before_execution(
+            tx, message, signature, accounts, payer_before, fee
+        )
         if refusal is not None:
             return refusal
         self.banks.will_write(slot, accounts.writable)
         pre = [self.svm.get_balance(key) or 0 for key in accounts.keys]
         pre_tokens = token_balances(accounts.keys, self.get_account)
-        result, landed = self._execute(tx, payer, payer_before)
+        result, landed = self._execute(tx, payer, payer_before, priority)
         if isinstance(result, FailedTransactionMetadata):
             meta = result.meta()
             err = transaction_error_json(result.err())
@@ -455,14 +460,18 @@ class Localnet:
         seq = 0
         if self.ledger is not None:
             seq = self.ledger.append(RECORD_TRANSACTION, slot, raw)
-        return self._land(signature, raw, tx, slot, meta, err, accounts, pre, pre_tokens, seq)
+        return self._land(
+            signature, raw, message, fee, slot, meta, err, accounts, pre, pre_tokens, seq
+        )
 
     def _refusal_before_execution(
         self,
         tx: VersionedTransaction,
+        message: Message | MessageV0,
         signature: str,
         accounts: TransactionAccounts,
         payer_before: Account | None,
+        fee: int,
     ) -> Refused | None:
         """Return why ``tx`` may not run at all, checked in the validator's order.
 
@@ -471,12 +480,12 @@ class Localnet:
         """
         if not all(tx.verify_with_results()):
             return Refused(signature, "SignatureFailure", [], 0)
-        if not self.clock.age_ok(str(tx.message.recent_blockhash)):
+        if not self.clock.age_ok(str(message.recent_blockhash)):
             return Refused(signature, "BlockhashNotFound", [], 0)
         seen = self.history.statuses.get(signature)
         if seen is not None:
             return Refused(signature, "AlreadyProcessed", [], 0, seen[2])
-        if payer_before is not None and payer_before.lamports < self.fee_for(tx.message):
+        if payer_before is not None and payer_before.lamports < fee:
             return Refused(signature, "InsufficientFundsForFee", [], 0)
         return None
 
@@ -484,7 +493,8 @@ class Localnet:
         self,
         signature: str,
         raw: bytes,
-        tx: VersionedTransaction,
+        message: Message | MessageV0,
+        fee: int,
         slot: int,
         meta: TransactionMetadata,
         err: Any,
@@ -493,14 +503,13 @@ class Localnet:
         pre_tokens: list[dict[str, Any]],
         seq: int,
     ) -> Landed:
-        message = tx.message
         details = TransactionDetails(
             signature=signature,
             raw=raw,
             slot=slot,
             err=err,
             meta=meta,
-            fee=self.fee_for(message),
+            fee=fee,
             keys=accounts.keys,
             pre_balances=pre,
             post_balances=[self.svm.get_balance(key) or 0 for key in accounts.keys],
@@ -508,7 +517,7 @@ class Localnet:
             loaded_readonly=accounts.loaded_readonly,
             pre_token_balances=pre_tokens,
             post_token_balances=token_balances(accounts.keys, self.get_account),
-            memo=memo_of(message),
+            memo=memo_of(message, accounts.keys),
         )
         self.history.record(details, seq)
         self._track(accounts.writable)
@@ -563,15 +572,14 @@ class Localnet:
         )
 
     def _execute(
-        self, tx: VersionedTransaction, payer: Pubkey, payer_before: Account | None
+        self, tx: VersionedTransaction, payer: Pubkey, payer_before: Account | None, fee: int
     ) -> tuple[TransactionMetadata | FailedTransactionMetadata, bool]:
-        """Run ``tx`` in LiteSVM after charging its priority fee; say if it landed.
+        """Run ``tx`` in LiteSVM after charging its priority ``fee``; say if it landed.
 
         A failed transaction landed if it paid its fee (LiteSVM charged the signature fee),
         which is how the runtime tells an executed failure from one that never loaded.
         """
         charged = payer_before.lamports if payer_before is not None else 0
-        fee = priority_fee(tx.message)
         if fee and payer_before is not None:
             charged -= fee
             self.svm.set_account(
@@ -625,17 +633,20 @@ class Localnet:
         tx = VersionedTransaction.from_bytes(raw)
         if slot != self._clock_slot:
             self.set_slot(slot)
-        accounts = self._accounts_of(tx.message)
+        message = tx.message
+        accounts = self._accounts_of(message)
         payer = accounts.keys[0]
         pre = [self.svm.get_balance(key) or 0 for key in accounts.keys]
         pre_tokens = token_balances(accounts.keys, self.get_account)
-        result, _ = self._execute(tx, payer, self.svm.get_account(payer))
+        priority = priority_fee(message)
+        result, _ = self._execute(tx, payer, self.svm.get_account(payer), priority)
         if isinstance(result, FailedTransactionMetadata):
             meta, err = result.meta(), transaction_error_json(result.err())
         else:
             meta, err = result, None
         signature = str(tx.signatures[0])
-        self._land(signature, raw, tx, slot, meta, err, accounts, pre, pre_tokens, 0)
+        fee = transaction_fee(message, priority)
+        self._land(signature, raw, message, fee, slot, meta, err, accounts, pre, pre_tokens, 0)
         self.replayed += 1
 
     def indexed_accounts(self) -> list[Pubkey]:

@@ -27,6 +27,7 @@ MEMO_PROGRAMS = (
     Pubkey.from_string("MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr"),
     Pubkey.from_string("Memo1UhkJRfHyvLMcVucJwxXeuD728EqVDDwQDxFMNo"),
 )
+_MEMO_SET = frozenset(MEMO_PROGRAMS)
 LOOKUP_TABLE_PROGRAM = Pubkey.from_string("AddressLookupTab1e1111111111111111111111111")
 UPGRADEABLE_LOADER = Pubkey.from_string("BPFLoaderUpgradeab1e11111111111111111111111")
 
@@ -422,7 +423,7 @@ def token_balances(keys: Sequence[Pubkey], read: AccountReader) -> list[dict[str
     Only a transaction that loads a token program can change token balances; others
     return [] without reading anything.
     """
-    if not any(key in TOKEN_PROGRAMS for key in keys):
+    if TOKEN_PROGRAMS.keys().isdisjoint(keys):
         return []
     balances = []
     for index, key in enumerate(keys):
@@ -448,9 +449,14 @@ def token_balances(keys: Sequence[Pubkey], read: AccountReader) -> list[dict[str
     return balances
 
 
-def memo_of(message: Message | MessageV0) -> str | None:
-    """Return getSignaturesForAddress's ``memo``: each memo as "[length] text", "; "-joined."""
-    keys = message.account_keys
+def memo_of(message: Message | MessageV0, keys: Sequence[Pubkey]) -> str | None:
+    """Return getSignaturesForAddress's ``memo``: each memo as "[length] text", "; "-joined.
+
+    ``keys`` are the message's account keys (a transaction without a memo program has
+    no memo, and is answered without looking at its instructions).
+    """
+    if _MEMO_SET.isdisjoint(keys):
+        return None
     memos = []
     for instruction in message.instructions:
         index = instruction.program_id_index
