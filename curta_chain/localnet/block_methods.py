@@ -44,6 +44,7 @@ MAX_SIGNATURES_FOR_ADDRESS = 1_000
 MAX_PERFORMANCE_SAMPLES = 720
 PERFORMANCE_SAMPLE_SECONDS = 60
 TRANSACTION_DETAILS = ("full", "signatures", "none", "accounts")
+GENESIS_PARENT = "11111111111111111111111111111111"
 
 
 def _confirmed_config(params: Params, index: int) -> tuple[dict[str, Any], str]:
@@ -80,7 +81,8 @@ def get_block(localnet: Localnet, params: Params) -> dict[str, Any]:
         "blockTime": localnet.clock.unix_timestamp(slot),
         "blockhash": localnet.clock.blockhash(slot),
         "parentSlot": max(slot - 1, 0),
-        "previousBlockhash": localnet.clock.blockhash(max(slot - 1, 0)),
+        # The genesis block has no parent: its previous blockhash is all zeros.
+        "previousBlockhash": localnet.clock.blockhash(slot - 1) if slot else GENESIS_PARENT,
     }
     transactions = localnet.history.block(slot)
     if details_kind == "full":
