@@ -96,11 +96,11 @@ def test_notifications_wait_for_the_ledger(tmp_path, fund):
 
 
 async def drain(websocket) -> list[str]:
-    """The kinds of the notifications that arrive until none comes for half a second."""
+    """The kinds of the notifications that arrive until none comes for 0.8 s."""
     kinds: list[str] = []
     while True:
         try:
-            messages = await asyncio.wait_for(websocket.recv(), 0.5)
+            messages = await asyncio.wait_for(websocket.recv(), 0.8)
         except TimeoutError:
             return sorted(kinds)
         kinds += [type(message).__name__ for message in messages]
