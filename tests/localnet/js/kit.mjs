@@ -174,6 +174,16 @@ await check('blockhashes and fees at each commitment', async () => {
         eq(latest.value.lastValidBlockHeight, latest.context.slot + 150n);
         shape(await rpc.isBlockhashValid(latest.value.blockhash, { commitment: c }).send(), withContext('bool'));
     }
+    const tx = await signed(transferInstruction(payer.address, 1));
+    const message = Buffer.from(tx.messageBytes).toString('base64');
+    const fee = await rpc.getFeeForMessage(message, { commitment: 'processed' }).send();
+    shape(fee, withContext('int|null'));
+    eq(fee.value, 5000n);
+    eq((await rpc.getFeeForMessage(message, { commitment: 'finalized' }).send()).value, null);
+});
+
+await check('methods newer than agave 2.2 answer -32601, as a 2.2 validator does', async () => {
+    await rejects(rpc.getTransactionsForAddress(payer.address).send(), 'Method not found');
 });
 
 await check('transactions: simulate, send, statuses, getTransaction', async () => {

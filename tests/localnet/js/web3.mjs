@@ -266,6 +266,39 @@ await check('history: signatures for an address, blocks', async () => {
     await rejects(connection.getBlock((await connection.getSlot('processed')) + 100), -32004);
 });
 
+await check('deprecated helpers: served from current methods, or -32601 as on agave 2.x', async () => {
+    const { blockhash } = await connection.getLatestBlockhash('processed');
+    const tx = new Transaction({ feePayer: payer.publicKey, recentBlockhash: blockhash }).add(
+        SystemProgram.transfer({ fromPubkey: payer.publicKey, toPubkey: Keypair.generate().publicKey, lamports: 1 }),
+    );
+    tx.sign(payer);
+    const encoded = tx.serialize().toString('base64');
+    assert(typeof (await connection.sendEncodedTransaction(encoded, { preflightCommitment: 'processed' })) === 'string');
+    eq((await connection.getRecentBlockhashAndContext('finalized')).context.slot, await connection.getSlot('finalized'));
+    const calls = {
+        getConfirmedBlock: () => connection.getConfirmedBlock(world.slot),
+        getConfirmedBlockSignatures: () => connection.getConfirmedBlockSignatures(world.slot),
+        getConfirmedTransaction: () => connection.getConfirmedTransaction(world.airdrop),
+        getParsedConfirmedTransaction: () => connection.getParsedConfirmedTransaction(world.airdrop),
+        getParsedConfirmedTransactions: () => connection.getParsedConfirmedTransactions([world.airdrop]),
+        getConfirmedSignaturesForAddress: () => connection.getConfirmedSignaturesForAddress(payer.publicKey, world.slot, world.slot),
+        getConfirmedSignaturesForAddress2: () => connection.getConfirmedSignaturesForAddress2(payer.publicKey),
+    };
+    const outcomes = {};
+    for (const [name, call] of Object.entries(calls)) {
+        try {
+            const value = await call();
+            outcomes[name] = value === null ? 'null' : 'answer';
+        } catch (error) {
+            assert(String(error.message).includes('Method not found'), `${name}: ${error.message}`);
+            outcomes[name] = '-32601';
+        }
+    }
+    eq(outcomes.getConfirmedBlock, 'answer');
+    eq(outcomes.getConfirmedTransaction, 'answer');
+    eq(outcomes.getConfirmedSignaturesForAddress2, '-32601');
+});
+
 await check('methods agave 2.x removed answer -32601 here too', async () => {
     // web3.js 1.99 serves getRecentBlockhash from getLatestBlockhash itself.
     assert((await connection.getRecentBlockhash()).blockhash.length > 30);
