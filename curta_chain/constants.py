@@ -35,3 +35,14 @@ ACCOUNT_STORAGE_OVERHEAD: Final = 128
 LOCALNET_PROGRAM_ID: Final = "CurtaLoca1netProgram111111111111111111111111"
 LOCALNET_GENESIS_HASH: Final = "CurtaLoca1netGenesis111111111111111111111111"
 LOCALNET_PORT: Final = 8899
+
+# Solana's JSON-RPC conventions, shared by the client (chain/) and the localnet.
+COMMITMENTS: Final = ("processed", "confirmed", "finalized")
+COMMITMENT_RANK: Final = {name: rank for rank, name in enumerate(COMMITMENTS)}
+"""processed < confirmed < finalized: a status at a rank satisfies every rank below it."""
+FINALIZED_DEPTH: Final = 32
+"""Slots on top of a slot before it is rooted (finalized): MAX_LOCKOUT_HISTORY + 1."""
+MAX_SIGNATURE_STATUSES: Final = 256
+"""getSignatureStatuses answers at most this many signatures a call."""
+SEND_TRANSACTION_PREFLIGHT_FAILURE: Final = -32002
+"""The JSON-RPC error code of a sendTransaction refused by preflight simulation."""

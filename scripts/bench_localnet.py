@@ -75,14 +75,14 @@ def start_node(ledger: str | None) -> tuple[subprocess.Popen, str]:
 class Setup:
     """The authority, a model and one weight account per mode, created over RPC."""
 
-    def __init__(self, http: httpx.Client, url: str, section: int):
+    def __init__(self, http: httpx.Client, url: str, section: int, modes: tuple = MODES):
         self.http, self.url = http, url
         self.authority = Keypair()
         self.sent: list[VersionedTransaction] = []
         rpc(http, url, "requestAirdrop", [str(self.authority.pubkey()), 1_000 * LAMPORTS_PER_SOL])
         self.model = Keypair()
-        self.weights = {mode: Keypair() for mode in MODES}
-        lengths = [section] * len(MODES)
+        self.weights = {mode: Keypair() for mode in modes}
+        lengths = [section] * len(modes)
         self.send(
             [
                 self.new_account(self.model, MODEL_ACCOUNT_SIZE),

@@ -2,14 +2,19 @@
 
 - ``localnet``: a fresh embedded localnet (memory only) serving from a background thread
   of this process for one test; use ``localnet.url`` with solana-py's ``Client`` or
-  ``AsyncClient``, ``localnet.stop()`` is done for you.
+  ``AsyncClient``, ``localnet.stop()`` is done for you. Reads default to "finalized", as
+  on a validator: read what you just wrote at "processed".
+- ``clock`` and ``manual_localnet``: a ``ManualClock`` and a localnet whose slots move only
+  when the test calls ``clock.advance(...)`` (``localnet_helpers.advance_slots``): no
+  sleeps against slot durations.
 - ``localnet_process``: a factory ``localnet_process(ledger: Path | None) -> LocalnetProcess``
   that runs ``python -m curta_chain localnet --port N [--ledger DIR]`` on a free port and
   waits for its "Localnet ready at" line. ``.url``, ``.kill()`` (SIGKILL, nothing flushed),
   ``.stop()`` (Ctrl-C) and ``.restart()`` (same port and ledger). Every process is stopped
   at the end of the test.
-- ``fund``: ``fund(url, sol=10) -> Keypair``, a new keypair holding ``sol`` SOL from the
-  faucet (the airdrop is final when it returns).
+- ``fund``: ``fund(url, sol=10, commitment="confirmed") -> Keypair``, a new keypair holding
+  ``sol`` SOL from the faucet, the airdrop confirmed when it returns ("processed" on a
+  manual clock).
 - ``funded_keypair``: ``fund(localnet.url)`` for the ``localnet`` fixture.
 - ``own_home`` (every test): ``HOME`` is an empty folder of the test's own.
 
@@ -46,7 +51,7 @@ from curta_chain.artifact.synthetic import (
     synthetic_artifact,
 )
 from curta_chain.constants import LAMPORTS_PER_SOL
-from curta_chain.localnet import LocalnetHandle, start_in_thread
+from curta_chain.localnet import LocalnetHandle, ManualClock, start_in_thread
 
 READY_TIMEOUT = 120.0
 """Seconds a localnet subprocess may take to replay its ledger and listen."""
@@ -67,6 +72,20 @@ def own_home(tmp_path_factory, monkeypatch) -> Path:
 @pytest.fixture
 def localnet() -> Iterator[LocalnetHandle]:
     handle = start_in_thread()
+    try:
+        yield handle
+    finally:
+        handle.stop()
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock()
+
+
+@pytest.fixture
+def manual_localnet(clock: ManualClock) -> Iterator[LocalnetHandle]:
+    handle = start_in_thread(now=clock)
     try:
         yield handle
     finally:
@@ -149,9 +168,16 @@ def localnet_process() -> Iterator[Callable[..., LocalnetProcess]]:
         process.kill()
 
 
-def fund_keypair(url: str, sol: float = 10) -> Keypair:
+def fund_keypair(url: str, sol: float = 10, commitment: str = "confirmed") -> Keypair:
+    """A new keypair holding ``sol`` SOL, the airdrop at ``commitment`` when it returns.
+
+    On a manual clock nothing gets confirmed until the test moves time: pass "processed".
+    """
     keypair = Keypair()
-    Client(url).request_airdrop(keypair.pubkey(), int(sol * LAMPORTS_PER_SOL))
+    client = Client(url)
+    signature = client.request_airdrop(keypair.pubkey(), int(sol * LAMPORTS_PER_SOL)).value
+    if commitment != "processed":
+        client.confirm_transaction(signature, commitment, sleep_seconds=0.05)
     return keypair
 
 

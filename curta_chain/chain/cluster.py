@@ -24,17 +24,21 @@ from urllib.parse import urlparse
 
 from solders.keypair import Keypair
 
-from curta_chain.constants import LOCALNET_GENESIS_HASH, LOCALNET_PROGRAM_ID
+from curta_chain.constants import (
+    COMMITMENTS,
+    LOCALNET_GENESIS_HASH,
+    LOCALNET_PORT,
+    LOCALNET_PROGRAM_ID,
+)
 from curta_chain.errors import ConfigError, KeypairError
 
 MONIKERS = {
-    "localhost": "http://127.0.0.1:8899",
+    "localhost": f"http://127.0.0.1:{LOCALNET_PORT}",
     "devnet": "https://api.devnet.solana.com",
     "testnet": "https://api.testnet.solana.com",
     "mainnet-beta": "https://api.mainnet-beta.solana.com",
 }
 _SHORT_MONIKERS = {"l": "localhost", "d": "devnet", "t": "testnet", "m": "mainnet-beta"}
-COMMITMENTS = ("processed", "confirmed", "finalized")
 DEFAULT_COMMITMENT = "confirmed"
 PROGRAM_IDS_KEY = "curta_program_ids"
 """The config key under which ``deploy`` records each cluster's program (by genesis hash)."""

@@ -14,12 +14,11 @@ from solders.hash import Hash
 from solders.message import Message
 from solders.pubkey import Pubkey
 
+from curta_chain.constants import MAX_SIGNATURE_STATUSES, SEND_TRANSACTION_PREFLIGHT_FAILURE
 from curta_chain.errors import ChainError, ProgramError, RpcError
 
 MAX_ACCOUNTS_PER_CALL = 100
 """getMultipleAccounts answers at most 100 keys."""
-MAX_SIGNATURES_PER_CALL = 256
-"""getSignatureStatuses answers at most 256 signatures."""
 ACCOUNT_SLICE = 1 << 20
 """Bytes of account data read per request: keeps each JSON answer small."""
 
@@ -259,11 +258,11 @@ class RpcClient:
             (
                 "getSignatureStatuses",
                 [
-                    list(signatures[i : i + MAX_SIGNATURES_PER_CALL]),
+                    list(signatures[i : i + MAX_SIGNATURE_STATUSES]),
                     {"searchTransactionHistory": True},
                 ],
             )
-            for i in range(0, len(signatures), MAX_SIGNATURES_PER_CALL)
+            for i in range(0, len(signatures), MAX_SIGNATURE_STATUSES)
         ]
         out: list[SignatureStatus | None] = []
         for result in await self._batch_or_raise(calls):
@@ -321,7 +320,7 @@ class RpcClient:
 def preflight_error(exc: RpcCallError) -> RpcError | ChainError:
     """Map a failed preflight (-32002, with the TransactionError in ``data``) to our error."""
     data = exc.data if isinstance(exc.data, dict) else {}
-    if exc.code == -32002 and data.get("err") is not None:
+    if exc.code == SEND_TRANSACTION_PREFLIGHT_FAILURE and data.get("err") is not None:
         return transaction_error(data["err"], data.get("logs") or ())
     return exc
 

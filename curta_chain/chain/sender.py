@@ -25,11 +25,14 @@ from solders.pubkey import Pubkey
 from solders.transaction import Transaction
 
 from curta_chain.chain.rpc import RpcCallError, RpcClient, preflight_error, transaction_error
-from curta_chain.constants import MAX_TRANSACTION_SIZE
+from curta_chain.constants import (
+    COMMITMENT_RANK,
+    MAX_TRANSACTION_SIZE,
+    SEND_TRANSACTION_PREFLIGHT_FAILURE,
+)
 from curta_chain.errors import ChainError, RpcError, SendGaveUpError
 from curta_chain.reporting import Progress
 
-_COMMITMENT_RANK = {"processed": 0, "confirmed": 1, "finalized": 2}
 CONFIRM_TIMEOUT = 60.0
 """Seconds ``wait_for_signature`` waits for a transaction someone else sent."""
 FRESH_BLOCKHASH_WAIT = 60.0
@@ -127,7 +130,7 @@ class Sender:
         """
         started = time.monotonic()
         confirmed_before = self.stats.confirmed
-        wanted = _COMMITMENT_RANK[commitment or self.client.commitment]
+        wanted = COMMITMENT_RANK[commitment or self.client.commitment]
         queue: deque[_Flight] = deque(_Flight(spec, 0) for spec in specs)
         in_flight: dict[str, _Flight] = {}
         try:
@@ -240,7 +243,7 @@ class Sender:
                     stale_blockhash = True
                     queue.appendleft(flight)
                 elif (
-                    result.code == -32002
+                    result.code == SEND_TRANSACTION_PREFLIGHT_FAILURE
                     and isinstance(result.data, dict)
                     and result.data.get("err")
                 ):
@@ -273,7 +276,7 @@ class Sender:
                 continue
             if status.err is not None:
                 raise transaction_error(status.err)
-            if _COMMITMENT_RANK.get(status.confirmation or "processed", 0) >= wanted:
+            if COMMITMENT_RANK.get(status.confirmation or "processed", 0) >= wanted:
                 del in_flight[signature]
                 done += 1
                 self.stats.confirmed += 1
@@ -292,14 +295,14 @@ async def wait_for_signature(
         ChainError: the transaction failed.
         RpcError: it was not confirmed within ``timeout`` seconds.
     """
-    wanted = _COMMITMENT_RANK[client.commitment]
+    wanted = COMMITMENT_RANK[client.commitment]
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         (status,) = await client.signature_statuses([signature])
         if status is not None:
             if status.err is not None:
                 raise transaction_error(status.err)
-            if _COMMITMENT_RANK.get(status.confirmation or "processed", 0) >= wanted:
+            if COMMITMENT_RANK.get(status.confirmation or "processed", 0) >= wanted:
                 return
         await asyncio.sleep(0.1)
     raise RpcError(f"{signature} was not confirmed within {timeout:.0f} s")

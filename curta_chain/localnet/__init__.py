@@ -1,15 +1,40 @@
 """The embedded localnet: Solana's JSON-RPC served over HTTP from LiteSVM.
 
-``Localnet`` is the chain (LiteSVM with the curta program preloaded at
-``LOCALNET_PROGRAM_ID``, a faucet, validator-like slots, blockhashes, status cache and an
-optional crash-safe ledger). ``serve`` runs it on a port until Ctrl-C; ``start_in_thread``
-runs it in the background for tests and returns a ``LocalnetHandle`` with ``url``,
-``ws_url`` and ``stop()``. JSON-RPC is served on the port, the PubSub websocket on the
-port + 1, as a validator does. ``curta-chain localnet`` is the command-line front of
-``serve``.
+Modules, from the chain outwards:
+
+- ``chain``: ``Localnet``, the chain model (LiteSVM, slots, fees, the faucet); a send
+  returns ``Landed`` or ``Refused`` values, never JSON-RPC errors;
+- ``bank_history`` (what "confirmed" and "finalized" reads see), ``tx_history``
+  (statuses, transaction details, blocks, signatures by address), ``owner_index``;
+- ``ledger`` (the crash-safe log and snapshots; it owns ``durable_seq``) and
+  ``persistence`` (restore and snapshot capture between chain and ledger);
+- the RPC layer: ``params``, ``codec``, ``parsed``/``parsed_instructions`` (jsonParsed),
+  the ``*_methods`` modules and their table ``methods``, ``pubsub``;
+- ``server`` (JSON-RPC over HTTP, group commit) and ``lifecycle`` (``serve``,
+  ``start_in_thread``: one way to open, serve and close).
+
+``serve`` runs it on a port until Ctrl-C; ``start_in_thread`` runs it in the background
+for tests and returns a ``LocalnetHandle`` with ``url``, ``ws_url`` and ``stop()``.
+JSON-RPC is served on the port, the PubSub websocket on the port + 1, as a validator
+does. ``curta-chain localnet`` is the command-line front of ``serve``.
 """
 
-from curta_chain.localnet.server import LocalnetHandle, serve, start_in_thread
-from curta_chain.localnet.state import Localnet
+from curta_chain.localnet.chain import Landed, Localnet, Refused
+from curta_chain.localnet.clock import ManualClock
+from curta_chain.localnet.lifecycle import (
+    LocalnetHandle,
+    LocalnetOptions,
+    serve,
+    start_in_thread,
+)
 
-__all__ = ["Localnet", "LocalnetHandle", "serve", "start_in_thread"]
+__all__ = [
+    "Landed",
+    "Localnet",
+    "LocalnetHandle",
+    "LocalnetOptions",
+    "ManualClock",
+    "Refused",
+    "serve",
+    "start_in_thread",
+]

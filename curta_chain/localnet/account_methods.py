@@ -1,4 +1,9 @@
-"""Account reads: getBalance, getAccountInfo, getMultipleAccounts, getProgramAccounts."""
+"""Account reads: getBalance, getAccountInfo, getMultipleAccounts, getProgramAccounts.
+
+Each reads the bank of the commitment asked (``Localnet.account_at``): "processed" costs
+what a read of LiteSVM costs; "confirmed" and "finalized" differ from it only for
+accounts written in the last 33 slots.
+"""
 
 import base64
 import binascii
@@ -6,7 +11,9 @@ from collections.abc import Callable
 from typing import Any
 
 import based58
+from solders.pubkey import Pubkey
 
+from curta_chain.localnet.chain import Localnet
 from curta_chain.localnet.codec import encode_account
 from curta_chain.localnet.params import (
     Params,
@@ -19,19 +26,43 @@ from curta_chain.localnet.params import (
     uint_param,
     with_context,
 )
+from curta_chain.localnet.parsed import NotParsable, parse_account
 from curta_chain.localnet.rpc_errors import invalid_params
-from curta_chain.localnet.state import Localnet
 
 MAX_MULTIPLE_ACCOUNTS = 100
 MAX_PROGRAM_ACCOUNT_FILTERS = 4
 MAX_MEMCMP_BASE58 = 175
 
 
+def ui_account(
+    localnet: Localnet,
+    pubkey: Pubkey,
+    account: Any,
+    encoding: str,
+    data_slice: dict[str, int] | None,
+    slot: int,
+    notification: bool = False,
+) -> dict[str, Any]:
+    """Return ``account`` as the validator's ``UiAccount``, parsed for jsonParsed.
+
+    ``notification``: for PubSub, where oversized base58 data is replaced by a message.
+    """
+    parsed = None
+    if encoding == "jsonParsed" and data_slice is None:
+        try:
+            parsed = parse_account(
+                pubkey, account.owner, account.data, lambda key: localnet.account_at(key, slot)
+            )
+        except NotParsable:
+            parsed = None
+    return encode_account(account, encoding, data_slice, parsed, notification)
+
+
 def get_balance(localnet: Localnet, params: Params) -> dict[str, Any]:
     """``getBalance``."""
     pubkey = pubkey_param(required(params, 0, "pubkey"))
     slot = context_slot(localnet, config_at(params, 1))
-    return with_context(slot, localnet.svm.get_balance(pubkey) or 0)
+    return with_context(slot, localnet.balance_at(pubkey, slot))
 
 
 def get_account_info(localnet: Localnet, params: Params) -> dict[str, Any]:
@@ -41,8 +72,12 @@ def get_account_info(localnet: Localnet, params: Params) -> dict[str, Any]:
     encoding = account_encoding_param(config, "binary")
     data_slice = data_slice_param(config)
     slot = context_slot(localnet, config)
-    account = localnet.get_account(pubkey)
-    value = None if account is None else encode_account(account, encoding, data_slice)
+    account = localnet.account_at(pubkey, slot)
+    value = (
+        None
+        if account is None
+        else ui_account(localnet, pubkey, account, encoding, data_slice, slot)
+    )
     return with_context(slot, value)
 
 
@@ -60,12 +95,17 @@ def get_multiple_accounts(localnet: Localnet, params: Params) -> dict[str, Any]:
     slot = context_slot(localnet, config)
     values = []
     for pubkey in pubkeys:
-        account = localnet.get_account(pubkey)
-        values.append(None if account is None else encode_account(account, encoding, data_slice))
+        account = localnet.account_at(pubkey, slot)
+        values.append(
+            None
+            if account is None
+            else ui_account(localnet, pubkey, account, encoding, data_slice, slot)
+        )
     return with_context(slot, values)
 
 
-def _program_filters(filters: Any) -> list[Callable[[bytes], bool]]:
+def program_filters(filters: Any) -> list[Callable[[bytes], bool]]:
+    """Return a check per getProgramAccounts filter (dataSize, memcmp), at most 4."""
     if filters is None:
         return []
     if not isinstance(filters, list):
@@ -110,11 +150,14 @@ def get_program_accounts(localnet: Localnet, params: Params) -> Any:
     config = config_at(params, 1)
     encoding = account_encoding_param(config, "binary")
     data_slice = data_slice_param(config)
-    checks = _program_filters(config.get("filters"))
+    checks = program_filters(config.get("filters"))
     slot = context_slot(localnet, config)
     found = [
-        {"pubkey": str(pubkey), "account": encode_account(account, encoding, data_slice)}
-        for pubkey, account in localnet.program_accounts(owner)
+        {
+            "pubkey": str(pubkey),
+            "account": ui_account(localnet, pubkey, account, encoding, data_slice, slot),
+        }
+        for pubkey, account in localnet.program_accounts(owner, slot)
         if all(check(account.data) for check in checks)
     ]
     return with_context(slot, found) if config.get("withContext") else found

@@ -54,7 +54,9 @@ class SlotClock:
 
     def current_slot(self) -> int:
         """Return the slot the chain is at now; it never goes backwards."""
-        slot = max(int((self._now() - self.genesis_time) / self.slot_duration), self._floor)
+        # The tolerance keeps whole slots whole: 2.4 s of 0.4 s slots is slot 6, not 5.99.
+        elapsed = (self._now() - self.genesis_time) / self.slot_duration
+        slot = max(int(elapsed + 1e-6), self._floor)
         if slot > self._slot:
             self._advance(slot)
         return self._slot
@@ -86,6 +88,11 @@ class SlotClock:
         slot = self.slot_of(blockhash)
         return slot is not None and self._slot - slot <= MAX_PROCESSING_AGE
 
+    def valid_at(self, blockhash: str, slot: int) -> bool:
+        """Whether the bank of ``slot`` (a recent one) accepts this blockhash."""
+        made = self.slot_of(blockhash)
+        return made is not None and made <= slot and slot - made <= MAX_PROCESSING_AGE
+
     def unix_timestamp(self, slot: int) -> int:
         """Return the block time of ``slot`` in whole seconds."""
         return int(self.genesis_time + slot * self.slot_duration)
@@ -94,3 +101,22 @@ class SlotClock:
     def last_valid_block_height(slot: int) -> int:
         """Return the last block height at which the blockhash of ``slot`` is accepted."""
         return slot + MAX_PROCESSING_AGE
+
+
+class ManualClock:
+    """A time source that moves only when told to: ``Localnet(now=clock)`` in tests.
+
+    Args:
+        start: the Unix time it starts at (now, by default).
+    """
+
+    def __init__(self, start: float | None = None):
+        self.time = time.time() if start is None else start
+
+    def __call__(self) -> float:
+        """Return the current (manual) time."""
+        return self.time
+
+    def advance(self, seconds: float) -> None:
+        """Move time forward by ``seconds``."""
+        self.time += seconds

@@ -11,7 +11,6 @@ from typing import Any
 
 import based58
 import zstandard
-from solders.account import Account
 from solders.rpc.responses import RpcSimulateTransactionResult
 from solders.transaction import VersionedTransaction
 from solders.transaction_metadata import TransactionMetadata
@@ -82,11 +81,26 @@ def decode_transaction(encoded: Any, encoding: str) -> tuple[bytes, VersionedTra
     return raw, tx
 
 
-def encode_account(account: Account, encoding: str, data_slice: dict[str, int] | None) -> dict:
+BASE58_TOO_LARGE = "error: data too large for bs58 encoding"
+RENT_EXEMPT_RENT_EPOCH = 2**64 - 1
+"""The rent epoch a current validator reports for every account (all are rent-exempt)."""
+
+
+def encode_account(
+    account: Any,
+    encoding: str,
+    data_slice: dict[str, int] | None,
+    parsed: dict[str, Any] | None = None,
+    notification: bool = False,
+) -> dict:
     """Return the validator's ``UiAccount`` JSON for ``account``.
 
-    ``jsonParsed`` falls back to base64, as the validator does for accounts it has no
-    parser for.
+    ``account`` has ``lamports``, ``owner``, ``executable`` and ``data`` (a solders
+    ``Account`` or a history ``AccountState``). For ``jsonParsed``, ``parsed`` is the
+    account's parsed ``data`` member; without one the data goes out in base64, as the
+    validator does for accounts it has no parser for. In a ``notification`` base58 data
+    over 128 bytes is replaced by the validator's "error: data too large for bs58
+    encoding" text, as PubSub does, instead of refusing.
 
     Raises:
         RpcMethodError: -32600 for base58 data over 128 bytes or a sliced jsonParsed read.
@@ -100,19 +114,25 @@ def encode_account(account: Account, encoding: str, data_slice: dict[str, int] |
     if data_slice is not None:
         offset, length = data_slice["offset"], data_slice["length"]
         data = data[offset : offset + length]
-    if encoding in ("base64", "jsonParsed"):
-        encoded: Any = [base64.b64encode(data).decode(), "base64"]
+    if encoding == "jsonParsed" and parsed is not None:
+        encoded: Any = parsed
+    elif encoding in ("base64", "jsonParsed"):
+        encoded = [base64.b64encode(data).decode(), "base64"]
     elif encoding == "base64+zstd":
         encoded = [base64.b64encode(_ZSTD.compress(data)).decode(), "base64+zstd"]
     elif encoding in ("base58", "binary"):
-        if len(data) > MAX_BASE58_ACCOUNT_BYTES:
+        if len(data) > MAX_BASE58_ACCOUNT_BYTES and notification:
+            text = BASE58_TOO_LARGE
+            encoded = text if encoding == "binary" else [text, "base58"]
+        elif len(data) > MAX_BASE58_ACCOUNT_BYTES:
             raise RpcMethodError(
                 INVALID_REQUEST,
                 f"Encoded binary (base 58) data should be less than {MAX_BASE58_ACCOUNT_BYTES} "
                 "bytes, please use Base64 encoding.",
             )
-        text = based58.b58encode(data).decode()
-        encoded = text if encoding == "binary" else [text, "base58"]
+        else:
+            text = based58.b58encode(data).decode()
+            encoded = text if encoding == "binary" else [text, "base58"]
     else:
         raise invalid_params(f"Invalid params: unknown variant `{encoding}`")
     return {
@@ -120,7 +140,7 @@ def encode_account(account: Account, encoding: str, data_slice: dict[str, int] |
         "executable": account.executable,
         "lamports": account.lamports,
         "owner": str(account.owner),
-        "rentEpoch": account.rent_epoch,
+        "rentEpoch": RENT_EXEMPT_RENT_EPOCH,
         "space": len(account.data),
     }
 
@@ -208,16 +228,21 @@ def inner_instructions_json(meta: TransactionMetadata) -> list[dict]:
                     "index": index,
                     "instructions": [
                         {
-                            "programIdIndex": item.instruction.program_id_index,
-                            "accounts": list(item.instruction.accounts),
-                            "data": based58.b58encode(bytes(item.instruction.data)).decode(),
-                            "stackHeight": item.stack_height,
+                            "programIdIndex": ix.program_id_index,
+                            "accounts": list(ix.accounts),
+                            "data": based58.b58encode(bytes(ix.data)).decode(),
+                            "stackHeight": height,
                         }
-                        for item in inner
+                        for ix, height in inner_items(inner)
                     ],
                 }
             )
     return out
+
+
+def inner_items(inner: list[Any]) -> list[tuple[Any, int]]:
+    """Return (compiled instruction, stack height) of LiteSVM's inner instructions."""
+    return [(item.instruction(), item.stack_height()) for item in inner]
 
 
 def return_data_json(meta: TransactionMetadata) -> dict | None:

@@ -43,7 +43,9 @@ def priority_fee(message: Message | MessageV0) -> int:
     return -(-price * units // MICRO_LAMPORTS_PER_LAMPORT)
 
 
-def transaction_fee(message: Message | MessageV0) -> int:
-    """Return the whole fee of ``message``: signatures plus priority."""
+def transaction_fee(message: Message | MessageV0, priority: int | None = None) -> int:
+    """Return the whole fee of ``message``: signatures plus priority (computed if None)."""
     signatures = message.header.num_required_signatures
-    return LAMPORTS_PER_SIGNATURE * signatures + priority_fee(message)
+    if priority is None:
+        priority = priority_fee(message)
+    return LAMPORTS_PER_SIGNATURE * signatures + priority

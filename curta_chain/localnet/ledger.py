@@ -29,7 +29,7 @@ import secrets
 import struct
 import time
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -86,13 +86,20 @@ class Ledger:
         folder: the ledger folder; created if missing.
         reset: delete this folder's ledger files first and start a new chain.
         program_sha256: sha256 of the program binary this run preloads (None: none).
+        now: the clock a new chain's genesis time is read from.
 
     Raises:
         LocalnetError: the folder is in use, unreadable, or was written by another
             program binary.
     """
 
-    def __init__(self, folder: Path, reset: bool = False, program_sha256: str | None = None):
+    def __init__(
+        self,
+        folder: Path,
+        reset: bool = False,
+        program_sha256: str | None = None,
+        now: Callable[[], float] = time.time,
+    ):
         self.folder = folder
         try:
             folder.mkdir(parents=True, exist_ok=True)
@@ -106,12 +113,14 @@ class Ledger:
             raise LocalnetError(f"{folder}: ledger is in use by another localnet") from exc
         try:
             self._prepare(reset)
-            self.meta = self._open_meta(program_sha256)
+            self.meta = self._open_meta(program_sha256, now)
         except BaseException:
             self._lock.close()
             raise
         self.seq = 0
+        """The sequence number of the last record appended."""
         self.durable_seq = 0
+        """Every record up to this one is on disk: what may be acknowledged."""
         self._pending: list[tuple[int, bytearray]] = []
         self._file: tuple[int, BinaryIO] | None = None
         segments = [self._index(p) for p in self._files("log")]
@@ -144,10 +153,10 @@ class Ledger:
     def _path(self, prefix: str, index: int) -> Path:
         return self.folder / f"{prefix}-{index:08d}.bin"
 
-    def _open_meta(self, program_sha256: str | None) -> LedgerMeta:
+    def _open_meta(self, program_sha256: str | None, now: Callable[[], float]) -> LedgerMeta:
         path = self.folder / "meta.json"
         if not path.exists():
-            meta = LedgerMeta(secrets.token_bytes(32), time.time(), program_sha256)
+            meta = LedgerMeta(secrets.token_bytes(32), now(), program_sha256)
             body = {
                 "format": FORMAT_VERSION,
                 "genesis_hash": based58.b58encode(meta.genesis_hash).decode(),
@@ -173,6 +182,18 @@ class Ledger:
                 f"localnet preloads {program_sha256}; start with --reset for a new chain"
             )
         return meta
+
+    def snapshot_slot(self) -> int | None:
+        """Return the last slot of the newest snapshot on disk, or None if there is none."""
+        paths = self._files("snapshot")
+        if not paths:
+            return None
+        try:
+            with open(paths[-1], "rb") as handle:
+                header = handle.read(len(SNAPSHOT_MAGIC) + 16)
+            return struct.unpack_from("<QQ", header, len(SNAPSHOT_MAGIC))[1]
+        except (OSError, struct.error):
+            return None
 
     def load_snapshot(self) -> Snapshot | None:
         """Return the newest snapshot, or None if there is none.
@@ -229,9 +250,26 @@ class Ledger:
         return self.seq
 
     def take_pending(self) -> tuple[list[tuple[int, bytearray]], int]:
-        """Hand the queued records to a writer; return them and the last sequence number."""
+        """Hand the queued records to a writer; return them and the last sequence number.
+
+        Once ``write`` has put them on disk, ``mark_durable`` with that number.
+        """
         pending, self._pending = self._pending, []
         return pending, self.seq
+
+    def mark_durable(self, seq: int) -> None:
+        """Record that every record up to ``seq`` is fsynced (called on the loop thread)."""
+        self.durable_seq = max(self.durable_seq, seq)
+
+    def flush(self) -> None:
+        """Write and fsync every queued record now, on this thread.
+
+        Raises:
+            LocalnetError: the disk refused the write.
+        """
+        pending, upto = self.take_pending()
+        self.write(pending)
+        self.mark_durable(upto)
 
     def write(self, pending: list[tuple[int, bytearray]]) -> None:
         """Append ``pending`` to the log segments and fsync them (safe off the loop thread).

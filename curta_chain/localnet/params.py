@@ -1,16 +1,23 @@
-"""Parsing JSON-RPC parameters the way the validator does, with its error messages."""
+"""Parsing JSON-RPC parameters the way the validator does, with its error messages.
+
+A ``null`` reads as absent wherever the validator's parameter is optional: a null
+configuration object, a null field inside one (``{"commitment": null}``), a null
+optional positional parameter. Reads without a ``commitment`` default to "finalized",
+the validator's default.
+"""
 
 from typing import Any
 
 from solders.pubkey import Pubkey
 from solders.signature import Signature
 
+from curta_chain.constants import COMMITMENTS
+from curta_chain.localnet.chain import Localnet
 from curta_chain.localnet.rpc_errors import (
     MIN_CONTEXT_SLOT_NOT_REACHED,
     RpcMethodError,
     invalid_params,
 )
-from curta_chain.localnet.state import Localnet
 
 SOLANA_CORE_VERSION = "2.2.0"
 """The agave line LiteSVM 0.6 (inside solders 0.26) runs; reported by getVersion."""
@@ -24,14 +31,30 @@ def required(params: Params, index: int, name: str) -> Any:
     return params[index]
 
 
+def optional(params: Params, index: int) -> Any:
+    """Return optional parameter ``index``, None when absent or null."""
+    return params[index] if len(params) > index else None
+
+
 def config_at(params: Params, index: int) -> dict[str, Any]:
-    """Return the configuration object at ``index`` ({} when absent)."""
-    config = params[index] if len(params) > index else None
+    """Return the configuration object at ``index`` ({} when absent), null fields dropped."""
+    config = optional(params, index)
     if config is None:
         return {}
     if not isinstance(config, dict):
         raise invalid_params("Invalid params: configuration must be an object")
-    return config
+    return {key: value for key, value in config.items() if value is not None}
+
+
+def commitment_param(config: dict[str, Any], default: str = "finalized") -> str:
+    """Return the ``commitment`` of ``config`` (the validator's default: finalized)."""
+    commitment = config.get("commitment", default)
+    if commitment not in COMMITMENTS:
+        raise invalid_params(
+            f"Invalid params: unknown variant `{commitment}`, expected one of "
+            "`processed`, `confirmed`, `finalized`"
+        )
+    return commitment
 
 
 def pubkey_param(value: Any) -> Pubkey:
@@ -62,9 +85,9 @@ def uint_param(value: Any, name: str) -> int:
     return value
 
 
-def context_slot(localnet: Localnet, config: dict[str, Any]) -> int:
-    """Return the current slot, honouring ``minContextSlot``."""
-    slot = localnet.tick()
+def context_slot(localnet: Localnet, config: dict[str, Any], default: str = "finalized") -> int:
+    """Return the slot of the bank at the config's commitment, honouring ``minContextSlot``."""
+    slot = localnet.commitment_slot(commitment_param(config, default))
     min_slot = config.get("minContextSlot")
     if min_slot is not None and uint_param(min_slot, "minContextSlot") > slot:
         raise RpcMethodError(

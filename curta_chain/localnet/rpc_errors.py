@@ -7,14 +7,17 @@ custom ones (agave ``rpc-client-api`` ``custom_error``).
 
 from typing import Any
 
+from curta_chain.constants import SEND_TRANSACTION_PREFLIGHT_FAILURE
+
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
-SEND_TRANSACTION_PREFLIGHT_FAILURE = -32002
+BLOCK_CLEANED_UP = -32001
 TRANSACTION_SIGNATURE_VERIFICATION_FAILURE = -32003
 BLOCK_NOT_AVAILABLE = -32004
+NO_SNAPSHOT = -32008
 MIN_CONTEXT_SLOT_NOT_REACHED = -32016
 UNSUPPORTED_TRANSACTION_VERSION = -32015
 
@@ -34,6 +37,24 @@ class RpcMethodError(Exception):
         if self.data is not None:
             error["data"] = self.data
         return error
+
+
+__all__ = [
+    "BLOCK_CLEANED_UP",
+    "BLOCK_NOT_AVAILABLE",
+    "INTERNAL_ERROR",
+    "INVALID_PARAMS",
+    "INVALID_REQUEST",
+    "METHOD_NOT_FOUND",
+    "MIN_CONTEXT_SLOT_NOT_REACHED",
+    "NO_SNAPSHOT",
+    "PARSE_ERROR",
+    "SEND_TRANSACTION_PREFLIGHT_FAILURE",
+    "TRANSACTION_SIGNATURE_VERIFICATION_FAILURE",
+    "UNSUPPORTED_TRANSACTION_VERSION",
+    "RpcMethodError",
+    "invalid_params",
+]
 
 
 def invalid_params(detail: str) -> RpcMethodError:

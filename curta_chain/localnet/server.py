@@ -4,24 +4,22 @@ One event-loop thread owns the ``Localnet`` (LiteSVM is not thread-safe, and its
 short). Requests that change the chain are answered only once their ledger records are
 fsynced: a flush task writes everything queued so far in a writer thread while the loop
 keeps executing, so one fsync serves every request that arrived meanwhile (group commit).
+Starting and stopping (the listening sockets, the chain's lifetime) is ``lifecycle``'s.
 """
 
 import asyncio
 import contextlib
 import json
-import signal
-import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from aiohttp import web
 
 from curta_chain.errors import CurtaError, LocalnetError
-from curta_chain.localnet.clock import SLOT_SECONDS
+from curta_chain.localnet.chain import Localnet
 from curta_chain.localnet.methods import METHODS, WRITE_METHODS
+from curta_chain.localnet.persistence import begin_snapshot
 from curta_chain.localnet.pubsub import PubSub
 from curta_chain.localnet.rpc_errors import (
     INTERNAL_ERROR,
@@ -31,8 +29,7 @@ from curta_chain.localnet.rpc_errors import (
     PARSE_ERROR,
     RpcMethodError,
 )
-from curta_chain.localnet.state import DEFAULT_SNAPSHOT_BYTES, Localnet
-from curta_chain.reporting import NullReporter, Reporter
+from curta_chain.reporting import Reporter
 
 MAX_REQUEST_BYTES = 64 * 1024 * 1024
 _JSON = {"separators": (",", ":")}
@@ -113,7 +110,7 @@ class RpcServer:
         if method is None:
             answer = _error(METHOD_NOT_FOUND, "Method not found", request_id)
             return (None if notification else answer), False
-        params = item.get("params", [])
+        params = item.get("params")
         if params is None:
             params = []
         if not isinstance(params, list):
@@ -155,7 +152,7 @@ class RpcServer:
                 await asyncio.get_running_loop().run_in_executor(
                     self._writer, ledger.write, pending
                 )
-            ledger.durable_seq = max(ledger.durable_seq, upto)
+            ledger.mark_durable(upto)
         except LocalnetError as exc:
             self.failure = exc
             self._on_failure()
@@ -169,7 +166,7 @@ class RpcServer:
         ledger = self.localnet.ledger
         assert ledger is not None
         try:
-            snapshot = self.localnet.begin_snapshot()
+            snapshot = begin_snapshot(self.localnet)
             await self.wait_durable(ledger.seq)
             await asyncio.get_running_loop().run_in_executor(
                 self._writer, ledger.write_snapshot, snapshot
@@ -188,203 +185,3 @@ class RpcServer:
         if self.localnet.ledger is not None and self.failure is None:
             await self.wait_durable(self.localnet.ledger.seq)
         self._writer.shutdown(wait=True)
-
-
-async def _health(request: web.Request) -> web.Response:
-    return web.Response(text="ok")
-
-
-async def _run(
-    localnet: Localnet,
-    host: str,
-    port: int,
-    ready: Callable[[str, str | None], None],
-    stop: asyncio.Event,
-    reporter: Reporter,
-) -> None:
-    """Serve until ``stop`` is set or the ledger fails.
-
-    JSON-RPC listens on ``port``, the PubSub websocket on ``port + 1`` as on a validator
-    (both on free ports when ``port`` is 0); a taken websocket port only costs PubSub.
-
-    Raises:
-        LocalnetError: the port is taken, or the ledger could not be written.
-    """
-    pubsub = PubSub(localnet)
-    server = RpcServer(localnet, reporter, stop.set, pubsub)
-    app = web.Application(client_max_size=MAX_REQUEST_BYTES)
-    app.router.add_post("/", server.handle)
-    app.router.add_get("/health", _health)
-    runner = web.AppRunner(app, access_log=None, handle_signals=False)
-    ws_app = web.Application()
-    ws_app.router.add_get("/", pubsub.handle)
-    ws_runner = web.AppRunner(ws_app, access_log=None, handle_signals=False)
-    await runner.setup()
-    await ws_runner.setup()
-    try:
-        site = web.TCPSite(runner, host, port)
-        try:
-            await site.start()
-        except OSError as exc:
-            raise LocalnetError(f"cannot listen on {host}:{port}: {exc.strerror}") from exc
-        bound = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        ws_port = bound + 1 if port else 0
-        ws_site = web.TCPSite(ws_runner, host, ws_port)
-        try:
-            await ws_site.start()
-            ws_bound = ws_site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-            ws_url: str | None = f"ws://{host}:{ws_bound}"
-        except OSError as exc:
-            reporter.line(f"warning: no PubSub websocket: {host}:{ws_port}: {exc.strerror}")
-            ws_url = None
-        ready(f"http://{host}:{bound}", ws_url)
-        await stop.wait()
-    finally:
-        await pubsub.close()
-        await ws_runner.cleanup()
-        await runner.cleanup()
-        await server.drain()
-    if server.failure is not None:
-        raise server.failure
-
-
-def serve(
-    port: int = 8899,
-    ledger: Path | None = None,
-    reset: bool = False,
-    host: str = "127.0.0.1",
-    reporter: Reporter | None = None,
-    slot_duration: float = SLOT_SECONDS,
-) -> None:
-    """Serve the localnet until Ctrl-C or SIGTERM; report its URL once it accepts requests.
-
-    Raises:
-        LocalnetError: the ledger cannot be opened or the port is taken.
-    """
-    reporter = reporter or NullReporter()
-    if ledger is not None:
-        reporter.line(f"Ledger {ledger}{' (reset)' if reset else ''}: loading")
-    localnet = Localnet(ledger=ledger, reset=reset, slot_duration=slot_duration)
-    if ledger is not None:
-        reporter.line(f"Ledger {ledger}: {localnet.replayed:,} transactions replayed")
-    if localnet.program_binary is None:
-        reporter.line("warning: no curta program binary in this install; serving without it")
-    else:
-        reporter.line(f"Program {localnet.program_id} preloaded from {localnet.program_binary}")
-
-    async def main() -> None:
-        stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for signum in (signal.SIGINT, signal.SIGTERM):
-            loop.add_signal_handler(signum, stop.set)
-
-        def announce(url: str, ws_url: str | None) -> None:
-            if ws_url is not None:
-                reporter.line(f"PubSub websocket at {ws_url}")
-            reporter.line(f"Localnet ready at {url}")
-
-        await _run(localnet, host, port, announce, stop, reporter)
-
-    try:
-        asyncio.run(main())
-    finally:
-        localnet.close()
-    reporter.line("Localnet stopped")
-
-
-@dataclass
-class LocalnetHandle:
-    """A localnet serving from a background thread: its ``url``, and ``stop()``.
-
-    ``ws_url`` is its PubSub websocket (None if that port could not be had).
-    """
-
-    url: str
-    ws_url: str | None
-    _thread: threading.Thread
-    _loop: asyncio.AbstractEventLoop
-    _stop: asyncio.Event
-    _localnet: Localnet
-
-    def stop(self) -> None:
-        """Stop serving, flush the ledger and release it; safe to call twice."""
-        if self._thread.is_alive():
-            self._loop.call_soon_threadsafe(self._stop.set)
-            self._thread.join()
-
-    def call(self, function: Callable[[Localnet], Any]) -> Any:
-        """Run ``function(localnet)`` on the server's thread (LiteSVM is single-threaded)."""
-        done = asyncio.run_coroutine_threadsafe(_apply(function, self._localnet), self._loop)
-        return done.result()
-
-
-async def _apply(function: Callable[[Localnet], Any], localnet: Localnet) -> Any:
-    return function(localnet)
-
-
-def start_in_thread(
-    port: int = 0,
-    ledger: Path | None = None,
-    reset: bool = False,
-    host: str = "127.0.0.1",
-    slot_duration: float = SLOT_SECONDS,
-    snapshot_bytes: int = DEFAULT_SNAPSHOT_BYTES,
-) -> LocalnetHandle:
-    """Start a localnet in a daemon thread and return once it accepts requests.
-
-    ``port=0`` picks a free port; the handle's ``url`` names it.
-
-    Raises:
-        LocalnetError: the localnet could not start.
-    """
-    started: dict[str, Any] = {}
-    ready = threading.Event()
-
-    def run() -> None:
-        try:
-            localnet = Localnet(
-                ledger=ledger,
-                reset=reset,
-                slot_duration=slot_duration,
-                snapshot_bytes=snapshot_bytes,
-            )
-        except BaseException as exc:
-            started["error"] = exc
-            ready.set()
-            return
-
-        async def main() -> None:
-            stop = asyncio.Event()
-            started.update(loop=asyncio.get_running_loop(), stop=stop, localnet=localnet)
-
-            def on_ready(url: str, ws_url: str | None) -> None:
-                started["url"], started["ws_url"] = url, ws_url
-                ready.set()
-
-            await _run(localnet, host, port, on_ready, stop, NullReporter())
-
-        try:
-            asyncio.run(main())
-        except BaseException as exc:
-            started["error"] = exc
-        finally:
-            localnet.close()
-            ready.set()
-
-    thread = threading.Thread(target=run, name="curta-localnet", daemon=True)
-    thread.start()
-    ready.wait()
-    if "url" not in started:
-        thread.join()
-        error = started.get("error")
-        if isinstance(error, LocalnetError):
-            raise error
-        raise LocalnetError(f"localnet failed to start: {error}") from error
-    return LocalnetHandle(
-        started["url"],
-        started["ws_url"],
-        thread,
-        started["loop"],
-        started["stop"],
-        started["localnet"],
-    )

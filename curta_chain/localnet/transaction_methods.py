@@ -1,27 +1,35 @@
-"""Transactions: requestAirdrop, sendTransaction, simulateTransaction, statuses, getTransaction."""
+"""Transactions: requestAirdrop, sendTransaction, simulateTransaction, statuses, getTransaction.
 
-import base64
+The chain model answers a send with a value (``Landed`` or ``Refused``); this module maps
+it to what a validator answers: the signature, or the -32002 preflight error (-32003 for a
+bad signature) with the simulation's error, logs and units.
+"""
+
 from typing import Any
 
-import based58
 from solders.hash import Hash
 from solders.message import Message, MessageV0
 from solders.pubkey import Pubkey
 from solders.transaction import VersionedTransaction
 
+from curta_chain.constants import MAX_SIGNATURE_STATUSES
+from curta_chain.localnet.account_methods import ui_account
+from curta_chain.localnet.chain import Localnet, Refused, SendOutcome
 from curta_chain.localnet.codec import (
     decode_transaction,
-    encode_account,
     inner_instructions_json,
     preflight_failure,
     return_data_json,
     transaction_error_json,
 )
+from curta_chain.localnet.commitment import confirmation
 from curta_chain.localnet.params import (
     Params,
     account_encoding_param,
+    commitment_param,
     config_at,
     context_slot,
+    optional,
     pubkey_param,
     required,
     signature_param,
@@ -29,18 +37,29 @@ from curta_chain.localnet.params import (
     with_context,
 )
 from curta_chain.localnet.rpc_errors import (
+    INTERNAL_ERROR,
     TRANSACTION_SIGNATURE_VERIFICATION_FAILURE,
-    UNSUPPORTED_TRANSACTION_VERSION,
     RpcMethodError,
     invalid_params,
 )
-from curta_chain.localnet.state import Localnet, writable_keys
-
-MAX_SIGNATURE_STATUSES = 256
+from curta_chain.localnet.transaction_json import TRANSACTION_ENCODINGS, transaction_with_meta
 
 
-FINALIZED_DEPTH = 32
-"""Slots on top of a transaction's before it is finalized (MAX_LOCKOUT_HISTORY + 1)."""
+def send_answer(outcome: SendOutcome, preflight: bool) -> str:
+    """Return the signature a validator answers for ``outcome``.
+
+    Raises:
+        RpcMethodError: with ``preflight``, a refusal: -32003 for a bad signature, else
+            -32002 carrying the simulation's error, logs and units.
+    """
+    if isinstance(outcome, Refused) and preflight:
+        if outcome.err == "SignatureFailure":
+            raise RpcMethodError(
+                TRANSACTION_SIGNATURE_VERIFICATION_FAILURE,
+                "Transaction signature verification failure",
+            )
+        raise preflight_failure(outcome.err, outcome.logs, outcome.units)
+    return outcome.signature
 
 
 def request_airdrop(localnet: Localnet, params: Params) -> str:
@@ -48,7 +67,10 @@ def request_airdrop(localnet: Localnet, params: Params) -> str:
     pubkey = pubkey_param(required(params, 0, "pubkey"))
     lamports = uint_param(required(params, 1, "lamports"), "lamports")
     context_slot(localnet, config_at(params, 2))
-    return localnet.airdrop(pubkey, lamports).signature
+    outcome = localnet.airdrop(pubkey, lamports)
+    if isinstance(outcome, Refused):
+        raise RpcMethodError(INTERNAL_ERROR, "Internal error")  # the faucet cannot pay
+    return outcome.signature
 
 
 def _binary_encoding(config: dict[str, Any]) -> str:
@@ -70,7 +92,10 @@ def send_transaction(localnet: Localnet, params: Params) -> str:
         tx.sanitize()
     except ValueError as exc:
         raise invalid_params(f"invalid transaction: {exc}") from exc
-    return localnet.send_transaction(raw, tx, preflight=not config.get("skipPreflight")).signature
+    preflight = not config.get("skipPreflight")
+    if preflight:
+        commitment_param({"commitment": config.get("preflightCommitment", "finalized")})
+    return send_answer(localnet.send_transaction(raw, tx, preflight), preflight)
 
 
 def simulate_transaction(localnet: Localnet, params: Params) -> dict[str, Any]:
@@ -95,6 +120,7 @@ def simulate_transaction(localnet: Localnet, params: Params) -> dict[str, Any]:
             "lastValidBlockHeight": localnet.clock.last_valid_block_height(slot),
         }
     addresses, account_encoding = _simulation_accounts(config)
+    # Simulation runs on the latest (processed) bank whatever the commitment: see README.
     if not localnet.clock.age_ok(str(tx.message.recent_blockhash)):
         return with_context(slot, {**preflight_failure("BlockhashNotFound", [], 0).data})
     result = localnet.svm.simulate_transaction(tx)
@@ -108,7 +134,9 @@ def simulate_transaction(localnet: Localnet, params: Params) -> dict[str, Any]:
         for pubkey in addresses:
             account = post.get(pubkey) or localnet.get_account(pubkey)
             ok = account is not None and account.lamports > 0
-            accounts.append(encode_account(account, account_encoding, None) if ok else None)
+            accounts.append(
+                ui_account(localnet, pubkey, account, account_encoding, None, slot) if ok else None
+            )
     return with_context(
         slot,
         {
@@ -168,7 +196,8 @@ def get_signature_statuses(localnet: Localnet, params: Params) -> dict[str, Any]
         raise invalid_params("Invalid params: signatures must be an array")
     if len(signatures) > MAX_SIGNATURE_STATUSES:
         raise invalid_params(f"Too many inputs provided; max {MAX_SIGNATURE_STATUSES}")
-    slot = context_slot(localnet, config_at(params, 1))
+    config = config_at(params, 1)
+    slot = context_slot(localnet, {**config, "commitment": "processed"})
     values = []
     for value in signatures:
         status = localnet.status(signature_param(value))
@@ -187,137 +216,37 @@ def get_signature_statuses(localnet: Localnet, params: Params) -> dict[str, Any]
     return with_context(slot, values)
 
 
-def confirmation(landed_slot: int, current_slot: int) -> dict[str, Any]:
-    """How confirmed a transaction of ``landed_slot`` is at ``current_slot``.
+def transaction_config(params: Params, index: int) -> tuple[dict[str, Any], str, int | None]:
+    """Return a getTransaction/getBlock config, its encoding and max supported version.
 
-    As on a validator: "processed" within its own slot, "confirmed" once that slot is
-    over (a single node's vote), "finalized" once 32 slots are rooted on top of it.
+    Raises:
+        RpcMethodError: -32602 for processed commitment or an unknown encoding.
     """
-    depth = current_slot - landed_slot
-    if depth >= FINALIZED_DEPTH:
-        return {"confirmations": None, "confirmationStatus": "finalized"}
-    return {
-        "confirmations": depth,
-        "confirmationStatus": "processed" if depth == 0 else "confirmed",
-    }
-
-
-def get_transaction(localnet: Localnet, params: Params) -> dict[str, Any] | None:
-    """``getTransaction``: json, jsonParsed, base58 and base64 encodings."""
-    signature = signature_param(required(params, 0, "signature"))
-    config = params[1] if len(params) > 1 else None
+    config = optional(params, index)
     if isinstance(config, str):  # the deprecated form: the encoding alone
         config = {"encoding": config}
     config = config_at([config], 0)
-    if config.get("commitment") == "processed":
+    if commitment_param(config) == "processed":
         raise invalid_params("Method does not support commitment below `confirmed`")
     encoding = config.get("encoding", "json")
-    if encoding not in ("json", "jsonParsed", "base58", "base64"):
+    if encoding not in TRANSACTION_ENCODINGS:
         raise invalid_params(f"Invalid params: unknown variant `{encoding}`")
     max_version = config.get("maxSupportedTransactionVersion")
-    context_slot(localnet, config)
+    if max_version is not None:
+        uint_param(max_version, "maxSupportedTransactionVersion")
+    return config, encoding, max_version
+
+
+def get_transaction(localnet: Localnet, params: Params) -> dict[str, Any] | None:
+    """``getTransaction``: json, jsonParsed, base58 and base64, at confirmed or finalized."""
+    signature = signature_param(required(params, 0, "signature"))
+    config, encoding, max_version = transaction_config(params, 1)
+    slot = context_slot(localnet, config)
     details = localnet.details(signature)
-    if details is None:
+    if details is None or details.slot > slot:
         return None
-    tx = VersionedTransaction.from_bytes(details.raw)
-    is_v0 = isinstance(tx.message, MessageV0)
-    if is_v0 and max_version is None:
-        raise RpcMethodError(
-            UNSUPPORTED_TRANSACTION_VERSION,
-            "Transaction version (0) is not supported by the requesting client. Please try the "
-            "request again with the following configuration parameter: "
-            '"maxSupportedTransactionVersion": 0',
-        )
-    if encoding == "base64":
-        transaction: Any = [base64.b64encode(details.raw).decode(), "base64"]
-    elif encoding == "base58":
-        transaction = [based58.b58encode(details.raw).decode(), "base58"]
-    else:
-        transaction = _transaction_json(tx, parsed=encoding == "jsonParsed")
-    meta = {
-        "err": details.err,
-        "status": {"Ok": None} if details.err is None else {"Err": details.err},
-        "fee": details.fee,
-        "preBalances": details.pre_balances,
-        "postBalances": details.post_balances,
-        "innerInstructions": inner_instructions_json(details.meta),
-        "logMessages": details.meta.logs(),
-        "preTokenBalances": [],
-        "postTokenBalances": [],
-        "rewards": [],
-        "loadedAddresses": {
-            "writable": [str(key) for key in details.loaded_writable],
-            "readonly": [str(key) for key in details.loaded_readonly],
-        },
-        "computeUnitsConsumed": details.meta.compute_units_consumed(),
-    }
-    return_data = return_data_json(details.meta)
-    if return_data is not None:
-        meta["returnData"] = return_data
-    result: dict[str, Any] = {
+    return {
         "slot": details.slot,
         "blockTime": localnet.clock.unix_timestamp(details.slot),
-        "transaction": transaction,
-        "meta": meta,
+        **transaction_with_meta(details, encoding, max_version),
     }
-    if max_version is not None:
-        result["version"] = 0 if is_v0 else "legacy"
-    return result
-
-
-def _transaction_json(tx: VersionedTransaction, parsed: bool) -> dict[str, Any]:
-    message = tx.message
-    header = message.header
-    keys = [str(key) for key in message.account_keys]
-    if parsed:
-        writable = {str(key) for key in writable_keys(message)}
-        account_keys: list[Any] = [
-            {
-                "pubkey": key,
-                "signer": index < header.num_required_signatures,
-                "writable": key in writable,
-                "source": "transaction",
-            }
-            for index, key in enumerate(keys)
-        ]
-        instructions = [
-            {
-                "programId": keys[ix.program_id_index],
-                "accounts": [keys[i] for i in ix.accounts],
-                "data": based58.b58encode(bytes(ix.data)).decode(),
-                "stackHeight": None,
-            }
-            for ix in message.instructions
-        ]
-    else:
-        account_keys = keys
-        instructions = [
-            {
-                "programIdIndex": ix.program_id_index,
-                "accounts": list(ix.accounts),
-                "data": based58.b58encode(bytes(ix.data)).decode(),
-                "stackHeight": None,
-            }
-            for ix in message.instructions
-        ]
-    body: dict[str, Any] = {
-        "accountKeys": account_keys,
-        "recentBlockhash": str(message.recent_blockhash),
-        "instructions": instructions,
-    }
-    if not parsed:
-        body["header"] = {
-            "numRequiredSignatures": header.num_required_signatures,
-            "numReadonlySignedAccounts": header.num_readonly_signed_accounts,
-            "numReadonlyUnsignedAccounts": header.num_readonly_unsigned_accounts,
-        }
-    if isinstance(message, MessageV0):
-        body["addressTableLookups"] = [
-            {
-                "accountKey": str(lookup.account_key),
-                "writableIndexes": list(lookup.writable_indexes),
-                "readonlyIndexes": list(lookup.readonly_indexes),
-            }
-            for lookup in message.address_table_lookups
-        ]
-    return {"signatures": [str(s) for s in tx.signatures], "message": body}

@@ -304,7 +304,7 @@ def balance(cli: Cli) -> int:
 def account_lamports(cli: Cli, address: str) -> int:
     from solana.rpc.api import Client
 
-    return Client(cli.url).get_balance(Pubkey.from_string(address)).value
+    return Client(cli.url, "processed").get_balance(Pubkey.from_string(address)).value
 
 
 def test_compute_unit_limits_and_price_are_enough_for_every_transaction(cli, art260k):

@@ -11,6 +11,9 @@ from solders.pubkey import Pubkey
 from solders.system_program import TransferParams, transfer
 from solders.transaction import VersionedTransaction
 
+from curta_chain.localnet import ManualClock
+from curta_chain.localnet.clock import SLOT_SECONDS
+
 
 def rpc(url: str, method: str, params: list[Any] | None = None) -> dict[str, Any]:
     """POST one JSON-RPC request; return the whole response object."""
@@ -25,7 +28,8 @@ def result(url: str, method: str, params: list[Any] | None = None) -> Any:
 
 
 def latest_blockhash(url: str) -> Hash:
-    return Hash.from_string(result(url, "getLatestBlockhash")["value"]["blockhash"])
+    value = result(url, "getLatestBlockhash", [{"commitment": "confirmed"}])["value"]
+    return Hash.from_string(value["blockhash"])
 
 
 def transfer_tx(
@@ -47,5 +51,15 @@ def send_b64(url: str, tx: VersionedTransaction, skip_preflight: bool = False) -
     return rpc(url, "sendTransaction", [b64(tx), config])
 
 
-def balance(url: str, pubkey: Pubkey) -> int:
-    return result(url, "getBalance", [str(pubkey)])["value"]
+PROCESSED = {"commitment": "processed"}
+"""Reads right after a write: what the node has processed (a validator's default for reads
+is finalized, 32 slots later)."""
+
+
+def balance(url: str, pubkey: Pubkey, commitment: str = "processed") -> int:
+    return result(url, "getBalance", [str(pubkey), {"commitment": commitment}])["value"]
+
+
+def advance_slots(clock: ManualClock, slots: int) -> None:
+    """Move ``clock`` forward by ``slots`` whole slots (the node sees it at once)."""
+    clock.advance(slots * SLOT_SECONDS)

@@ -2,7 +2,7 @@ import base64
 
 import based58
 import zstandard
-from localnet_helpers import latest_blockhash, result, rpc, send_b64, transfer_tx
+from localnet_helpers import PROCESSED, latest_blockhash, result, rpc, send_b64, transfer_tx
 from solana.rpc.api import Client
 from solana.rpc.types import DataSliceOpts, MemcmpOpts
 from solders.keypair import Keypair
@@ -32,11 +32,17 @@ def make_account(url: str, payer: Keypair, size: int, owner: Pubkey = OWNER) -> 
     return account.pubkey()
 
 
+def account_info(url: str, account: Pubkey, config: dict) -> dict:
+    return result(url, "getAccountInfo", [str(account), {**config, **PROCESSED}])["value"]
+
+
 def test_account_info_encodings_and_data_slice(localnet, funded_keypair):
     url = localnet.url
     account = make_account(url, funded_keypair, 300)
     for encoding in ("base64", "base64+zstd", "jsonParsed"):
-        value = result(url, "getAccountInfo", [str(account), {"encoding": encoding}])["value"]
+        value = result(url, "getAccountInfo", [str(account), {"encoding": encoding, **PROCESSED}])[
+            "value"
+        ]
         assert value["owner"] == str(OWNER)
         assert value["space"] == 300
         data, tag = value["data"]
@@ -44,10 +50,12 @@ def test_account_info_encodings_and_data_slice(localnet, funded_keypair):
         if tag == "base64+zstd":
             raw = zstandard.ZstdDecompressor().decompress(raw)
         assert raw == bytes(300)
-    sliced = {"encoding": "base58", "dataSlice": {"offset": 290, "length": 100}}
+    sliced = {"encoding": "base58", "dataSlice": {"offset": 290, "length": 100}, **PROCESSED}
     value = result(url, "getAccountInfo", [str(account), sliced])["value"]
     assert based58.b58decode(value["data"][0].encode()) == bytes(10)
-    client_view = Client(url).get_account_info(account, data_slice=DataSliceOpts(5, 7)).value
+    client_view = (
+        Client(url, "processed").get_account_info(account, data_slice=DataSliceOpts(5, 7)).value
+    )
     assert client_view.data == bytes(7)
     assert client_view.owner == OWNER
 
@@ -55,10 +63,12 @@ def test_account_info_encodings_and_data_slice(localnet, funded_keypair):
 def test_account_info_refusals(localnet, funded_keypair):
     url = localnet.url
     account = make_account(url, funded_keypair, 300)
-    too_long = rpc(url, "getAccountInfo", [str(account), {"encoding": "base58"}])["error"]
+    too_long = rpc(url, "getAccountInfo", [str(account), {"encoding": "base58", **PROCESSED}])[
+        "error"
+    ]
     assert too_long["code"] == -32600
     assert too_long["message"].startswith("Encoded binary (base 58) data should be less than 128")
-    sliced = {"encoding": "jsonParsed", "dataSlice": {"offset": 0, "length": 1}}
+    sliced = {"encoding": "jsonParsed", "dataSlice": {"offset": 0, "length": 1}, **PROCESSED}
     assert rpc(url, "getAccountInfo", [str(account), sliced])["error"]["code"] == -32600
     unknown = rpc(url, "getAccountInfo", [str(account), {"encoding": "hex"}])["error"]
     assert unknown["code"] == -32602
@@ -70,7 +80,7 @@ def test_multiple_accounts(localnet, funded_keypair):
     url = localnet.url
     account = make_account(url, funded_keypair, 40)
     keys = [account, Pubkey.new_unique(), funded_keypair.pubkey()]
-    values = Client(url).get_multiple_accounts(keys).value
+    values = Client(url, "processed").get_multiple_accounts(keys).value
     assert values[0].data == bytes(40)
     assert values[1] is None
     assert values[2].lamports > 0
@@ -85,7 +95,7 @@ def test_program_accounts_with_filters(localnet, funded_keypair):
     small = make_account(url, funded_keypair, 16, owner)
     large = make_account(url, funded_keypair, 64, owner)
     make_account(url, funded_keypair, 64)  # another owner: never listed
-    client = Client(url)
+    client = Client(url, "processed")
     everything = client.get_program_accounts(owner, encoding="base64").value
     assert sorted(str(item.pubkey) for item in everything) == sorted([str(small), str(large)])
     by_size = client.get_program_accounts(owner, encoding="base64", filters=[64]).value
@@ -96,10 +106,10 @@ def test_program_accounts_with_filters(localnet, funded_keypair):
     ).value
     assert sorted(str(item.pubkey) for item in by_bytes) == sorted([str(small), str(large)])
     past_end = {"memcmp": {"offset": 14, "bytes": zero}}
-    config = {"encoding": "base64", "filters": [past_end], "withContext": True}
+    config = {"encoding": "base64", "filters": [past_end], "withContext": True, **PROCESSED}
     answer = result(url, "getProgramAccounts", [str(owner), config])
     assert [item["pubkey"] for item in answer["value"]] == [str(large)]
-    sliced = {"encoding": "base64", "dataSlice": {"offset": 0, "length": 0}}
+    sliced = {"encoding": "base64", "dataSlice": {"offset": 0, "length": 0}, **PROCESSED}
     for item in result(url, "getProgramAccounts", [str(owner), sliced]):
         assert item["account"]["data"] == ["", "base64"]
 
@@ -118,8 +128,12 @@ def test_program_accounts_refusals(localnet):
 def test_reads_see_every_write(localnet, funded_keypair):
     url = localnet.url
     account = make_account(url, funded_keypair, 10)
-    first = result(url, "getAccountInfo", [str(account), {"encoding": "base64"}])["value"]
+    first = result(url, "getAccountInfo", [str(account), {"encoding": "base64", **PROCESSED}])[
+        "value"
+    ]
     tx = transfer_tx(funded_keypair, account, 12_345, latest_blockhash(url))
     assert "result" in send_b64(url, tx)
-    second = result(url, "getAccountInfo", [str(account), {"encoding": "base64"}])["value"]
+    second = result(url, "getAccountInfo", [str(account), {"encoding": "base64", **PROCESSED}])[
+        "value"
+    ]
     assert second["lamports"] == first["lamports"] + 12_345

@@ -46,7 +46,7 @@ def new_account(url: str, payer: Keypair, account: Keypair, size: int) -> Instru
 
 
 def test_program_is_preloaded_and_executable(localnet):
-    info = Client(localnet.url).get_account_info(PROGRAM_ID).value
+    info = Client(localnet.url, "processed").get_account_info(PROGRAM_ID).value
     assert info is not None and info.executable
 
 
@@ -81,7 +81,7 @@ def test_publish_and_seal_a_model_over_rpc(localnet, funded_keypair):
     assert "custom program error: 0x17" in refused["message"]
     assert refused["data"]["logs"]
 
-    client = Client(url)
+    client = Client(url, "processed")
     head = DataSliceOpts(WEIGHT_HEADER_SIZE, 16)
     written = client.get_account_info(weights[0].pubkey(), data_slice=head).value
     assert written.data == bytes(range(16))

@@ -42,7 +42,7 @@ def test_port_in_use_is_one_error_line():
 
 def test_cli_serves_and_stops_cleanly_on_ctrl_c(tmp_path, localnet_process):
     node = localnet_process(tmp_path / "ledger")
-    assert Client(node.url).get_slot().value >= 0
+    assert Client(node.url, "processed").get_slot().value >= 0
     assert node.stop() == 0
     assert any("Localnet stopped" in line for line in node.output)
 

@@ -1,8 +1,13 @@
 """Version-0 transactions whose accounts come from an address lookup table."""
 
-import time
-
-from localnet_helpers import balance, latest_blockhash, result, send_b64, transfer_tx
+from localnet_helpers import (
+    advance_slots,
+    balance,
+    latest_blockhash,
+    result,
+    send_b64,
+    transfer_tx,
+)
 from solders.address_lookup_table_account import AddressLookupTableAccount
 from solders.keypair import Keypair
 from solders.message import Message, MessageV0
@@ -25,13 +30,13 @@ def send_legacy(url: str, payer: Keypair, instructions: list) -> str:
     return answer["result"]
 
 
-def test_lookup_table_accounts_land_and_survive_a_snapshot(tmp_path, fund):
-    handle = start_in_thread(ledger=tmp_path, slot_duration=0.05, snapshot_bytes=1)
+def test_lookup_table_accounts_land_and_survive_a_snapshot(tmp_path, fund, clock):
+    handle = start_in_thread(ledger=tmp_path, snapshot_bytes=1, now=clock)
     try:
         url = handle.url
-        payer = fund(url, 10)
-        time.sleep(0.1)
-        recent = result(url, "getSlot") - 1
+        payer = fund(url, 10, commitment="processed")
+        # The documented pattern: a table is created against `getSlot()` (finalized).
+        recent = result(url, "getSlot")
         create, table = create_lookup_table(
             {
                 "authority_address": payer.pubkey(),
@@ -50,7 +55,7 @@ def test_lookup_table_accounts_land_and_survive_a_snapshot(tmp_path, fund):
             }
         )
         send_legacy(url, payer, [extend])
-        time.sleep(0.15)  # extended addresses are usable from the next slot
+        advance_slots(clock, 1)  # extended addresses are usable from the next slot
 
         pay = transfer(
             TransferParams(from_pubkey=payer.pubkey(), to_pubkey=target, lamports=3 * 10**6)
@@ -65,14 +70,15 @@ def test_lookup_table_accounts_land_and_survive_a_snapshot(tmp_path, fund):
         tx = VersionedTransaction(message, [payer])
         signature = send_b64(url, tx)["result"]
         assert balance(url, target) == 3 * 10**6
-        found = result(url, "getTransaction", [signature, {"maxSupportedTransactionVersion": 0}])
+        advance_slots(clock, 1)
+        config = {"maxSupportedTransactionVersion": 0, "commitment": "confirmed"}
+        found = result(url, "getTransaction", [signature, config])
         assert found["version"] == 0
         assert found["meta"]["loadedAddresses"] == {"writable": [str(target)], "readonly": []}
         assert 3 * 10**6 in found["meta"]["postBalances"]
         # One more write makes the next flush snapshot everything up to the v0 transaction.
         send_b64(url, transfer_tx(payer, Pubkey.new_unique(), 10**6, latest_blockhash(url)))
-        time.sleep(0.3)
-    finally:
+    finally:  # stop() waits for the snapshot being written
         handle.stop()
     assert list(tmp_path.glob("snapshot-*.bin"))
 

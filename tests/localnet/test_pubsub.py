@@ -3,15 +3,17 @@
 import asyncio
 import json
 
-from localnet_helpers import latest_blockhash, result, send_b64, transfer_tx
+from localnet_helpers import advance_slots, latest_blockhash, send_b64, transfer_tx
 from solana.rpc.async_api import AsyncClient
 from solana.rpc.websocket_api import connect
 from solders.pubkey import Pubkey
+from solders.rpc.config import RpcTransactionLogsFilterMentions
 from solders.rpc.responses import (
     AccountNotification,
     SignatureNotification,
     SlotNotification,
 )
+from solders.system_program import ID as SYSTEM_PROGRAM_ID
 from websockets.sync.client import connect as sync_connect
 
 from curta_chain.localnet import start_in_thread
@@ -30,8 +32,8 @@ def test_signature_and_account_notifications(localnet, funded_keypair):
             to = Pubkey.new_unique()
             tx = transfer_tx(funded_keypair, to, 2 * 10**6, latest_blockhash(localnet.url))
             await websocket.signature_subscribe(tx.signatures[0], commitment="confirmed")
-            await websocket.account_subscribe(to, encoding="base64")
-            async with AsyncClient(localnet.url) as client:
+            await websocket.account_subscribe(to, commitment="processed", encoding="base64")
+            async with AsyncClient(localnet.url, "processed") as client:
                 await client.send_raw_transaction(bytes(tx))
             # The account changes at once; "confirmed" comes when the slot is over.
             account = await next_of(websocket, AccountNotification)
@@ -46,21 +48,18 @@ def test_signature_and_account_notifications(localnet, funded_keypair):
     asyncio.run(flow())
 
 
-def test_slot_notifications_and_unsubscribe():
-    handle = start_in_thread(slot_duration=0.02)
-
+def test_slot_notifications_and_unsubscribe(manual_localnet, clock):
     async def flow() -> None:
-        async with connect(handle.ws_url) as websocket:
+        async with connect(manual_localnet.ws_url) as websocket:
             await websocket.slot_subscribe()
+            advance_slots(clock, 1)
             first = await next_of(websocket, SlotNotification)
+            advance_slots(clock, 1)
             second = await next_of(websocket, SlotNotification)
-            assert second.result.slot > first.result.slot
+            assert second.result.slot == first.result.slot + 1
             await websocket.slot_unsubscribe(first.subscription)
 
-    try:
-        asyncio.run(flow())
-    finally:
-        handle.stop()
+    asyncio.run(flow())
 
 
 def test_pubsub_errors(localnet):
@@ -96,21 +95,84 @@ def test_notifications_wait_for_the_ledger(tmp_path, fund):
         handle.stop()
 
 
-def test_finalized_is_notified_32_slots_after_landing(fund):
-    handle = start_in_thread(slot_duration=0.01)
-    payer = fund(handle.url, 1)
+async def drain(websocket) -> list[str]:
+    """The kinds of the notifications that arrive until none comes for 0.8 s."""
+    kinds: list[str] = []
+    while True:
+        try:
+            messages = await asyncio.wait_for(websocket.recv(), 0.8)
+        except TimeoutError:
+            return sorted(kinds)
+        kinds += [type(message).__name__ for message in messages]
 
-    async def flow() -> tuple[int, int]:
-        async with connect(handle.ws_url) as websocket:
-            tx = transfer_tx(payer, Pubkey.new_unique(), 10**6, latest_blockhash(handle.url))
+
+def test_each_commitment_is_notified_in_its_turn(manual_localnet, clock, fund):
+    url = manual_localnet.url
+    payer = fund(url, 1, commitment="processed")
+    to = Pubkey.new_unique()
+
+    async def flow() -> list[list[str]]:
+        async with connect(manual_localnet.ws_url) as websocket:
+            tx = transfer_tx(payer, to, 10**6, latest_blockhash(url))
             await websocket.signature_subscribe(tx.signatures[0])  # finalized by default
-            await asyncio.to_thread(send_b64, handle.url, tx)
-            notification = await next_of(websocket, SignatureNotification)
-            now = await asyncio.to_thread(result, handle.url, "getSlot")
-            return notification.result.context.slot, now
+            for commitment in ("processed", "confirmed", "finalized"):
+                await websocket.account_subscribe(to, commitment=commitment)
+            await drain(websocket)  # the subscription ids
+            await asyncio.to_thread(send_b64, url, tx)
+            seen = [await drain(websocket)]
+            for slots in (1, 30, 1):
+                advance_slots(clock, slots)
+                seen.append(await drain(websocket))
+        return seen
 
-    try:
-        landed, notified = asyncio.run(flow())
-    finally:
-        handle.stop()
-    assert notified - landed >= 32
+    assert asyncio.run(flow()) == [
+        ["AccountNotification"],  # processed: at once
+        ["AccountNotification"],  # confirmed: once its slot is over
+        [],
+        ["AccountNotification", "SignatureNotification"],  # finalized: 32 slots on
+    ]
+
+
+def test_solana_py_subscriptions_logs_program_root_and_null_config(manual_localnet, clock, fund):
+    url = manual_localnet.url
+    payer = fund(url, 1, commitment="processed")
+    to = Pubkey.new_unique()
+
+    async def flow() -> list[str]:
+        async with connect(manual_localnet.ws_url) as websocket:
+            # solana-py sends "encoding": null here: a validator reads it as absent.
+            await websocket.account_subscribe(to, commitment="processed")
+            await websocket.logs_subscribe(RpcTransactionLogsFilterMentions(to), "processed")
+            await websocket.program_subscribe(SYSTEM_PROGRAM_ID, "processed", "base64")
+            await websocket.root_subscribe()
+            await websocket.slots_updates_subscribe()
+            await drain(websocket)  # the subscription ids
+            tx = transfer_tx(payer, to, 10**6, latest_blockhash(url))
+            await asyncio.to_thread(send_b64, url, tx)
+            first = await drain(websocket)
+            advance_slots(clock, 33)
+            return [*first, "|", *await drain(websocket)]
+
+    seen = asyncio.run(flow())
+    processed, later = seen[: seen.index("|")], seen[seen.index("|") + 1 :]
+    assert processed == [
+        "AccountNotification",
+        "LogsNotification",
+        "ProgramNotification",
+        "ProgramNotification",  # the payer and the new account, both system-owned
+    ]
+    assert "RootNotification" in later and "SlotUpdateNotification" in later
+
+
+def test_a_notification_gets_no_answer(localnet):
+    with sync_connect(localnet.ws_url) as websocket:
+        websocket.send(json.dumps({"jsonrpc": "2.0", "method": "ping"}))  # web3.js's keep-alive
+        websocket.send(json.dumps({"jsonrpc": "2.0", "id": 5, "method": "slotSubscribe"}))
+        assert json.loads(websocket.recv()) == {"jsonrpc": "2.0", "result": 1, "id": 5}
+        logs = {"jsonrpc": "2.0", "id": 6, "method": "logsSubscribe", "params": [{"mentions": []}]}
+        websocket.send(json.dumps(logs))
+        answer = json.loads(websocket.recv())["error"]
+        assert answer == {"code": -32602, "message": "Invalid Request: Only 1 address supported"}
+        block = {"jsonrpc": "2.0", "id": 7, "method": "blockSubscribe", "params": ["all"]}
+        websocket.send(json.dumps(block))
+        assert json.loads(websocket.recv())["error"]["code"] == -32601

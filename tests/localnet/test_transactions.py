@@ -1,9 +1,17 @@
 import asyncio
-import time
 
 import based58
 import pytest
-from localnet_helpers import b64, balance, latest_blockhash, result, rpc, send_b64, transfer_tx
+from localnet_helpers import (
+    advance_slots,
+    b64,
+    balance,
+    latest_blockhash,
+    result,
+    rpc,
+    send_b64,
+    transfer_tx,
+)
 from solana.rpc.api import Client
 from solana.rpc.async_api import AsyncClient
 from solana.rpc.core import RPCException
@@ -16,11 +24,10 @@ from solders.signature import Signature
 from solders.transaction import VersionedTransaction
 
 from curta_chain.constants import LAMPORTS_PER_SOL
-from curta_chain.localnet import start_in_thread
 
 
 def test_airdrop_then_transfer_with_client(localnet):
-    client = Client(localnet.url)
+    client = Client(localnet.url, "processed")
     payer = Keypair()
     airdrop = client.request_airdrop(payer.pubkey(), 2 * LAMPORTS_PER_SOL).value
     status = client.get_signature_statuses([airdrop]).value[0]
@@ -34,7 +41,7 @@ def test_airdrop_then_transfer_with_client(localnet):
     assert client.get_balance(to).value == LAMPORTS_PER_SOL
     assert client.get_balance(payer.pubkey()).value == LAMPORTS_PER_SOL - 5_000
 
-    found = client.get_transaction(signature).value
+    found = client.get_transaction(signature, commitment="confirmed").value
     assert found.transaction.meta.err is None
     assert found.transaction.meta.fee == 5_000
     assert found.transaction.meta.compute_units_consumed == 150
@@ -44,7 +51,7 @@ def test_airdrop_then_transfer_with_client(localnet):
 
 def test_transfer_with_async_client(localnet):
     async def flow() -> int:
-        async with AsyncClient(localnet.url) as client:
+        async with AsyncClient(localnet.url, "processed") as client:
             payer = Keypair()
             await client.request_airdrop(payer.pubkey(), LAMPORTS_PER_SOL)
             blockhash = (await client.get_latest_blockhash()).value.blockhash
@@ -58,7 +65,7 @@ def test_transfer_with_async_client(localnet):
 
 
 def test_two_equal_airdrops_in_one_slot_both_land(localnet):
-    client = Client(localnet.url)
+    client = Client(localnet.url, "processed")
     pubkey = Pubkey.new_unique()
     first = client.request_airdrop(pubkey, LAMPORTS_PER_SOL).value
     second = client.request_airdrop(pubkey, LAMPORTS_PER_SOL).value
@@ -97,7 +104,7 @@ def test_duplicate_is_already_processed_and_never_runs_twice(localnet, funded_ke
 
 
 def test_failing_preflight_answers_with_logs_and_charges_nothing(localnet, funded_keypair):
-    client = Client(localnet.url)
+    client = Client(localnet.url, "processed")
     before = balance(localnet.url, funded_keypair.pubkey())
     tx = transfer_tx(funded_keypair, Pubkey.new_unique(), 10**15, latest_blockhash(localnet.url))
     with pytest.raises(RPCException) as caught:
@@ -111,14 +118,17 @@ def test_failing_preflight_answers_with_logs_and_charges_nothing(localnet, funde
     assert client.get_signature_statuses([tx.signatures[0]]).value[0] is None
 
 
-def test_failing_transaction_without_preflight_lands_with_its_error(localnet, funded_keypair):
-    client = Client(localnet.url)
-    before = balance(localnet.url, funded_keypair.pubkey())
-    tx = transfer_tx(funded_keypair, Pubkey.new_unique(), 10**15, latest_blockhash(localnet.url))
+def test_failing_transaction_without_preflight_lands_with_its_error(manual_localnet, clock, fund):
+    url = manual_localnet.url
+    funded_keypair = fund(url, commitment="processed")
+    client = Client(url, "confirmed")
+    before = balance(url, funded_keypair.pubkey())
+    tx = transfer_tx(funded_keypair, Pubkey.new_unique(), 10**15, latest_blockhash(url))
     signature = client.send_raw_transaction(bytes(tx), TxOpts(skip_preflight=True)).value
     status = client.get_signature_statuses([signature]).value[0]
     assert status.err is not None
-    assert balance(localnet.url, funded_keypair.pubkey()) == before - 5_000
+    assert balance(url, funded_keypair.pubkey()) == before - 5_000
+    advance_slots(clock, 1)
     meta = client.get_transaction(signature).value.transaction.meta
     assert meta.err is not None
     assert meta.fee == 5_000
@@ -158,7 +168,7 @@ def test_oversize_transaction_is_refused_like_the_validator(localnet, funded_key
     assert answer["code"] == -32602
     assert "base58 encoded" in answer["message"] and "1683/1232" in answer["message"]
     with pytest.raises(RPCException):
-        Client(localnet.url).send_transaction(tx)
+        Client(localnet.url, "processed").send_transaction(tx)
 
 
 def test_undecodable_transaction_is_invalid_params(localnet):
@@ -169,24 +179,21 @@ def test_undecodable_transaction_is_invalid_params(localnet):
     assert answer["message"].startswith("invalid base64 encoding")
 
 
-def test_expired_blockhash_is_refused():
-    handle = start_in_thread(slot_duration=0.002)
-    try:
-        client = Client(handle.url)
-        payer = Keypair()
-        client.request_airdrop(payer.pubkey(), LAMPORTS_PER_SOL)
-        blockhash = latest_blockhash(handle.url)
-        time.sleep(0.5)
-        tx = transfer_tx(payer, Pubkey.new_unique(), 1, blockhash)
-        answer = send_b64(handle.url, tx)["error"]
-        assert answer["code"] == -32002
-        assert answer["message"] == "Transaction simulation failed: Blockhash not found"
-        assert answer["data"]["err"] == "BlockhashNotFound"
-        assert send_b64(handle.url, tx, skip_preflight=True)["result"] == str(tx.signatures[0])
-        assert client.get_signature_statuses([tx.signatures[0]]).value == [None]
-        assert client.get_balance(payer.pubkey()).value == LAMPORTS_PER_SOL
-    finally:
-        handle.stop()
+def test_expired_blockhash_is_refused(manual_localnet, clock):
+    url = manual_localnet.url
+    client = Client(url, "processed")
+    payer = Keypair()
+    client.request_airdrop(payer.pubkey(), LAMPORTS_PER_SOL)
+    blockhash = Hash.from_string(client.get_latest_blockhash().value.blockhash.__str__())
+    advance_slots(clock, 151)
+    tx = transfer_tx(payer, Pubkey.new_unique(), 1, blockhash)
+    answer = send_b64(url, tx)["error"]
+    assert answer["code"] == -32002
+    assert answer["message"] == "Transaction simulation failed: Blockhash not found"
+    assert answer["data"]["err"] == "BlockhashNotFound"
+    assert send_b64(url, tx, skip_preflight=True)["result"] == str(tx.signatures[0])
+    assert client.get_signature_statuses([tx.signatures[0]]).value == [None]
+    assert client.get_balance(payer.pubkey()).value == LAMPORTS_PER_SOL
 
 
 def test_simulate_transaction(localnet, funded_keypair):
@@ -211,22 +218,37 @@ def test_simulate_transaction(localnet, funded_keypair):
         [b64(stale), {"encoding": "base64", "replaceRecentBlockhash": True, "sigVerify": True}],
     )
     assert refused["error"]["code"] == -32602
-    client_view = Client(localnet.url).simulate_transaction(tx).value
+    client_view = Client(localnet.url, "processed").simulate_transaction(tx).value
     assert client_view.err is None
 
 
-def test_get_transaction_unknown_and_versions(localnet, funded_keypair):
-    client = Client(localnet.url)
+def test_get_transaction_unknown_versions_and_commitments(manual_localnet, clock, fund):
+    url = manual_localnet.url
+    client = Client(url, "confirmed")
     assert client.get_transaction(Signature.new_unique()).value is None
-    tx = transfer_tx(funded_keypair, Pubkey.new_unique(), 1_000_000, latest_blockhash(localnet.url))
-    signature = send_b64(localnet.url, tx)["result"]
+    payer = fund(url, commitment="processed")
+    tx = transfer_tx(payer, Pubkey.new_unique(), 1_000_000, latest_blockhash(url))
+    signature = send_b64(url, tx)["result"]
+    confirmed = {"commitment": "confirmed"}
+    assert result(url, "getTransaction", [signature, confirmed]) is None  # processed only
+    advance_slots(clock, 1)
     for encoding in ("json", "jsonParsed", "base64", "base58"):
-        config = {"encoding": encoding, "maxSupportedTransactionVersion": 0}
-        answer = result(localnet.url, "getTransaction", [signature, config])
+        config = {"encoding": encoding, "maxSupportedTransactionVersion": 0, **confirmed}
+        answer = result(url, "getTransaction", [signature, config])
         assert answer["version"] == "legacy"
         assert answer["meta"]["computeUnitsConsumed"] == 150
-    answer = rpc(localnet.url, "getTransaction", [signature, {"commitment": "processed"}])
-    assert answer["error"]["code"] == -32602
+    assert result(url, "getTransaction", [signature]) is None  # not finalized yet
+    advance_slots(clock, 31)
+    assert result(url, "getTransaction", [signature])["slot"] == tx_slot(url, signature)
+    answer = rpc(url, "getTransaction", [signature, {"commitment": "processed"}])
+    assert answer["error"] == {
+        "code": -32602,
+        "message": "Method does not support commitment below `confirmed`",
+    }
+
+
+def tx_slot(url: str, signature: str) -> int:
+    return result(url, "getSignatureStatuses", [[signature]])["value"][0]["slot"]
 
 
 def test_signature_statuses_limit(localnet):
@@ -270,18 +292,14 @@ def test_an_unfunded_payer_is_refused_like_the_validator(localnet):
     assert statuses["value"] == [None]
 
 
-def test_statuses_climb_from_processed_to_finalized(fund):
-    handle = start_in_thread(slot_duration=0.01)
-    try:
-        url = handle.url
-        payer = fund(url, 1)
-        tx = transfer_tx(payer, Pubkey.new_unique(), 10**6, latest_blockhash(url))
-        signature = send_b64(url, tx)["result"]
-        first = result(url, "getSignatureStatuses", [[signature]])["value"][0]
-        assert first["confirmationStatus"] in ("processed", "confirmed")
-        assert first["confirmations"] is not None
-        time.sleep(0.5)
-        later = result(url, "getSignatureStatuses", [[signature]])["value"][0]
-        assert later["confirmationStatus"] == "finalized" and later["confirmations"] is None
-    finally:
-        handle.stop()
+def test_statuses_climb_from_processed_to_finalized(manual_localnet, clock, fund):
+    url = manual_localnet.url
+    payer = fund(url, 1, commitment="processed")
+    tx = transfer_tx(payer, Pubkey.new_unique(), 10**6, latest_blockhash(url))
+    signature = send_b64(url, tx)["result"]
+    seen = []
+    for slots in (0, 1, 30, 1):
+        advance_slots(clock, slots)
+        status = result(url, "getSignatureStatuses", [[signature]])["value"][0]
+        seen.append((status["confirmationStatus"], status["confirmations"]))
+    assert seen == [("processed", 0), ("confirmed", 1), ("confirmed", 31), ("finalized", None)]

@@ -621,7 +621,8 @@ CASES: dict[str, Case] = {
             "seal", Keypair().pubkey(), "--program-id", ctx.world.standin.pubkey()
         ),
         rf"holds {len(STANDIN.elf):,} bytes with sha256 {STANDIN.sha256}, not a build shipped "
-        r"with curta-chain \(sbpf-v0 [0-9a-f]{64}, sbpf-v3 [0-9a-f]{64}\); refusing it \(--program-hash names a build",
+        r"with curta-chain \(sbpf-v0 [0-9a-f]{64}, sbpf-v3 [0-9a-f]{64}\); "
+        r"refusing it \(--program-hash names a build",
     ),
     "trust a stand-in named in the config": (
         lambda ctx: ctx.chain("close", Keypair().pubkey(), "-C", ctx.config_naming_standin()),
@@ -798,8 +799,12 @@ def snapshot(folder: Path) -> dict[str, tuple[str, int, str]]:
 
 
 def chain_state(world: World) -> tuple[int, list[tuple[str, int, str]]]:
-    """The payer's balance and every account the curta program owns (address, lamports, data)."""
-    client = Client(world.url)
+    """The payer's balance and every account the curta program owns (address, lamports, data).
+
+    Read at "confirmed", where the world was set up: a finalized read would change under
+    the test as the world's own transactions are finalized.
+    """
+    client = Client(world.url, "confirmed")
     balance = client.get_balance(world.payer.pubkey()).value
     accounts = client.get_program_accounts(PROGRAM_ID, encoding="base64").value
     owned = sorted(

@@ -1,9 +1,15 @@
-"""The localnet's chain: LiteSVM plus the bookkeeping a validator does and LiteSVM does not.
+"""The localnet's chain model: LiteSVM plus the bookkeeping a validator does and LiteSVM does not.
 
-``Localnet`` owns one ``LiteSVM`` and adds: slots and blockhashes that advance with time
-(``SlotClock``), the 150-block blockhash window, the signature status cache (a duplicate
-is AlreadyProcessed and never runs twice), preflight semantics (a refused transaction
-charges no fee), an index of accounts by owner for getProgramAccounts, and the ledger.
+``Localnet`` owns one ``LiteSVM`` and adds: slots and blockhashes that advance with a clock
+(``SlotClock``), the 150-block blockhash window, fees, the faucet, and the views each
+commitment level reads (``BankHistory``), the transaction history (``TransactionHistory``)
+and an index of accounts by owner. Persistence (ledger replay and snapshots) is in
+``persistence``.
+
+Sending returns a value, as LiteSVM does: ``Landed`` (in a block, with or without an
+error: the fee was paid) or ``Refused`` (never landed, nothing charged), each with its
+error, logs and compute units. The RPC layer (``transaction_methods``) turns those into
+JSON-RPC answers; nothing here knows JSON-RPC.
 
 LiteSVM is not thread-safe; a ``Localnet`` must be used from one thread (the server's
 event loop). Signatures are verified here rather than by LiteSVM so that a preflight
@@ -11,9 +17,9 @@ failure can be told apart from a runtime one, and so replay can skip them.
 """
 
 import hashlib
-import json
+import struct
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -22,7 +28,9 @@ from solders.account import Account
 from solders.address_lookup_table_account import LOOKUP_TABLE_META_SIZE
 from solders.clock import MAX_PROCESSING_AGE, Clock
 from solders.compute_budget import set_compute_unit_limit
+from solders.epoch_schedule import EpochSchedule
 from solders.hash import Hash
+from solders.instruction import Instruction
 from solders.keypair import Keypair
 from solders.litesvm import FeatureSet, LiteSVM
 from solders.message import Message, MessageV0
@@ -33,38 +41,37 @@ from solders.transaction import VersionedTransaction
 from solders.transaction_metadata import FailedTransactionMetadata, TransactionMetadata
 
 from curta_chain.constants import (
+    FINALIZED_DEPTH,
     LAMPORTS_PER_SOL,
     LOCALNET_GENESIS_HASH,
     LOCALNET_PROGRAM_ID,
     MAX_COMPUTE_UNITS,
 )
 from curta_chain.errors import LocalnetError
+from curta_chain.localnet.bank_history import AccountState, BankHistory
 from curta_chain.localnet.clock import SLOT_SECONDS, SLOTS_PER_EPOCH, SlotClock
-from curta_chain.localnet.codec import preflight_failure, transaction_error_json
+from curta_chain.localnet.codec import transaction_error_json
 from curta_chain.localnet.fees import priority_fee, transaction_fee
-from curta_chain.localnet.ledger import (
-    RECORD_TRANSACTION,
-    Ledger,
-    Snapshot,
-    SnapshotAccount,
-)
+from curta_chain.localnet.ledger import RECORD_TRANSACTION, Ledger
 from curta_chain.localnet.load_limit import loads_too_much, refused_before_running
 from curta_chain.localnet.owner_index import OwnerIndex
-from curta_chain.localnet.program_binary import find_program_binary
-from curta_chain.localnet.rpc_errors import (
-    INTERNAL_ERROR,
-    TRANSACTION_SIGNATURE_VERIFICATION_FAILURE,
-    RpcMethodError,
+from curta_chain.localnet.parsed import (
+    CLOCK_SYSVAR,
+    GENESIS_ACCOUNTS,
+    SYSVAR_OWNER,
+    memo_of,
+    token_balances,
 )
+from curta_chain.localnet.program_binary import find_program_binary
+from curta_chain.localnet.tx_history import TransactionDetails, TransactionHistory
 
 FAUCET_SEED = b"curta-chain localnet faucet"
 IDENTITY_SEED = b"curta-chain localnet identity"
+VOTE_SEED = b"curta-chain localnet vote account"
 FAUCET_LAMPORTS = 500_000_000 * LAMPORTS_PER_SOL
 DEFAULT_SNAPSHOT_BYTES = 16 * 1024 * 1024
 """Log bytes after which a snapshot is taken: bounds a restart's replay to about 13,000
 writes, some 10 s when every write goes to a 10 MiB account (LiteSVM copies it)."""
-KEPT_TRANSACTION_DETAILS = 20_000
-"""getTransaction answers for this many most recent transactions (about 2 KB each)."""
 MAX_SLOT_HASHES = 512
 """Entries in the SlotHashes sysvar."""
 READ_CACHE_BYTES = 64 * 1024 * 1024
@@ -95,38 +102,54 @@ def new_svm() -> LiteSVM:
     )
 
 
-@dataclass(frozen=True)
-class SendResult:
-    """A transaction accepted for the chain: its signature and the log record to wait for."""
-
-    signature: str
-    seq: int
-
-
-@dataclass(frozen=True)
-class TransactionDetails:
-    """What getTransaction reports about a landed transaction (``meta`` is LiteSVM's)."""
-
-    raw: bytes
-    slot: int
-    err: Any
-    meta: TransactionMetadata
-    fee: int
-    pre_balances: list[int]
-    post_balances: list[int]
-    loaded_writable: list[Pubkey]
-    loaded_readonly: list[Pubkey]
+STAKE_PROGRAM = Pubkey.from_string("Stake11111111111111111111111111111111111111")
+_GET_MINIMUM_DELEGATION = (13).to_bytes(4, "little")
 
 
 @dataclass(frozen=True)
 class Landed:
-    """A transaction that landed, for subscribers: notify once ``seq`` is durable."""
+    """A transaction in a block: ``err`` is None or its runtime error; its fee was paid.
+
+    ``seq`` is its ledger record (0 without a ledger): it may be reported once durable.
+    ``logs`` and ``units`` are read from LiteSVM's metadata when asked (most never are).
+    """
 
     signature: str
     slot: int
     err: Any
-    writable: list[Pubkey]
+    meta: TransactionMetadata
     seq: int
+    keys: list[Pubkey]
+    writable: list[Pubkey]
+
+    @property
+    def logs(self) -> list[str]:
+        """The program log lines."""
+        return self.meta.logs()
+
+    @property
+    def units(self) -> int:
+        """The compute units consumed."""
+        return self.meta.compute_units_consumed()
+
+
+@dataclass(frozen=True)
+class Refused:
+    """A transaction that did not land and changed nothing: why, with its logs and units.
+
+    ``err`` is a ``TransactionError`` in the validator's JSON form ("BlockhashNotFound",
+    "SignatureFailure", {"InstructionError": [...]}, ...). For "AlreadyProcessed", ``seq``
+    is the ledger record of the earlier copy that did land.
+    """
+
+    signature: str
+    err: Any
+    logs: list[str]
+    units: int
+    seq: int = 0
+
+
+SendOutcome = Landed | Refused
 
 
 @dataclass(frozen=True)
@@ -153,6 +176,14 @@ def writable_keys(message: Message | MessageV0) -> list[Pubkey]:
     ]
 
 
+def _state(account: Account | None) -> AccountState | None:
+    if account is None or account.lamports == 0:
+        return None
+    return AccountState(
+        account.lamports, account.owner, account.executable, account.rent_epoch, account.data
+    )
+
+
 class Localnet:
     """A Solana chain in-process: LiteSVM with the curta program preloaded and a faucet.
 
@@ -163,6 +194,8 @@ class Localnet:
         program_binary: the program to preload at ``LOCALNET_PROGRAM_ID``; by default
             the packaged ``curta.so`` when there is one.
         snapshot_bytes: log bytes after which ``snapshot_due`` turns true.
+        now: the time source slots are counted from (``time.time``; tests pass a
+            ``ManualClock``).
 
     Raises:
         LocalnetError: the ledger cannot be opened or replayed, or the program not loaded.
@@ -175,6 +208,7 @@ class Localnet:
         slot_duration: float = SLOT_SECONDS,
         program_binary: Path | None = None,
         snapshot_bytes: int = DEFAULT_SNAPSHOT_BYTES,
+        now: Callable[[], float] = time.time,
     ):
         binary = program_binary if program_binary is not None else find_program_binary()
         program = binary.read_bytes() if binary is not None else None
@@ -182,43 +216,48 @@ class Localnet:
         self.program_id = Pubkey.from_string(LOCALNET_PROGRAM_ID)
         self.faucet = Keypair.from_seed(hashlib.sha256(FAUCET_SEED).digest())
         self.identity = Keypair.from_seed(hashlib.sha256(IDENTITY_SEED).digest()).pubkey()
+        self.vote_account = Keypair.from_seed(hashlib.sha256(VOTE_SEED).digest()).pubkey()
         self.snapshot_bytes = snapshot_bytes
         self.ledger: Ledger | None = None
-        # Signatures are checked in send_transaction; LiteSVM's own blockhash check only
-        # knows its latest hash, so the 150-block window is enforced here instead.
-        self.svm = new_svm().with_sigverify(False).with_blockhash_check(False)
-        self.svm.with_transaction_history(0)
-        if program is not None:
-            try:
-                self.svm.add_program(self.program_id, program)
-            except Exception as exc:  # LiteSVM raises its own error types for a bad ELF
-                raise LocalnetError(f"{binary}: LiteSVM cannot load the program: {exc}") from exc
+        self.svm = self._new_svm(program)
         self.svm.set_account(
             self.faucet.pubkey(), Account(FAUCET_LAMPORTS, b"", SYSTEM_PROGRAM_ID, False, 0)
         )
-        self._statuses: dict[str, tuple[int, Any, int]] = {}
-        self._details: dict[str, TransactionDetails] = {}
+        self.history = TransactionHistory()
+        self.banks = BankHistory(self._read_state)
         self._read_cache: dict[Pubkey, Account | None] = {}
+        self._read_cache_bytes = 0
         self._landed: list[Landed] = []
         self._observed = False
-        self._read_cache_bytes = 0
         self._owners = OwnerIndex()
         self._slot_hashes: list[tuple[int, Hash]] = []
         self._hashed_upto = -1
-        self.transaction_count = 0
+        self._clock_slot = -1
+        self._rent_exempt: dict[int, int] = {}
         self.replayed = 0
         """Log records replayed at start-up (after the newest snapshot)."""
-        self._clock_slot = -1
+        self.endpoints: tuple[str | None, str | None] = (None, None)
+        """host:port of the JSON-RPC and PubSub servers, once they listen."""
+        self._stake_minimum: int | None = None
+        self._genesis = frozenset([*GENESIS_ACCOUNTS, self.program_id])
+        self._track([*self._genesis, self.faucet.pubkey()])
+
+        # Slot 0 is the genesis bank, rooted from the start: a new chain starts at slot 1.
+        def genesis_time() -> float:
+            return now() - slot_duration
+
         if ledger is None:
-            seed = hashlib.sha256(Keypair().secret()).digest()
-            self.clock = SlotClock(seed, time.time(), slot_duration)
+            genesis_hash = hashlib.sha256(Keypair().secret()).digest()
+            self.clock = SlotClock(genesis_hash, genesis_time(), slot_duration, now)
         else:
+            from curta_chain.localnet.persistence import restore
+
             sha = hashlib.sha256(program).hexdigest() if program is not None else None
-            self.ledger = Ledger(ledger, reset=reset, program_sha256=sha)
+            self.ledger = Ledger(ledger, reset=reset, program_sha256=sha, now=genesis_time)
             meta = self.ledger.meta
-            self.clock = SlotClock(meta.genesis_hash, meta.genesis_time, slot_duration)
+            self.clock = SlotClock(meta.genesis_hash, meta.genesis_time, slot_duration, now)
             try:
-                self._restore()
+                restore(self, self.ledger)
             except BaseException:
                 self.ledger.close()
                 raise
@@ -227,19 +266,38 @@ class Localnet:
         # ledger's own seed), so two localnets never share them.
         self.genesis_hash = LOCALNET_GENESIS_HASH
         self._observed = True  # replayed transactions are history, not news
-        self._track([self.faucet.pubkey()])
+        self.banks.clear()  # what was restored reads the same at every level
         self.tick()
+
+    def _new_svm(self, program: bytes | None) -> LiteSVM:
+        """Return LiteSVM with the runtime settings of this chain and the program loaded."""
+        # Signatures are checked in send_transaction; LiteSVM's own blockhash check only
+        # knows its latest hash, so the 150-block window is enforced here instead.
+        svm = new_svm().with_sigverify(False).with_blockhash_check(False)
+        svm.with_transaction_history(0)
+        # solana-test-validator's genesis: 432,000-slot epochs from slot 0, no warmup.
+        svm.set_epoch_schedule(EpochSchedule.without_warmup())
+        if program is not None:
+            try:
+                svm.add_program(self.program_id, program)
+            except Exception as exc:  # LiteSVM raises its own error types for a bad ELF
+                raise LocalnetError(
+                    f"{self.program_binary}: LiteSVM cannot load the program: {exc}"
+                ) from exc
+        return svm
 
     # -- time -------------------------------------------------------------------------
 
     def tick(self) -> int:
-        """Bring LiteSVM's clock to the current slot; return the slot."""
+        """Bring LiteSVM's clock and the commitment views to the current slot; return it."""
         slot = self.clock.current_slot()
         if slot != self._clock_slot:
-            self._set_clock(slot)
+            self.set_slot(slot)
+            self.banks.advance(slot)
         return slot
 
-    def _set_clock(self, slot: int) -> None:
+    def set_slot(self, slot: int) -> None:
+        """Set LiteSVM's Clock and SlotHashes sysvars for ``slot``."""
         epoch = slot // SLOTS_PER_EPOCH
         self.svm.set_clock(
             Clock(
@@ -260,10 +318,36 @@ class Localnet:
             self._hashed_upto = slot - 1
             self.svm.set_slot_hashes(self._slot_hashes)
 
+    def clock_state(self, slot: int) -> AccountState:
+        """Return the Clock sysvar as the bank of ``slot`` held it."""
+        epoch = slot // SLOTS_PER_EPOCH
+        data = struct.pack(
+            "<QqQQq",
+            slot,
+            self.clock.unix_timestamp(epoch * SLOTS_PER_EPOCH),
+            epoch,
+            epoch + 1,
+            self.clock.unix_timestamp(slot),
+        )
+        return AccountState(self.rent_exempt_minimum(len(data)), SYSVAR_OWNER, False, 0, data)
+
+    def commitment_slot(self, commitment: str) -> int:
+        """Return the slot whose end the bank of ``commitment`` shows.
+
+        processed: the current slot; confirmed: the one before (a single node votes a
+        slot as soon as it is over); finalized: 32 slots before the current one.
+        """
+        slot = self.tick()
+        if commitment == "processed":
+            return slot
+        if commitment == "confirmed":
+            return max(slot - 1, 0)
+        return max(slot - FINALIZED_DEPTH, 0)
+
     # -- reads ------------------------------------------------------------------------
 
     def get_account(self, pubkey: Pubkey) -> Account | None:
-        """Return the account at ``pubkey``; None if it does not exist (or has no lamports).
+        """Return the account at ``pubkey`` now (processed); None if it has no lamports.
 
         LiteSVM copies an account's whole data on every read; reads between two writes
         share one copy (a client reading a 10 MiB account in 1 MiB slices, say).
@@ -273,6 +357,16 @@ class Localnet:
         account = self.svm.get_account(pubkey)
         if account is None or account.lamports == 0:
             account = None
+        elif account.owner == SYSVAR_OWNER:
+            # LiteSVM funds sysvars with 1 lamport; a validator keeps them rent-exempt.
+            size = len(account.data)
+            account = Account(
+                max(account.lamports, self.rent_exempt_minimum(size)),
+                account.data,
+                account.owner,
+                account.executable,
+                account.rent_epoch,
+            )
         size = len(account.data) if account is not None else 0
         if self._read_cache_bytes + size > READ_CACHE_BYTES:
             self._read_cache.clear()
@@ -281,18 +375,66 @@ class Localnet:
         self._read_cache_bytes += size
         return account
 
-    def program_accounts(self, owner: Pubkey) -> list[tuple[Pubkey, Account]]:
-        """Return every account ``owner`` owns, ordered by address."""
+    def _read_state(self, pubkey: Pubkey) -> AccountState | None:
+        return _state(self.svm.get_account(pubkey))
+
+    def account_at(self, pubkey: Pubkey, slot: int) -> Account | AccountState | None:
+        """Return the account at the end of ``slot`` (``commitment_slot``'s answer)."""
+        if slot < self._clock_slot:
+            if pubkey == CLOCK_SYSVAR:
+                return self.clock_state(slot)
+            state = self.banks.view(pubkey, slot)
+            if state is not BankHistory.LIVE:
+                return state  # type: ignore[return-value]
+        return self.get_account(pubkey)
+
+    def balance_at(self, pubkey: Pubkey, slot: int) -> int:
+        """Return the lamports of ``pubkey`` at the end of ``slot`` (0 if absent)."""
+        if slot >= self._clock_slot or self.banks.view(pubkey, slot) is BankHistory.LIVE:
+            return self.svm.get_balance(pubkey) or 0
+        account = self.account_at(pubkey, slot)
+        return account.lamports if account is not None else 0
+
+    def program_accounts(
+        self, owner: Pubkey, slot: int
+    ) -> list[tuple[Pubkey, Account | AccountState]]:
+        """Return every account ``owner`` owns at the end of ``slot``, ordered by address."""
+        candidates = set(self._owners.owned_by(owner))
+        if slot < self._clock_slot:
+            candidates.update(self.banks.keys())
         found = []
-        for pubkey in self._owners.owned_by(owner):
-            account = self.get_account(pubkey)
+        for pubkey in sorted(candidates, key=bytes):
+            account = self.account_at(pubkey, slot)
             if account is not None and account.owner == owner:
                 found.append((pubkey, account))
         return found
 
+    def balances(self, slot: int) -> list[tuple[Pubkey, int]]:
+        """Return (address, lamports) of every account with lamports at the end of ``slot``."""
+        keys = set(self._owners) | set(self.banks.keys())
+        found = [(key, self.balance_at(key, slot)) for key in keys]
+        return [(key, lamports) for key, lamports in found if lamports]
+
+    def stake_minimum_delegation(self) -> int:
+        """Return the stake program's minimum delegation (asked of the program itself)."""
+        if self._stake_minimum is None:
+            instruction = Instruction(STAKE_PROGRAM, _GET_MINIMUM_DELEGATION, [])
+            blockhash = Hash.from_string(self.clock.blockhash(self.tick()))
+            message = Message.new_with_blockhash([instruction], self.faucet.pubkey(), blockhash)
+            result = self.svm.simulate_transaction(VersionedTransaction(message, [self.faucet]))
+            data = result.meta().return_data().data
+            self._stake_minimum = int.from_bytes(bytes(data), "little")
+        return self._stake_minimum
+
+    def rent_exempt_minimum(self, size: int) -> int:
+        """Return the lamports that make an account of ``size`` bytes rent-exempt."""
+        if size not in self._rent_exempt:
+            self._rent_exempt[size] = self.svm.minimum_balance_for_rent_exemption(size)
+        return self._rent_exempt[size]
+
     def status(self, signature: str) -> tuple[int, Any] | None:
         """Return (slot, error JSON) of a landed transaction whose record is durable."""
-        entry = self._statuses.get(signature)
+        entry = self.history.statuses.get(signature)
         if entry is None or (self.ledger is not None and entry[2] > self.ledger.durable_seq):
             return None
         return entry[0], entry[1]
@@ -301,7 +443,7 @@ class Localnet:
         """Return getTransaction's data for a recent durable transaction."""
         if self.status(signature) is None:
             return None
-        return self._details.get(signature)
+        return self.history.details(signature)
 
     def fee_for(self, message: Message | MessageV0) -> int:
         """Return the fee this chain charges for ``message`` (signatures and priority)."""
@@ -311,45 +453,30 @@ class Localnet:
 
     def send_transaction(
         self, raw: bytes, tx: VersionedTransaction, preflight: bool = True
-    ) -> SendResult:
+    ) -> SendOutcome:
         """Process a transaction as a validator's sendTransaction would.
 
-        With ``preflight``, a transaction that would fail changes nothing and raises the
-        validator's -32002/-32003 error. Without it, the signature is returned whatever
-        happens; a transaction that fails at execution lands with its error and pays its
-        fee, one that could never land (bad signature, unknown blockhash) is dropped.
-
-        Raises:
-            RpcMethodError: preflight refused the transaction.
+        With ``preflight``, a transaction that would fail is ``Refused`` and changes
+        nothing. Without it, one that fails at execution lands with its error and pays its
+        fee; one that could never land (bad signature, unknown blockhash) is refused.
         """
         slot = self.tick()
         signature = str(tx.signatures[0])
-        if not all(tx.verify_with_results()):
-            if preflight:
-                raise RpcMethodError(
-                    TRANSACTION_SIGNATURE_VERIFICATION_FAILURE,
-                    "Transaction signature verification failure",
-                )
-            return SendResult(signature, 0)
-        message = tx.message
-        if not self.clock.age_ok(str(message.recent_blockhash)):
-            if preflight:
-                raise preflight_failure("BlockhashNotFound", [], 0)
-            return SendResult(signature, 0)
-        seen = self._statuses.get(signature)
-        if seen is not None:
-            if preflight:
-                raise preflight_failure("AlreadyProcessed", [], 0)
-            return SendResult(signature, seen[2])
+        message = tx.message  # solders copies the message on each access: once is enough
         accounts = self._accounts_of(message)
         payer = accounts.keys[0]
         payer_before = self.svm.get_account(payer)
+        priority = priority_fee(message)
+        fee = transaction_fee(message, priority)
+        refusal = self._refusal_before_execution(
+            tx, message, signature, accounts, payer_before, fee
+        )
+        if refusal is not None:
+            return refusal
+        self.banks.will_write(slot, accounts.writable)
         pre = [self.svm.get_balance(key) or 0 for key in accounts.keys]
-        if payer_before is not None and payer_before.lamports < self.fee_for(message):
-            if preflight:
-                raise preflight_failure("InsufficientFundsForFee", [], 0)
-            return SendResult(signature, 0)
-        result, landed = self._execute(tx, accounts, payer_before)
+        pre_tokens = token_balances(accounts.keys, self.get_account)
+        result, landed = self._execute(tx, accounts, payer_before, priority)
         if isinstance(result, FailedTransactionMetadata):
             meta = result.meta()
             err = transaction_error_json(result.err())
@@ -357,49 +484,78 @@ class Localnet:
                 # A refused transaction charges nothing, as a validator's preflight does.
                 self.svm.set_account(payer, payer_before)
                 self._forget_reads()
-            if preflight:
-                raise preflight_failure(err, meta.logs(), meta.compute_units_consumed())
-            if not landed:
-                return SendResult(signature, 0)
+            if preflight or not landed:
+                return Refused(signature, err, meta.logs(), meta.compute_units_consumed())
         else:
             meta, err = result, None
         seq = 0
         if self.ledger is not None:
             seq = self.ledger.append(RECORD_TRANSACTION, slot, raw)
-        self._land(signature, raw, tx, slot, meta, err, accounts, pre, seq)
-        return SendResult(signature, seq)
+        return self._land(
+            signature, raw, message, fee, slot, meta, err, accounts, pre, pre_tokens, seq
+        )
+
+    def _refusal_before_execution(
+        self,
+        tx: VersionedTransaction,
+        message: Message | MessageV0,
+        signature: str,
+        accounts: TransactionAccounts,
+        payer_before: Account | None,
+        fee: int,
+    ) -> Refused | None:
+        """Return why ``tx`` may not run at all, checked in the validator's order.
+
+        Signatures, the blockhash's age, the status cache (a duplicate), then what loading
+        needs: a payer that can pay the fee. These refusals never land and charge nothing.
+        """
+        if not all(tx.verify_with_results()):
+            return Refused(signature, "SignatureFailure", [], 0)
+        if not self.clock.age_ok(str(message.recent_blockhash)):
+            return Refused(signature, "BlockhashNotFound", [], 0)
+        seen = self.history.statuses.get(signature)
+        if seen is not None:
+            return Refused(signature, "AlreadyProcessed", [], 0, seen[2])
+        if payer_before is not None and payer_before.lamports < fee:
+            return Refused(signature, "InsufficientFundsForFee", [], 0)
+        return None
 
     def _land(
         self,
         signature: str,
         raw: bytes,
-        tx: VersionedTransaction,
+        message: Message | MessageV0,
+        fee: int,
         slot: int,
         meta: TransactionMetadata,
         err: Any,
         accounts: TransactionAccounts,
         pre: list[int],
+        pre_tokens: list[dict[str, Any]],
         seq: int,
-    ) -> None:
-        message = tx.message
-        self._statuses[signature] = (slot, err, seq)
-        self.transaction_count += 1
-        self._details[signature] = TransactionDetails(
+    ) -> Landed:
+        details = TransactionDetails(
+            signature=signature,
             raw=raw,
             slot=slot,
             err=err,
             meta=meta,
-            fee=self.fee_for(message),
+            fee=fee,
+            keys=accounts.keys,
             pre_balances=pre,
             post_balances=[self.svm.get_balance(key) or 0 for key in accounts.keys],
             loaded_writable=accounts.loaded_writable,
             loaded_readonly=accounts.loaded_readonly,
+            pre_token_balances=pre_tokens,
+            post_token_balances=token_balances(accounts.keys, self.get_account),
+            memo=memo_of(message, accounts.keys),
         )
-        if len(self._details) > KEPT_TRANSACTION_DETAILS:
-            del self._details[next(iter(self._details))]
+        self.history.record(details, seq)
         self._track(accounts.writable)
+        landed = Landed(signature, slot, err, meta, seq, accounts.keys, accounts.writable)
         if self._observed:
-            self._landed.append(Landed(signature, slot, err, accounts.writable, seq))
+            self._landed.append(landed)
+        return landed
 
     def take_landed(self) -> list[Landed]:
         """Return and forget the transactions landed since the last call that are durable."""
@@ -447,9 +603,13 @@ class Localnet:
         )
 
     def _execute(
-        self, tx: VersionedTransaction, accounts: TransactionAccounts, payer_before: Account | None
+        self,
+        tx: VersionedTransaction,
+        accounts: TransactionAccounts,
+        payer_before: Account | None,
+        fee: int,
     ) -> tuple[TransactionMetadata | FailedTransactionMetadata, bool]:
-        """Run ``tx`` in LiteSVM after charging its priority fee; say if it landed.
+        """Run ``tx`` in LiteSVM after charging its priority ``fee``; say if it landed.
 
         A failed transaction landed if it paid its fee (LiteSVM charged the signature fee),
         which is how the runtime tells an executed failure from one that never loaded. One
@@ -465,7 +625,6 @@ class Localnet:
             self._forget_reads()
             return refused_before_running(tx, "MaxLoadedAccountsDataSizeExceeded"), True
         charged = payer_before.lamports if payer_before is not None else 0
-        fee = priority_fee(tx.message)
         if fee and payer_before is not None:
             charged -= fee
             self.svm.set_account(payer, _with_lamports(payer_before, fee))
@@ -501,15 +660,45 @@ class Localnet:
             elif account.owner != known:
                 self._owners.record(key, account.owner)
 
-    def airdrop(self, pubkey: Pubkey, lamports: int) -> SendResult:
+    def track_restored(self, pubkey: Pubkey, owner: Pubkey) -> None:
+        """Index an account a snapshot restored."""
+        self._owners.record(pubkey, owner)
+
+    def replay(self, raw: bytes, slot: int) -> None:
+        """Apply a transaction from the ledger's log at the slot it first landed in."""
+        tx = VersionedTransaction.from_bytes(raw)
+        if slot != self._clock_slot:
+            self.set_slot(slot)
+        message = tx.message
+        accounts = self._accounts_of(message)
+        payer = accounts.keys[0]
+        pre = [self.svm.get_balance(key) or 0 for key in accounts.keys]
+        pre_tokens = token_balances(accounts.keys, self.get_account)
+        priority = priority_fee(message)
+        result, _ = self._execute(tx, accounts, self.svm.get_account(payer), priority)
+        if isinstance(result, FailedTransactionMetadata):
+            meta, err = result.meta(), transaction_error_json(result.err())
+        else:
+            meta, err = result, None
+        signature = str(tx.signatures[0])
+        fee = transaction_fee(message, priority)
+        self._land(signature, raw, message, fee, slot, meta, err, accounts, pre, pre_tokens, 0)
+        self.replayed += 1
+
+    def indexed_accounts(self) -> list[Pubkey]:
+        """Return the accounts a snapshot saves.
+
+        Every indexed account but the genesis programs and sysvars, which every start
+        creates anew.
+        """
+        return [key for key in self._owners if key not in self._genesis]
+
+    def airdrop(self, pubkey: Pubkey, lamports: int) -> SendOutcome:
         """Send ``lamports`` from the faucet to ``pubkey`` in a real transfer transaction.
 
         Two equal requests in one slot would sign the same transaction: the faucet then
         signs with an older (still valid) blockhash, and past those adds a compute-unit
         limit that changes nothing but the signature, so every request lands.
-
-        Raises:
-            RpcMethodError: -32603, as the validator answers when the faucet cannot pay.
         """
         slot = self.tick()
         payer = self.faucet.pubkey()
@@ -524,13 +713,10 @@ class Localnet:
             extra = [set_compute_unit_limit(MAX_COMPUTE_UNITS - variant)] if variant else []
             message = Message.new_with_blockhash([*extra, instruction], payer, blockhash)
             tx = VersionedTransaction(message, [self.faucet])
-            if str(tx.signatures[0]) not in self._statuses:
+            if str(tx.signatures[0]) not in self.history.statuses:
                 break
             attempt += 1
-        try:
-            return self.send_transaction(bytes(tx), tx, preflight=True)
-        except RpcMethodError as exc:
-            raise RpcMethodError(INTERNAL_ERROR, "Internal error") from exc
+        return self.send_transaction(bytes(tx), tx, preflight=True)
 
     # -- ledger -----------------------------------------------------------------------
 
@@ -539,89 +725,13 @@ class Localnet:
         """Whether the log has grown enough since the last snapshot to take another."""
         return self.ledger is not None and self.ledger.segment_bytes >= self.snapshot_bytes
 
-    def begin_snapshot(self) -> Snapshot:
-        """Close the current log segment and capture the state it ends with.
-
-        The caller writes the snapshot (``ledger.write_snapshot``) once every record of
-        the closed segment is durable, possibly off the loop thread.
-        """
-        if self.ledger is None:
-            raise LocalnetError("this localnet has no ledger to snapshot")
-        segment = self.ledger.rotate()
-        accounts = []
-        for pubkey in self._owners:
-            account = self.get_account(pubkey)
-            if account is not None:
-                accounts.append(
-                    SnapshotAccount(
-                        bytes(pubkey),
-                        account.lamports,
-                        bytes(account.owner),
-                        account.executable,
-                        account.rent_epoch,
-                        account.data,
-                    )
-                )
-        statuses = {
-            sig: (slot, json.dumps(err) if err is not None else None)
-            for sig, (slot, err, _) in self._statuses.items()
-        }
-        return Snapshot(segment, self.tick(), accounts, statuses)
-
-    def flush(self) -> None:
-        """Write and fsync every queued log record (for callers without the server)."""
-        if self.ledger is not None:
-            pending, upto = self.ledger.take_pending()
-            self.ledger.write(pending)
-            self.ledger.durable_seq = upto
-
     def close(self) -> None:
         """Flush the log (unless writing it failed) and release the ledger folder."""
         if self.ledger is not None:
             if self.ledger.failure is None:
-                self.flush()
+                self.ledger.flush()
             self.ledger.close()
             self.ledger = None
-
-    def _restore(self) -> None:
-        ledger = self.ledger
-        assert ledger is not None
-        snapshot = ledger.load_snapshot()
-        after = 0
-        last_slot = 0
-        if snapshot is not None:
-            after, last_slot = snapshot.segment, snapshot.last_slot
-            # An upgradeable program loads from its program data when it is set: data first.
-            for item in sorted(snapshot.accounts, key=lambda a: a.executable):
-                pubkey = Pubkey.from_bytes(item.pubkey)
-                owner = Pubkey.from_bytes(item.owner)
-                account = Account(item.lamports, item.data, owner, item.executable, item.rent_epoch)
-                self.svm.set_account(pubkey, account)
-                self._owners.record(pubkey, owner)
-            for sig, (slot, err) in snapshot.statuses.items():
-                self._statuses[sig] = (slot, json.loads(err) if err is not None else None, 0)
-            self.transaction_count = len(snapshot.statuses)
-        for kind, slot, payload in ledger.replay(after):
-            if kind != RECORD_TRANSACTION:
-                raise LocalnetError(f"{ledger.folder}: unknown log record kind {kind}")
-            self._replay(payload, slot)
-            self.replayed += 1
-            last_slot = max(last_slot, slot)
-        # Slots keep counting from where the chain was, even if the wall clock says less.
-        self.clock.hold_at_least(last_slot + 1)
-
-    def _replay(self, raw: bytes, slot: int) -> None:
-        tx = VersionedTransaction.from_bytes(raw)
-        if slot != self._clock_slot:
-            self._set_clock(slot)
-        accounts = self._accounts_of(tx.message)
-        pre = [self.svm.get_balance(key) or 0 for key in accounts.keys]
-        result, _ = self._execute(tx, accounts, self.svm.get_account(accounts.keys[0]))
-        if isinstance(result, FailedTransactionMetadata):
-            meta, err = result.meta(), transaction_error_json(result.err())
-        else:
-            meta, err = result, None
-        self._land(str(tx.signatures[0]), raw, tx, slot, meta, err, accounts, pre, 0)
 
 
 def _with_lamports(account: Account, charge: int) -> Account:

@@ -1,0 +1,79 @@
+"""Between the chain and its ledger folder: restore at start-up, capture snapshots.
+
+Start-up loads the newest snapshot into LiteSVM (accounts, the owner index, statuses) and
+replays the log records written after it at the slots they first landed in. A snapshot
+captures every indexed account and every status; the server writes it (``Ledger``'s
+``write_snapshot``) once the segment it closes is durable.
+"""
+
+import json
+
+from solders.account import Account
+from solders.pubkey import Pubkey
+
+from curta_chain.errors import LocalnetError
+from curta_chain.localnet.chain import Localnet
+from curta_chain.localnet.ledger import RECORD_TRANSACTION, Ledger, Snapshot, SnapshotAccount
+
+
+def restore(localnet: Localnet, ledger: Ledger) -> None:
+    """Load the newest snapshot of ``ledger`` and replay the log after it into ``localnet``.
+
+    Raises:
+        LocalnetError: a snapshot or log record is damaged or of an unknown kind.
+    """
+    snapshot = ledger.load_snapshot()
+    after = 0
+    last_slot = 0
+    if snapshot is not None:
+        after, last_slot = snapshot.segment, snapshot.last_slot
+        # An upgradeable program loads from its program data when it is set: data first.
+        for item in sorted(snapshot.accounts, key=lambda a: a.executable):
+            pubkey = Pubkey.from_bytes(item.pubkey)
+            owner = Pubkey.from_bytes(item.owner)
+            account = Account(item.lamports, item.data, owner, item.executable, item.rent_epoch)
+            localnet.svm.set_account(pubkey, account)
+            localnet.track_restored(pubkey, owner)
+        for sig, (slot, err) in snapshot.statuses.items():
+            localnet.history.restore_status(sig, slot, json.loads(err) if err is not None else None)
+    for kind, slot, payload in ledger.replay(after):
+        if kind != RECORD_TRANSACTION:
+            raise LocalnetError(f"{ledger.folder}: unknown log record kind {kind}")
+        localnet.replay(payload, slot)
+        last_slot = max(last_slot, slot)
+    # Slots keep counting from where the chain was, even if the wall clock says less.
+    localnet.clock.hold_at_least(last_slot + 1)
+
+
+def begin_snapshot(localnet: Localnet) -> Snapshot:
+    """Close the current log segment and capture the state it ends with.
+
+    The caller writes the snapshot (``ledger.write_snapshot``) once every record of the
+    closed segment is durable, possibly off the loop thread.
+
+    Raises:
+        LocalnetError: the localnet has no ledger.
+    """
+    ledger = localnet.ledger
+    if ledger is None:
+        raise LocalnetError("this localnet has no ledger to snapshot")
+    segment = ledger.rotate()
+    accounts = []
+    for pubkey in localnet.indexed_accounts():
+        account = localnet.svm.get_account(pubkey)
+        if account is not None and account.lamports:
+            accounts.append(
+                SnapshotAccount(
+                    bytes(pubkey),
+                    account.lamports,
+                    bytes(account.owner),
+                    account.executable,
+                    account.rent_epoch,
+                    account.data,
+                )
+            )
+    statuses = {
+        sig: (slot, json.dumps(err) if err is not None else None)
+        for sig, (slot, err, _) in localnet.history.statuses.items()
+    }
+    return Snapshot(segment, localnet.tick(), accounts, statuses)

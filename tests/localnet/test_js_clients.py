@@ -1,0 +1,227 @@
+"""The localnet as real JavaScript clients see it: @solana/web3.js 1.99, @solana/kit 8 and
+@coral-xyz/anchor 0.29 (with our IDL), each run by node against a localnet this test starts.
+
+The suites are in ``tests/localnet/js`` (``npm ci`` there installs them; ``.ci/run`` does).
+Each runs every method and subscription its client exposes, at each commitment where one
+applies, and compares the answers with the shapes of Solana's JSON-RPC documentation.
+The localnet runs on a manual clock: a suite asks for slots to pass (``@@{"advance": n}``
+on stdout) and this test moves the clock and answers "ok", so nothing sleeps against
+slot durations.
+"""
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from localnet_helpers import advance_slots
+from solana.rpc.api import Client
+from solders.hash import Hash
+from solders.instruction import Instruction
+from solders.keypair import Keypair
+from solders.message import Message
+from solders.pubkey import Pubkey
+from solders.system_program import (
+    CreateAccountParams,
+    create_account,
+    create_lookup_table,
+    create_nonce_account,
+    extend_lookup_table,
+)
+from solders.transaction import VersionedTransaction
+from spl.token.instructions import (
+    ApproveParams,
+    InitializeMintParams,
+    MintToParams,
+    approve,
+    create_associated_token_account,
+    get_associated_token_address,
+    initialize_mint,
+    mint_to,
+)
+
+from curta_chain.constants import LOCALNET_PROGRAM_ID
+from curta_chain.localnet import ManualClock, start_in_thread
+from curta_chain.localnet.parsed import MEMO_PROGRAMS, MINT_SIZE, TOKEN_PROGRAM
+from curta_chain.program import IDL_PATH
+
+JS = Path(__file__).parent / "js"
+SUITE_TIMEOUT = 240.0
+"""Seconds one client suite may take (it normally takes a few)."""
+SOL = 10**9
+
+
+def _node_ready() -> str | None:
+    """Return why the JS suites cannot run here, or None."""
+    if shutil.which("node") is None:
+        return "node is not installed (.ci/run installs it)"
+    if not (JS / "node_modules" / "@solana" / "web3.js").is_dir():
+        return f"the JS clients are not installed: run `npm ci` in {JS}"
+    return None
+
+
+def _send(client: Client, payer: Keypair, instructions: list, *signers: Keypair) -> str:
+    blockhash = client.get_latest_blockhash().value.blockhash
+    message = Message.new_with_blockhash(instructions, payer.pubkey(), blockhash)
+    tx = VersionedTransaction(message, [payer, *signers])
+    return str(client.send_transaction(tx).value)
+
+
+def build_world(url: str, ws_url: str, clock: ManualClock) -> dict[str, Any]:
+    """Set up what the suites read: a payer, a memo, a token mint and account, a delegate,
+    a lookup table and a durable nonce account, all finalized."""
+    client = Client(url, "processed")
+    payer = Keypair()
+    airdrop = str(client.request_airdrop(payer.pubkey(), 100 * SOL).value)
+    memo = _send(client, payer, [Instruction(MEMO_PROGRAMS[0], b"curta world", [])])
+    mint, holder, delegate = Keypair(), Keypair(), Keypair()
+    token_account = get_associated_token_address(holder.pubkey(), mint.pubkey())
+    rent = client.get_minimum_balance_for_rent_exemption(MINT_SIZE).value
+    token = _send(
+        client,
+        payer,
+        [
+            create_account(
+                CreateAccountParams(
+                    from_pubkey=payer.pubkey(),
+                    to_pubkey=mint.pubkey(),
+                    lamports=rent,
+                    space=MINT_SIZE,
+                    owner=TOKEN_PROGRAM,
+                )
+            ),
+            initialize_mint(
+                InitializeMintParams(
+                    decimals=6,
+                    program_id=TOKEN_PROGRAM,
+                    mint=mint.pubkey(),
+                    mint_authority=payer.pubkey(),
+                )
+            ),
+            create_associated_token_account(payer.pubkey(), holder.pubkey(), mint.pubkey()),
+            mint_to(
+                MintToParams(
+                    program_id=TOKEN_PROGRAM,
+                    mint=mint.pubkey(),
+                    dest=token_account,
+                    mint_authority=payer.pubkey(),
+                    amount=1_500_000,
+                )
+            ),
+            approve(
+                ApproveParams(
+                    program_id=TOKEN_PROGRAM,
+                    source=token_account,
+                    delegate=delegate.pubkey(),
+                    owner=holder.pubkey(),
+                    amount=500_000,
+                )
+            ),
+        ],
+        mint,
+        holder,
+    )
+    slot = client.get_slot().value
+    create, table = create_lookup_table(
+        {"authority_address": payer.pubkey(), "payer_address": payer.pubkey(), "recent_slot": 0}
+    )
+    looked_up = [Pubkey.new_unique(), Pubkey.new_unique()]
+    extend = extend_lookup_table(
+        {
+            "lookup_table_address": table,
+            "authority_address": payer.pubkey(),
+            "payer_address": payer.pubkey(),
+            "new_addresses": looked_up,
+        }
+    )
+    _send(client, payer, [create, extend])
+    nonce = Keypair()
+    _send(
+        client,
+        payer,
+        list(create_nonce_account(payer.pubkey(), nonce.pubkey(), payer.pubkey(), 2 * SOL)),
+        nonce,
+    )
+    advance_slots(clock, 33)
+    return {
+        "url": url,
+        "wsUrl": ws_url,
+        "payer": list(bytes(payer)),
+        "airdrop": airdrop,
+        "memo": memo,
+        "tokenSignature": token,
+        "slot": slot,
+        "mint": str(mint.pubkey()),
+        "holder": str(holder.pubkey()),
+        "delegate": str(delegate.pubkey()),
+        "tokenAccount": str(token_account),
+        "lookupTable": str(table),
+        "lookedUp": [str(key) for key in looked_up],
+        "nonce": str(nonce.pubkey()),
+        "programId": LOCALNET_PROGRAM_ID,
+        "idl": str(IDL_PATH),
+        "genesisHash": str(client.get_genesis_hash().value),
+        "blockhash": str(Hash.default()),
+    }
+
+
+def run_suite(script: str) -> dict[str, dict[str, Any]]:
+    """Run ``js/<script>`` against a fresh localnet; return each check's outcome by name."""
+    clock = ManualClock()
+    handle = start_in_thread(now=clock)
+    try:
+        world = build_world(handle.url, handle.ws_url or "", clock)
+        process = subprocess.Popen(
+            ["node", str(JS / script), json.dumps(world)],
+            cwd=JS,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        assert process.stdin is not None and process.stdout is not None
+        checks: dict[str, dict[str, Any]] = {}
+        other: list[str] = []
+        finished = False
+        for line in process.stdout:
+            if not line.startswith("@@"):
+                other.append(line)
+                continue
+            message = json.loads(line[2:])
+            if "advance" in message:
+                advance_slots(clock, message["advance"])
+                process.stdin.write("ok\n")
+                process.stdin.flush()
+            elif "check" in message:
+                checks[message["check"]] = message
+            elif message.get("done"):
+                finished = True
+        process.wait(timeout=SUITE_TIMEOUT)
+        assert finished, f"{script} did not finish: {''.join(other)[-3000:]}"
+        checks["(client output)"] = {"ok": True, "output": other}
+        return checks
+    finally:
+        handle.stop()
+
+
+SUITES = ("web3.mjs", "kit.mjs", "anchor.mjs")
+
+
+@pytest.mark.parametrize("script", SUITES)
+def test_js_client_suite(script):
+    reason = _node_ready()
+    if reason is not None:
+        if os.environ.get("CI"):
+            pytest.fail(reason)
+        pytest.skip(reason)
+    checks = run_suite(script)
+    output = checks.pop("(client output)")["output"]
+    failed = {name: check["error"] for name, check in checks.items() if not check["ok"]}
+    assert not failed, "\n\n".join(f"{name}: {error}" for name, error in failed.items())
+    assert len(checks) >= 5
+    # A resubscribe loop or a refused ping would show here as console errors.
+    errors = [line for line in output if "error" in line.lower()]
+    assert len(errors) < 5, "".join(errors[:20])
