@@ -25,7 +25,7 @@ const provider = new AnchorProvider(connection, new Wallet(payer), {
 });
 const programId = new PublicKey(world.programId);
 const program = new Program(idl, programId, provider);
-const MODEL_SIZE = 848;
+const MODEL_SIZE = program.account.model.size; // from the IDL's layout, discriminator included
 const WEIGHT_HEADER = 2048;
 const SECTIONS = [1000, 2000];
 
@@ -160,9 +160,12 @@ await check('event listener (onLogs) subscribes without a resubscribe loop', asy
 await check('closes the model and gets the rent back', async () => {
     const before = await connection.getBalance(payer.publicKey);
     await program.methods
+        .closeWeightAccount(0)
+        .accounts({ authority: payer.publicKey, model: model.publicKey, weightAccount: weight.publicKey })
+        .rpc();
+    await program.methods
         .closeModel()
         .accounts({ authority: payer.publicKey, model: model.publicKey })
-        .remainingAccounts([{ pubkey: weight.publicKey, isWritable: true, isSigner: false }])
         .rpc();
     eq(await program.account.model.fetchNullable(model.publicKey), null);
     assert((await connection.getBalance(payer.publicKey)) > before);
