@@ -6,7 +6,11 @@ with MaxLoadedAccountsDataSizeExceeded and pays its whole fee, and a ledger repl
 limit of 0 is InvalidLoadedAccountsDataSizeLimit and never lands.
 """
 
-from localnet_helpers import balance, latest_blockhash, result, rpc, send_b64
+import balance
+import latest_blockhash
+import result
+import send_b64
+from localnet_helpers import time
 from solana.rpc.api import Client
 from solders.compute_budget import ID as COMPUTE_BUDGET
 from solders.compute_budget import set_compute_unit_limit, set_compute_unit_price
@@ -57,6 +61,16 @@ def naming(payer: Keypair, url: str, keys: list[Pubkey], *budget: Instruction):
     return VersionedTransaction(message, [payer])
 
 
+def confirmed_transaction(url: str, signature: str) -> dict:
+    """getTransaction once the transaction's slot is confirmed (at most a few slots)."""
+    for _ in range(100):
+        found = result(url, "getTransaction", [signature, {"commitment": "confirmed"}])
+        if found is not None:
+            return found
+        time.sleep(0.05)
+    raise AssertionError(f"{signature} was not confirmed")
+
+
 def status(url: str, signature: str):
     return result(url, "getSignatureStatuses", [[signature]])["value"][0]
 
@@ -67,7 +81,7 @@ def test_over_64_mib_is_refused_before_running_and_a_landed_refusal_pays_its_fee
         url = handle.url
         payer = fund(url, 600)
         keys = big_accounts(url, payer)
-        client = Client(url)
+        client = Client(url, "processed")
         tx = naming(payer, url, keys)
         loaded = loaded_accounts_data_size(tx.message, lambda k: client.get_account_info(k).value)
         assert loaded > MAX_LOADED_ACCOUNTS_DATA_SIZE
@@ -86,7 +100,7 @@ def test_over_64_mib_is_refused_before_running_and_a_landed_refusal_pays_its_fee
         assert status(url, signature)["err"] == "MaxLoadedAccountsDataSizeExceeded"
         assert balance(url, payer.pubkey()) == before - 15_000
         assert balance(url, keys[0]) == client.get_account_info(keys[0]).value.lamports
-        found = result(url, "getTransaction", [signature])["meta"]
+        found = confirmed_transaction(url, signature)["meta"]
         assert (found["fee"], found["computeUnitsConsumed"]) == (15_000, 0)
         # Six of them stay within the limit: the same transfer lands.
         ok = naming(payer, url, keys[:6])
@@ -104,7 +118,7 @@ def test_over_64_mib_is_refused_before_running_and_a_landed_refusal_pays_its_fee
 
 def test_a_requested_limit_holds_to_the_byte_and_zero_is_refused(localnet, funded_keypair):
     url, payer = localnet.url, funded_keypair
-    client = Client(url)
+    client = Client(url, "processed")
     to = Keypair().pubkey()
     probe = naming(payer, url, [to], set_loaded_accounts_data_size_limit(1))
     exact = loaded_accounts_data_size(probe.message, lambda k: client.get_account_info(k).value)
@@ -129,4 +143,4 @@ def test_a_requested_limit_holds_to_the_byte_and_zero_is_refused(localnet, funde
     signature = send_b64(url, zero, skip_preflight=True)["result"]
     assert status(url, signature) is None  # never lands: no fee
     assert balance(url, payer.pubkey()) == before
-    assert rpc(url, "getBalance", [str(to)])["result"]["value"] == 1
+    assert balance(url, to) == 1
