@@ -6,11 +6,9 @@ with MaxLoadedAccountsDataSizeExceeded and pays its whole fee, and a ledger repl
 limit of 0 is InvalidLoadedAccountsDataSizeLimit and never lands.
 """
 
-import balance
-import latest_blockhash
-import result
-import send_b64
-from localnet_helpers import time
+import time
+
+from localnet_helpers import balance, latest_blockhash, result, send_b64
 from solana.rpc.api import Client
 from solders.compute_budget import ID as COMPUTE_BUDGET
 from solders.compute_budget import set_compute_unit_limit, set_compute_unit_price
