@@ -45,7 +45,7 @@ def run_json(*args: str) -> dict:
 def balance(url: str, keypair: Keypair) -> int:
     from solana.rpc.api import Client
 
-    return Client(url).get_balance(keypair.pubkey()).value
+    return Client(url, "processed").get_balance(keypair.pubkey()).value
 
 
 def test_deploy_then_publish_seal_and_verify_under_the_program_it_deployed(
