@@ -41,6 +41,7 @@ extern uint64_t sol_sha256(const SolBytes *slices, uint64_t count, uint8_t out[H
 extern void sol_memcpy_(void *dst, const void *src, uint64_t len);
 extern void sol_memset_(void *dst, uint8_t value, uint64_t len);
 extern void sol_log_data(const SolBytes *slices, uint64_t count);
+extern void sol_log_compute_units_(void);
 extern void sol_log_64_(uint64_t a, uint64_t b, uint64_t c, uint64_t d, uint64_t e);
 
 /* Log a string literal: the length is taken at compile time, without its NUL. */

@@ -228,7 +228,9 @@ enum TokenizePhase {
 };
 
 /* What a step may spend, in estimated compute units (the cost model in step.c). */
-#define STEP_BUDGET 1150000UL
+#ifndef STEP_BUDGET
+#define STEP_BUDGET 1200000UL
+#endif
 /* Weight accounts a step takes at most: section zero and three matrix sections. */
 #define MAX_STEP_WEIGHT_ACCOUNTS 4
 
@@ -304,9 +306,26 @@ static inline uint64_t work_entries(const Run *run) { return (uint64_t)run->prom
 /* The layout of a run's regions (run_layout.c): the same formula as the Python client. */
 void run_layout(Run *run);
 
+/* An empty asm statement: it emits nothing and tells clang that v may have changed, which
+ * shapes the hot loops (matvec.c says how). Both SBPF builds take it. */
+#define OPAQUE(v) __asm__("" : "+r"(v))
+
 /* matvec.c: out[r] = sum of stored byte x x over the row's row_bytes - 8 weight bytes. */
 void row_sums(const uint8_t *rows, uint64_t row_bytes, uint64_t count, const int64_t *x,
               int64_t *out);
+
+/* A head's keys or values in the cache: `positions` rows `stride` i64 apart, each
+ * starting with the head's `head_size` (even) elements. */
+typedef struct {
+  const int64_t *rows;
+  uint64_t stride;
+  uint64_t positions;
+  uint64_t head_size;
+} CacheSpan;
+
+/* attend.c: dots[t] = q . keys[t]; out[i] = sum over t of w[t] x values[t][i]. */
+void key_dots(const CacheSpan *keys, const int64_t *q, int64_t *dots);
+void value_sums(const CacheSpan *values, const int64_t *w, int64_t *out);
 
 /* forward.c: one token's phases. Each returns false when nothing fit the budget. */
 bool forward_phase(Step *s);

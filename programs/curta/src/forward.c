@@ -11,14 +11,26 @@
  */
 #include "../inference.h"
 
-/* The cost model, in estimated compute units (measured: scripts/bench_program_cu.py). */
-#define COST_PHASE 500      /* entering any phase */
-#define COST_ROW 60         /* a matrix row beyond its MACs: scale, store, loop */
-#define COST_ELEMENT 40     /* an element of a normalization, rotary, SwiGLU or embedding */
-#define COST_HEAD 600       /* an attention head beyond its positions */
-#define COST_POSITION 60    /* an attended position beyond its 2 x head size MACs */
-#define COST_ATT_MAC 5      /* a multiply-accumulate of attention */
-#define ROWS_PER_CHUNK 96   /* row sums kept on the heap at once */
+/* The cost model: estimated compute units, each a little above what the calibration build
+ * measures (scripts/bench_program_cu.py --calibrate fits them). */
+#define COST_EMBED 100
+#define COST_EMBED_ELEMENT 12
+#define COST_NORM 900
+#define COST_NORM_ELEMENT 38
+#define COST_ROPE 100
+#define COST_ROPE_ELEMENT 26
+#define COST_SWIGLU 100
+#define COST_SWIGLU_ELEMENT 40
+#define COST_ROWS 800         /* a slice of rows: the sum of x, the remainder rows... */
+#define COST_ROWS_COLUMN 10   /* ...per weight byte of a row */
+#define COST_ROW 45           /* a row beyond its MACs: the scale, the store */
+#define COST_MAC_TWENTIETHS 69 /* a multiply-accumulate of the kernel: 3.45 */
+#define COST_ATTENTION 200
+#define COST_HEAD 300
+#define COST_HEAD_ELEMENT 32     /* per element of the head: its division */
+#define COST_POSITION 60         /* per attended position: its score and weight */
+#define COST_POSITION_ELEMENT 12 /* per position and element: two MACs */
+#define ROWS_PER_CHUNK 96        /* row sums kept on the heap at once */
 
 #define EPS_Q32 42950           /* 1e-5 with 32 fractional bits */
 #define NORM_SQUARE_BITS 26
@@ -204,8 +216,9 @@ static bool matrix_phase(Step *s, const Rows *r) {
     total += matrix_of(s->s0, r->matrix[i])->rows;
   }
   uint64_t columns = first->columns;
-  uint64_t per_row = (first->row_bytes - ROW_HEADER_SIZE) * 7 / 2 + COST_ROW;
-  uint64_t fixed = COST_PHASE + 2 * columns;
+  uint64_t padded = first->row_bytes - ROW_HEADER_SIZE;
+  uint64_t per_row = padded * COST_MAC_TWENTIETHS / 20 + COST_ROW;
+  uint64_t fixed = COST_ROWS + COST_ROWS_COLUMN * padded;
   if (s->budget < fixed + per_row) {
     return false;
   }
@@ -237,7 +250,7 @@ static bool matrix_phase(Step *s, const Rows *r) {
 
 static bool embed(Step *s) {
   Run *run = s->run;
-  if (!spend(s, COST_PHASE + COST_ELEMENT * run->dim)) {
+  if (!spend(s, COST_EMBED + COST_EMBED_ELEMENT * run->dim)) {
     return false;
   }
   const MatrixDescriptor *m = matrix_of(s->s0, MAT_EMBEDDING);
@@ -255,7 +268,7 @@ static bool embed(Step *s) {
 
 static bool norm(Step *s, uint64_t index) {
   Run *run = s->run;
-  if (!spend(s, COST_PHASE + COST_ELEMENT * run->dim)) {
+  if (!spend(s, COST_NORM + COST_NORM_ELEMENT * run->dim)) {
     return false;
   }
   rmsnorm(region_i64(s, REGION_X), norm_weights(s, index), run->dim, region_i64(s, REGION_XB));
@@ -278,7 +291,7 @@ static void rotate(int64_t *v, uint64_t n, uint64_t head_size, const int32_t *an
 static bool rope(Step *s, uint64_t layer) {
   Run *run = s->run;
   uint64_t kv_dim = kv_dim_of(run);
-  if (!spend(s, COST_PHASE + COST_ELEMENT * (run->dim + kv_dim))) {
+  if (!spend(s, COST_ROPE + COST_ROPE_ELEMENT * (run->dim + kv_dim))) {
     return false;
   }
   uint64_t head_size = run->dim / run->heads;
@@ -296,18 +309,14 @@ static void attend(const Step *s, uint64_t layer, uint64_t head) {
   uint64_t offset = head / (run->heads / run->kv_heads) * head_size;
   uint64_t positions = run->position + 1;
   const int64_t *q = region_i64(s, REGION_Q) + head * head_size;
-  const int64_t *keys = cache_row(s, REGION_KEYS, layer, 0) + offset;
-  const int64_t *values = cache_row(s, REGION_VALUES, layer, 0) + offset;
   int64_t inv_sqrt = read_u32(s->s0 + ART_INV_SQRT);
-  int64_t *weights = (int64_t *)SCRATCH;
+  int64_t *weights = (int64_t *)SCRATCH; /* a position's dot, then its score, then weight */
+  int64_t *sums = weights + MAX_CONTEXT;
+  CacheSpan span = {cache_row(s, REGION_KEYS, layer, 0) + offset, kv_dim, positions, head_size};
+  key_dots(&span, q, weights);
   int64_t largest = 0;
   for (uint64_t t = 0; t < positions; t++) {
-    const int64_t *k = keys + t * kv_dim;
-    int64_t dot = 0;
-    for (uint64_t i = 0; i < head_size; i++) {
-      dot += q[i] * k[i];
-    }
-    int64_t score = round_shift(sat32(round_shift(dot, ACT_BITS)) * inv_sqrt, SCALE_BITS);
+    int64_t score = round_shift(sat32(round_shift(weights[t], ACT_BITS)) * inv_sqrt, SCALE_BITS);
     weights[t] = score;
     largest = (t == 0 || score > largest) ? score : largest;
   }
@@ -317,14 +326,11 @@ static void attend(const Step *s, uint64_t layer, uint64_t head) {
     weights[t] = exp_weight((uint64_t)(largest - weights[t]), table);
     total += (uint64_t)weights[t];
   }
+  span.rows = cache_row(s, REGION_VALUES, layer, 0) + offset;
+  value_sums(&span, weights, sums);
   int64_t *out = region_i64(s, REGION_XB) + head * head_size;
   for (uint64_t i = 0; i < head_size; i++) {
-    const int64_t *v = values + i;
-    int64_t acc = 0;
-    for (uint64_t t = 0; t < positions; t++) {
-      acc += weights[t] * v[t * kv_dim];
-    }
-    out[i] = divide_rounded(acc, total);
+    out[i] = divide_rounded(sums[i], total);
   }
 }
 
@@ -332,14 +338,15 @@ static bool attention(Step *s, uint64_t layer) {
   Run *run = s->run;
   uint64_t head_size = run->dim / run->heads;
   uint64_t positions = run->position + 1;
-  uint64_t per_head = COST_HEAD + positions * (COST_POSITION + 2 * head_size * COST_ATT_MAC);
-  if (s->budget < COST_PHASE + per_head) {
+  uint64_t per_head = COST_HEAD + COST_HEAD_ELEMENT * head_size +
+                      positions * (COST_POSITION + COST_POSITION_ELEMENT * head_size);
+  if (s->budget < COST_ATTENTION + per_head) {
     return false;
   }
-  uint64_t n = (s->budget - COST_PHASE) / per_head;
+  uint64_t n = (s->budget - COST_ATTENTION) / per_head;
   uint64_t left = run->heads - run->cursor;
   n = n < left ? n : left;
-  s->budget -= COST_PHASE + n * per_head;
+  s->budget -= COST_ATTENTION + n * per_head;
   for (uint64_t h = run->cursor; h < run->cursor + n; h++) {
     attend(s, layer, h);
   }
@@ -352,7 +359,7 @@ static bool attention(Step *s, uint64_t layer) {
 
 static bool swiglu(Step *s) {
   Run *run = s->run;
-  if (!spend(s, COST_PHASE + COST_ELEMENT * run->hidden_dim)) {
+  if (!spend(s, COST_SWIGLU + COST_SWIGLU_ELEMENT * run->hidden_dim)) {
     return false;
   }
   const int32_t *table = (const int32_t *)block_of(s, BLOCK_SILU);

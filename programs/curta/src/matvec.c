@@ -25,8 +25,6 @@
  */
 #include "../inference.h"
 
-#define OPAQUE(v) __asm__("" : "+r"(v))
-
 /* One multiply-accumulate of weight byte k of row pointer w into sum s, activation v. */
 #define MAC(s, w, k)                                                                           \
   do {                                                                                         \

@@ -12,10 +12,11 @@
  */
 #include "../inference.h"
 
-#define COST_PHASE 500
-#define COST_WEIGHT 45 /* an id's weight: a division and the table */
-#define COST_PASS 12   /* an id in a pass over the weights */
-#define COST_BUCKETS (4 * (HIST_HIGH + HIST_LOW)) /* a scan of both histograms */
+/* The cost model (as in forward.c). */
+#define COST_PASS 500
+#define COST_WEIGHT 55 /* an id's weight: a division and the table */
+#define COST_ID 12     /* an id in the cut or the draw */
+#define COST_BUCKETS (12 * (HIST_HIGH + HIST_LOW)) /* the scans of both histograms */
 
 #define RNG_GOLDEN 0x9E3779B97F4A7C15UL
 #define RNG_MULTIPLIER 0x2545F4914F6CDD1DUL
@@ -98,7 +99,7 @@ static uint64_t crossing(const uint64_t *buckets, uint64_t count, uint64_t *abov
 
 static bool weights_pass(Step *s) {
   Run *run = s->run;
-  uint64_t n = ids_that_fit(s, COST_WEIGHT, COST_PHASE);
+  uint64_t n = ids_that_fit(s, COST_WEIGHT, COST_PASS);
   if (n == 0) {
     return false;
   }
@@ -129,7 +130,7 @@ static bool weights_pass(Step *s) {
 
 static bool cut_pass(Step *s) {
   Run *run = s->run;
-  uint64_t n = ids_that_fit(s, COST_PASS, COST_PHASE + COST_BUCKETS);
+  uint64_t n = ids_that_fit(s, COST_ID, COST_PASS + COST_BUCKETS);
   if (n == 0) {
     return false;
   }
@@ -161,7 +162,7 @@ static bool cut_pass(Step *s) {
 
 static bool draw_pass(Step *s) {
   Run *run = s->run;
-  uint64_t n = ids_that_fit(s, COST_PASS, COST_PHASE);
+  uint64_t n = ids_that_fit(s, COST_ID, COST_PASS);
   if (n == 0) {
     return false;
   }
@@ -180,6 +181,7 @@ static bool draw_pass(Step *s) {
     }
     run->running += weight;
     if (run->running > run->target) {
+      s->budget += (run->cursor + n - 1 - t) * COST_ID; /* the ids not walked */
       choose(s, t);
       return true;
     }
@@ -191,7 +193,7 @@ static bool draw_pass(Step *s) {
 bool sample_phase(Step *s) {
   Run *run = s->run;
   if (run->temperature == 0) {
-    if (!spend(s, COST_PHASE)) {
+    if (!spend(s, COST_PASS)) {
       return false;
     }
     choose(s, run->best_token);

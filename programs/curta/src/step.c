@@ -143,9 +143,20 @@ uint64_t process_step(SolInput *in) {
     if (run->state == RUN_RUNNING && phase_section(s, &section) && !s->sections[section]) {
       break;
     }
+#ifdef CALIBRATE
+    uint64_t before_phase = run->phase, before_cursor = run->cursor;
+    uint64_t before_state = (uint64_t)run->position << 8 | run->state;
+    uint64_t before_pass = run->sample_pass, before_budget = s->budget;
+    sol_log_compute_units_();
+#endif
     if (!(run->state == RUN_TOKENIZING ? tokenize_phase(s) : forward_phase(s))) {
       break;
     }
+#ifdef CALIBRATE
+    sol_log_compute_units_();
+    sol_log_64_(before_state << 8 | before_pass, before_phase, before_cursor, run->cursor,
+                before_budget - s->budget);
+#endif
     progress = true;
   }
   if (!progress) {
