@@ -12,10 +12,10 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from curta_chain import __version__
-from curta_chain.cli import artifact_commands, chain_commands, localnet_command
+from curta_chain.cli import artifact_commands, chain_commands, localnet_command, run_command
 from curta_chain.errors import CurtaError
 
-_COMMAND_MODULES = (artifact_commands, localnet_command, chain_commands)
+_COMMAND_MODULES = (artifact_commands, localnet_command, chain_commands, run_command)
 
 
 class _Parser(argparse.ArgumentParser):

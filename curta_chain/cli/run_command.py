@@ -1,0 +1,140 @@
+"""``run``: generate text from an artifact file or a sealed model on chain, in integers."""
+
+import argparse
+import asyncio
+import codecs
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+from solders.pubkey import Pubkey
+
+from curta_chain.artifact import Artifact, read_artifact
+from curta_chain.chain.fetch import fetch_artifact
+from curta_chain.cli.options import add_cluster_options, resolve
+from curta_chain.errors import ConfigError
+from curta_chain.inference import (
+    DEFAULT_STEPS,
+    IntModel,
+    SamplingSettings,
+    Tokenizer,
+    generate,
+    plan_run,
+    q16,
+)
+from curta_chain.inference.sampling import MASK64, MAX_TEMPERATURE, ONE
+from curta_chain.inference.tokenizer import STOP_TOKENS
+
+
+def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    """Add ``run``."""
+    p = subparsers.add_parser(
+        "run",
+        help="generate text from an artifact or a sealed model on chain, in integers",
+        description="Run the integer forward pass (docs/inference.md) on SOURCE, an "
+        "artifact file or a model address, and stream the text it generates.",
+    )
+    p.add_argument("source", metavar="SOURCE", help="an artifact file, or a model address")
+    p.add_argument("--prompt", required=True, metavar="TEXT")
+    p.add_argument(
+        "--steps",
+        type=int,
+        metavar="N",
+        help=f"tokens to generate (default {DEFAULT_STEPS}, or what the context has room for)",
+    )
+    p.add_argument("--temperature", default="1.0", metavar="T", help="0 is greedy (default 1.0)")
+    p.add_argument(
+        "--top-p", default="0.9", metavar="P", help="nucleus sampling; 0 or 1 is off (default 0.9)"
+    )
+    p.add_argument("--seed", type=int, metavar="S", help="u64 seed (default: random, printed)")
+    p.add_argument(
+        "--allow-unsealed", action="store_true", help="run a model on chain that is not sealed"
+    )
+    add_cluster_options(p, keypair=False)
+    p.set_defaults(run=_run)
+
+
+def _settings(args: argparse.Namespace) -> SamplingSettings:
+    temperature = q16(args.temperature, "--temperature", MAX_TEMPERATURE * ONE)
+    seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(8), "little")
+    if not 0 <= seed <= MASK64:
+        raise ConfigError(f"--seed {seed}: expected 0 to {MASK64}")
+    return SamplingSettings(temperature, q16(args.top_p, "--top-p", ONE), seed)
+
+
+def _load(args: argparse.Namespace) -> Artifact:
+    path = Path(args.source)
+    if path.exists():
+        return read_artifact(path)
+    try:
+        address = Pubkey.from_string(args.source)
+    except ValueError as exc:
+        raise ConfigError(f"{args.source}: no such file, and not a model address") from exc
+    target = resolve(args)
+
+    async def main() -> Artifact:
+        client = target.client()
+        try:
+            return await fetch_artifact(client, target.program_id, address, args.allow_unsealed)
+        finally:
+            await client.aclose()
+
+    return asyncio.run(main())
+
+
+def _run(args: argparse.Namespace) -> int:
+    settings = _settings(args)
+    artifact = _load(args)
+    model, tokenizer = IntModel.from_artifact(artifact), Tokenizer.from_artifact(artifact)
+    plan = plan_run(model, tokenizer, args.prompt, args.steps)
+    text_mode = args.output != "json"
+    stream = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    prompt_bytes = tokenizer.decode(plan.prompt_ids[1:])
+    if text_mode:
+        sys.stdout.write(stream.decode(prompt_bytes))
+        sys.stdout.flush()
+    generated: list[int] = []
+    pieces: list[bytes] = []
+    start = time.perf_counter()
+    first = start
+    previous = plan.prompt_ids[-1]
+    for token in generate(model, plan, settings):
+        if not generated:
+            first = time.perf_counter()
+        generated.append(token)
+        piece = tokenizer.piece(previous, token)
+        previous = token
+        pieces.append(piece)
+        if text_mode and piece:
+            sys.stdout.write(stream.decode(piece))
+            sys.stdout.flush()
+    end = time.perf_counter()
+    rate = (len(generated) - 1) / (end - first) if len(generated) > 1 and end > first else None
+    stop = "token" if generated and generated[-1] in STOP_TOKENS else "steps"
+    generated_bytes = b"".join(pieces)
+    if text_mode:
+        sys.stdout.write(stream.decode(b"", final=True) + "\n")
+        speed = f"{rate:.1f} tokens/s" if rate is not None else "one token"
+        print(
+            f"{len(generated)} tokens ({speed}; prompt of {len(plan.prompt_ids)} tokens "
+            f"and first token in {first - start:.2f} s), seed {settings.seed}, "
+            f"stopped by {'a stop token' if stop == 'token' else 'the step count'}",
+            file=sys.stderr,
+        )
+        return 0
+    result = {
+        "source": artifact.source,
+        "weights_hash": artifact.weights_hash().hex(),
+        "prompt_ids": list(plan.prompt_ids),
+        "generated_ids": generated,
+        "text": (prompt_bytes + generated_bytes).decode("utf-8", errors="replace"),
+        "generated_text": generated_bytes.decode("utf-8", errors="replace"),
+        "stop": stop,
+        "sampling": settings.to_json(),
+        "first_token_seconds": round(first - start, 6),
+        "tokens_per_second": rate,
+    }
+    print(json.dumps(result))
+    return 0
