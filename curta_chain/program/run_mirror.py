@@ -117,7 +117,7 @@ def phase_name(header: RunAccount) -> str:
 
 @dataclass(frozen=True)
 class Logged:
-    """A token the program logged when it chose it."""
+    """A token the program logged when it chose it: its index in the run, id and bytes."""
 
     position: int
     token: int
@@ -572,7 +572,7 @@ class RunMirror:
             h.state, h.finish_reason = RunState.FINISHED, FinishReason.END_TOKEN
         elif h.token_count == h.capacity:
             h.state, h.finish_reason = RunState.FINISHED, FinishReason.CAPACITY
-        s.logged.append(Logged(h.position - 1, token, self.tokenizer.piece(previous, token)))
+        s.logged.append(Logged(h.position, token, self.tokenizer.piece(previous, token)))
 
     # -- the tokenizer --
 

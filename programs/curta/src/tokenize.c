@@ -277,7 +277,7 @@ static uint64_t hex_digit(uint8_t c) {
 }
 
 void log_token(const Step *s, uint64_t previous, uint64_t token) {
-  /* "Program data: <position, id as two u32> <the token's bytes>" */
+  /* "Program data: <its index in the run and its id, two u32> <the token's bytes>" */
   uint8_t *head = (uint8_t *)SCRATCH;
   uint8_t *byte = head + 8;
   ((uint32_t *)head)[0] = s->run->position;
