@@ -3,7 +3,9 @@
 Publishing is resumable from the chain alone. The model's address is derived from the
 authority and the weights hash (see ``plan``), so a rerun finds the model, reads what each
 weight account holds, and sends only the pieces that differ; on a complete model it
-sends nothing. A failed model is reopened first; a sealing or sealed one takes no writes.
+sends nothing. A failed model is reopened first, one transaction per weight account still
+frozen (a rerun after a crash reopens only the rest); a sealing or sealed one takes no writes,
+and a closing one is refused.
 """
 
 import asyncio
@@ -18,7 +20,7 @@ from solders.pubkey import Pubkey
 from curta_chain import program
 from curta_chain.artifact import Artifact
 from curta_chain.chain import specs
-from curta_chain.chain.accounts import ZERO_KEY, read_model, read_section
+from curta_chain.chain.accounts import ZERO_KEY, read_model, read_section, read_weight_header
 from curta_chain.chain.plan import (
     PublishPlan,
     differing_pieces,
@@ -75,19 +77,29 @@ async def plan_publish(
     payload = budget.write_payload()
     derived = [weight_keypair(authority, weights_hash, i).pubkey() for i in range(len(lengths))]
 
+    reopen: tuple[int, ...] = ()
     if model is None:
         state, accounts, create = "new", tuple(derived), tuple(range(len(lengths)))
         chain_sections: list[bytes | None] = [None] * len(lengths)
     else:
         _check_model_matches(model_address, model, authority.pubkey(), weights_hash, lengths)
+        if model.state == ModelState.CLOSING:
+            raise AccountError(
+                f"model {model_address} is being closed: finish `curta-chain close "
+                f"{model_address}`, then publish again"
+            )
         state = model.state.name.lower()
         accounts = tuple(
             slot.weight_account if slot.weight_account != ZERO_KEY else derived[i]
             for i, slot in enumerate(model.sections)
         )
         create = tuple(i for i, s in enumerate(model.sections) if s.weight_account == ZERO_KEY)
+        if model.state == ModelState.FAILED:
+            reopen = await _frozen_sections(client, program_id, accounts)
         if model.state in (ModelState.SEALING, ModelState.SEALED):
-            chain_sections = list(artifact.sections)  # frozen: nothing can be written
+            # Nothing to write: sealed is final, and a seal under way is left to finish (a
+            # failed one is reopened by the next publish).
+            chain_sections = list(artifact.sections)
         else:
             chain_sections = await asyncio.gather(
                 *(
@@ -109,7 +121,7 @@ async def plan_publish(
         weight_accounts=accounts,
         state=state,
         create_model=model is None,
-        reopen=model is not None and model.state == ModelState.FAILED,
+        reopen_sections=reopen,
         create_sections=create,
         writes=tuple(writes),
         payload_per_write=payload,
@@ -168,10 +180,12 @@ async def publish(
             ]
         )
         reporter.line(f"created model {plan.model}")
-    if plan.reopen:
-        ix = program.reopen(program_id, authority.pubkey(), plan.model, list(plan.weight_accounts))
-        await sender.send([specs.authority_spec(ix, specs.REOPEN_CU, budget)])
-        reporter.line(f"reopened failed model {plan.model} for rewriting")
+    if plan.reopen_sections:
+        await sender.send(specs.reopen_specs(program_id, authority.pubkey(), plan, budget))
+        reporter.line(
+            f"reopened failed model {plan.model} for rewriting "
+            f"({len(plan.reopen_sections)} weight accounts)"
+        )
     if plan.create_sections:
         binds: list[TxSpec] = []
         for i in plan.create_sections:
@@ -220,6 +234,16 @@ async def _none() -> None:
     return None
 
 
+async def _frozen_sections(
+    client: RpcClient, program_id: Pubkey, accounts: tuple[Pubkey, ...]
+) -> tuple[int, ...]:
+    """The sections of a failed model whose weight account is still frozen."""
+    headers = await asyncio.gather(
+        *(read_weight_header(client, program_id, account) for account in accounts)
+    )
+    return tuple(i for i, header in enumerate(headers) if header.frozen)
+
+
 async def _rent(
     client: RpcClient, lengths: tuple[int, ...], create: tuple[int, ...], create_model: bool
 ) -> int:
@@ -262,9 +286,10 @@ async def _fees(
             budget,
         )
         kinds.append((spec, len(plan.writes)))
-    if plan.reopen:
-        ix = program.reopen(program_id, authority.pubkey(), plan.model, list(plan.weight_accounts))
-        kinds.append((specs.authority_spec(ix, specs.REOPEN_CU, budget), 1))
+    if plan.reopen_sections:
+        first = replace(plan, reopen_sections=plan.reopen_sections[:1])
+        (spec,) = specs.reopen_specs(program_id, authority.pubkey(), first, budget)
+        kinds.append((spec, len(plan.reopen_sections)))
     fees = await asyncio.gather(
         *(
             client.fee_for_message(_message(spec, authority.pubkey(), blockhash))

@@ -1,12 +1,15 @@
 """seal: drive the on-chain hash one chunk per transaction, checked by a local mirror.
 
-Sealing freezes the weight accounts (begin sealing), so the mirror reads their bytes once
-and computes every step itself. After each seal transaction it reads the model account
-and compares the chunk count, cursor and running hash with its own; any disagreement
-stops the seal at once and names the section and byte range. Given the artifact, the
-mirror also knows the hash each chunk should give, and a seal that ends failed names the
-first chunk whose bytes differ from the artifact. A seal interrupted at any point resumes
-from the model's cursor: the mirror first checks the chain got there honestly.
+The mirror reads every section once, when the seal begins, and computes every step itself.
+The chain freezes a section's weight account when the seal enters it, so the bytes hashed
+are the bytes kept; a write its authority lands in a section the seal has not entered yet
+changes what the chain will hash, and shows as a mismatch naming that section. After each
+seal transaction the mirror reads the model account and compares the chunk count, cursor
+and running hash with its own; any disagreement stops the seal at once and names the
+section and byte range. Given the artifact, the mirror also knows the hash each chunk should
+give, and a seal that ends failed names the first chunk whose bytes differ from the
+artifact. A seal interrupted at any point resumes from the model's cursor: the mirror first
+checks the chain got there honestly.
 """
 
 import time
@@ -102,9 +105,10 @@ async def seal(
     sender = sender or Sender(client, payer, resume_hint=resume_hint(address))
     started = time.monotonic()
     model = await require_model(client, program_id, address)
+    _check_sealable(address, model)
     if model.state == ModelState.UPLOADING:
         model = await _begin(client, program_id, payer, address, model, budget, sender)
-        reporter.line(f"began sealing {address}: weight accounts frozen")
+        reporter.line(f"began sealing {address}: each section freezes as the seal enters it")
     sections = await read_bound_sections(client, program_id, address, model)
     steps = list(hash_steps(sections))
     expected = _expected_steps(artifact, sections)
@@ -169,10 +173,22 @@ async def _begin(
             f"model {address}: sections {unbound} have no weight account yet; finish "
             f"`curta-chain publish` first"
         )
-    accounts = [slot.weight_account for slot in model.sections]
-    ix = program.begin_sealing(program_id, payer.pubkey(), address, accounts)
+    ix = program.begin_sealing(program_id, payer.pubkey(), address)
     await sender.send([specs.authority_spec(ix, specs.BEGIN_SEALING_CU, budget)])
     return await require_model(client, program_id, address)
+
+
+def _check_sealable(address: Pubkey, model: ModelAccount) -> None:
+    """Refuse a model being closed, or a failed one being reopened (its bytes may change)."""
+    if model.state == ModelState.CLOSING:
+        raise AccountError(f"model {address} is being closed: it cannot be sealed")
+    reopened = model.section_count - model.frozen_count
+    if model.state == ModelState.FAILED and reopened:
+        raise AccountError(
+            f"model {address} failed and {reopened} of its {model.section_count} weight "
+            f"accounts are reopened already: `curta-chain publish` finishes reopening and "
+            f"rewriting it, then seal again"
+        )
 
 
 def _expected_steps(artifact: Artifact | None, chain: list[bytes]) -> list[HashStep]:

@@ -6,18 +6,19 @@ import json
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from curta_chain import program
 from curta_chain.artifact import read_artifact
 from curta_chain.chain import specs
 from curta_chain.chain.accounts import ZERO_KEY, require_model
+from curta_chain.chain.close import close
+from curta_chain.chain.close import resume_hint as close_resume_hint
 from curta_chain.chain.publish import RESUME_HINT, check_funds, plan_publish, publish
 from curta_chain.chain.rpc import RpcCallError, RpcClient
 from curta_chain.chain.seal import resume_hint, seal
-from curta_chain.chain.sender import Sender, wait_for_signature
+from curta_chain.chain.sender import wait_for_signature
 from curta_chain.chain.verify import verify
 from curta_chain.cli.options import Cluster, add_cluster_options, parse_pubkey, resolve
 from curta_chain.constants import LAMPORTS_PER_SOL
-from curta_chain.errors import AccountError, ConfigError, RpcError, SendGaveUpError
+from curta_chain.errors import ConfigError, RpcError, SendGaveUpError
 from curta_chain.program import ModelState
 from curta_chain.reporting import ConsoleReporter, NullReporter, Reporter
 
@@ -206,6 +207,8 @@ def _status(args: argparse.Namespace) -> int:
         print(f"declared hash  {model.declared_hash.hex()}")
         print(f"running hash   {model.running_hash.hex()}")
         print(f"sealed chunks  {model.chunks_hashed}/{total}")
+        print(f"frozen         {model.frozen_count}/{model.section_count} weight accounts")
+        print(f"seal slot      {model.seal_slot or '-'}")
         for i, slot in enumerate(model.sections):
             bound = "unbound" if slot.weight_account == ZERO_KEY else str(slot.weight_account)
             print(f"section {i:<6} {slot.length:>10,} bytes  {bound}")
@@ -216,36 +219,20 @@ def _status(args: argparse.Namespace) -> int:
 
 def _close(args: argparse.Namespace) -> int:
     reporter = _reporter(args)
+    address = parse_pubkey(args.model, "model")
 
     async def body(target: Cluster, client: RpcClient) -> int:
         authority = target.keypair()
-        address = parse_pubkey(args.model, "model")
-        model = await require_model(client, target.program_id, address)
-        if model.state == ModelState.SEALED:
-            raise AccountError(f"model {address} is sealed: a sealed model never changes")
-        if model.authority != authority.pubkey():
-            raise AccountError(f"model {address} belongs to {model.authority}; pass its keypair")
-        bound = [s.weight_account for s in model.sections if s.weight_account != ZERO_KEY]
-        before = await client.balance(authority.pubkey())
-        ix = program.close_model(target.program_id, authority.pubkey(), address, bound)
-        sender = Sender(client, authority)
-        await sender.send([specs.authority_spec(ix, specs.CLOSE_CU, _budget(args, target.url))])
-        after = await client.balance(authority.pubkey())
+        budget = _budget(args, target.url)
+        result = await close(client, target.program_id, authority, address, budget, reporter)
         reporter.line(
-            f"closed {address} and {len(bound)} weight accounts: "
-            f"{(after - before) / LAMPORTS_PER_SOL:.9f} SOL back to {authority.pubkey()}"
+            f"closed {address} and {result.closed_accounts - 1} weight accounts: "
+            f"{result.lamports_returned / LAMPORTS_PER_SOL:.9f} SOL back to {authority.pubkey()}"
         )
-        _emit(
-            args,
-            {
-                "model": str(address),
-                "closed_accounts": len(bound) + 1,
-                "lamports_returned": after - before,
-            },
-        )
+        _emit(args, result.to_json())
         return 0
 
-    return _run(args, body)
+    return _run(args, body, close_resume_hint(address))
 
 
 def _airdrop(args: argparse.Namespace) -> int:

@@ -19,8 +19,8 @@ from curta_chain.constants import MAX_SECTIONS, WEIGHT_HEADER_SIZE
 from curta_chain.errors import AccountError
 from curta_chain.program.idl import accounts_coder, types_coder
 
-MODEL_ACCOUNT_SIZE = 848
-"""A model account's size: discriminator, fields and 18 section slots of 40 bytes."""
+MODEL_ACCOUNT_SIZE = 856
+"""A model account's size: discriminator, fields, 18 section slots of 40 bytes, seal slot."""
 
 _DISCRIMINATOR_SIZE = 8
 
@@ -32,6 +32,7 @@ class ModelState(enum.IntEnum):
     SEALING = 1
     SEALED = 2
     FAILED = 3
+    CLOSING = 4
 
 
 @cache
@@ -77,7 +78,11 @@ class SectionSlot:
 
 @dataclass(frozen=True)
 class ModelAccount:
-    """A decoded model account (848 bytes); ``sections`` holds only the model's slots."""
+    """A decoded model account (856 bytes); ``sections`` holds only the model's slots.
+
+    ``frozen_count`` counts the bound weight accounts whose header is frozen; ``seal_slot`` is
+    the Clock slot at which the current seal began (0 when none has).
+    """
 
     authority: Pubkey
     declared_hash: bytes
@@ -85,10 +90,12 @@ class ModelAccount:
     state: ModelState
     section_count: int
     bound_count: int
+    frozen_count: int
     cursor_section: int
     cursor_offset: int
     chunks_hashed: int
     sections: tuple[SectionSlot, ...]
+    seal_slot: int
 
     @classmethod
     def from_bytes(cls, data: bytes) -> ModelAccount:
@@ -116,16 +123,18 @@ class ModelAccount:
             state=ModelState(raw.state.index),
             section_count=count,
             bound_count=raw.bound_count,
+            frozen_count=raw.frozen_count,
             cursor_section=raw.cursor_section,
             cursor_offset=raw.cursor_offset,
             chunks_hashed=raw.chunks_hashed,
             sections=tuple(
                 SectionSlot(slot.weight_account, slot.length) for slot in raw.sections[:count]
             ),
+            seal_slot=raw.seal_slot,
         )
 
     def to_bytes(self) -> bytes:
-        """Encode the model as the program lays it out (848 bytes)."""
+        """Encode the model as the program lays it out (856 bytes)."""
         empty = {"weight_account": Pubkey.default(), "length": 0}
         slots = [{"weight_account": s.weight_account, "length": s.length} for s in self.sections]
         return encode_account(
@@ -137,11 +146,13 @@ class ModelAccount:
                 "state": _state_variant(self.state),
                 "section_count": self.section_count,
                 "bound_count": self.bound_count,
-                "reserved0": bytes(5),
+                "frozen_count": self.frozen_count,
+                "reserved0": bytes(4),
                 "cursor_section": self.cursor_section,
                 "chunks_hashed": self.chunks_hashed,
                 "cursor_offset": self.cursor_offset,
                 "sections": slots + [empty] * (MAX_SECTIONS - len(slots)),
+                "seal_slot": self.seal_slot,
             },
         )
 
@@ -154,9 +165,11 @@ class ModelAccount:
             "state": self.state.name.lower(),
             "section_count": self.section_count,
             "bound_count": self.bound_count,
+            "frozen_count": self.frozen_count,
             "cursor_section": self.cursor_section,
             "cursor_offset": self.cursor_offset,
             "chunks_hashed": self.chunks_hashed,
+            "seal_slot": self.seal_slot,
             "sections": [slot.to_json() for slot in self.sections],
         }
 

@@ -1,7 +1,8 @@
 """Instruction builders for the curta program, encoded through the IDL's instruction coder.
 
-Account order is the IDL's; "remaining" weight accounts follow the named ones. Writes are the
-hot path (about 17,000 per model), so ``write_weights`` packs its bytes directly with the
+Account order is the IDL's, and no instruction names more than one weight account, so every
+transaction stays far below a validator's 64 MiB of loaded account data. Writes are the hot
+path (about 17,000 per 16 MB model), so ``write_weights`` packs its bytes directly with the
 precomputed Anchor sighash; a test proves the bytes equal the IDL coder's.
 """
 
@@ -48,7 +49,7 @@ def create_model(
     declared_hash: bytes,
     section_lengths: Sequence[int],
 ) -> Instruction:
-    """Build createModel; send it after a create_account of ``model`` (848 bytes, program-owned).
+    """Build createModel; send it after a create_account of ``model`` (856 bytes, program-owned).
 
     Args:
         program_id: the curta program.
@@ -122,29 +123,21 @@ def write_weights(
     )
 
 
-def _with_weight_accounts(
-    program_id: Pubkey, name: str, named: list[AccountMeta], weight_accounts: Sequence[Pubkey]
-) -> Instruction:
-    remaining = [_meta(key, False, True) for key in weight_accounts]
-    return Instruction(program_id, _encode(name, {}), named + remaining)
+def begin_sealing(program_id: Pubkey, authority: Pubkey, model: Pubkey) -> Instruction:
+    """Build beginSealing: start the hash chain and record the slot; every slot must be bound.
 
-
-def begin_sealing(
-    program_id: Pubkey, authority: Pubkey, model: Pubkey, weight_accounts: Sequence[Pubkey]
-) -> Instruction:
-    """Build beginSealing: freeze every weight account and start the hash chain.
+    Nothing is frozen here: each weight account freezes when the seal enters its section.
 
     Args:
         program_id: the curta program.
         authority: the model's authority (signer).
         model: the model account (writable).
-        weight_accounts: every slot's weight account, in slot order.
 
     Returns:
         The instruction.
     """
-    named = [_meta(authority, True), _meta(model, False, True)]
-    return _with_weight_accounts(program_id, "begin_sealing", named, weight_accounts)
+    accounts = [_meta(authority, True), _meta(model, False, True)]
+    return Instruction(program_id, _encode("begin_sealing", {}), accounts)
 
 
 def seal_step(program_id: Pubkey, model: Pubkey, weight_account: Pubkey) -> Instruction:
@@ -153,49 +146,91 @@ def seal_step(program_id: Pubkey, model: Pubkey, weight_account: Pubkey) -> Inst
     Args:
         program_id: the curta program.
         model: the model account (writable).
-        weight_account: the weight account of the cursor's section (read-only).
+        weight_account: the weight account of the cursor's section (writable: the step that
+            enters a section freezes it).
 
     Returns:
         The instruction.
     """
-    accounts = [_meta(model, False, True), _meta(weight_account)]
+    accounts = [_meta(model, False, True), _meta(weight_account, False, True)]
     return Instruction(program_id, _encode("seal_step", {}), accounts)
 
 
-def reopen(
-    program_id: Pubkey, authority: Pubkey, model: Pubkey, weight_accounts: Sequence[Pubkey]
+def _one_weight_account(
+    program_id: Pubkey,
+    name: str,
+    authority: AccountMeta,
+    model: Pubkey,
+    weight_account: Pubkey,
+    section_index: int,
 ) -> Instruction:
-    """Build reopen: return a failed model to uploading and unfreeze its weight accounts.
+    data = _encode(name, {"section_index": section_index})
+    accounts = [authority, _meta(model, False, True), _meta(weight_account, False, True)]
+    return Instruction(program_id, data, accounts)
+
+
+def reopen(
+    program_id: Pubkey,
+    authority: Pubkey,
+    model: Pubkey,
+    weight_account: Pubkey,
+    section_index: int,
+) -> Instruction:
+    """Build reopen: unfreeze one weight account of a failed model.
+
+    The reopen of the last frozen weight account returns the model to uploading.
 
     Args:
         program_id: the curta program.
         authority: the model's authority (signer).
         model: the model account (writable).
-        weight_accounts: every slot's weight account, in slot order.
+        weight_account: the weight account bound in slot ``section_index`` (writable).
+        section_index: its slot.
 
     Returns:
         The instruction.
     """
-    named = [_meta(authority, True), _meta(model, False, True)]
-    return _with_weight_accounts(program_id, "reopen", named, weight_accounts)
+    meta = _meta(authority, True)
+    return _one_weight_account(program_id, "reopen", meta, model, weight_account, section_index)
 
 
-def close_model(
-    program_id: Pubkey, authority: Pubkey, model: Pubkey, weight_accounts: Sequence[Pubkey]
+def close_weight_account(
+    program_id: Pubkey,
+    authority: Pubkey,
+    model: Pubkey,
+    weight_account: Pubkey,
+    section_index: int,
 ) -> Instruction:
-    """Build closeModel: close an unsealed model and its weight accounts, lamports to authority.
+    """Build closeWeightAccount: close one weight account of an unsealed model, rent back.
+
+    Args:
+        program_id: the curta program.
+        authority: the model's authority (signer, writable: receives the lamports).
+        model: the model account (writable); it is closing from then on.
+        weight_account: the weight account bound in slot ``section_index`` (writable).
+        section_index: its slot.
+
+    Returns:
+        The instruction.
+    """
+    meta = _meta(authority, True, True)
+    name = "close_weight_account"
+    return _one_weight_account(program_id, name, meta, model, weight_account, section_index)
+
+
+def close_model(program_id: Pubkey, authority: Pubkey, model: Pubkey) -> Instruction:
+    """Build closeModel: close an unsealed model with no weight account bound, rent back.
 
     Args:
         program_id: the curta program.
         authority: the model's authority (signer, writable: receives the lamports).
         model: the model account (writable).
-        weight_accounts: every bound slot's weight account, in slot order.
 
     Returns:
         The instruction.
     """
-    named = [_meta(authority, True, True), _meta(model, False, True)]
-    return _with_weight_accounts(program_id, "close_model", named, weight_accounts)
+    accounts = [_meta(authority, True, True), _meta(model, False, True)]
+    return Instruction(program_id, _encode("close_model", {}), accounts)
 
 
 def open_run(

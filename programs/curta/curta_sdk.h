@@ -44,6 +44,18 @@ extern void sol_log_data(const SolBytes *slices, uint64_t count);
 extern void sol_log_compute_units_(void);
 extern void sol_log_64_(uint64_t a, uint64_t b, uint64_t c, uint64_t d, uint64_t e);
 
+/* The Clock sysvar as sol_get_clock_sysvar writes it (40 bytes; the timestamps are i64, read
+ * here as u64 since only the slot is used). The syscall returns 0 or aborts the program. */
+typedef struct {
+  uint64_t slot;
+  uint64_t epoch_start_timestamp;
+  uint64_t epoch;
+  uint64_t leader_schedule_epoch;
+  uint64_t unix_timestamp;
+} SolClock;
+
+extern uint64_t sol_get_clock_sysvar(SolClock *out);
+
 /* Log a string literal: the length is taken at compile time, without its NUL. */
 #define sol_log(literal) sol_log_((literal), sizeof(literal) - 1)
 

@@ -103,16 +103,20 @@ def test_error_codes_and_names_match_the_program():
 
 def test_program_written_accounts_round_trip_through_the_codecs(chain: Chain):
     pub = chain.publish([os.urandom(100), os.urandom(70_000)], declared=bytes(range(32)))
+    chain.svm.warp_to_slot(77)
     chain.begin(pub)
-    chain.must([seal_step(PROGRAM_ID, pub.model.pubkey(), pub.weight_keys[0])])
+    for weight in pub.weight_keys:  # section 0 whole, then the first chunk of section 1
+        chain.must([seal_step(PROGRAM_ID, pub.model.pubkey(), weight)])
     raw = bytes(chain.svm.get_account(pub.model.pubkey()).data)
     model = ModelAccount.from_bytes(raw)
     assert model.to_bytes() == raw
     assert model.state == ModelState.SEALING and model.cursor_section == 1
-    assert raw[104] == 1 and raw[105] == 2 and raw[106] == 2
-    assert struct.unpack_from("<IIQ", raw, 112) == (1, 1, 0)
+    assert (model.frozen_count, model.seal_slot) == (2, 77)
+    assert raw[104:108] == bytes([1, 2, 2, 2])  # state, section, bound and frozen counts
+    assert struct.unpack_from("<IIQ", raw, 112) == (1, 2, 65_536)
     assert raw[128:160] == bytes(pub.weight_keys[0])
     assert struct.unpack_from("<Q", raw, 160)[0] == 100
+    assert struct.unpack_from("<Q", raw, 848)[0] == 77
     data = bytes(chain.svm.get_account(pub.weight_keys[1]).data)
     header = WeightHeader.from_bytes(data)
     assert header.to_bytes() == data[:WEIGHT_HEADER_SIZE]
@@ -123,9 +127,21 @@ def test_program_written_accounts_round_trip_through_the_codecs(chain: Chain):
 def test_model_json_names_the_state():
     slot = SectionSlot(Pubkey.default(), 7)
     model = ModelAccount(
-        Pubkey.default(), b"\1" * 32, bytes(32), ModelState.FAILED, 2, 1, 0, 0, 0, (slot, slot)
+        Pubkey.default(),
+        b"\1" * 32,
+        bytes(32),
+        ModelState.FAILED,
+        2,
+        1,
+        1,
+        0,
+        0,
+        0,
+        (slot, slot),
+        9,
     )
     assert model.to_json()["state"] == "failed"
+    assert (model.to_json()["frozen_count"], model.to_json()["seal_slot"]) == (1, 9)
     assert ModelAccount.from_bytes(model.to_bytes()) == model
     assert len(model.to_bytes()) == MODEL_ACCOUNT_SIZE
     header = WeightHeader(Pubkey.default(), Pubkey.default(), 3, True, 9)
@@ -136,15 +152,15 @@ def test_model_json_names_the_state():
 @pytest.mark.parametrize(
     ("data", "match"),
     [
-        (bytes(847), "847 bytes"),
-        (bytes(848), "discriminator"),
+        (bytes(855), "855 bytes"),
+        (bytes(856), "discriminator"),
         (None, "ModelState"),
     ],
 )
 def test_model_decode_refuses(data, match):
     if data is None:
         good = ModelAccount(
-            Pubkey.default(), bytes(32), bytes(32), ModelState.SEALED, 2, 0, 0, 0, 0, ()
+            Pubkey.default(), bytes(32), bytes(32), ModelState.SEALED, 2, 0, 0, 0, 0, 0, (), 0
         )
         raw = bytearray(good.to_bytes())
         raw[104] = 9

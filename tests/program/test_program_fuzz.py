@@ -3,9 +3,11 @@
 Two phases over one chain that holds a model in every state:
 
 * an outsider signs alone: the only instruction that may succeed is a seal step (anyone
-  may crank), and it may change nothing but the model it advances;
+  may crank), and it may change nothing but the model it advances and the weight account
+  it freezes on entering a section;
 * the authority signs too: successes are allowed, but each must be a canonical IDL encoding
-  and leave every model consistent (slots, headers, frozen flags, counts).
+  and leave every model consistent: the invariants written in ``programs/curta/curta.h``
+  (slots and headers, bound and frozen counts, frozen flags against the seal cursor).
 
 In both phases the sealed model and its weight accounts never change. Signature checks are
 off (the runtime still takes signers from the message header, so the program's checks are
@@ -26,12 +28,14 @@ from solders.transaction import Transaction
 
 from curta_chain.constants import WEIGHT_HEADER_SIZE
 from curta_chain.program import (
+    MODEL_ACCOUNT_SIZE,
     ModelAccount,
     ModelState,
     WeightHeader,
     begin_sealing,
     bind_weight_account,
     close_model,
+    close_weight_account,
     create_model,
     custom_error_code,
     error_name,
@@ -63,13 +67,28 @@ class World:
             chain.bind_ixs(self.partial.model.pubkey(), self.partial.weights[1], 1, 128),
             [self.partial.weights[1]],
         )
+        # Half reopened after a failed seal, and half closed after one.
+        self.reopening = chain.publish([os.urandom(100), os.urandom(100)], declared=bytes(32))
+        self.closing = chain.publish([os.urandom(100), os.urandom(100)], declared=bytes(32))
+        auth = chain.authority.pubkey()
+        for pub, half in ((self.reopening, reopen), (self.closing, close_weight_account)):
+            chain.begin(pub)
+            assert chain.seal(pub).state == ModelState.FAILED
+            chain.must([half(PROGRAM_ID, auth, pub.model.pubkey(), pub.weight_keys[0], 0)])
         # Fresh program-owned accounts a bind could take, and one fresh model account.
         self.fresh = [Keypair() for _ in range(3)]
-        for kp, size in zip(self.fresh, (64, 32, 848), strict=True):
-            chain.must(
-                [chain.new_account(kp, size if size == 848 else WEIGHT_HEADER_SIZE + size)], [kp]
-            )
-        self.models = [self.uploading, self.sealed, self.sealing, self.failed, self.partial]
+        sizes = (WEIGHT_HEADER_SIZE + 64, WEIGHT_HEADER_SIZE + 32, MODEL_ACCOUNT_SIZE)
+        for kp, size in zip(self.fresh, sizes, strict=True):
+            chain.must([chain.new_account(kp, size)], [kp])
+        self.models = [
+            self.uploading,
+            self.sealed,
+            self.sealing,
+            self.failed,
+            self.partial,
+            self.reopening,
+            self.closing,
+        ]
         self.outsider = chain.funded()
         self.blockhash = chain.svm.latest_blockhash()
         self.refusals: dict[str, int] = {}
@@ -101,7 +120,7 @@ class World:
         auth = self.chain.authority.pubkey()
         m, w = pub.model.pubkey(), pub.weight_keys
         slot = rng.randrange(len(w))
-        kind = rng.choices(range(7), weights=[40, 5, 10, 25, 10, 5, 1])[0]
+        kind = rng.choices(range(8), weights=[40, 5, 10, 25, 10, 5, 2, 1])[0]
         if kind == 0:
             length = len(pub.sections[slot])
             size = min(rng.choice([0, 1, 100, 1000]), length)
@@ -110,14 +129,16 @@ class World:
         if kind == 1:
             return bind_weight_account(PROGRAM_ID, auth, m, rng.choice(self.fresh).pubkey(), slot)
         if kind == 2:
-            return begin_sealing(PROGRAM_ID, auth, m, w)
+            return begin_sealing(PROGRAM_ID, auth, m)
         if kind == 3:
             return seal_step(PROGRAM_ID, m, w[slot])
         if kind == 4:
-            return reopen(PROGRAM_ID, auth, m, w)
+            return reopen(PROGRAM_ID, auth, m, w[slot], slot)
         if kind == 5:
             return create_model(PROGRAM_ID, auth, self.fresh[2].pubkey(), os.urandom(32), [1, 2])
-        return close_model(PROGRAM_ID, auth, m, w)
+        if kind == 6:
+            return close_weight_account(PROGRAM_ID, auth, m, w[slot], slot)
+        return close_model(PROGRAM_ID, auth, m)
 
     def mutate(self, ix: Instruction, rng: random.Random, signers: set[Pubkey]) -> Instruction:
         data = bytearray(ix.data)
@@ -174,7 +195,8 @@ class World:
                 continue
             model = ModelAccount.from_bytes(bytes(account.data))
             bound = [s for s in model.sections if s.weight_account != Pubkey.default()]
-            assert model.bound_count == len(bound)
+            assert model.bound_count == len(bound)  # I1
+            frozen = {}
             for index, slot in enumerate(model.sections):
                 if slot.weight_account == Pubkey.default():
                     continue
@@ -185,7 +207,20 @@ class World:
                     slot.length,
                 )
                 assert header.authority == model.authority
-                assert header.frozen == (model.state != ModelState.UPLOADING)
+                frozen[index] = header.frozen
+            assert model.frozen_count == sum(frozen.values())  # I2
+            every_slot_bound = len(frozen) == model.section_count
+            if model.state == ModelState.UPLOADING:  # I3
+                assert model.frozen_count == 0 and model.chunks_hashed == 0
+            if model.state == ModelState.SEALING:  # I4
+                entered = [
+                    i < model.cursor_section
+                    or (i == model.cursor_section and model.cursor_offset > 0)
+                    for i in range(model.section_count)
+                ]
+                assert every_slot_bound and list(frozen.values()) == entered
+            if model.state in (ModelState.SEALED, ModelState.FAILED):  # I5, I6
+                assert every_slot_bound
             if model.state == ModelState.SEALED:
                 assert model.running_hash == model.declared_hash
                 keys = [pub.model.pubkey(), *pub.weight_keys]
@@ -209,7 +244,7 @@ def test_fuzz_nothing_succeeds_that_should_not():
     world = World()
     chain = world.chain
     outsider = world.outsider.pubkey()
-    sealing_model = world.sealing.model.pubkey()
+    cranked = {world.sealing.model.pubkey(), *world.sealing.weight_keys}
     sent = successes = 0
 
     for _ in range(ROUNDS_PER_PHASE):
@@ -221,7 +256,7 @@ def test_fuzz_nothing_succeeds_that_should_not():
             assert bytes(ix.data) == SEAL_STEP, ix
             after = world.snapshot(world.pool)
             changed = {k for k, a, b in zip(world.pool, before, after, strict=True) if a != b}
-            assert changed <= {sealing_model, outsider}, changed
+            assert changed <= cranked | {outsider}, changed
         assert world.snapshot(world.sealed_keys) == world.sealed_state
 
     # Phase two restarts the world now and then: closing models would otherwise empty it.

@@ -143,13 +143,16 @@ async def make_model(
     ]
     await sender.send(writes)
     if state != ModelState.UPLOADING:
-        begin = program.begin_sealing(PROGRAM_ID, authority.pubkey(), model.address, model.accounts)
+        begin = program.begin_sealing(PROGRAM_ID, authority.pubkey(), model.address)
         await sender.send([TxSpec((begin,))])
+    # A sealing model has its first chunk hashed: the seal has entered (frozen) section 0.
+    steps = 1 if state == ModelState.SEALING else 0
     if state in (ModelState.SEALED, ModelState.FAILED):
-        for index, step in enumerate(hash_steps(sections)):
-            account = model.accounts[step.section]
-            spec = specs.seal_step_spec(PROGRAM_ID, model.address, account, index, BUDGET)
-            await sender.send([spec])
+        steps = len(list(hash_steps(sections)))
+    for index, step in enumerate(list(hash_steps(sections))[:steps]):
+        account = model.accounts[step.section]
+        spec = specs.seal_step_spec(PROGRAM_ID, model.address, account, index, BUDGET)
+        await sender.send([spec])
     assert (await read(client, model.address)).state == state
     return model
 
@@ -180,9 +183,9 @@ def world(stories260k: Artifact) -> Iterator[World]:
     """The owner's models, by role, and the attacker's.
 
     A: stories260K, published by ``publish``, uploading (the victim). B: A's section
-    lengths, all zeros, bound, uploading. S, S2: small, the same lengths, sealing. D: small,
-    sealed. F: small, failed. U: small, slot 1 unbound. The attacker's C (sealing, S's
-    lengths) and CU (slot 1 unbound).
+    lengths, all zeros, bound, uploading. S, S2: small, the same lengths, sealing with the
+    seal in section 1 (section 0 frozen). D: small, sealed. F: small, failed. U: small, slot
+    1 unbound. The attacker's C (sealing like S) and CU (slot 1 unbound).
     """
     handle = start_in_thread()
     try:
@@ -297,6 +300,7 @@ def bind_bound(source: str) -> Callable[[World], Attack]:
 P = PROGRAM_ID
 write, begin, step = program.write_weights, program.begin_sealing, program.seal_step
 reopen, close, bind = program.reopen, program.close_model, program.bind_weight_account
+close_weight = program.close_weight_account
 
 Cases = dict[str, tuple[Callable[[World], Attack], str]]
 
@@ -310,27 +314,31 @@ FOREIGN_SIGNER: Cases = {
         "MissingSignature",
     ),
     "attacker begins sealing the owner's model": (
-        by_attacker(lambda m, me: begin(P, me, m["A"].address, m["A"].accounts)),
+        by_attacker(lambda m, me: begin(P, me, m["A"].address)),
         "WrongAuthority",
     ),
     "attacker begins sealing naming the owner without its signature": (
-        as_owner_unsigned(lambda m, me: begin(P, me, m["A"].address, m["A"].accounts)),
+        as_owner_unsigned(lambda m, me: begin(P, me, m["A"].address)),
         "MissingSignature",
     ),
     "attacker reopens the owner's failed model": (
-        by_attacker(lambda m, me: reopen(P, me, m["F"].address, m["F"].accounts)),
+        by_attacker(lambda m, me: reopen(P, me, m["F"].address, m["F"].accounts[0], 0)),
         "WrongAuthority",
     ),
-    "attacker closes the owner's model to himself": (
-        by_attacker(lambda m, me: close(P, me, m["A"].address, m["A"].accounts)),
+    "attacker closes the owner's weight account to himself": (
+        by_attacker(lambda m, me: close_weight(P, me, m["A"].address, m["A"].accounts[0], 0)),
         "WrongAuthority",
     ),
-    "attacker closes the owner's failed model to himself": (
-        by_attacker(lambda m, me: close(P, me, m["F"].address, m["F"].accounts)),
+    "attacker closes the owner's failed model's weight account to himself": (
+        by_attacker(lambda m, me: close_weight(P, me, m["F"].address, m["F"].accounts[1], 1)),
         "WrongAuthority",
     ),
-    "attacker closes the owner's model naming the owner without its signature": (
-        as_owner_unsigned(lambda m, me: close(P, me, m["A"].address, m["A"].accounts)),
+    "attacker closes the owner's model account to himself": (
+        by_attacker(lambda m, me: close(P, me, m["A"].address)),
+        "WrongAuthority",
+    ),
+    "attacker closes the owner's weight account naming the owner without its signature": (
+        as_owner_unsigned(lambda m, me: close_weight(P, me, m["A"].address, m["A"].accounts[0], 0)),
         "MissingSignature",
     ),
     "attacker binds his account into the owner's free slot": (
@@ -342,7 +350,7 @@ FOREIGN_SIGNER: Cases = {
         "MissingSignature",
     ),
     "attacker cranks the owner's seal with his own weight account": (
-        by_attacker(lambda m, me: step(P, m["S"].address, m["C"].accounts[0])),
+        by_attacker(lambda m, me: step(P, m["S"].address, m["C"].accounts[1])),
         "WrongWeightAccount",
     ),
     "owner writes into the attacker's weight account": (
@@ -353,23 +361,23 @@ FOREIGN_SIGNER: Cases = {
 
 OUT_OF_ORDER: Cases = {
     "begin sealing before every slot is bound": (
-        by_owner(lambda m, me: begin(P, me, m["U"].address, m["U"].accounts[:1])),
-        "UnboundSlot",
-    ),
-    "begin sealing naming an unbound slot's account": (
-        by_owner(lambda m, me: begin(P, me, m["U"].address, m["U"].accounts)),
+        by_owner(lambda m, me: begin(P, me, m["U"].address)),
         "UnboundSlot",
     ),
     "begin sealing twice": (
-        by_owner(lambda m, me: begin(P, me, m["S"].address, m["S"].accounts)),
+        by_owner(lambda m, me: begin(P, me, m["S"].address)),
         "ModelNotUploading",
     ),
-    "write after begin sealing": (
+    "write into a section the seal has entered": (
         by_owner(lambda m, me: write(P, me, m["S"].accounts[0], 0, b"late")),
         "WeightAccountFrozen",
     ),
     "write into a sealed model": (
         by_owner(lambda m, me: write(P, me, m["D"].accounts[1], 0, b"late")),
+        "WeightAccountFrozen",
+    ),
+    "write into a failed model before reopening it": (
+        by_owner(lambda m, me: write(P, me, m["F"].accounts[0], 0, b"late")),
         "WeightAccountFrozen",
     ),
     "write past the section's end": (
@@ -380,61 +388,69 @@ OUT_OF_ORDER: Cases = {
         by_owner(lambda m, me: step(P, m["A"].address, m["A"].accounts[0])),
         "ModelNotSealing",
     ),
-    "seal step naming the next section's account": (
-        by_attacker(lambda m, me: step(P, m["S"].address, m["S"].accounts[1])),
+    "seal step naming the section the cursor has left": (
+        by_attacker(lambda m, me: step(P, m["S"].address, m["S"].accounts[0])),
         "WrongWeightAccount",
     ),
     "seal step after the last": (
         by_attacker(lambda m, me: step(P, m["D"].address, m["D"].accounts[1])),
         "ModelNotSealing",
     ),
-    "begin sealing with the weight accounts in swapped order": (
-        by_owner(lambda m, me: begin(P, me, m["B"].address, m["B"].accounts[::-1])),
-        "WrongWeightAccount",
-    ),
     "reopen a model that is sealing": (
-        by_owner(lambda m, me: reopen(P, me, m["S"].address, m["S"].accounts)),
+        by_owner(lambda m, me: reopen(P, me, m["S"].address, m["S"].accounts[0], 0)),
         "ModelNotFailed",
     ),
     "reopen a sealed model": (
-        by_owner(lambda m, me: reopen(P, me, m["D"].address, m["D"].accounts)),
+        by_owner(lambda m, me: reopen(P, me, m["D"].address, m["D"].accounts[0], 0)),
+        "ModelSealed",
+    ),
+    "reopen a slot the model does not have": (
+        by_owner(lambda m, me: reopen(P, me, m["F"].address, m["F"].accounts[0], 2)),
+        "SectionIndexOutOfRange",
+    ),
+    "close a sealed model's weight account": (
+        by_owner(lambda m, me: close_weight(P, me, m["D"].address, m["D"].accounts[0], 0)),
         "ModelSealed",
     ),
     "close a sealed model": (
-        by_owner(lambda m, me: close(P, me, m["D"].address, m["D"].accounts)),
+        by_owner(lambda m, me: close(P, me, m["D"].address)),
         "ModelSealed",
+    ),
+    "close a model while weight accounts are bound": (
+        by_owner(lambda m, me: close(P, me, m["B"].address)),
+        "WeightAccountsStillBound",
+    ),
+    "close an unbound slot": (
+        by_owner(lambda m, me: close_weight(P, me, m["U"].address, m["U"].accounts[0], 1)),
+        "UnboundSlot",
     ),
     "bind a second account into a bound slot": (bind_fresh("owner", "B", 0), "SlotAlreadyBound"),
 }
 
 SWAPPED: Cases = {
-    "begin sealing A with B's weight accounts (same lengths)": (
-        by_owner(lambda m, me: begin(P, me, m["A"].address, m["B"].accounts)),
-        "WrongWeightAccount",
-    ),
-    "begin sealing A with B's section 1 account": (
-        by_owner(
-            lambda m, me: begin(P, me, m["A"].address, [m["A"].accounts[0], m["B"].accounts[1]])
-        ),
-        "WrongWeightAccount",
-    ),
     "seal step of S with S2's account (same lengths, both sealing)": (
-        by_attacker(lambda m, me: step(P, m["S"].address, m["S2"].accounts[0])),
+        by_attacker(lambda m, me: step(P, m["S"].address, m["S2"].accounts[1])),
         "WrongWeightAccount",
     ),
-    "reopen F with S's weight accounts": (
-        by_owner(lambda m, me: reopen(P, me, m["F"].address, m["S"].accounts)),
+    "reopen F naming S's weight account": (
+        by_owner(lambda m, me: reopen(P, me, m["F"].address, m["S"].accounts[0], 0)),
         "WrongWeightAccount",
     ),
-    "close A with B's weight accounts": (
-        by_owner(lambda m, me: close(P, me, m["A"].address, m["B"].accounts)),
+    "reopen F naming its own weight account of the other slot": (
+        by_owner(lambda m, me: reopen(P, me, m["F"].address, m["F"].accounts[1], 0)),
         "WrongWeightAccount",
     ),
-    "close B with A's section 1 account": (
-        by_owner(
-            lambda m, me: close(P, me, m["B"].address, [m["B"].accounts[0], m["A"].accounts[1]])
-        ),
+    "close A naming B's weight account of the same slot (same lengths)": (
+        by_owner(lambda m, me: close_weight(P, me, m["A"].address, m["B"].accounts[0], 0)),
         "WrongWeightAccount",
+    ),
+    "close B naming A's section 1 account": (
+        by_owner(lambda m, me: close_weight(P, me, m["B"].address, m["A"].accounts[1], 1)),
+        "WrongWeightAccount",
+    ),
+    "close A naming its model as the weight account": (
+        by_owner(lambda m, me: close_weight(P, me, m["A"].address, m["A"].address, 0)),
+        "DuplicateAccount",
     ),
     "bind S2's bound account into U's free slot (same length)": (
         bind_bound("S2"),
@@ -455,7 +471,7 @@ ROWS = {
 """The README table's rows (scripts/reliability_report.py), by the cases each counts."""
 
 
-REPLAYED = "hostile: a landed transaction replayed (11 kinds, with and without preflight)"
+REPLAYED = "hostile: a landed transaction replayed (all 8 instructions, with and without preflight)"
 RESIGNED = "hostile: create or create-and-bind signed afresh for an existing account"
 TAMPERED = "hostile: a signed transaction with its data changed"
 FOREIGN_CLI = "hostile: close or seal through the CLI with another keypair"
@@ -557,13 +573,16 @@ async def chain_view(client: RpcClient, keys: Sequence[Pubkey]) -> list[Any]:
 
 def test_every_lifecycle_transaction_replayed_is_already_processed_and_runs_once(world: World):
     owner = world.owner
-    model, weights = Keypair(), [Keypair(), Keypair()]
+    sealed, failed = (Keypair(), [Keypair(), Keypair()]), (Keypair(), [Keypair(), Keypair()])
     sections = [os.urandom(2_000), os.urandom(700)]
     lengths = [len(s) for s in sections]
     declared = list(hash_steps(sections))[-1].running
-    keys = [owner.pubkey(), model.pubkey(), *(w.pubkey() for w in weights)]
+    keys = [owner.pubkey()]
+    for model, weights in (sealed, failed):
+        keys += [model.pubkey(), *(w.pubkey() for w in weights)]
 
-    async def work(client: RpcClient) -> None:
+    async def publish_and_seal(client: RpcClient, model: Keypair, weights, declared) -> list:
+        """Create, bind, write, begin and seal, one landed transaction each; their bytes."""
         me = owner.pubkey()
         rent = await client.rent_exempt_minimum(program.MODEL_ACCOUNT_SIZE)
         spec = specs.create_model_spec(P, owner, model, declared, lengths, rent, BUDGET)
@@ -581,11 +600,25 @@ def test_every_lifecycle_transaction_replayed_is_already_processed_and_runs_once
                 wires.append(
                     await landed(client, owner, write(P, me, weights[i].pubkey(), at, piece))
                 )
-        accounts = [w.pubkey() for w in weights]
-        wires.append(await landed(client, owner, begin(P, me, model.pubkey(), accounts)))
-        for account in accounts:  # one chunk per section
-            wires.append(await landed(client, owner, step(P, model.pubkey(), account)))
-        assert (await read(client, model.pubkey())).state == ModelState.SEALED
+        wires.append(await landed(client, owner, begin(P, me, model.pubkey())))
+        for weight in weights:  # one chunk per section
+            wires.append(await landed(client, owner, step(P, model.pubkey(), weight.pubkey())))
+        return wires
+
+    async def work(client: RpcClient) -> None:
+        me = owner.pubkey()
+        wires = await publish_and_seal(client, *sealed, declared)
+        assert (await read(client, sealed[0].pubkey())).state == ModelState.SEALED
+        wires += await publish_and_seal(client, *failed, bytes(32))
+        address, accounts = failed[0].pubkey(), [w.pubkey() for w in failed[1]]
+        assert (await read(client, address)).state == ModelState.FAILED
+        for i, account in enumerate(accounts):
+            wires.append(await landed(client, owner, reopen(P, me, address, account, i)))
+        assert (await read(client, address)).state == ModelState.UPLOADING
+        for i, account in enumerate(accounts):
+            wires.append(await landed(client, owner, close_weight(P, me, address, account, i)))
+        wires.append(await landed(client, owner, close(P, me, address)))
+        assert await client.account(address) is None
 
         before = await chain_view(client, keys)
         statuses = await client.signature_statuses([_signature(w) for w in wires])
@@ -595,9 +628,8 @@ def test_every_lifecycle_transaction_replayed_is_already_processed_and_runs_once
             assert await send_raw(client, wire, preflight=False) == _signature(wire)
         assert await client.signature_statuses([_signature(w) for w in wires]) == statuses
         assert await chain_view(client, keys) == before
-        assert (await client.account_data(weights[0].pubkey(), WEIGHT_HEADER_SIZE, 5)) == (
-            sections[0][:5]
-        )
+        head = await client.account_data(sealed[1][0].pubkey(), WEIGHT_HEADER_SIZE, 5)
+        assert head == sections[0][:5]
         for _ in wires:
             record(REPLAYED, lost_lamports=0, resent_bytes=0)
 
@@ -705,9 +737,7 @@ def test_after_every_attack_the_owner_seals_and_verifies_while_a_stranger_cranks
         # The owner begins sealing; the attacker cranks every step (sealStep is open to
         # anyone) and can only produce the hash the bytes give.
         owner_before = await client.balance(world.owner.pubkey())
-        await land(
-            client, world.owner, [TxSpec((begin(P, world.owner.pubkey(), a.address, a.accounts),))]
-        )
+        await land(client, world.owner, [TxSpec((begin(P, world.owner.pubkey(), a.address),))])
         result = await seal(client, P, world.attacker, a.address, world.art)
         assert result.state == ModelState.SEALED
         assert result.running_hash == world.art.weights_hash()
@@ -737,10 +767,10 @@ def test_a_reseal_after_a_reopen_within_one_slot_is_not_taken_for_a_replay():
             flipped = bytes([first[0] ^ 1])
             await land(client, owner, [TxSpec((write(P, me, model.accounts[0], 0, flipped),))])
             assert (await seal(client, P, owner, model.address)).state == ModelState.FAILED
-            fix = (reopen(P, me, model.address, model.accounts),)
-            await land(
-                client, owner, [TxSpec(fix), TxSpec((write(P, me, model.accounts[0], 0, first),))]
-            )
+            fix = [
+                TxSpec((reopen(P, me, model.address, w, i),)) for i, w in enumerate(model.accounts)
+            ]
+            await land(client, owner, [*fix, TxSpec((write(P, me, model.accounts[0], 0, first),))])
             assert (await seal(client, P, owner, model.address)).state == ModelState.SEALED
 
         async def run() -> None:

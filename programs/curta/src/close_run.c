@@ -1,16 +1,12 @@
 /*
  * close_run.c: closeRun()
  * Accounts: 0 opener (signer, writable: receives the rent), 1 run (writable). A run closes
- * in any state; the account is shrunk to zero bytes and handed back to the system program,
- * so nothing of it revives later in the transaction, and the runtime drops it.
+ * in any state, as any account closes (effects.c).
  */
 #include "../inference.h"
 
 uint64_t process_close_run(SolInput *in) {
-  if (in->account_count < 2) {
-    return REFUSE(ERR_NOT_ENOUGH_ACCOUNTS, "NotEnoughAccounts: closeRun needs 2 accounts");
-  }
-  uint64_t err = check_distinct(in, 2);
+  uint64_t err = check_accounts(in, 2);
   if (err) {
     return err;
   }
@@ -28,10 +24,6 @@ uint64_t process_close_run(SolInput *in) {
     return REFUSE(ERR_WRONG_OPENER, "WrongOpener: only the run's opener closes it");
   }
 
-  /* Every lamport in existence fits a u64 many times over: the sum cannot wrap. */
-  opener->lamports += run_account->lamports;
-  run_account->lamports = 0;
-  run_account->data_len = 0;
-  sol_memset_(run_account->owner, 0, PUBKEY_SIZE); /* the system program's id */
+  close_account(run_account, opener);
   return 0;
 }

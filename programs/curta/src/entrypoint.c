@@ -20,6 +20,8 @@ static uint64_t process_instruction(SolInput *in) {
     return process_seal_step(in);
   case IX_REOPEN:
     return process_reopen(in);
+  case IX_CLOSE_WEIGHT_ACCOUNT:
+    return process_close_weight_account(in);
   case IX_CLOSE_MODEL:
     return process_close_model(in);
   case IX_OPEN_RUN:

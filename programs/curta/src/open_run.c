@@ -186,10 +186,7 @@ static uint64_t check_prompt(const uint8_t *prompt, uint64_t kind, uint64_t leng
 }
 
 uint64_t process_open_run(SolInput *in) {
-  if (in->account_count < 4) {
-    return REFUSE(ERR_NOT_ENOUGH_ACCOUNTS, "NotEnoughAccounts: openRun needs 4 accounts");
-  }
-  uint64_t err = check_distinct(in, 4);
+  uint64_t err = check_accounts(in, 4);
   if (err) {
     return err;
   }

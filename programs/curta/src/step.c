@@ -114,7 +114,7 @@ uint64_t process_step(SolInput *in) {
     return REFUSE(ERR_TOO_MANY_WEIGHT_ACCOUNTS,
                   "TooManyWeightAccounts: a step takes at most 4 weight accounts");
   }
-  uint64_t err = check_distinct(in, in->account_count);
+  uint64_t err = check_accounts(in, in->account_count);
   if (err) {
     return err;
   }
