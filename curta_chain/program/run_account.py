@@ -8,6 +8,8 @@ writes. A client creates the account with ``run_account_size`` bytes before ``op
 from __future__ import annotations
 
 import enum
+import struct
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
@@ -148,6 +150,68 @@ def run_account_size(
             f"{MAX_ACCOUNT_SIZE:,}: ask for fewer steps"
         )
     return size
+
+
+RNG_GOLDEN = 0x9E37_79B9_7F4A_7C15
+"""The generator's state is ``seed ^ RNG_GOLDEN``, or this constant when that is 0."""
+
+
+def opened_run_data(
+    config: ModelConfig,
+    model: Pubkey,
+    opener: Pubkey,
+    capacity: int,
+    prompt: bytes | Sequence[int],
+    temperature: int = 0,
+    top_p: int = 0,
+    seed: int = 0,
+) -> bytes:
+    """Return the bytes openRun leaves in a run account: the header, the prompt, zeros.
+
+    A text prompt (``bytes``) waits to be tokenized; token ids are the run's first tokens.
+    """
+    kind = PromptKind.TEXT if isinstance(prompt, bytes | bytearray) else PromptKind.TOKENS
+    ids = [] if kind == PromptKind.TEXT else [int(i) for i in prompt]
+    regions = run_layout(config, capacity, kind, len(prompt))
+    header = RunAccount(
+        model=model,
+        opener=opener,
+        config=config,
+        capacity=capacity,
+        prompt_length=len(prompt),
+        prompt_tokens=len(ids),
+        token_count=len(ids),
+        position=0,
+        state=RunState.TOKENIZING if kind == PromptKind.TEXT else RunState.RUNNING,
+        prompt_kind=kind,
+        finish_reason=FinishReason.NONE,
+        phase=0,
+        cursor=0,
+        work_count=0,
+        temperature=temperature,
+        top_p=top_p,
+        seed=seed,
+        rng=(seed ^ RNG_GOLDEN) or RNG_GOLDEN,
+        steps=0,
+        regions=regions,
+        best_logit=0,
+        best_token=0,
+        sample_pass=SamplePass.WEIGHTS,
+        weight_sum=0,
+        kept_sum=0,
+        cut_weight=0,
+        cut_count=0,
+        cut_seen=0,
+        target=0,
+        running=0,
+    )
+    data = bytearray(regions[Region.END])
+    data[:RUN_HEADER_SIZE] = header.to_bytes()
+    body = bytes(prompt) if kind == PromptKind.TEXT else struct.pack(f"<{len(ids)}I", *ids)
+    data[regions[Region.PROMPT] : regions[Region.PROMPT] + len(body)] = body
+    if ids:
+        data[regions[Region.TOKENS] : regions[Region.TOKENS] + len(body)] = body
+    return bytes(data)
 
 
 @cache
