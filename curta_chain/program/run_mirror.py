@@ -14,6 +14,7 @@ says which ones the next step reaches, so the client passes exactly those.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field, fields
 
 import numpy as np
@@ -143,11 +144,12 @@ class _Stop(Exception):
 class _Machine:
     """One step in progress over a copy of the account's bytes."""
 
-    def __init__(self, mirror: RunMirror, data: bytes):
+    def __init__(self, mirror: RunMirror, data: bytes, available: Collection[int] | None):
         self.m = mirror
         self.data = bytearray(data)
         self.h = _Header.read(self.data)
         self.budget = STEP_BUDGET
+        self.available = available
         self.sections: list[int] = []
         self.logged: list[Logged] = []
 
@@ -174,6 +176,8 @@ class _Machine:
     def need(self, section: int) -> None:
         if section != 0 and section not in self.sections:
             if len(self.sections) == MAX_MATRIX_SECTIONS:
+                raise _Stop
+            if self.available is not None and section not in self.available:
                 raise _Stop
             self.sections.append(section)
 
@@ -257,9 +261,18 @@ class RunMirror:
         """The expected header now."""
         return RunAccount.from_bytes(self.data[:RUN_HEADER_SIZE])
 
-    def plan(self) -> StepPlan:
-        """Compute the next step: the sections it reads, the bytes it leaves."""
-        machine = _Machine(self, self.data)
+    def plan(self, available: Collection[int] | None = None) -> StepPlan:
+        """Compute the next step: the sections it reads, the bytes it leaves.
+
+        Args:
+            available: the matrix sections the step is passed; by default every section it
+                reaches (up to ``MAX_MATRIX_SECTIONS``), which the plan then lists.
+
+        Raises:
+            MirrorMismatchError: the step cannot advance with these sections (the program
+                refuses such a step: MissingWeightAccount).
+        """
+        machine = _Machine(self, self.data, available)
         machine.run()
         spent = STEP_BUDGET - machine.budget
         return StepPlan(tuple(machine.sections), bytes(machine.data), spent, machine.logged)
