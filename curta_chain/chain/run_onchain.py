@@ -198,7 +198,8 @@ async def run_on_chain(
         settings: temperature, top-p and seed.
         budget: a compute-unit price, if any.
         reporter: where progress lines go.
-        on_piece: called with each generated token's bytes as its step lands.
+        on_piece: called with the prompt's bytes once the run is open, then with each
+            generated token's bytes as its step lands.
         sender: the transaction sender (one is made if not given).
 
     Raises:
@@ -213,6 +214,12 @@ async def run_on_chain(
         settings = SamplingSettings(0, 0, 0)  # neither top-p nor the seed changes a token
     budget = budget or specs.Budget()
     reporter = reporter or NullReporter()
+    model_account = await require_model(client, program_id, model)
+    if model_account.state != ModelState.SEALED:
+        raise AccountError(
+            f"model {model} is {model_account.state.name.lower()}, not sealed: a run on chain "
+            "needs a sealed model"
+        )
     artifact = await fetch_artifact(client, program_id, model)
     int_model, tokenizer = IntModel.from_artifact(artifact), Tokenizer.from_artifact(artifact)
     plan = plan_run(int_model, tokenizer, prompt, steps)
@@ -225,14 +232,12 @@ async def run_on_chain(
         program_id=program_id,
         payer=payer,
         model=model,
-        model_account=await require_model(client, program_id, model),
+        model_account=model_account,
         artifact=artifact,
         sender=sender or Sender(client, payer, resume_hint=resume_hint(model)),
         budget=budget,
         on_piece=on_piece or (lambda piece: None),
     )
-    if flow.model_account.state != ModelState.SEALED:
-        raise AccountError(f"model {model} is not sealed: a run needs a sealed model")
     opened = opened_run_data(
         artifact.config,
         model,
@@ -259,6 +264,7 @@ async def run_on_chain(
         reporter.line(f"resuming run {address} at step {header.steps}: replaying the mirror")
         _replay(mirror, header.steps, result)
     mirror.compare(chain, header)
+    flow.on_piece(tokenizer.decode(plan.prompt_ids[1:]))  # as `curta-chain run` shows it
     for piece in result.pieces:
         flow.on_piece(piece)
     while mirror.header.state != RunState.FINISHED:

@@ -168,7 +168,8 @@ def _run_on_chain(args: argparse.Namespace, settings: SamplingSettings) -> int:
     payer = target.keypair()
     text_mode = args.output != "json"
     stream = codecs.getincrementaldecoder("utf-8")(errors="replace")
-    reporter = ConsoleReporter() if text_mode else NullReporter()
+    # The text is stdout; what the run does is said on stderr.
+    reporter = ConsoleReporter(out=sys.stderr) if text_mode else NullReporter()
 
     def show(piece: bytes) -> None:
         if text_mode and piece:
@@ -193,9 +194,6 @@ def _run_on_chain(args: argparse.Namespace, settings: SamplingSettings) -> int:
         finally:
             await client.aclose()
 
-    if text_mode:
-        sys.stdout.write(args.prompt)
-        sys.stdout.flush()
     result = asyncio.run(main())
     if not text_mode:
         print(json.dumps({**result.to_json(), "sampling": settings.to_json()}))
@@ -208,8 +206,8 @@ def _run_on_chain(args: argparse.Namespace, settings: SamplingSettings) -> int:
         f"{result.finish.name.lower().replace('_', ' ')}; {result.transactions} transactions "
         f"sent here"
         + (
-            f", {per_token:.1f} step transactions and {units:,.0f} compute units per token "
-            f"(largest step {max(result.step_units):,})"
+            f", {per_token:.1f} step transactions and {units:,.0f} compute units per generated "
+            f"token, prompt included (largest step {max(result.step_units):,})"
             if per_token is not None and units is not None
             else ""
         )

@@ -65,15 +65,15 @@ def test_on_chain_tokens_equal_the_files(capsys, sealed_model, sampling):
     assert again["generated_ids"] == from_file["generated_ids"] and again["transactions"] == 0
 
 
+def rpc(url: str, method: str, params: list) -> dict:
+    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+    return httpx.post(url, json=body, timeout=30).json()["result"]
+
+
 def run_steps(url: str, run: Pubkey) -> int:
     """The run account's count of steps (0 while it does not exist)."""
-    body = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "getAccountInfo",
-        "params": [str(run), {"encoding": "base64", "commitment": "processed"}],
-    }
-    value = httpx.post(url, json=body, timeout=30).json()["result"]["value"]
+    params = [str(run), {"encoding": "base64", "commitment": "processed"}]
+    value = rpc(url, "getAccountInfo", params)["value"]
     return 0 if value is None else RunAccount.from_bytes(base64.b64decode(value["data"][0])).steps
 
 
@@ -97,3 +97,30 @@ def test_a_killed_run_resumes_from_the_chain(capsys, localnet, sealed_model, tmp
     assert resumed["resumed_from_step"] >= 12
     from_file = cli_json(capsys, "run", str(artifact), *args)
     assert resumed["generated_ids"] == from_file["generated_ids"]
+
+
+def test_bad_input_is_one_line_and_spends_nothing(capsys, localnet, fund, tmp_path, stories260k):
+    keypair = tmp_path / "id.json"
+    write_keypair(fund(localnet.url, 100), keypair)
+    artifact = tmp_path / "stories260K.curta"
+    artifact.write_bytes(stories260k.data)
+    chain = ["-u", localnet.url, "-k", str(keypair)]
+    model = cli_json(capsys, "publish", str(artifact), *chain)["model"]
+    payer = str(load_keypair(keypair).pubkey())
+    balance = rpc(localnet.url, "getBalance", [payer])["value"]
+    cases = [
+        (
+            [str(artifact)],
+            f"error: --on-chain runs a model on chain: '{artifact}' is not an address\n",
+        ),
+        (
+            [model],
+            f"error: model {model} is uploading, not sealed: a run on chain needs a sealed model\n",
+        ),
+    ]
+    for source, message in cases:
+        capsys.readouterr()
+        code = main(["run", *source, "--prompt", PROMPT, "--on-chain", *chain])
+        out, err = capsys.readouterr()
+        assert (code, out, err) == (1, "", message)
+    assert rpc(localnet.url, "getBalance", [payer])["value"] == balance
