@@ -367,7 +367,7 @@ def calibration_ratios(logs: list[list[str]], layers: int) -> dict[str, tuple[fl
 
 
 def print_calibration() -> int:
-    """Build with -DCALIBRATE, run both models (greedy and sampled), print the ratios.
+    """Build with -DCALIBRATE, run both models (greedy, sampled, late), print the ratios.
 
     Returns 1 when a phase ever cost more than its estimate: the cost model needs a refit.
     """
@@ -376,15 +376,17 @@ def print_calibration() -> int:
     with tempfile.TemporaryDirectory(prefix="curta-calibrate-") as tmp:
         program = build_program(Path(tmp) / "calibrate.so", ("-DCALIBRATE",))
     ratios: dict[str, tuple[float, int]] = {}
-    small, large, nucleus = stories260k(), stories15m(), (58_982, 58_982, 7)
-    for artifact, prompt, capacity, sampling in (
-        (small, b"Once upon a time there was a little girl", 80, (0, 0, 0)),
-        (small, b"Once upon a time", 40, nucleus),
-        (large, b"Once upon a time", 8, (0, 0, 0)),
-        (large, [1], 3, nucleus),
+    small, large, nucleus, greedy = stories260k(), stories15m(), (58_982, 58_982, 7), (0, 0, 0)
+    for artifact, prompt, capacity, sampling, position in (
+        (small, b"Once upon a time there was a little girl", 80, greedy, 0),
+        (small, b"Once upon a time", 40, nucleus, 0),
+        (small, [1] * 511, 512, greedy, 510),  # attention at the end of the context
+        (large, b"Once upon a time", 8, greedy, 0),
+        (large, [1], 3, nucleus, 0),
+        (large, [1] * 255, 256, greedy, 254),
     ):
         logs: list[list[str]] = []
-        run_stats(artifact, prompt, capacity, program=program, logs=logs, sampling=sampling)
+        run_stats(artifact, prompt, capacity, position, program, logs, sampling)
         for kind, (ratio, count) in calibration_ratios(logs, artifact.config.n_layers).items():
             old_ratio, old_count = ratios.get(kind, (0.0, 0))
             ratios[kind] = (max(old_ratio, ratio), old_count + count)
