@@ -1,11 +1,22 @@
 """Measure the compute units each curta instruction consumes in LiteSVM (the real runtime).
 
-Prints a Markdown table. The numbers are the program's own line in the runtime log
+Prints Markdown tables. The numbers are the program's own line in the runtime log
 ("Program <id> consumed N of M compute units"), so system-program instructions in the same
 transaction are not counted. No instruction loops over the weight accounts any more, so the
 section count changes only createModel's cost (it checks each length).
 
-Usage: .venv/bin/python scripts/bench_program_cu.py
+Inference (``--inference``): the matvec kernel's compute units per multiply-accumulate,
+built from ``programs/curta/src/matvec.c`` with the program's own flags into a harness
+(marginal: the difference between two matrix sizes, over the MACs added), and the same
+figure for a whole classifier step of the program; openRun, step and closeRun; and the
+step transactions a token takes on stories260K (real weights) and on a stories15M-shaped
+model (synthetic weights, the real 32,000-token vocabulary), each run mirrored step by step.
+
+``--calibrate`` builds the program with ``-DCALIBRATE`` (each phase of a step logs its real
+compute units beside its estimate), runs both models, and prints per kind of phase the
+largest real / estimated ratio; it exits 1 when one passes 1 (refit the cost model).
+
+Usage: .venv/bin/python scripts/bench_program_cu.py [--inference] [--calibrate]
 """
 
 from __future__ import annotations
@@ -133,6 +144,14 @@ def main() -> int:
     print("| --- | ---: |")
     for label, units in rows:
         print(f"| {label} | {units:,} |")
+    if "--inference" in sys.argv[1:]:
+        from bench_inference import print_inference
+
+        print_inference()
+    if "--calibrate" in sys.argv[1:]:
+        from bench_inference import print_calibration
+
+        return print_calibration()
     return 0
 
 

@@ -34,6 +34,10 @@ CFLAGS = [
     "-target", "bpf", "-O2", "-std=c11",
     "-ffreestanding", "-fno-builtin", "-fno-stack-protector", "-fno-addrsig",
     "-Wall", "-Wextra", "-Werror",
+    # Schedule in source order: the matvec kernel (src/matvec.c) is written in the order
+    # that needs the fewest registers; LLVM's default BPF scheduler hoists its loads and
+    # spills. Other code changes by a unit or two at most (scripts/bench_program_cu.py).
+    "-mllvm", "-pre-RA-sched=source",
 ]  # fmt: skip
 
 
@@ -49,29 +53,35 @@ def _run(argv: list[str], cwd: Path) -> None:
         raise BuildError(f"{argv[0]} failed: {detail[0] if detail else done.returncode}")
 
 
-def _compile_and_link(sources: list[Path], cpu: str, sbpf_version: int) -> bytes:
+def _compile_and_link(
+    sources: list[Path], cpu: str, sbpf_version: int, extra_flags: tuple[str, ...] = ()
+) -> bytes:
     with tempfile.TemporaryDirectory(prefix="curta-build-") as tmp:
         objects = []
         for source in sources:
             obj = Path(tmp) / (source.stem + ".o")
-            flags = [*CFLAGS, f"-mcpu={cpu}"]
+            flags = [*CFLAGS, f"-mcpu={cpu}", *extra_flags]
             _run([CLANG, *flags, "-c", str(source), "-o", str(obj)], PROGRAM_DIR)
             objects.append(obj.read_bytes())
         return link(objects, [str(s) for s in sources], sbpf_version)
 
 
-def build_one(build: ProgramBuild) -> tuple[bytes, str]:
-    """Compile every source for ``build`` and link them; return the bytes and the -mcpu used."""
+def build_one(build: ProgramBuild, extra_flags: tuple[str, ...] = ()) -> tuple[bytes, str]:
+    """Compile every source for ``build`` and link them; return the bytes and the -mcpu used.
+
+    ``extra_flags`` go to clang after the usual ones (``-DCALIBRATE`` for the build that
+    logs every phase's compute units: scripts/bench_program_cu.py --calibrate).
+    """
     sources = sorted(p.relative_to(PROGRAM_DIR) for p in (PROGRAM_DIR / "src").glob("*.c"))
     if not sources:
         raise BuildError(f"{PROGRAM_DIR / 'src'}: no C sources")
     *preferred, last = build.clang_cpus
     for cpu in preferred:
         try:
-            return _compile_and_link(sources, cpu, build.sbpf_version), cpu
+            return _compile_and_link(sources, cpu, build.sbpf_version, extra_flags), cpu
         except BuildError as exc:
             print(f"{build.file_name}: -mcpu={cpu}: {exc}; trying -mcpu={last}", file=sys.stderr)
-    return _compile_and_link(sources, last, build.sbpf_version), last
+    return _compile_and_link(sources, last, build.sbpf_version, extra_flags), last
 
 
 def build_program(out_dir: Path = DEFAULT_OUT_DIR) -> dict[str, tuple[bytes, str]]:

@@ -11,9 +11,12 @@ from pathlib import Path
 from solders.pubkey import Pubkey
 
 from curta_chain.artifact import Artifact, read_artifact
+from curta_chain.chain import specs
 from curta_chain.chain.fetch import fetch_artifact
+from curta_chain.chain.run_onchain import OnChainRun, run_on_chain
 from curta_chain.chain.session import Connection
-from curta_chain.cli.options import Cluster, add_cluster_options
+from curta_chain.cli.confirm import confirm_spend
+from curta_chain.cli.options import Cluster, add_cluster_options, add_yes_option
 from curta_chain.cli.running import run_on_cluster
 from curta_chain.errors import ConfigError
 from curta_chain.inference import (
@@ -27,6 +30,7 @@ from curta_chain.inference import (
 )
 from curta_chain.inference.sampling import MASK64, MAX_TEMPERATURE, ONE
 from curta_chain.inference.tokenizer import STOP_TOKENS
+from curta_chain.reporting import ConsoleReporter, NullReporter
 
 
 def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -53,7 +57,26 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
     p.add_argument(
         "--allow-unsealed", action="store_true", help="run a model on chain that is not sealed"
     )
-    add_cluster_options(p, keypair=False)
+    p.add_argument(
+        "--on-chain",
+        action="store_true",
+        help="the program computes every token (SOURCE is a sealed model; -k pays), checked "
+        "step by step against the integer core; rerun to resume",
+    )
+    p.add_argument(
+        "--with-compute-unit-price",
+        type=int,
+        metavar="MICROLAMPORTS",
+        help="with --on-chain: a priority fee per compute unit",
+    )
+    p.add_argument(
+        "--keep-run",
+        action="store_true",
+        help="with --on-chain: leave the finished run account open (default: close it, rent "
+        "back to the payer)",
+    )
+    add_yes_option(p)
+    add_cluster_options(p)
     p.set_defaults(run=_run)
 
 
@@ -84,6 +107,8 @@ def _load(args: argparse.Namespace) -> Artifact:
 
 def _run(args: argparse.Namespace) -> int:
     settings = _settings(args)
+    if args.on_chain:
+        return _run_on_chain(args, settings)
     artifact = _load(args)
     model, tokenizer = IntModel.from_artifact(artifact), Tokenizer.from_artifact(artifact)
     plan = plan_run(model, tokenizer, args.prompt, args.steps)
@@ -136,4 +161,67 @@ def _run(args: argparse.Namespace) -> int:
         "tokens_per_second": rate,
     }
     print(json.dumps(result))
+    return 0
+
+
+def _run_on_chain(args: argparse.Namespace, settings: SamplingSettings) -> int:
+    try:
+        address = Pubkey.from_string(args.source)
+    except ValueError as exc:
+        raise ConfigError(
+            f"--on-chain runs a model on chain: {args.source!r} is not an address"
+        ) from exc
+    text_mode = args.output != "json"
+    stream = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    # The text is stdout; what the run does is said on stderr.
+    reporter = ConsoleReporter(out=sys.stderr) if text_mode else NullReporter()
+
+    def show(piece: bytes) -> None:
+        if text_mode and piece:
+            sys.stdout.write(stream.decode(piece))
+            sys.stdout.flush()
+
+    async def body(target: Cluster, chain: Connection) -> OnChainRun:
+        def confirm(rent: int, size: int) -> None:
+            what = (
+                f"a run account of {size:,} bytes on {address} (its rent comes back when the "
+                "run is closed), plus a fee for each step"
+            )
+            confirm_spend(args, chain.client.url, chain.genesis_hash, rent, what)
+
+        return await run_on_chain(
+            chain.client,
+            chain.program_id,
+            target.keypair(),
+            address,
+            args.prompt,
+            args.steps,
+            settings,
+            specs.Budget(compute_unit_price=args.with_compute_unit_price),
+            reporter,
+            show,
+            confirm=confirm,
+            keep=args.keep_run,
+        )
+
+    result = run_on_cluster(args, body)
+    if not text_mode:
+        print(json.dumps({**result.to_json(), "sampling": settings.to_json()}))
+        return 0
+    sys.stdout.write(stream.decode(b"", final=True) + "\n")
+    per_token = result.steps_per_token
+    units = result.units_per_token
+    print(
+        f"run {result.run}: {len(result.generated)} tokens, finished by "
+        f"{result.finish.name.lower().replace('_', ' ')}; {result.transactions} transactions "
+        f"sent here"
+        + (
+            f", {per_token:.1f} step transactions and {units:,.0f} compute units per generated "
+            f"token, prompt included (largest step {max(result.step_units):,})"
+            if per_token is not None and units is not None
+            else ""
+        )
+        + f"; seed {settings.seed}",
+        file=sys.stderr,
+    )
     return 0

@@ -41,7 +41,8 @@ def _state_variant(state: ModelState) -> Any:
     return types_coder().decode("ModelState", bytes([state]))
 
 
-def _decode(name: str, data: bytes, size: int, what: str) -> Any:
+def decode_account(name: str, data: bytes, size: int, what: str) -> Any:
+    """Decode ``data[:size]`` as the IDL account ``name``; ``what`` names it in errors."""
     coder = accounts_coder()
     if len(data) < size:
         raise AccountError(f"{what}: {len(data)} bytes, expected at least {size}")
@@ -56,7 +57,8 @@ def _decode(name: str, data: bytes, size: int, what: str) -> Any:
         raise AccountError(f"{what}: does not decode as {name}: {exc}") from exc
 
 
-def _encode(name: str, fields: dict[str, Any]) -> bytes:
+def encode_account(name: str, fields: dict[str, Any]) -> bytes:
+    """Encode ``fields`` as the IDL account ``name``, its discriminator first."""
     coder = accounts_coder()
     body = coder._accounts_layout[name].build(fields)
     return coder.acc_name_to_discriminator[name] + body
@@ -110,7 +112,7 @@ class ModelAccount:
         """
         if len(data) != MODEL_ACCOUNT_SIZE:
             raise AccountError(f"model account: {len(data)} bytes, expected {MODEL_ACCOUNT_SIZE}")
-        raw = _decode("Model", bytes(data), MODEL_ACCOUNT_SIZE, "model account")
+        raw = decode_account("Model", bytes(data), MODEL_ACCOUNT_SIZE, "model account")
         count = raw.section_count
         if not 0 <= count <= MAX_SECTIONS:
             raise AccountError(f"model account: sectionCount {count} at offset 105 > 18")
@@ -135,7 +137,7 @@ class ModelAccount:
         """Encode the model as the program lays it out (856 bytes)."""
         empty = {"weight_account": Pubkey.default(), "length": 0}
         slots = [{"weight_account": s.weight_account, "length": s.length} for s in self.sections]
-        return _encode(
+        return encode_account(
             "Model",
             {
                 "authority": self.authority,
@@ -195,14 +197,14 @@ class WeightHeader:
         Raises:
             AccountError: too short, wrong discriminator or undecodable fields.
         """
-        raw = _decode(
+        raw = decode_account(
             "WeightAccount", bytes(data[:WEIGHT_HEADER_SIZE]), WEIGHT_HEADER_SIZE, "weight account"
         )
         return cls(raw.model, raw.authority, raw.section_index, raw.frozen, raw.section_length)
 
     def to_bytes(self) -> bytes:
         """Encode the header as the program lays it out (2,048 bytes)."""
-        return _encode(
+        return encode_account(
             "WeightAccount",
             {
                 "model": self.model,

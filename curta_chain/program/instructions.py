@@ -23,7 +23,7 @@ from solders.transaction import Transaction, VersionedTransaction
 
 from curta_chain.constants import MAX_TRANSACTION_SIZE
 from curta_chain.errors import InputError
-from curta_chain.program.idl import instruction_coder
+from curta_chain.program.idl import instruction_coder, types_coder
 
 _U32_MAX = 0xFFFF_FFFF
 _WRITE_SIGHASH: bytes = instruction_coder().sighashes["write_weights"]
@@ -231,6 +231,101 @@ def close_model(program_id: Pubkey, authority: Pubkey, model: Pubkey) -> Instruc
     """
     accounts = [_meta(authority, True, True), _meta(model, False, True)]
     return Instruction(program_id, _encode("close_model", {}), accounts)
+
+
+def open_run(
+    program_id: Pubkey,
+    opener: Pubkey,
+    run: Pubkey,
+    model: Pubkey,
+    section_zero: Pubkey,
+    capacity: int,
+    prompt: bytes | Sequence[int],
+    temperature: int = 0,
+    top_p: int = 0,
+    seed: int = 0,
+) -> Instruction:
+    """Build openRun; send it after a create_account of ``run`` (``run_account_size`` bytes).
+
+    Args:
+        program_id: the curta program.
+        opener: who opens the run and gets its rent back on close (signer).
+        run: the fresh run account (signer, writable).
+        model: the sealed model.
+        section_zero: the model's section-zero weight account.
+        capacity: positions to compute (1 to the model's context).
+        prompt: UTF-8 text as bytes (tokenized on chain), or token ids.
+        temperature: Q16; 0 is greedy.
+        top_p: Q16; 0 is off.
+        seed: the sampling generator's seed.
+
+    Returns:
+        The instruction.
+
+    Raises:
+        InputError: an argument does not fit its IDL type.
+    """
+    variants = types_coder()._get_layout("Prompt").enum
+    if isinstance(prompt, bytes | bytearray):
+        value = variants.Text(text=bytes(prompt))
+    else:
+        value = variants.Tokens(ids=[int(i) for i in prompt])
+    data = _encode(
+        "open_run",
+        {
+            "capacity": capacity,
+            "temperature": temperature,
+            "top_p": top_p,
+            "seed": seed,
+            "prompt": value,
+        },
+    )
+    accounts = [
+        _meta(opener, True),
+        _meta(run, True, True),
+        _meta(model),
+        _meta(section_zero),
+    ]
+    return Instruction(program_id, data, accounts)
+
+
+def step(
+    program_id: Pubkey,
+    run: Pubkey,
+    model: Pubkey,
+    weight_accounts: Sequence[Pubkey],
+    expected_step: int,
+) -> Instruction:
+    """Build step: advance the run by one bounded slice (anyone may send it).
+
+    Args:
+        program_id: the curta program.
+        run: the run account (writable).
+        model: the run's model.
+        weight_accounts: section zero's weight account first, then the matrix sections the
+            slice reaches (at most four in all).
+        expected_step: the run's count of steps so far.
+
+    Returns:
+        The instruction.
+    """
+    accounts = [_meta(run, False, True), _meta(model), *(_meta(key) for key in weight_accounts)]
+    return Instruction(program_id, _encode("step", {"expected_step": expected_step}), accounts)
+
+
+def close_run(program_id: Pubkey, opener: Pubkey, run: Pubkey) -> Instruction:
+    """Build closeRun: close the run, its lamports to the opener.
+
+    Args:
+        program_id: the curta program.
+        opener: the run's opener (signer, writable: receives the lamports).
+        run: the run account (writable).
+
+    Returns:
+        The instruction.
+    """
+    accounts = [_meta(opener, True, True), _meta(run, False, True)]
+    return Instruction(program_id, _encode("close_run", {}), accounts)
 
 
 def _transaction_size(

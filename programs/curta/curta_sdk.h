@@ -11,8 +11,11 @@
 #define CURTA_SDK_H
 
 typedef unsigned char uint8_t;
+typedef unsigned short uint16_t;
 typedef unsigned int uint32_t;
 typedef unsigned long uint64_t;
+typedef int int32_t;
+typedef long int64_t;
 typedef _Bool bool;
 #define true 1
 #define false 0
@@ -38,6 +41,9 @@ extern void sol_log_(const char *message, uint64_t len);
 extern uint64_t sol_sha256(const SolBytes *slices, uint64_t count, uint8_t out[HASH_SIZE]);
 extern void sol_memcpy_(void *dst, const void *src, uint64_t len);
 extern void sol_memset_(void *dst, uint8_t value, uint64_t len);
+extern void sol_log_data(const SolBytes *slices, uint64_t count);
+extern void sol_log_compute_units_(void);
+extern void sol_log_64_(uint64_t a, uint64_t b, uint64_t c, uint64_t d, uint64_t e);
 
 /* The Clock sysvar as sol_get_clock_sysvar writes it (40 bytes; the timestamps are i64, read
  * here as u64 since only the slot is used). The syscall returns 0 or aborts the program. */

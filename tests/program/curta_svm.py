@@ -11,6 +11,7 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from solders.account import Account
 from solders.instruction import Instruction
 from solders.keypair import Keypair
 from solders.litesvm import LiteSVM
@@ -31,6 +32,7 @@ from curta_chain.program import (
     PROGRAM_BINARY,
     ModelAccount,
     ModelState,
+    SectionSlot,
     WeightHeader,
     begin_sealing,
     bind_weight_account,
@@ -229,6 +231,44 @@ class Chain:
                     [close_weight_account(PROGRAM_ID, auth, model, slot.weight_account, index)]
                 )
         self.must([close_model(PROGRAM_ID, auth, model)])
+
+    def install_sealed(self, sections: Sequence[bytes]) -> Published:
+        """Put a sealed model and its frozen weight accounts straight into the SVM's state.
+
+        For tests of what runs on a sealed model; ``publish`` and ``seal`` cover how one
+        gets there. The accounts are byte for byte what publishing and sealing leave.
+        """
+        sections = [bytes(s) for s in sections]
+        model, weights = Keypair(), [Keypair() for _ in sections]
+        declared = weights_hash(sections)
+        for index, (weight, section) in enumerate(zip(weights, sections, strict=True)):
+            authority = self.authority.pubkey()
+            header = WeightHeader(model.pubkey(), authority, index, True, len(section))
+            self.set_program_account(weight.pubkey(), header.to_bytes() + section)
+        chunks = sum(-(-len(section) // HASH_CHUNK_SIZE) for section in sections)
+        sealed = ModelAccount(
+            authority=self.authority.pubkey(),
+            declared_hash=declared,
+            running_hash=declared,
+            state=ModelState.SEALED,
+            section_count=len(sections),
+            bound_count=len(sections),
+            frozen_count=len(sections),
+            cursor_section=len(sections),
+            cursor_offset=0,
+            chunks_hashed=chunks,
+            sections=tuple(
+                SectionSlot(w.pubkey(), len(s)) for w, s in zip(weights, sections, strict=True)
+            ),
+            seal_slot=1,
+        )
+        self.set_program_account(model.pubkey(), sealed.to_bytes())
+        return Published(model, weights, sections)
+
+    def set_program_account(self, key: Pubkey, data: bytes) -> None:
+        """Set a rent-exempt account owned by the program holding ``data``."""
+        lamports = self.svm.minimum_balance_for_rent_exemption(len(data))
+        self.svm.set_account(key, Account(lamports, data, PROGRAM_ID, False, 0))
 
     def model(self, key: Pubkey) -> ModelAccount:
         return ModelAccount.from_bytes(bytes(self.svm.get_account(key).data))

@@ -45,7 +45,9 @@ from curta_chain.program import (
 )
 
 ROOT = Path(__file__).resolve().parents[2]
-HEADER = (ROOT / "programs" / "curta" / "curta.h").read_text()
+HEADER = "".join(
+    (ROOT / "programs" / "curta" / name).read_text() for name in ("curta.h", "inference.h")
+)
 
 
 def c_constant(name: str) -> int:
@@ -77,22 +79,26 @@ def test_account_discriminators_match_the_program():
     for name, c_name in [
         ("Model", "MODEL_DISCRIMINATOR"),
         ("WeightAccount", "WEIGHT_ACCOUNT_DISCRIMINATOR"),
+        ("Run", "RUN_DISCRIMINATOR"),
     ]:
         digest = hashlib.sha256(f"account:{name}".encode()).digest()[:8]
         assert struct.unpack("<Q", digest)[0] == c_constant(c_name)
 
 
 def test_error_codes_and_names_match_the_program():
-    body = HEADER[
-        HEADER.index("enum CurtaError {") : HEADER.index("};", HEADER.index("enum CurtaError"))
-    ]
-    in_c = {
-        int(code): "".join(part.capitalize() for part in name.split("_"))
-        for name, code in re.findall(r"ERR_([A-Z_]+) = (\d+),", body)
-    }
+    in_c = {}
+    for enum in ("enum CurtaError {", "enum InferenceError {"):
+        body = HEADER[HEADER.index(enum) : HEADER.index("};", HEADER.index(enum))]
+        in_c |= {
+            int(code): "".join(part.capitalize() for part in name.split("_"))
+            for name, code in re.findall(r"ERR_([A-Z_]+) = (\d+),", body)
+        }
     in_idl = {err.code: err.name for err in load_idl().errors}
     assert in_c == in_idl
-    assert min(in_idl) == 6000 and sorted(in_idl) == list(range(6000, 6000 + len(in_idl)))
+    # Each range is contiguous: the original 6000s, and inference's from 6100.
+    for low, high in ((6000, 6100), (6100, 6200)):
+        codes = sorted(code for code in in_idl if low <= code < high)
+        assert codes == list(range(low, low + len(codes)))
 
 
 def test_program_written_accounts_round_trip_through_the_codecs(chain: Chain):
@@ -268,6 +274,13 @@ def test_all_is_complete():
         if not name.startswith("_")
         and getattr(value, "__module__", "").startswith("curta_chain.program")
     }
-    public |= {"IDL_PATH", "PROGRAM_BINARY", "BUILDS", "MAX_WRITE_PAYLOAD", "MODEL_ACCOUNT_SIZE"}
+    public |= {
+        "IDL_PATH",
+        "PROGRAM_BINARY",
+        "BUILDS",
+        "MAX_WRITE_PAYLOAD",
+        "MODEL_ACCOUNT_SIZE",
+        "RUN_HEADER_SIZE",
+    }
     assert set(program.__all__) == public
     assert program.PROGRAM_BINARY.is_file()

@@ -8,6 +8,13 @@ charge nobody, and once without (the ``Sender``, as publish sends), where the tr
 lands, fails with the same named error, and its fee payer pays exactly the fee. In both,
 every model and weight account keeps its lamports, owner and bytes. The last test has the
 owner seal and verify stories260K after all of it.
+
+Runs take part too: the owner publishes and seals another copy of stories260K, the attacker
+a tiny model, and each opens runs of theirs (the owner's: one under way, one finished, one
+closed). Steps the attacker cranks out of
+order, on a finished or closed run, with another model's accounts, or missing the section
+their phase needs, and closes by anyone but the opener, are refused the same way and change
+no account; afterwards the owner's run goes on to the end, every step mirrored.
 """
 
 import asyncio
@@ -29,7 +36,9 @@ from solders.system_program import CreateAccountParams, create_account
 from solders.transaction import Transaction
 
 from curta_chain import program
-from curta_chain.artifact import Artifact, hash_steps
+from curta_chain.artifact import Artifact, ModelConfig, hash_steps
+from curta_chain.artifact.convert import convert_llama2c_bytes
+from curta_chain.artifact.synthetic import llama2c_checkpoint_bytes, llama2c_tokenizer_bytes
 from curta_chain.chain import specs
 from curta_chain.chain.cluster import write_keypair
 from curta_chain.chain.plan import model_keypair, weight_keypair
@@ -40,10 +49,17 @@ from curta_chain.chain.sender import Sender, TxSpec, wait_for_signature
 from curta_chain.chain.transport import HttpTransport
 from curta_chain.chain.verify import verify
 from curta_chain.cli import main
-from curta_chain.constants import LAMPORTS_PER_SOL, LOCALNET_PROGRAM_ID, WEIGHT_HEADER_SIZE
+from curta_chain.constants import (
+    LAMPORTS_PER_SOL,
+    LOCALNET_PROGRAM_ID,
+    MAX_COMPUTE_UNITS,
+    WEIGHT_HEADER_SIZE,
+)
 from curta_chain.errors import ChainError, ProgramError
 from curta_chain.localnet import start_in_thread
-from curta_chain.program import ModelAccount, ModelState
+from curta_chain.program import ModelAccount, ModelState, RunState, run_account_size
+from curta_chain.program.run_account import PromptKind
+from curta_chain.program.run_mirror import RunMirror
 
 PROGRAM_ID = Pubkey.from_string(LOCALNET_PROGRAM_ID)
 BUDGET = specs.Budget()
@@ -91,12 +107,16 @@ class World:
     attacker: Keypair
     art: Artifact
     models: dict[str, Model] = field(default_factory=dict)
+    runs: dict[str, Keypair] = field(default_factory=dict)
+    tiny: dict[str, Artifact] = field(default_factory=dict)
+    mirror: RunMirror | None = None
+    """The mirror of the owner's run R1, which only the last test advances."""
 
     def watched(self) -> list[Pubkey]:
         keys = [self.owner.pubkey(), self.attacker.pubkey()]
         for model in self.models.values():
             keys += [model.address, *model.accounts]
-        return keys
+        return keys + [run.pubkey() for run in self.runs.values()]
 
 
 async def land(client: RpcClient, payer: Keypair, specs_: Sequence[TxSpec]) -> None:
@@ -176,6 +196,66 @@ def airdrop(url: str, sol: float) -> Keypair:
 
 SMALL = [os.urandom(3_000), os.urandom(500)]
 """The small models' sections: two slots, one chunk each."""
+TINY = ModelConfig(
+    dim=16, hidden_dim=32, n_layers=1, n_heads=2, n_kv_heads=1, vocab_size=259, seq_len=16
+)
+"""A model a run can run, small enough to publish in a few dozen writes."""
+RUN_PROMPT = b"hello"
+
+
+def tiny_artifact(seed: int) -> Artifact:
+    checkpoint = llama2c_checkpoint_bytes(TINY, seed)
+    tokenizer = llama2c_tokenizer_bytes(TINY.vocab_size, seed)
+    return convert_llama2c_bytes(checkpoint, tokenizer, f"tiny{seed}.bin", "tok.bin")
+
+
+def step_spec(model: Model, run: Pubkey, sections: Sequence[int], expected: int) -> TxSpec:
+    keys = [model.accounts[0], *(model.accounts[i] for i in sections)]
+    ix = program.step(PROGRAM_ID, run, model.address, keys, expected)
+    return TxSpec((*BUDGET_RUN.instructions(MAX_COMPUTE_UNITS), ix))
+
+
+BUDGET_RUN = specs.Budget(limit_compute=True)
+
+
+async def open_run(
+    sender: Sender, model: Model, art: Artifact, prompt: bytes | list[int], capacity: int
+) -> tuple[Keypair, RunMirror]:
+    """Create and open a run of ``model`` (the sender's payer opens it); its mirror."""
+    run, opener = Keypair(), sender.payer
+    kind = PromptKind.TEXT if isinstance(prompt, bytes) else PromptKind.TOKENS
+    size = run_account_size(art.config, capacity, kind, len(prompt))
+    rent = await sender.client.rent_exempt_minimum(size)
+    create = create_account(
+        CreateAccountParams(
+            from_pubkey=opener.pubkey(), to_pubkey=run.pubkey(), lamports=rent, space=size,
+            owner=PROGRAM_ID,
+        )
+    )  # fmt: skip
+    ix = program.open_run(
+        PROGRAM_ID, opener.pubkey(), run.pubkey(), model.address, model.accounts[0], capacity,
+        prompt,
+    )  # fmt: skip
+    await sender.send([TxSpec((*BUDGET_RUN.instructions(MAX_COMPUTE_UNITS), create, ix), (run,))])
+    info = await sender.client.account(run.pubkey())
+    assert info is not None
+    return run, RunMirror(art, info.data)
+
+
+async def crank(
+    sender: Sender, model: Model, run: Keypair, mirror: RunMirror, steps: int | None = None
+) -> None:
+    """Step ``run`` (the sender's payer cranks) ``steps`` times or to its end, mirrored."""
+    done = 0
+    while mirror.header.state != RunState.FINISHED and (steps is None or done < steps):
+        before = mirror.header
+        plan = mirror.plan()
+        await sender.send([step_spec(model, run.pubkey(), plan.sections, before.steps)])
+        mirror.advance(plan)
+        info = await sender.client.account(run.pubkey())
+        assert info is not None
+        mirror.compare(info.data, before)
+        done += 1
 
 
 @pytest.fixture(scope="module")
@@ -214,6 +294,22 @@ def world(stories260k: Artifact) -> Iterator[World]:
             m["U"] = await make_model(owner_sends, SMALL, bind=[0])
             m["C"] = await make_model(attacker_sends, SMALL, state=ModelState.SEALING)
             m["CU"] = await make_model(attacker_sends, SMALL, bind=[0])
+            # Runnable models and their runs: R (the owner's) and RA (the attacker's).
+            world.tiny = {"R": stories260k, "RA": tiny_artifact(2)}
+            for name, sender in (("R", owner_sends), ("RA", attacker_sends)):
+                sections = list(world.tiny[name].sections)
+                m[name] = await make_model(sender, sections, state=ModelState.SEALED)
+            r, ra = world.tiny["R"], world.tiny["RA"]
+            run, mirror = await open_run(owner_sends, m["R"], r, RUN_PROMPT, 12)
+            await crank(owner_sends, m["R"], run, mirror, steps=1)  # tokenized, running
+            assert mirror.header.state == RunState.RUNNING
+            world.runs["R1"], world.mirror = run, mirror
+            world.runs["R2"], done = await open_run(owner_sends, m["R"], r, [1], 2)
+            await crank(owner_sends, m["R"], world.runs["R2"], done)
+            world.runs["R3"], _ = await open_run(owner_sends, m["R"], r, [1], 3)
+            close_r3 = program.close_run(PROGRAM_ID, owner.pubkey(), world.runs["R3"].pubkey())
+            await owner_sends.send([TxSpec((close_r3,))])
+            world.runs["A1"], _ = await open_run(attacker_sends, m["RA"], ra, RUN_PROMPT, 12)
 
         on_chain(handle.url, build)
         yield world
@@ -297,6 +393,62 @@ def bind_bound(source: str) -> Callable[[World], Attack]:
     return attack
 
 
+RunMake = Callable[[World, Pubkey], Instruction]
+
+
+def run_attack(
+    payer: str, make: RunMake, unsigned_at: int | None = None
+) -> Callable[[World], Attack]:
+    """``payer`` ("owner" or "attacker") pays and is ``me`` in ``make(world, me)``; with
+    ``unsigned_at``, the attacker pays and names the owner there without its signature."""
+
+    def attack(w: World) -> Attack:
+        if unsigned_at is not None:
+            return Attack(w.attacker, (unsigned(make(w, w.owner.pubkey()), unsigned_at),))
+        who = getattr(w, payer)
+        return Attack(who, (make(w, who.pubkey()),))
+
+    return attack
+
+
+def run_step(
+    model: str,
+    run: str,
+    sections: Sequence[int] = (1,),
+    expected: int | None = None,
+    weights: str | None = None,
+) -> RunMake:
+    """A step of ``run`` naming ``model`` and ``weights``' (default the model's) sections."""
+
+    def make(w: World, me: Pubkey) -> Instruction:
+        accounts = w.models[weights or model].accounts
+        keys = [accounts[0], *(accounts[i] for i in sections)]
+        count = expected if expected is not None else (w.mirror.header.steps if run == "R1" else 0)
+        return program.step(P, w.runs[run].pubkey(), w.models[model].address, keys, count)
+
+    return make
+
+
+def open_on(model: str, section_zero: str | None = None) -> Callable[[World], Attack]:
+    """The owner creates a fresh run account and opens a run of ``model`` on it."""
+
+    def attack(w: World) -> Attack:
+        run, m = Keypair(), w.models[model]
+        config = w.tiny.get(model, w.art).config
+        size = run_account_size(config, 8, PromptKind.TEXT, len(RUN_PROMPT))
+        create = create_account(
+            CreateAccountParams(
+                from_pubkey=w.owner.pubkey(), to_pubkey=run.pubkey(), lamports=LAMPORTS_PER_SOL,
+                space=size, owner=PROGRAM_ID,
+            )
+        )  # fmt: skip
+        zero = w.models[section_zero or model].accounts[0]
+        ix = program.open_run(P, w.owner.pubkey(), run.pubkey(), m.address, zero, 8, RUN_PROMPT)
+        return Attack(w.owner, (create, ix), (run,))
+
+    return attack
+
+
 P = PROGRAM_ID
 write, begin, step = program.write_weights, program.begin_sealing, program.seal_step
 reopen, close, bind = program.reopen, program.close_model, program.bind_weight_account
@@ -356,6 +508,14 @@ FOREIGN_SIGNER: Cases = {
     "owner writes into the attacker's weight account": (
         by_owner(lambda m, me: write(P, me, m["CU"].accounts[0], 0, b"x")),
         "WrongAuthority",
+    ),
+    "attacker closes the owner's run to himself": (
+        run_attack("attacker", lambda w, me: program.close_run(P, me, w.runs["R1"].pubkey())),
+        "WrongOpener",
+    ),
+    "attacker closes the owner's run naming the owner without its signature": (
+        run_attack("attacker", lambda w, me: program.close_run(P, me, w.runs["R1"].pubkey()), 0),
+        "MissingSignature",
     ),
 }
 
@@ -425,6 +585,27 @@ OUT_OF_ORDER: Cases = {
         "UnboundSlot",
     ),
     "bind a second account into a bound slot": (bind_fresh("owner", "B", 0), "SlotAlreadyBound"),
+    "open a run of a model that is still uploading": (open_on("A", "R"), "ModelNotSealed"),
+    "step a run naming a step count it has passed": (
+        run_attack("attacker", run_step("R", "R1", expected=0)),
+        "StepOutOfOrder",
+    ),
+    "step a run naming a step count it has not reached": (
+        run_attack("attacker", run_step("R", "R1", expected=1_000)),
+        "StepOutOfOrder",
+    ),
+    "step a run without the section its phase needs": (
+        run_attack("attacker", run_step("R", "R1", sections=())),
+        "MissingWeightAccount",
+    ),
+    "step a finished run": (
+        run_attack("attacker", run_step("R", "R2", expected=1)),
+        "RunFinished",
+    ),
+    "step a closed run": (
+        run_attack("attacker", run_step("R", "R3", expected=0)),
+        "RunClosed",
+    ),
 }
 
 SWAPPED: Cases = {
@@ -460,13 +641,32 @@ SWAPPED: Cases = {
         bind_bound("B"),
         "WrongAccountSize",
     ),
+    "step the owner's run naming the attacker's model": (
+        run_attack("attacker", run_step("RA", "R1")),
+        "RunOfAnotherModel",
+    ),
+    "step the owner's run with the attacker's model's weight accounts": (
+        run_attack("attacker", run_step("R", "R1", weights="RA")),
+        "WeightAccountOfAnotherModel",
+    ),
+    "step the owner's run naming a sealed model's weight account as its section": (
+        run_attack("attacker", run_step("R", "R1", weights="D")),
+        "WeightAccountOfAnotherModel",
+    ),
+    "step the attacker's run naming the owner's model": (
+        run_attack("attacker", run_step("R", "A1", expected=0)),
+        "RunOfAnotherModel",
+    ),
+    "open a run of R naming RA's section zero": (open_on("R", "RA"), "WrongWeightAccount"),
 }
 
 CASES: Cases = {**FOREIGN_SIGNER, **OUT_OF_ORDER, **SWAPPED}
 ROWS = {
-    "hostile: another keypair writes, begins, reopens, closes or binds": FOREIGN_SIGNER,
-    "hostile: instructions out of order": OUT_OF_ORDER,
-    "hostile: weight accounts swapped between models": SWAPPED,
+    "hostile: another keypair writes, begins, reopens, closes or binds; closes a run": (
+        FOREIGN_SIGNER
+    ),
+    "hostile: instructions out of order (runs: stale, early, finished, closed)": OUT_OF_ORDER,
+    "hostile: weight accounts swapped between models (runs of another model)": SWAPPED,
 }
 """The README table's rows (scripts/reliability_report.py), by the cases each counts."""
 
@@ -745,6 +945,25 @@ def test_after_every_attack_the_owner_seals_and_verifies_while_a_stranger_cranks
         report = await verify(client, P, a.address, world.art)
         assert report.ok, report.differences
         record(AFTERWARDS, lost_lamports=0, resent_bytes=0)
+
+    on_chain(world.url, work)
+
+
+RUN_AFTERWARDS = "hostile: after all of it, the owner's run goes on to its end, mirrored"
+
+
+def test_after_every_attack_the_owners_run_goes_on_to_the_end(world: World):
+    mirror = world.mirror
+    assert mirror is not None
+
+    async def work(client: RpcClient) -> None:
+        info = await client.account(world.runs["R1"].pubkey())
+        assert info is not None
+        mirror.compare(info.data, mirror.header)  # nothing the attacks did changed it
+        # The attacker may crank it too (anyone may): he can only compute the same tokens.
+        await crank(Sender(client, world.attacker), world.models["R"], world.runs["R1"], mirror)
+        assert mirror.header.state == RunState.FINISHED
+        record(RUN_AFTERWARDS, lost_lamports=0, resent_bytes=0)
 
     on_chain(world.url, work)
 
