@@ -190,7 +190,7 @@ async def run_on_chain(
     on_piece: Callable[[bytes], None] | None = None,
     sender: Sender | None = None,
     confirm: Callable[[int, int], None] | None = None,
-    keep: bool = False,
+    close: bool = False,
 ) -> OnChainRun:
     """Open (or find) the run account and crank it to its end, mirroring every step.
 
@@ -209,8 +209,8 @@ async def run_on_chain(
         sender: the transaction sender (one is made if not given).
         confirm: called before a new run is opened with the rent it locks and its size in
             bytes; it raises to stop before anything is sent.
-        keep: leave the finished run account open (its rent stays locked) instead of
-            closing it, rent back to ``payer``.
+        close: close the finished run account, rent back to ``payer`` (by default it stays:
+            it is the chain's record of what the model said).
 
     Raises:
         AccountError: the model is not sealed or its bytes do not hash to its hash; an
@@ -291,7 +291,7 @@ async def run_on_chain(
     result.finish, result.steps = final.finish_reason, final.steps
     if tuple(_tokens(mirror)[: final.prompt_tokens]) != plan.prompt_ids:
         raise MirrorMismatchError("the chain tokenized the prompt differently from the mirror")
-    if not keep:
+    if close:
         await flow.land(TxSpec((program.close_run(program_id, payer.pubkey(), address),), ()))
         result.closed = True
         reporter.line(f"closed run {address}: its rent is back with {payer.pubkey()}")

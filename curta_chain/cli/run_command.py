@@ -70,10 +70,10 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
         help="with --on-chain: a priority fee per compute unit",
     )
     p.add_argument(
-        "--keep-run",
+        "--close-run",
         action="store_true",
-        help="with --on-chain: leave the finished run account open (default: close it, rent "
-        "back to the payer)",
+        help="with --on-chain: close the finished run account, rent back to the payer "
+        "(default: keep it, the chain's record of what the model said)",
     )
     add_yes_option(p)
     add_cluster_options(p)
@@ -185,7 +185,7 @@ def _run_on_chain(args: argparse.Namespace, settings: SamplingSettings) -> int:
         def confirm(rent: int, size: int) -> None:
             what = (
                 f"a run account of {size:,} bytes on {address} (its rent comes back when the "
-                "run is closed), plus a fee for each step"
+                "run is closed: --close-run), plus a fee for each step"
             )
             confirm_spend(args, chain.client.url, chain.genesis_hash, rent, what)
 
@@ -201,7 +201,7 @@ def _run_on_chain(args: argparse.Namespace, settings: SamplingSettings) -> int:
             reporter,
             show,
             confirm=confirm,
-            keep=args.keep_run,
+            close=args.close_run,
         )
 
     result = run_on_cluster(args, body)

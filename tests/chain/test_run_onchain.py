@@ -177,3 +177,19 @@ def test_a_step_landed_by_another_sender_first_is_taken_in_stride(
     assert result.generated == want
     assert b"".join(pieces) == tokenizer.decode([*plan.prompt_ids[1:], *want])
     assert len(result.step_units) == result.steps - 3  # three steps were the rival's
+
+
+def test_close_run_gives_the_rent_back(capsys, localnet, sealed_model):
+    model, _, chain, keypair = sealed_model
+    args = ["--prompt", PROMPT, "--steps", "4", "--temperature", "0"]
+    payer = str(load_keypair(keypair).pubkey())
+    before = rpc(localnet.url, "getBalance", [payer, {"commitment": "processed"}])["value"]
+    done = cli_json(capsys, "run", model, *args, *chain, "--on-chain", "--close-run")
+    assert done["closed"]
+    run = Pubkey.from_string(done["run"])
+    assert run_steps(localnet.url, run) == 0  # the account is gone
+    after = rpc(localnet.url, "getBalance", [payer, {"commitment": "processed"}])["value"]
+    # Only fees were spent: a signature each for the steps and closeRun, two for openRun
+    # (the payer's and the new run account's).
+    signatures = done["transactions"] + 1 + 1
+    assert before - after == 5_000 * signatures, done
