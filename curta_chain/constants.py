@@ -23,3 +23,8 @@ HASH_CHUNK_SIZE: Final = 65_536
 LOCALNET_PROGRAM_ID: Final = "47aWRwYktQEGajhc2eneN8pZvADyw5onEtYTtWMQuZKG"
 LOCALNET_PROGRAM_SEED: Final = b"curta-chain localnet program id"
 LOCALNET_PORT: Final = 8899
+
+# Talking to a node.
+GIVE_UP_AFTER: Final = 60.0
+"""Seconds of consecutive failures of a node that answered before, after which a call gives
+up (``--rpc-timeout``'s default)."""

@@ -96,6 +96,8 @@ class RpcClient:
         self.transport = transport
         self.url = transport.url
         self.commitment = commitment
+        self.sends = 0
+        """sendTransaction requests posted through this client (so: might have landed)."""
         self._next_id = 0
 
     def _request(self, method: str, params: list[Any]) -> dict[str, Any]:
@@ -230,6 +232,24 @@ class RpcClient:
                 f"account {pubkey}: expected {length} bytes at {offset}, got {len(data)}"
             )
         return data
+
+    async def program_accounts(
+        self, program_id: Pubkey, filters: Sequence[dict[str, Any]]
+    ) -> list[tuple[Pubkey, AccountInfo]]:
+        """Return the accounts ``program_id`` owns that pass every getProgramAccounts filter."""
+        result = await self.call(
+            "getProgramAccounts",
+            [
+                str(program_id),
+                {"encoding": "base64", "commitment": self.commitment, "filters": list(filters)},
+            ],
+        )
+        out = []
+        for item in result:
+            info = _account(item["account"])
+            assert info is not None
+            out.append((Pubkey.from_string(item["pubkey"]), info))
+        return out
 
     async def signature_statuses(self, signatures: Sequence[str]) -> list[SignatureStatus | None]:
         """Return the status of each signature (None where the node has not seen it)."""

@@ -34,10 +34,15 @@ CLOSE_CU = 5_000
 
 @dataclass(frozen=True)
 class Budget:
-    """Whether transactions carry compute-budget instructions, and the price if any."""
+    """Whether transactions carry compute-budget instructions, and the price if any.
+
+    ``separate_fee_payer``: a fee payer other than the authority signs every transaction,
+    which leaves a write 96 bytes less room (a key and a signature).
+    """
 
     limit_compute: bool = False
     compute_unit_price: int | None = None
+    separate_fee_payer: bool = False
 
     def instructions(self, units: int) -> tuple[Instruction, ...]:
         """The compute-budget instructions for a transaction needing ``units``."""
@@ -52,7 +57,8 @@ class Budget:
         """The most weight bytes one write transaction can carry under this budget."""
         # Sized for a limit and a price: without the price this leaves ~10 bytes unused.
         return program.max_write_payload(
-            with_compute_budget=self.limit_compute or self.compute_unit_price is not None
+            with_compute_budget=self.limit_compute or self.compute_unit_price is not None,
+            fee_payer=self.separate_fee_payer,
         )
 
 
@@ -64,11 +70,15 @@ def create_model_spec(
     section_lengths: Sequence[int],
     rent: int,
     budget: Budget,
+    funder: Pubkey | None = None,
 ) -> TxSpec:
-    """Create the model account and declare its hash, in one transaction."""
+    """Create the model account and declare its hash, in one transaction.
+
+    ``funder`` pays the rent (default: the authority).
+    """
     create = create_account(
         CreateAccountParams(
-            from_pubkey=authority.pubkey(),
+            from_pubkey=funder or authority.pubkey(),
             to_pubkey=model.pubkey(),
             lamports=rent,
             space=program.MODEL_ACCOUNT_SIZE,
@@ -90,15 +100,16 @@ def bind_spec(
     length: int,
     rent: int,
     budget: Budget,
+    funder: Pubkey | None = None,
 ) -> TxSpec:
     """Create weight account ``section`` and bind it to its slot, in one transaction.
 
     An account that exists but is bound to nothing could not have its rent recovered, so
-    the two never go apart.
+    the two never go apart. ``funder`` pays the rent (default: the authority).
     """
     create = create_account(
         CreateAccountParams(
-            from_pubkey=authority.pubkey(),
+            from_pubkey=funder or authority.pubkey(),
             to_pubkey=weight.pubkey(),
             lamports=rent,
             space=WEIGHT_HEADER_SIZE + length,

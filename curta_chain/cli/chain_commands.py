@@ -1,62 +1,148 @@
-"""The chain commands: publish, seal, verify, status, close, airdrop."""
+"""The chain commands: publish, seal, verify, status, models, close, airdrop.
+
+Each run function imports the library when it runs (``curta-chain --help`` stays fast);
+the shared options, the reporter and the event loop come from ``options``.
+"""
 
 import argparse
-import asyncio
-import json
-from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from curta_chain import program
-from curta_chain.artifact import read_artifact
-from curta_chain.chain import specs
-from curta_chain.chain.accounts import ZERO_KEY, require_model
-from curta_chain.chain.publish import RESUME_HINT, check_funds, plan_publish, publish
-from curta_chain.chain.rpc import RpcCallError, RpcClient
-from curta_chain.chain.seal import resume_hint, seal
-from curta_chain.chain.sender import Sender, wait_for_signature
-from curta_chain.chain.verify import verify
-from curta_chain.cli.options import Cluster, add_cluster_options, parse_pubkey, resolve
-from curta_chain.constants import LAMPORTS_PER_SOL
-from curta_chain.errors import AccountError, ConfigError, RpcError, SendGaveUpError
-from curta_chain.program import ModelState
-from curta_chain.reporting import ConsoleReporter, NullReporter, Reporter
+from curta_chain.cli.options import (
+    Cluster,
+    add_cluster_options,
+    emit,
+    is_json,
+    make_reporter,
+    parse_pubkey,
+    resolve,
+    run_on_cluster,
+)
+
+if TYPE_CHECKING:
+    from solders.keypair import Keypair
+    from solders.pubkey import Pubkey
+
+    from curta_chain.artifact import Artifact
+    from curta_chain.chain import specs
+    from curta_chain.chain.plan import PublishPlan
+    from curta_chain.chain.rpc import RpcClient
+    from curta_chain.chain.sender import Sender
+    from curta_chain.program import ModelAccount
+    from curta_chain.reporting import Reporter
+
+_MODEL_HELP = "the model account's address (publish prints it)"
+_ARTIFACT_HELP = "the CURTAW01 artifact file"
 
 
 def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
     """Add the chain commands."""
-    p = subparsers.add_parser("publish", help="upload an artifact; prints the model address")
-    p.add_argument("artifact", type=Path)
-    add_cluster_options(p)
+    p = subparsers.add_parser(
+        "publish",
+        help="upload an artifact; prints the model address and the next command",
+        description="Create the model and its weight accounts and upload the artifact's "
+        "bytes. Rerunning it resumes from what the chain holds. Prints the plan and its "
+        "cost first; --dry-run stops there.",
+    )
+    p.add_argument("artifact", type=Path, metavar="ARTIFACT", help=_ARTIFACT_HELP)
+    add_cluster_options(p, fee_payer=True)
     p.add_argument("--dry-run", action="store_true", help="print the plan and cost, send nothing")
     _add_price_option(p)
     p.set_defaults(run=_publish)
 
-    p = subparsers.add_parser("seal", help="hash the model on chain, chunk by chunk")
-    p.add_argument("model")
-    p.add_argument("artifact", type=Path, nargs="?", help="name the first bad chunk if it fails")
-    add_cluster_options(p)
+    p = subparsers.add_parser(
+        "seal",
+        help="hash the model on chain, chunk by chunk",
+        description="Begin sealing (freezes the weight accounts) and crank the on-chain hash "
+        "one 64 KiB chunk per transaction, each step checked by a local mirror. Given the "
+        "artifact, it first checks the chain holds exactly its bytes, and names the first "
+        "bad chunk if the seal fails.",
+    )
+    p.add_argument("model", metavar="MODEL", help=_MODEL_HELP)
+    p.add_argument(
+        "artifact",
+        type=Path,
+        nargs="?",
+        metavar="ARTIFACT",
+        help="check the upload before sealing, and name the first bad chunk if it fails",
+    )
+    add_cluster_options(p, fee_payer=True)
     _add_price_option(p)
     p.set_defaults(run=_seal)
 
-    p = subparsers.add_parser("verify", help="prove a model on chain is exactly an artifact")
-    p.add_argument("model")
-    p.add_argument("artifact", type=Path)
+    p = subparsers.add_parser(
+        "verify",
+        help="prove a model on chain is exactly an artifact",
+        description="Read the model and its weight accounts and check them against the "
+        "artifact: bindings, lengths, every byte, the configuration, both hashes and the "
+        "sealed state. Exit 0 only if all hold.",
+    )
+    p.add_argument("model", metavar="MODEL", help=_MODEL_HELP)
+    p.add_argument("artifact", type=Path, metavar="ARTIFACT", help=_ARTIFACT_HELP)
     add_cluster_options(p, keypair=False)
     p.set_defaults(run=_verify)
 
-    p = subparsers.add_parser("status", help="show a model account")
-    p.add_argument("model")
+    p = subparsers.add_parser(
+        "status",
+        help="show a model: state, hashes, lamports, sections and the next step",
+        description="Show a model account, what its accounts hold in lamports and bytes, and "
+        "the next command. Given the artifact, count the bytes already uploaded.",
+    )
+    p.add_argument("model", metavar="MODEL", help=_MODEL_HELP)
+    p.add_argument(
+        "artifact",
+        type=Path,
+        nargs="?",
+        metavar="ARTIFACT",
+        help="count, per section, the bytes on chain that match it",
+    )
     add_cluster_options(p, keypair=False)
     p.set_defaults(run=_status)
 
-    p = subparsers.add_parser("close", help="close an unsealed model; rent back to its authority")
-    p.add_argument("model")
+    p = subparsers.add_parser(
+        "models",
+        help="list the models of an authority (yours by default)",
+        description="List the curta models whose authority is the given address (default: "
+        "the -k keypair's), found with one filtered getProgramAccounts call.",
+    )
+    p.add_argument(
+        "--authority",
+        metavar="ADDRESS_OR_SIGNER",
+        help="whose models to list (default: the -k keypair's address)",
+    )
+    p.add_argument("--all", action="store_true", help="list every model of the program")
     add_cluster_options(p)
+    p.set_defaults(run=_models)
+
+    p = subparsers.add_parser(
+        "close",
+        help="close an unsealed model; rent back to its authority or --recipient",
+        description="Close an unsealed model and every weight account bound to it, in one "
+        "transaction; their lamports go to the authority, or to --recipient.",
+    )
+    p.add_argument("model", metavar="MODEL", help=_MODEL_HELP)
+    p.add_argument(
+        "--recipient",
+        metavar="ADDRESS_OR_SIGNER",
+        help="who receives the lamports (default: the authority, -k)",
+    )
+    add_cluster_options(p, fee_payer=True)
     _add_price_option(p)
     p.set_defaults(run=_close)
 
-    p = subparsers.add_parser("airdrop", help="ask a localnet or devnet faucet for SOL")
-    p.add_argument("sol", type=float)
+    p = subparsers.add_parser(
+        "airdrop",
+        help="ask a localnet, devnet or testnet faucet for SOL",
+        description="Request SOL from the cluster's faucet (not on mainnet-beta) and wait "
+        "for it to be confirmed.",
+    )
+    p.add_argument("sol", type=float, metavar="AMOUNT", help="SOL to request")
+    p.add_argument(
+        "recipient",
+        nargs="?",
+        metavar="RECIPIENT",
+        help="address or signer to fund (default: the -k keypair's address)",
+    )
     add_cluster_options(p)
     p.set_defaults(run=_airdrop)
 
@@ -74,110 +160,213 @@ def _add_price_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _reporter(args: argparse.Namespace) -> Reporter:
-    return NullReporter() if args.output == "json" else ConsoleReporter()
+def _budget(args: argparse.Namespace, url: str, separate_fee_payer: bool) -> "specs.Budget":
+    from curta_chain.chain import specs
+    from curta_chain.chain.cluster import is_loopback
+    from curta_chain.errors import ConfigError
 
-
-def _budget(args: argparse.Namespace, url: str) -> specs.Budget:
     price = args.with_compute_unit_price
     if price is not None and not 0 <= price <= _U64_MAX:
         raise ConfigError(f"--with-compute-unit-price {price}: expected a count 0 to {_U64_MAX}")
-    return specs.Budget(limit_compute=not _is_loopback(url), compute_unit_price=price)
+    return specs.Budget(
+        limit_compute=not is_loopback(url),
+        compute_unit_price=price,
+        separate_fee_payer=separate_fee_payer,
+    )
 
 
-def _is_loopback(url: str) -> bool:
-    from urllib.parse import urlparse
+def _sender(
+    client: "RpcClient", target: Cluster, authority: "Keypair", resume_hint: str
+) -> "Sender":
+    """A sender paying with ``--fee-payer`` (else ``-k``), the authority cosigning."""
+    from curta_chain.chain.sender import Sender
 
-    host = urlparse(url).hostname or ""
-    return host in ("localhost", "::1") or host.startswith("127.")
-
-
-def _run(
-    args: argparse.Namespace,
-    body: Callable[[Cluster, RpcClient], Awaitable[int]],
-    resume_hint: str | None = None,
-) -> int:
-    target = resolve(args)
-
-    async def main() -> int:
-        client = target.client()
-        try:
-            return await body(target, client)
-        except RpcError as exc:
-            # The sender's give-ups say how to resume; so must a read between two sends
-            # that finds the node gone. A node that answered with an error is another matter.
-            if resume_hint is None or isinstance(exc, SendGaveUpError | RpcCallError):
-                raise
-            raise SendGaveUpError(f"{exc}; {resume_hint}") from exc
-        finally:
-            await client.aclose()
-
-    return asyncio.run(main())
+    payer = target.fee_payer()
+    cosigners = () if payer.pubkey() == authority.pubkey() else (authority,)
+    return Sender(
+        client, payer, resume_hint=resume_hint, reporter=target.reporter, cosigners=cosigners
+    )
 
 
-def _emit(args: argparse.Namespace, value: dict[str, object]) -> None:
-    if args.output == "json":
-        print(json.dumps(value))
+def _next(args: argparse.Namespace, *words: object) -> str:
+    """A command line to run next, repeating the cluster options the user gave."""
+    line = ["curta-chain", *(str(w) for w in words)]
+    for option, value in (("-u", args.url), ("-C", args.config)):
+        if value is not None:
+            line += [option, str(value)]
+    keypair = getattr(args, "keypair", None)
+    if keypair is not None and words[0] in ("seal", "publish", "close"):
+        line += ["-k", keypair]
+    from curta_chain.constants import LOCALNET_PROGRAM_ID
+
+    if args.program_id != LOCALNET_PROGRAM_ID:
+        line += ["--program-id", args.program_id]
+    return " ".join(line)
+
+
+def _read_artifact(path: Path) -> "Artifact":
+    from curta_chain.artifact import read_artifact
+
+    return read_artifact(path)
 
 
 def _publish(args: argparse.Namespace) -> int:
-    artifact = read_artifact(args.artifact)
-    reporter = _reporter(args)
+    from curta_chain.chain.publish import RESUME_HINT, check_funds, plan_publish, publish
+    from curta_chain.constants import LAMPORTS_PER_SOL
 
-    async def body(target: Cluster, client: RpcClient) -> int:
+    artifact = _read_artifact(args.artifact)
+    reporter = make_reporter(args)
+    target = resolve(args, reporter)
+
+    async def body(target: Cluster, client: "RpcClient") -> int:
         authority = target.keypair()
-        budget = _budget(args, target.url)
-        plan = await plan_publish(client, target.program_id, authority, artifact, budget)
+        payer = target.fee_payer()
+        separate = payer.pubkey() != authority.pubkey()
+        budget = _budget(args, target.url, separate)
+        with reporter.waiting(f"{target.url} to show what it holds of this model"):
+            plan = await plan_publish(
+                client, target.program_id, authority, artifact, budget, payer.pubkey()
+            )
         sol = plan.cost_lamports / LAMPORTS_PER_SOL
+        reporter.line(f"Plan for model {plan.model} ({plan.state}):")
         reporter.line(
-            f"model {plan.model} ({plan.state}): {len(plan.section_lengths)} sections, "
-            f"{len(plan.create_sections)} accounts to create, {len(plan.writes):,} writes "
-            f"({plan.write_bytes:,} bytes, {plan.payload_per_write} per write), "
-            f"{plan.transactions:,} transactions"
+            f"  {len(plan.section_lengths)} sections, {len(plan.create_sections)} accounts to "
+            f"create, {len(plan.writes):,} writes ({plan.write_bytes:,} bytes)"
         )
         reporter.line(
-            f"cost: {sol:.9f} SOL (rent {plan.rent_lamports:,} + fees {plan.fee_lamports:,} "
-            f"lamports) on {target.url}"
+            f"  {plan.transactions:,} transactions, {plan.payload_per_write:,} bytes a write"
         )
+        reporter.line(
+            f"  cost {sol:.9f} SOL: rent {plan.rent_lamports:,} + fees "
+            f"{plan.fee_lamports:,} lamports"
+        )
+        reporter.line(f"  paid by {payer.pubkey()} on {target.url}")
         if args.dry_run:
-            _emit(args, {"dry_run": True, "plan": plan.to_json()})
+            emit(args, {"dry_run": True, "plan": plan.to_json()})
             return 0
-        await check_funds(client, authority.pubkey(), plan)
+        if plan.transactions == 0:
+            why, after = await _nothing_to_publish(args, client, plan, artifact)
+            if not emit(
+                args,
+                {"model": str(plan.model), "state": plan.state, "transactions": 0, "next": after},
+            ):
+                reporter.line(f"nothing to send: model {plan.model} is {plan.state}: {why}")
+                reporter.line(f"Model: {plan.model}")
+                reporter.line(f"Next: {after}")
+            return 0
+        await check_funds(client, payer.pubkey(), plan)
         result = await publish(
-            client, target.program_id, authority, artifact, plan, budget, reporter
+            client,
+            target.program_id,
+            authority,
+            artifact,
+            plan,
+            budget,
+            reporter,
+            _sender(client, target, authority, RESUME_HINT),
         )
-        reporter.line(f"published {result.transactions:,} transactions in {result.seconds:.1f} s")
-        reporter.line(str(plan.model))
-        _emit(args, result.to_json())
+        after = _next(args, "seal", plan.model, args.artifact)
+        if not emit(args, {**result.to_json(), "next": after}):
+            reporter.line(
+                f"published {result.transactions:,} transactions in {result.seconds:.1f} s"
+            )
+            for line in result.signatures.lines():
+                reporter.line(line)
+            reporter.line(f"Model: {plan.model}")
+            reporter.line(f"Next: {after}")
         return 0
 
-    return _run(args, body, RESUME_HINT)
+    return run_on_cluster(args, body, RESUME_HINT, target)
+
+
+async def _nothing_to_publish(
+    args: argparse.Namespace, client: "RpcClient", plan: "PublishPlan", artifact: "Artifact"
+) -> tuple[str, str]:
+    """Why a plan with no transactions is done, and the command to run next.
+
+    Raises:
+        AccountError: the model is sealing with bytes that are not the artifact's: its
+            seal will fail, and nothing can be written until then.
+    """
+    from curta_chain.chain.publish import frozen_differences
+    from curta_chain.errors import AccountError
+
+    if plan.state == "sealed":
+        return "it holds exactly this artifact", _next(args, "verify", plan.model, args.artifact)
+    if plan.state == "sealing":
+        differing = await frozen_differences(client, plan, artifact)
+        if differing:
+            size = sum(piece.length for piece in differing)
+            raise AccountError(
+                f"model {plan.model} is sealing and its frozen bytes differ from "
+                f"{args.artifact} in {len(differing):,} pieces ({size:,} bytes): the seal will "
+                f"end failed. Finish it with `{_next(args, 'seal', plan.model)}`, then publish "
+                f"again to reopen and rewrite them; nothing was sent"
+            )
+        why = "its bytes are all on chain and frozen, and sealing has begun"
+    else:
+        why = "every byte is on chain already"
+    return why, _next(args, "seal", plan.model, args.artifact)
 
 
 def _seal(args: argparse.Namespace) -> int:
-    artifact = read_artifact(args.artifact) if args.artifact else None
-    reporter = _reporter(args)
+    from curta_chain.chain.seal import resume_hint, seal
+    from curta_chain.program import ModelState
 
-    async def body(target: Cluster, client: RpcClient) -> int:
-        payer = target.keypair()
-        address = parse_pubkey(args.model, "model")
-        budget = _budget(args, target.url)
-        result = await seal(client, target.program_id, payer, address, artifact, budget, reporter)
-        reporter.line(result.describe())
-        _emit(args, result.to_json())
-        return 0 if result.state == ModelState.SEALED else 1
+    artifact = _read_artifact(args.artifact) if args.artifact else None
+    reporter = make_reporter(args)
+    target = resolve(args, reporter)
+    address = parse_pubkey(args.model, "model")
+    hint = resume_hint(address)
 
-    return _run(args, body, resume_hint(parse_pubkey(args.model, "model")))
+    async def body(target: Cluster, client: "RpcClient") -> int:
+        authority = target.keypair()
+        payer = target.fee_payer()
+        budget = _budget(args, target.url, payer.pubkey() != authority.pubkey())
+        result = await seal(
+            client,
+            target.program_id,
+            payer,
+            address,
+            artifact,
+            budget,
+            reporter,
+            _sender(client, target, authority, hint),
+            authority,
+        )
+        sealed = result.state == ModelState.SEALED
+        artifact_word = args.artifact or "ARTIFACT"
+        after = (
+            _next(args, "verify", address, artifact_word)
+            if sealed
+            else _next(args, "publish", artifact_word)
+        )
+        if not emit(args, {**result.to_json(), "next": after}):
+            reporter.line(result.describe())
+            for line in result.signature_lines():
+                reporter.line(line)
+            reporter.line(
+                f"Next: {after}"
+                + ("" if sealed else " (reopens the model and rewrites what differs)")
+            )
+        return 0 if sealed else 1
+
+    return run_on_cluster(args, body, hint, target)
 
 
 def _verify(args: argparse.Namespace) -> int:
-    artifact = read_artifact(args.artifact)
+    from curta_chain.chain.verify import verify
 
-    async def body(target: Cluster, client: RpcClient) -> int:
+    artifact = _read_artifact(args.artifact)
+    reporter = make_reporter(args)
+    target = resolve(args, reporter)
+
+    async def body(target: Cluster, client: "RpcClient") -> int:
         address = parse_pubkey(args.model, "model")
-        report = await verify(client, target.program_id, address, artifact)
-        if args.output == "json":
-            _emit(args, report.to_json())
+        with reporter.waiting(f"model {address} and its weight accounts to be read"):
+            report = await verify(client, target.program_id, address, artifact)
+        if is_json(args):
+            emit(args, report.to_json())
         elif report.ok:
             print(
                 f"verified {address}: sealed, every byte matches {args.artifact}, "
@@ -186,85 +375,309 @@ def _verify(args: argparse.Namespace) -> int:
         else:
             for difference in report.differences:
                 print(difference)
-            print(f"NOT verified: {len(report.differences)} differences")
+            count = len(report.differences)
+            print(f"NOT verified: {count} difference{'s' if count != 1 else ''}")
         return 0 if report.ok else 1
 
-    return _run(args, body)
+    return run_on_cluster(args, body, target=target)
 
 
 def _status(args: argparse.Namespace) -> int:
-    async def body(target: Cluster, client: RpcClient) -> int:
+    artifact = _read_artifact(args.artifact) if args.artifact else None
+    reporter = make_reporter(args)
+    target = resolve(args, reporter)
+
+    async def body(target: Cluster, client: "RpcClient") -> int:
         address = parse_pubkey(args.model, "model")
-        model = await require_model(client, target.program_id, address)
-        if args.output == "json":
-            _emit(args, {"model": str(address), **model.to_json()})
+        with reporter.waiting(f"model {address} and its weight accounts to be read"):
+            status = await _model_status(client, target, address, artifact)
+        status["next"] = _status_next(args, address, status)
+        if emit(args, status):
             return 0
-        total = sum(-(-slot.length // 65_536) for slot in model.sections)
-        print(f"model          {address}")
-        print(f"state          {model.state.name.lower()}")
-        print(f"authority      {model.authority}")
-        print(f"declared hash  {model.declared_hash.hex()}")
-        print(f"running hash   {model.running_hash.hex()}")
-        print(f"sealed chunks  {model.chunks_hashed}/{total}")
-        for i, slot in enumerate(model.sections):
-            bound = "unbound" if slot.weight_account == ZERO_KEY else str(slot.weight_account)
-            print(f"section {i:<6} {slot.length:>10,} bytes  {bound}")
+        _print_status(reporter, status)
         return 0
 
-    return _run(args, body)
+    return run_on_cluster(args, body, target=target)
+
+
+async def _model_status(
+    client: "RpcClient", target: Cluster, address: "Pubkey", artifact: "Artifact | None"
+) -> dict[str, object]:
+    """The model, its accounts' lamports and headers, and (with the artifact) bytes matching."""
+    import asyncio
+    import contextlib
+
+    import numpy as np
+
+    from curta_chain.chain.accounts import ZERO_KEY, read_model, read_section
+    from curta_chain.constants import WEIGHT_HEADER_SIZE
+    from curta_chain.errors import AccountError
+    from curta_chain.program import WeightHeader
+
+    model = await read_model(client, target.program_id, address)
+    if model is None:
+        raise AccountError(f"{address}: no such account on {client.url}")
+    bound = [slot.weight_account for slot in model.sections if slot.weight_account != ZERO_KEY]
+    infos = dict(
+        zip(
+            [address, *bound],
+            await client.accounts([address, *bound], head=WEIGHT_HEADER_SIZE),
+            strict=True,
+        )
+    )
+    same = artifact is not None and [len(s) for s in artifact.sections] == [
+        slot.length for slot in model.sections
+    ]
+    sections: list[dict[str, object]] = []
+    for index, slot in enumerate(model.sections):
+        info = infos.get(slot.weight_account) if slot.weight_account != ZERO_KEY else None
+        entry: dict[str, object] = {
+            "index": index,
+            "length": slot.length,
+            "weight_account": None if slot.weight_account == ZERO_KEY else str(slot.weight_account),
+            "lamports": info.lamports if info else 0,
+            "frozen": None,
+            "bytes_matching": None,
+        }
+        if info is not None and info.owner == target.program_id:
+            with contextlib.suppress(AccountError):
+                entry["frozen"] = WeightHeader.from_bytes(info.data).frozen
+        sections.append(entry)
+    if same and artifact is not None:
+
+        async def matching(index: int) -> int:
+            slot = model.sections[index]
+            if slot.weight_account == ZERO_KEY:
+                return 0
+            chain = await read_section(client, slot.weight_account, slot.length)
+            ours = np.frombuffer(bytes(artifact.sections[index]), dtype=np.uint8)
+            return int(np.count_nonzero(np.frombuffer(chain, dtype=np.uint8) == ours))
+
+        counts = await asyncio.gather(*(matching(i) for i in range(len(model.sections))))
+        for entry, count in zip(sections, counts, strict=True):
+            entry["bytes_matching"] = count
+    model_info = infos[address]
+    total_chunks = sum(-(-slot.length // 65_536) for slot in model.sections)
+    return {
+        "model": str(address),
+        **_model_fields(model),
+        "total_chunks": total_chunks,
+        "lamports": sum(info.lamports for info in infos.values() if info is not None),
+        "model_lamports": model_info.lamports if model_info else 0,
+        "artifact_hash_matches": (
+            None if artifact is None else artifact.weights_hash() == model.declared_hash
+        ),
+        "sections": sections,
+    }
+
+
+def _model_fields(model: "ModelAccount") -> dict[str, object]:
+    fields = model.to_json()
+    fields.pop("sections")
+    return fields
+
+
+def _status_next(args: argparse.Namespace, address: "Pubkey", status: dict[str, object]) -> str:
+    artifact = args.artifact or "ARTIFACT"
+    state = status["state"]
+    sections = status["sections"]
+    assert isinstance(sections, list)
+    if state == "uploading":
+        complete = args.artifact is not None and all(
+            s["bytes_matching"] == s["length"] for s in sections
+        )
+        if complete:
+            return _next(args, "seal", address, artifact)
+        return f"{_next(args, 'publish', artifact)} (to finish the upload), then seal"
+    if state == "sealing":
+        return f"{_next(args, 'seal', address)} (to finish the seal)"
+    if state == "sealed":
+        return _next(args, "verify", address, artifact)
+    return (
+        f"{_next(args, 'publish', artifact)} (reopens it and rewrites what differs), or "
+        f"{_next(args, 'close', address)} (rent back)"
+    )
+
+
+def _print_status(reporter: "Reporter", status: dict[str, object]) -> None:
+    from curta_chain.constants import LAMPORTS_PER_SOL
+
+    lamports = status["lamports"]
+    sections = status["sections"]
+    assert isinstance(lamports, int) and isinstance(sections, list)
+    bound = sum(1 for s in sections if s["weight_account"])
+    rows = [
+        ("Model", status["model"]),
+        ("State", status["state"]),
+        ("Authority", status["authority"]),
+        ("Declared hash", status["declared_hash"]),
+        ("Running hash", status["running_hash"]),
+        ("Sealed chunks", f"{status['chunks_hashed']}/{status['total_chunks']}"),
+        (
+            "Balance",
+            f"{lamports / LAMPORTS_PER_SOL:.9f} SOL in the model and {bound} weight accounts",
+        ),
+    ]
+    if status["artifact_hash_matches"] is False:
+        rows.append(("Artifact", "its hash is NOT the declared hash: another artifact"))
+    for key, value in rows:
+        reporter.line(f"{key + ':':<15} {value}")
+    for s in sections:
+        account = s["weight_account"] or "unbound"
+        frozen = {True: "frozen", False: "open", None: ""}[s["frozen"]]
+        line = f"Section {s['index']:<7} {s['length']:>10,} bytes  {account}  {frozen}"
+        if s["bytes_matching"] is not None:
+            missing = s["length"] - s["bytes_matching"]
+            line += f"  {f'{missing:,} bytes to upload' if missing else 'uploaded'}"
+        reporter.line(line.rstrip())
+    reporter.line(f"{'Next:':<15} {status['next']}")
+
+
+def _models(args: argparse.Namespace) -> int:
+    reporter = make_reporter(args)
+    target = resolve(args, reporter)
+
+    async def body(target: Cluster, client: "RpcClient") -> int:
+        from curta_chain.chain.accounts import find_models
+        from curta_chain.constants import LAMPORTS_PER_SOL
+
+        authority = None
+        if not args.all:
+            authority = (
+                target.keypair().pubkey()
+                if args.authority is None
+                else target.signers.pubkey(args.authority, "--authority")
+            )
+        with reporter.waiting(f"{target.url} to list the program's models"):
+            found = await find_models(client, target.program_id, authority)
+        rows = [
+            {
+                "model": str(address),
+                **_model_fields(model),
+                "sections": len(model.sections),
+                "lamports": lamports,
+            }
+            for address, model, lamports in found
+        ]
+        if emit(args, {"authority": str(authority) if authority else None, "models": rows}):
+            return 0
+        whose = f"of {authority}" if authority else "of every authority"
+        if not rows:
+            reporter.line(f"no models {whose} on {target.url}")
+            return 0
+        reporter.line(f"{'Model':<44}  {'State':<9}  {'Sections':>8}  {'Model SOL':>12}  Hash")
+        for row in rows:
+            sol = int(row["lamports"]) / LAMPORTS_PER_SOL  # type: ignore[call-overload]
+            reporter.line(
+                f"{row['model']:<44}  {row['state']:<9}  {row['sections']:>8}  {sol:>12.6f}  "
+                f"{str(row['declared_hash'])[:16]}"
+            )
+        reporter.line(f"{len(rows)} model{'s' if len(rows) != 1 else ''} {whose}")
+        return 0
+
+    return run_on_cluster(args, body, target=target)
 
 
 def _close(args: argparse.Namespace) -> int:
-    reporter = _reporter(args)
+    reporter = make_reporter(args)
+    target = resolve(args, reporter)
 
-    async def body(target: Cluster, client: RpcClient) -> int:
+    async def body(target: Cluster, client: "RpcClient") -> int:
+        from solders.system_program import TransferParams, transfer
+
+        from curta_chain import program
+        from curta_chain.chain import specs
+        from curta_chain.chain.accounts import ZERO_KEY, require_model
+        from curta_chain.chain.sender import TxSpec
+        from curta_chain.constants import LAMPORTS_PER_SOL
+        from curta_chain.errors import AccountError
+        from curta_chain.program import ModelState
+
         authority = target.keypair()
+        payer = target.fee_payer()
         address = parse_pubkey(args.model, "model")
+        recipient = (
+            authority.pubkey()
+            if args.recipient is None
+            else target.signers.pubkey(args.recipient, "--recipient")
+        )
         model = await require_model(client, target.program_id, address)
         if model.state == ModelState.SEALED:
             raise AccountError(f"model {address} is sealed: a sealed model never changes")
         if model.authority != authority.pubkey():
             raise AccountError(f"model {address} belongs to {model.authority}; pass its keypair")
         bound = [s.weight_account for s in model.sections if s.weight_account != ZERO_KEY]
-        before = await client.balance(authority.pubkey())
-        ix = program.close_model(target.program_id, authority.pubkey(), address, bound)
-        sender = Sender(client, authority)
-        await sender.send([specs.authority_spec(ix, specs.CLOSE_CU, _budget(args, target.url))])
-        after = await client.balance(authority.pubkey())
-        reporter.line(
-            f"closed {address} and {len(bound)} weight accounts: "
-            f"{(after - before) / LAMPORTS_PER_SOL:.9f} SOL back to {authority.pubkey()}"
-        )
-        _emit(
+        held = sum(info.lamports for info in await client.accounts([address, *bound]) if info)
+        budget = _budget(args, target.url, payer.pubkey() != authority.pubkey())
+        instructions = [
+            *budget.instructions(specs.CLOSE_CU),
+            program.close_model(target.program_id, authority.pubkey(), address, bound),
+        ]
+        if recipient != authority.pubkey():
+            # The program pays the authority; the same transaction passes it on.
+            instructions.append(
+                transfer(
+                    TransferParams(
+                        from_pubkey=authority.pubkey(), to_pubkey=recipient, lamports=held
+                    )
+                )
+            )
+        before = await client.balance(recipient)
+        sender = _sender(client, target, authority, "nothing to resume: rerun `curta-chain close`")
+        await sender.send([TxSpec(tuple(instructions))], what="the close")
+        after = await client.balance(recipient)
+        signature = sender.stats.last_signature
+        if not emit(
             args,
             {
                 "model": str(address),
                 "closed_accounts": len(bound) + 1,
+                "lamports_closed": held,
+                "recipient": str(recipient),
                 "lamports_returned": after - before,
+                "signature": signature,
             },
-        )
+        ):
+            reporter.line(
+                f"closed {address} and {len(bound)} weight accounts: "
+                f"{held / LAMPORTS_PER_SOL:.9f} SOL to {recipient}"
+            )
+            reporter.line(f"Signature: {signature}")
         return 0
 
-    return _run(args, body)
+    return run_on_cluster(args, body, target=target)
 
 
 def _airdrop(args: argparse.Namespace) -> int:
+    from curta_chain.constants import LAMPORTS_PER_SOL
+    from curta_chain.errors import ConfigError
+
     if not 1 <= args.sol * LAMPORTS_PER_SOL <= _U64_MAX:  # false for nan, too
         raise ConfigError(
             f"airdrop {args.sol}: expected a positive amount of SOL, 1 to {_U64_MAX:,} lamports"
         )
-    reporter = _reporter(args)
+    reporter = make_reporter(args)
+    target = resolve(args, reporter)
 
-    async def body(target: Cluster, client: RpcClient) -> int:
+    async def body(target: Cluster, client: "RpcClient") -> int:
+        from curta_chain.chain.sender import wait_for_signature
+
         if "mainnet" in target.url:
             raise ConfigError(f"{target.url}: mainnet-beta has no faucet")
-        owner = target.keypair().pubkey()
+        recipient = (
+            target.keypair().pubkey()
+            if args.recipient is None
+            else target.signers.pubkey(args.recipient, "recipient")
+        )
         lamports = round(args.sol * LAMPORTS_PER_SOL)
-        signature = await client.request_airdrop(owner, lamports)
-        await wait_for_signature(client, signature)
-        balance = await client.balance(owner)
-        reporter.line(f"{owner}: {balance / LAMPORTS_PER_SOL:.9f} SOL")
-        _emit(args, {"pubkey": str(owner), "signature": signature, "balance": balance})
+        reporter.line(f"Requesting airdrop of {args.sol:g} SOL to {recipient}")
+        signature = await client.request_airdrop(recipient, lamports)
+        with reporter.waiting(f"the airdrop to be {client.commitment}"):
+            await wait_for_signature(client, signature)
+        balance = await client.balance(recipient)
+        if not emit(args, {"pubkey": str(recipient), "signature": signature, "balance": balance}):
+            reporter.line(f"Signature: {signature}")
+            reporter.line(f"{balance / LAMPORTS_PER_SOL:g} SOL")
         return 0
 
-    return _run(args, body)
+    return run_on_cluster(args, body, target=target)

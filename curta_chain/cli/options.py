@@ -1,44 +1,135 @@
-"""The options every chain command shares, after the Solana CLI's conventions."""
+"""What every command shares, after the Solana CLI's conventions. New commands use these.
+
+- ``add_output_option(parser)`` and ``emit(args, value)``: ``--output
+  {display,json,json-compact}``; ``is_json(args)`` says which.
+- ``make_reporter(args)``: the ``Reporter`` a command hands the library (progress, waits,
+  notes and result lines, each where the output mode wants them).
+- ``add_cluster_options(parser, keypair=..., fee_payer=...)`` and ``resolve(args)``:
+  ``-u``, ``-k``, ``--fee-payer``, ``--commitment``, ``--program-id``, ``-C``,
+  ``--rpc-timeout`` and ``--output``, resolved against the Solana CLI config into a
+  ``Cluster`` (which resolves signers, see ``signers.py``).
+- ``run_on_cluster(args, body, resume_hint)``: runs ``body(cluster, client)`` in an event
+  loop; a give-up or Ctrl-C after something was sent says how to resume.
+
+Nothing here imports solders, httpx or the program client at module level: ``curta-chain
+--help`` must not pay for them.
+"""
 
 import argparse
-from dataclasses import dataclass
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from pathlib import Path
-
-from solders.keypair import Keypair
-from solders.pubkey import Pubkey
+from typing import TYPE_CHECKING
 
 from curta_chain.chain import cluster
-from curta_chain.chain.rpc import RpcClient
-from curta_chain.chain.transport import GIVE_UP_AFTER, HttpTransport
-from curta_chain.constants import LOCALNET_PROGRAM_ID
-from curta_chain.errors import ConfigError
+from curta_chain.cli.signers import Signers
+from curta_chain.constants import GIVE_UP_AFTER, LOCALNET_PROGRAM_ID
+from curta_chain.errors import ConfigError, RpcError
+from curta_chain.reporting import ConsoleReporter, Reporter
+
+if TYPE_CHECKING:
+    from solders.keypair import Keypair
+    from solders.pubkey import Pubkey
+
+    from curta_chain.chain.rpc import RpcClient
+
+OUTPUT_FORMATS = ("display", "json", "json-compact")
+
+_URL_HELP = (
+    "URL for Solana's JSON RPC or moniker (or their first letter): "
+    "[mainnet-beta, testnet, devnet, localhost] or [m, t, d, l] "
+    "(default: the config's json_rpc_url, else localhost)"
+)
 
 
-def add_cluster_options(parser: argparse.ArgumentParser, keypair: bool = True) -> None:
-    """Add ``-u``, ``-k``, ``--commitment``, ``--program-id``, ``--config`` and ``--output``."""
+def add_output_option(parser: argparse.ArgumentParser) -> None:
+    """Add ``--output {display,json,json-compact}`` (default display), as the Solana CLI."""
     parser.add_argument(
-        "-u", "--url", help="RPC URL or moniker: localhost, devnet, testnet, mainnet-beta"
+        "--output",
+        choices=OUTPUT_FORMATS,
+        default="display",
+        help="display (for people, the default), json (pretty) or json-compact (one line)",
     )
+
+
+def is_json(args: argparse.Namespace) -> bool:
+    """Whether the command prints a JSON document instead of display text."""
+    return getattr(args, "output", "display") in ("json", "json-compact")
+
+
+def emit(args: argparse.Namespace, value: object) -> bool:
+    """Print ``value`` as the command's JSON document if asked for JSON; say whether it did."""
+    if not is_json(args):
+        return False
+    if args.output == "json":
+        print(json.dumps(value, indent=2))
+    else:
+        print(json.dumps(value, separators=(",", ":")))
+    return True
+
+
+def make_reporter(args: argparse.Namespace) -> Reporter:
+    """The reporter for this command's output mode.
+
+    Display: result lines on stdout, progress and waits on stderr (a live line on a
+    terminal, a line every few seconds elsewhere). JSON: stdout holds the document only;
+    progress and waits still show on a terminal's stderr, and nothing is said to a pipe.
+    """
+    if is_json(args):
+        return ConsoleReporter(results=False, chatty_off_terminal=False)
+    return ConsoleReporter()
+
+
+def add_cluster_options(
+    parser: argparse.ArgumentParser, keypair: bool = True, fee_payer: bool = False
+) -> None:
+    """Add the options of a command that talks to a cluster, ``--output`` included."""
+    parser.add_argument("-u", "--url", metavar="URL_OR_MONIKER", help=_URL_HELP)
     if keypair:
-        parser.add_argument("-k", "--keypair", help="keypair file (Solana CLI JSON format)")
-    parser.add_argument("--commitment", choices=cluster.COMMITMENTS, help="default: confirmed")
+        parser.add_argument(
+            "-k",
+            "--keypair",
+            metavar="SIGNER",
+            help="signer: a keypair file, prompt:// (seed phrase), stdin or usb://ledger "
+            "(default: the config's keypair_path, else ~/.config/solana/id.json)",
+        )
+    if fee_payer:
+        parser.add_argument(
+            "--fee-payer",
+            metavar="SIGNER",
+            help="signer that pays the transaction fees (default: the -k keypair)",
+        )
     parser.add_argument(
-        "--program-id", default=LOCALNET_PROGRAM_ID, help="the curta program's address"
+        "--commitment", choices=cluster.COMMITMENTS, help="default: confirmed, or the config's"
+    )
+    parser.add_argument(
+        "--program-id",
+        metavar="ADDRESS",
+        default=LOCALNET_PROGRAM_ID,
+        help="the curta program's address (default: the localnet's)",
     )
     parser.add_argument(
         "-C",
         "--config",
         type=Path,
+        metavar="FILE",
         help="Solana CLI config file (default: ~/.config/solana/cli/config.yml)",
+    )
+    parser.add_argument(
+        "--skip-seed-phrase-validation",
+        action="store_true",
+        help="accept a prompt:// seed phrase that is not valid BIP39 English",
     )
     parser.add_argument(
         "--rpc-timeout",
         type=float,
         default=GIVE_UP_AFTER,
         metavar="SECONDS",
-        help=f"give up on a node with no usable answer for this long (default {GIVE_UP_AFTER:.0f})",
+        help="give up on a node that answered before and stopped, after this long "
+        f"(default {GIVE_UP_AFTER:.0f}); one that never answers fails at once",
     )
-    parser.add_argument("--output", choices=("text", "json"), default="text")
+    add_output_option(parser)
 
 
 @dataclass(frozen=True)
@@ -47,33 +138,105 @@ class Cluster:
 
     url: str
     commitment: str
-    program_id: Pubkey
-    keypair_path: Path | None
+    program_id: "Pubkey"
+    signers: Signers
+    keypair_spec: str | None = None
+    fee_payer_spec: str | None = None
     rpc_timeout: float = GIVE_UP_AFTER
+    reporter: Reporter = field(default_factory=ConsoleReporter)
 
-    def client(self) -> RpcClient:
+    def client(self) -> "RpcClient":
         """A fresh RPC client for this cluster (create it inside the running event loop)."""
-        return RpcClient(HttpTransport(self.url, give_up_after=self.rpc_timeout), self.commitment)
+        from curta_chain.chain.rpc import RpcClient
+        from curta_chain.chain.transport import HttpTransport
 
-    def keypair(self) -> Keypair:
-        """Load the keypair the options name."""
-        assert self.keypair_path is not None
-        return cluster.load_keypair(self.keypair_path)
+        transport = HttpTransport(self.url, give_up_after=self.rpc_timeout, reporter=self.reporter)
+        return RpcClient(transport, self.commitment)
+
+    def keypair(self) -> "Keypair":
+        """The ``-k`` signer (the default keypair when none was named)."""
+        return self.signers.keypair(self.keypair_spec, "--keypair")
+
+    def fee_payer(self) -> "Keypair":
+        """The ``--fee-payer`` signer, else the ``-k`` one."""
+        if self.fee_payer_spec is None:
+            return self.keypair()
+        return self.signers.keypair(self.fee_payer_spec, "--fee-payer")
 
 
-def resolve(args: argparse.Namespace) -> Cluster:
+def resolve(args: argparse.Namespace, reporter: Reporter | None = None) -> Cluster:
     """Resolve the shared options against the Solana CLI config."""
     config = cluster.read_cli_config(args.config)
-    keypair_arg = getattr(args, "keypair", None)
     return Cluster(
         url=cluster.resolve_url(args.url, config),
         commitment=cluster.resolve_commitment(args.commitment, config),
         program_id=parse_pubkey(args.program_id, "--program-id"),
-        keypair_path=cluster.keypair_path(keypair_arg, config)
-        if hasattr(args, "keypair")
-        else None,
+        signers=Signers(
+            config, skip_seed_phrase_validation=getattr(args, "skip_seed_phrase_validation", False)
+        ),
+        keypair_spec=getattr(args, "keypair", None),
+        fee_payer_spec=getattr(args, "fee_payer", None),
         rpc_timeout=_positive(args.rpc_timeout, "--rpc-timeout"),
+        reporter=reporter or make_reporter(args),
     )
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C during a chain command; ``resume_hint`` is set when something was sent."""
+
+    def __init__(self, resume_hint: str | None):
+        super().__init__()
+        self.resume_hint = resume_hint
+
+
+def run_on_cluster(
+    args: argparse.Namespace,
+    body: "Callable[[Cluster, RpcClient], Awaitable[int]]",
+    resume_hint: str | None = None,
+    target: Cluster | None = None,
+) -> int:
+    """Run ``body(cluster, client)``; return its exit code.
+
+    A failure to reach the node, or Ctrl-C, after at least one transaction was sent says
+    ``resume_hint``: those transactions may have landed, and a rerun picks up from them.
+    Before anything was sent there is nothing to resume, and no hint.
+
+    Raises:
+        SendGaveUpError: the node stopped answering after something was sent.
+        Interrupted: Ctrl-C (``resume_hint`` set when something was sent).
+    """
+    import asyncio
+
+    from curta_chain.chain.rpc import RpcCallError
+    from curta_chain.errors import SendGaveUpError
+
+    target = target or resolve(args)
+    clients: list[RpcClient] = []
+
+    async def main() -> int:
+        client = target.client()
+        clients.append(client)
+        try:
+            return await body(target, client)
+        except RpcError as exc:
+            # The sender's own give-ups already say how to resume; so must a read between
+            # two sends that finds the node gone. A node that answered with an error is
+            # another matter.
+            if (
+                resume_hint is None
+                or not client.sends
+                or isinstance(exc, SendGaveUpError | RpcCallError)
+            ):
+                raise
+            raise SendGaveUpError(f"{exc}; {resume_hint}") from exc
+        finally:
+            await client.aclose()
+
+    try:
+        return asyncio.run(main())
+    except KeyboardInterrupt:
+        sent = bool(clients and clients[0].sends)
+        raise Interrupted(resume_hint if sent else None) from None
 
 
 def _positive(value: float, what: str) -> float:
@@ -82,12 +245,14 @@ def _positive(value: float, what: str) -> float:
     return value
 
 
-def parse_pubkey(text: str, what: str) -> Pubkey:
+def parse_pubkey(text: str, what: str) -> "Pubkey":
     """Parse a base58 address, naming ``what`` in the error.
 
     Raises:
         ConfigError: ``text`` is not a 32-byte base58 address.
     """
+    from solders.pubkey import Pubkey
+
     try:
         return Pubkey.from_string(text)
     except ValueError as exc:

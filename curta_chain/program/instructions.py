@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Sequence
-from functools import cache
+from functools import cache, partial
 
 from construct import ConstructError
 from solders.compute_budget import set_compute_unit_limit, set_compute_unit_price
@@ -198,25 +198,35 @@ def close_model(
     return _with_weight_accounts(program_id, "close_model", named, weight_accounts)
 
 
-def _write_transaction_size(payload: int, with_compute_budget: bool, versioned: bool) -> int:
-    """The serialized size of a one-signer writeWeights transaction carrying ``payload`` bytes."""
-    authority, weight, program = (
+def _write_transaction_size(
+    payload: int, with_compute_budget: bool, versioned: bool, fee_payer: bool = False
+) -> int:
+    """The serialized size of a writeWeights transaction carrying ``payload`` bytes.
+
+    One signer, the authority, or two with a separate ``fee_payer``.
+    """
+    authority, weight, program, payer = (
         Pubkey(bytes([1] * 32)),
         Pubkey(bytes([2] * 32)),
         Pubkey(bytes([3] * 32)),
+        Pubkey(bytes([4] * 32)),
     )
+    if not fee_payer:
+        payer = authority
     instructions = [write_weights(program, authority, weight, 0, bytes(payload))]
     if with_compute_budget:
         instructions = [set_compute_unit_limit(1), set_compute_unit_price(1), *instructions]
+    signatures = [Signature.default()] * (2 if fee_payer else 1)
     if versioned:
-        message = MessageV0.try_compile(authority, instructions, [], Hash.default())
-        return len(bytes(VersionedTransaction.populate(message, [Signature.default()])))
-    return len(bytes(Transaction.new_unsigned(Message(instructions, authority))))
+        message = MessageV0.try_compile(payer, instructions, [], Hash.default())
+        return len(bytes(VersionedTransaction.populate(message, signatures)))
+    legacy = Message(instructions, payer)
+    return len(bytes(Transaction.populate(legacy, signatures)))
 
 
 @cache
-def max_write_payload(with_compute_budget: bool = False) -> int:
-    """The most weight bytes one writeWeights transaction (one signer) carries in 1,232 bytes.
+def max_write_payload(with_compute_budget: bool = False, fee_payer: bool = False) -> int:
+    """The most weight bytes one writeWeights transaction carries in 1,232 bytes.
 
     Measured by serializing real transactions, legacy and v0 alike, and taking the smaller:
     a sender may use either.
@@ -224,17 +234,23 @@ def max_write_payload(with_compute_budget: bool = False) -> int:
     Args:
         with_compute_budget: the transaction also carries SetComputeUnitLimit and
             SetComputeUnitPrice instructions.
+        fee_payer: a fee payer other than the authority signs too (a key and a signature
+            more).
 
     Returns:
         The largest ``data`` length that keeps the transaction within ``MAX_TRANSACTION_SIZE``.
     """
     best = []
     for versioned in (False, True):
-        payload = MAX_TRANSACTION_SIZE - _write_transaction_size(0, with_compute_budget, versioned)
+        size = partial(
+            _write_transaction_size,
+            with_compute_budget=with_compute_budget,
+            versioned=versioned,
+            fee_payer=fee_payer,
+        )
+        payload = MAX_TRANSACTION_SIZE - size(0)
         # The data's compact-u16 length prefix grows by a byte past 127: step down to fit.
-        while (
-            _write_transaction_size(payload, with_compute_budget, versioned) > MAX_TRANSACTION_SIZE
-        ):
+        while size(payload) > MAX_TRANSACTION_SIZE:
             payload -= 1
         best.append(payload)
     return min(best)
