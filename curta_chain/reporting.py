@@ -149,6 +149,11 @@ def _unit(total: int) -> str:
     return "MB" if total >= 1_000_000 else "kB" if total >= 1_000 else "B"
 
 
+def _fit(text: str, width: int) -> str:
+    """``text``, cut to ``width`` columns with "..." where it was cut."""
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
 class _Bar:
     """One progress display's counts and the rate measured over a recent window."""
 
@@ -237,7 +242,7 @@ class _Bar:
             # Drop the least useful field first: the rate, then the amount.
             tails.pop(-2 if waiting is None and len(tails) > 2 else 0)
         if room < 4:
-            return f"{head} {tail}"[:width].rstrip()
+            return _fit(f"{head} {tail}".rstrip(), width)
         filled = int(self.fraction() * room)
         return f"{head} [{'#' * filled}{'.' * (room - filled)}] {tail}"[:width].rstrip()
 
@@ -259,7 +264,8 @@ class _Wait:
         self.printed_at: float | None = None
 
     def text(self, now: float) -> str:
-        return f"waiting for {self.what} ({duration(now - self.started)})"
+        # The time first: a narrow terminal cuts the end of the line.
+        return f"waiting {duration(now - self.started)} for {self.what}"
 
 
 class _ConsoleProgress:
@@ -432,7 +438,7 @@ class ConsoleReporter:
         waiting = wait.text(now) if wait else None
         if self._bars:
             return self._bars[-1].render(self._width(), now, waiting)
-        return waiting[: self._width()] if waiting else None
+        return _fit(waiting, self._width()) if waiting else None
 
     def _draw(self) -> None:
         if not self.on_terminal:

@@ -231,8 +231,9 @@ async def _check_uploaded(
     if differing:
         size = sum(differing.values())
         raise AccountError(
-            f"model {address} is not fully uploaded: {size:,} bytes in sections "
-            f"{list(differing)} differ from {where}; finish with `curta-chain publish {where}` "
+            f"model {address} is not fully uploaded: {size:,} "
+            f"{'byte differs' if size == 1 else 'bytes differ'} in sections {list(differing)} "
+            f"from {where}; finish with `curta-chain publish {where}` "
             f"before sealing (sealing now would freeze them and end failed); nothing was sent"
         )
 

@@ -76,10 +76,12 @@ class HttpTransport:
         delay = 0.1
         with contextlib.ExitStack() as stack:
             waiting: Waiting | None = None
+            failure: Exception | None = None
             while True:
                 self.requests += 1
                 try:
                     response = await self._client.post(self.url, content=body)
+                    failure = None
                     if response.status_code == 429:
                         wait = _retry_after(response, delay)
                         problem = "HTTP 429 Too Many Requests"
@@ -96,16 +98,15 @@ class HttpTransport:
                 except (httpx.TransportError, json.JSONDecodeError, UnicodeDecodeError) as exc:
                     if not self.answered:
                         self._fail_fast(exc, time.monotonic() - started)
-                    wait, problem = delay, _describe(exc)
+                    wait, problem, failure = delay, _describe(exc), exc
                 elapsed = time.monotonic() - started
                 if elapsed + wait > self._give_up_after:
+                    if failure is not None and not self.answered:
+                        self._fail_fast(failure, float("inf"))
                     raise RpcError(
                         f"{self.url}: no usable answer for {elapsed:.1f} s (last: {problem})"
                     )
-                what = (
-                    f"{self.url} to answer (last: {problem}; giving up after "
-                    f"{self._give_up_after:.0f} s)"
-                )
+                what = f"{urlparse(self.url).netloc or self.url} to answer ({problem})"
                 if waiting is None:
                     waiting = stack.enter_context(self._reporter.waiting(what))
                 else:
@@ -146,8 +147,16 @@ def _brief(response: httpx.Response) -> str:
 
 
 def _describe(exc: Exception) -> str:
+    """What went wrong, in a few words a person reads at a glance."""
     if isinstance(exc, json.JSONDecodeError | UnicodeDecodeError):
         return "the answer was not complete JSON"
+    for cause in _causes(exc):
+        if isinstance(cause, ConnectionRefusedError):
+            return "connection refused"
+        if isinstance(cause, socket.gaierror):
+            return "the host name does not resolve"
+    if isinstance(exc, httpx.TimeoutException):
+        return f"timed out ({type(exc).__name__})"
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
 
 

@@ -38,8 +38,13 @@ def test_config_file_gives_defaults(tmp_path):
     assert str(cluster.keypair_path(None, config)) == "/tmp/id.json"
 
 
-def test_missing_config_is_empty_and_malformed_config_is_refused(tmp_path):
-    assert cluster.read_cli_config(tmp_path / "absent.yml") == cluster.CliConfig()
+def test_missing_default_config_is_empty_a_named_one_and_malformed_config_are_refused(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.config/solana/cli/config.yml there
+    assert cluster.read_cli_config() == cluster.CliConfig()
+    with pytest.raises(ConfigError, match=r"absent\.yml: no such Solana CLI config file \(-C\)"):
+        cluster.read_cli_config(tmp_path / "absent.yml")
     bad = tmp_path / "bad.yml"
     bad.write_text("json_rpc_url http://x\n")
     with pytest.raises(ConfigError, match=r"bad\.yml:1: expected 'key: value'"):

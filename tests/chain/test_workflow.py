@@ -34,12 +34,12 @@ class Cli:
         return code, out, err
 
     def json(self, *args: str, keypair: bool = True) -> dict:
-        code, out, err = self(*args, "--output", "json", keypair=keypair)
+        code, out, err = self(*args, "--output", "json-compact", keypair=keypair)
         assert code == 0, err
         return json.loads(out.strip().splitlines()[-1])
 
     def json_fail(self, *args: str) -> dict:
-        code, out, err = self(*args, "--output", "json", keypair=False)
+        code, out, err = self(*args, "--output", "json-compact", keypair=False)
         assert code == 1, err
         return json.loads(out.strip().splitlines()[-1])
 
@@ -116,6 +116,18 @@ def test_a_byte_changed_before_sealing_fails_naming_the_chunk_then_reopen_fixes_
     original = stories260k.sections[1][offset]
     write_bytes_on_chain(cli.url, authority, weight, offset, bytes([original ^ 0x01]))
 
+    # Given the artifact, seal sees the upload is not the artifact's and sends nothing.
+    code, out, err = cli("seal", model, str(art260k))
+    assert code == 1 and out == ""
+    assert err == (
+        f"error: model {model} is not fully uploaded: 1 byte differs in sections [1] from "
+        f"{art260k}; finish with `curta-chain publish {art260k}` before sealing (sealing now "
+        f"would freeze them and end failed); nothing was sent\n"
+    )
+    assert cli.json("status", model, keypair=False)["state"] == "uploading"
+
+    # Sealing begun anyway: the seal ends failed, and with the artifact names the chunk.
+    begin_sealing_on_chain(cli.url, authority, Pubkey.from_string(model))
     code, out, _ = cli("seal", model, str(art260k))
     assert code == 1
     start = offset // HASH_CHUNK_SIZE * HASH_CHUNK_SIZE
@@ -134,6 +146,24 @@ def test_a_byte_changed_before_sealing_fails_naming_the_chunk_then_reopen_fixes_
     assert republished["transactions"] == 2  # reopen + one write
     assert cli.json("seal", model)["state"] == "sealed"
     assert cli.json("verify", model, str(art260k), keypair=False)["ok"]
+
+
+def begin_sealing_on_chain(url: str, authority: Keypair, model: Pubkey) -> None:
+    """Land beginSealing directly, without the CLI's check of the artifact."""
+
+    async def run():
+        client = RpcClient(HttpTransport(url))
+        try:
+            info = await client.account(model)
+            accounts = [
+                s.weight_account for s in program.ModelAccount.from_bytes(info.data).sections
+            ]
+            ix = program.begin_sealing(PROGRAM_ID, authority.pubkey(), model, accounts)
+            await Sender(client, authority).send([TxSpec((ix,))])
+        finally:
+            await client.aclose()
+
+    asyncio.run(run())
 
 
 def test_verify_against_another_artifact_names_section_and_offset(cli, art260k, tmp_path):
@@ -232,7 +262,10 @@ def test_an_unreachable_node_gives_up_with_a_one_line_error(capsys, tmp_path, ar
     down = Cli(capsys, "http://127.0.0.1:9", path)
     code, _, err = down("publish", str(art260k), "--rpc-timeout", "0.5")
     assert code == 1
-    assert err.startswith("error: http://127.0.0.1:9: no usable answer for")
+    assert err == (
+        "error: http://127.0.0.1:9: connection refused: no RPC node is listening there "
+        "(start one with `curta-chain localnet`)\n"
+    )
     assert len(err.strip().splitlines()) == 1
 
 

@@ -428,18 +428,21 @@ def cli_command(*args: str) -> list[str]:
 
 
 def run_cli(*args: str, timeout: float = 300) -> tuple[int, dict[str, Any] | None, str]:
-    """Run ``curta-chain *args --output json``; return (exit code, last JSON line, stderr)."""
+    """Run ``curta-chain *args --output json-compact``; return (exit code, the JSON, stderr)."""
     done = subprocess.run(
-        cli_command(*args, "--output", "json"), capture_output=True, text=True, timeout=timeout
+        cli_command(*args, "--output", "json-compact"),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
     )
     lines = done.stdout.strip().splitlines()
     return done.returncode, json.loads(lines[-1]) if lines else None, done.stderr
 
 
 def start_cli(*args: str) -> subprocess.Popen[str]:
-    """Start ``curta-chain *args --output json`` in the background."""
+    """Start ``curta-chain *args --output json-compact`` in the background."""
     return subprocess.Popen(
-        cli_command(*args, "--output", "json"),
+        cli_command(*args, "--output", "json-compact"),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

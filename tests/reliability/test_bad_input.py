@@ -504,7 +504,7 @@ CASES: dict[str, Case] = {
     ),
     "url nobody listens": (
         with_url("http://127.0.0.1:9", "--rpc-timeout", "0.5"),
-        r"http://127.0.0.1:9: no usable answer for",
+        r"http://127.0.0.1:9: connection refused: no RPC node is listening there",
     ),
     "rpc timeout zero": (
         lambda ctx: ctx.chain("publish", ctx.art(), "--rpc-timeout", "0"),
