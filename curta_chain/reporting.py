@@ -124,6 +124,11 @@ class NullReporter:
         yield _NullWaiting()
 
 
+def counted(count: int, noun: str, plural: str | None = None) -> str:
+    """``count`` and ``noun``, plural unless one: "1 write", "16,404 writes"."""
+    return f"{count:,} {noun if count == 1 else plural or noun + 's'}"
+
+
 def duration(seconds: float) -> str:
     """``seconds`` as a person reads it: 0.4s, 17s, 3m05s, 1h02m."""
     if seconds < 10:

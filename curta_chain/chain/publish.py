@@ -37,7 +37,7 @@ from curta_chain.chain.sender import Sender, TxSpec
 from curta_chain.constants import LAMPORTS_PER_SOL, WEIGHT_HEADER_SIZE
 from curta_chain.errors import AccountError, InsufficientFundsError
 from curta_chain.program import ModelState
-from curta_chain.reporting import NullReporter, Reporter
+from curta_chain.reporting import NullReporter, Reporter, counted
 
 RESUME_HINT = "rerun `curta-chain publish` with the same artifact and keypair to resume"
 """What a give-up tells the user: publishing resumes from the chain alone."""
@@ -64,7 +64,8 @@ class PublishSignatures:
             many = f"last of {len(self.bind)} " if len(self.bind) > 1 else ""
             out.append(f"Signature: {self.bind[-1]} ({many}create and bind)")
         if self.last_write:
-            out.append(f"Signature: {self.last_write} (last of {self.writes:,} writes)")
+            many = f"last of {self.writes:,} writes" if self.writes > 1 else "write"
+            out.append(f"Signature: {self.last_write} ({many})")
         return out
 
     def to_json(self) -> dict[str, object]:
@@ -241,7 +242,7 @@ async def publish(
         if done:
             reporter.note(
                 f"resuming the upload: {done:,} of {total:,} bytes are on chain already; "
-                f"{len(writes):,} writes to go"
+                f"{counted(len(writes), 'write')} to go"
             )
         bar = reporter.progress("upload", done + plan.write_bytes, len(writes), done_bytes=done)
         try:

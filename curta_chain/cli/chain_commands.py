@@ -18,6 +18,7 @@ from curta_chain.cli.options import (
     resolve,
     run_on_cluster,
 )
+from curta_chain.reporting import counted
 
 if TYPE_CHECKING:
     from solders.keypair import Keypair
@@ -268,7 +269,7 @@ def _publish(args: argparse.Namespace) -> int:
         after = _next(args, "seal", plan.model, args.artifact)
         if not emit(args, {**result.to_json(), "next": after}):
             reporter.line(
-                f"published {result.transactions:,} transactions in {result.seconds:.1f} s"
+                f"published {counted(result.transactions, 'transaction')} in {result.seconds:.1f} s"
             )
             for line in result.signatures.lines():
                 reporter.line(line)
@@ -375,8 +376,7 @@ def _verify(args: argparse.Namespace) -> int:
         else:
             for difference in report.differences:
                 print(difference)
-            count = len(report.differences)
-            print(f"NOT verified: {count} difference{'s' if count != 1 else ''}")
+            print(f"NOT verified: {counted(len(report.differences), 'difference')}")
         return 0 if report.ok else 1
 
     return run_on_cluster(args, body, target=target)
@@ -572,7 +572,7 @@ def _models(args: argparse.Namespace) -> int:
                 f"{row['model']:<44}  {row['state']:<9}  {row['sections']:>8}  {sol:>12.6f}  "
                 f"{str(row['declared_hash'])[:16]}"
             )
-        reporter.line(f"{len(rows)} model{'s' if len(rows) != 1 else ''} {whose}")
+        reporter.line(f"{counted(len(rows), 'model')} {whose}")
         return 0
 
     return run_on_cluster(args, body, target=target)

@@ -1,19 +1,16 @@
 """publish, seal and verify end to end over real HTTP on the embedded localnet."""
 
-import asyncio
 import json
 from pathlib import Path
 
 import pytest
+from chain_helpers import begin_sealing_on_chain, write_bytes_on_chain
 from solders.keypair import Keypair
 from solders.pubkey import Pubkey
 
 from curta_chain import program
 from curta_chain.artifact import Artifact, read_artifact
 from curta_chain.chain.cluster import write_keypair
-from curta_chain.chain.rpc import RpcClient
-from curta_chain.chain.sender import Sender, TxSpec
-from curta_chain.chain.transport import HttpTransport
 from curta_chain.cli import main
 from curta_chain.constants import HASH_CHUNK_SIZE, LOCALNET_PROGRAM_ID
 
@@ -57,20 +54,6 @@ def art260k(tmp_path, stories260k: Artifact) -> Path:
     path = tmp_path / "stories260K.curta"
     path.write_bytes(stories260k.data)
     return path
-
-
-def write_bytes_on_chain(url: str, authority: Keypair, account: Pubkey, offset: int, data: bytes):
-    """Land one writeWeights transaction: how a byte gets changed on chain."""
-
-    async def run():
-        client = RpcClient(HttpTransport(url))
-        try:
-            ix = program.write_weights(PROGRAM_ID, authority.pubkey(), account, offset, data)
-            await Sender(client, authority).send([TxSpec((ix,))])
-        finally:
-            await client.aclose()
-
-    asyncio.run(run())
 
 
 def test_stories260k_publish_seal_verify_and_rerun_sends_nothing(cli, art260k, stories260k):
@@ -146,24 +129,6 @@ def test_a_byte_changed_before_sealing_fails_naming_the_chunk_then_reopen_fixes_
     assert republished["transactions"] == 2  # reopen + one write
     assert cli.json("seal", model)["state"] == "sealed"
     assert cli.json("verify", model, str(art260k), keypair=False)["ok"]
-
-
-def begin_sealing_on_chain(url: str, authority: Keypair, model: Pubkey) -> None:
-    """Land beginSealing directly, without the CLI's check of the artifact."""
-
-    async def run():
-        client = RpcClient(HttpTransport(url))
-        try:
-            info = await client.account(model)
-            accounts = [
-                s.weight_account for s in program.ModelAccount.from_bytes(info.data).sections
-            ]
-            ix = program.begin_sealing(PROGRAM_ID, authority.pubkey(), model, accounts)
-            await Sender(client, authority).send([TxSpec((ix,))])
-        finally:
-            await client.aclose()
-
-    asyncio.run(run())
 
 
 def test_verify_against_another_artifact_names_section_and_offset(cli, art260k, tmp_path):
