@@ -40,7 +40,9 @@ STALL = 5.0
 TAIL_WIDTH = 36
 """Columns kept for the numbers after the bar (amount, rate, ETA)."""
 WAIT_QUIET = 1.0
-"""Seconds a wait may last before it is shown: short waits are normal and say nothing."""
+"""Seconds a wait may last before a terminal shows it: short waits are normal."""
+WAIT_QUIET_OFF_TERMINAL = 3.0
+"""Seconds before a wait is printed off a terminal, where a line cannot be taken back."""
 
 
 class Progress(Protocol):
@@ -392,7 +394,7 @@ class ConsoleReporter:
 
     @contextlib.contextmanager
     def waiting(self, what: str) -> Iterator[Waiting]:
-        """Show ``waiting for <what> (Ns)`` once the wait has lasted ``WAIT_QUIET`` s."""
+        """Show ``waiting Ns for <what>`` once the wait has lasted a while (``WAIT_QUIET``)."""
         if not self._shows():
             yield _NullWaiting()
             return
@@ -425,8 +427,9 @@ class ConsoleReporter:
     # Internals: every one runs under self._lock.
 
     def _current_wait(self, now: float) -> _Wait | None:
+        quiet = WAIT_QUIET if self.on_terminal else WAIT_QUIET_OFF_TERMINAL
         for wait in reversed(self._waits):
-            if now - wait.started >= WAIT_QUIET:
+            if now - wait.started >= quiet:
                 return wait
         return None
 

@@ -14,6 +14,7 @@ from curta_chain.reporting import (
     HEARTBEAT,
     STALL,
     WAIT_QUIET,
+    WAIT_QUIET_OFF_TERMINAL,
     WARMUP,
     ConsoleReporter,
     NullReporter,
@@ -156,11 +157,11 @@ def test_a_short_wait_says_nothing_a_long_one_says_what_it_waits_for():
 def test_off_a_terminal_a_long_wait_is_printed_and_repeated():
     console, _, err, clock = reporter(terminal=False)
     with console.waiting("http://x to answer"):
-        for _ in range(int((WAIT_QUIET + 2 * HEARTBEAT) * 4) + 1):
+        for _ in range(int((WAIT_QUIET_OFF_TERMINAL + 2 * HEARTBEAT) * 4) + 1):
             clock.tick(0.25)
             console.refresh()
     lines = err.getvalue().splitlines()
-    assert lines[0] == f"waiting {duration(WAIT_QUIET)} for http://x to answer"
+    assert lines[0] == f"waiting {duration(WAIT_QUIET_OFF_TERMINAL)} for http://x to answer"
     assert len(lines) == 4 and lines[-1] == "done waiting for http://x to answer"
 
 

@@ -107,7 +107,9 @@ class HttpTransport:
                         f"{self.url}: no usable answer for {elapsed:.1f} s (last: {problem})"
                     )
                 what = f"{urlparse(self.url).netloc or self.url} to answer ({problem})"
-                if waiting is None:
+                if not self.answered and elapsed < FIRST_CONTACT_GRACE:
+                    pass  # the first contact's grace: it fails fast or succeeds, unannounced
+                elif waiting is None:
                     waiting = stack.enter_context(self._reporter.waiting(what))
                 else:
                     waiting.update(what)
