@@ -8,6 +8,7 @@ and returns everything the command wrote.
 
 import fcntl
 import os
+import re
 import select
 import signal
 import struct
@@ -52,12 +53,17 @@ class Terminal:
         return self.output.decode(errors="replace")
 
     def expect(self, text: str, timeout: float = 60) -> None:
+        """Wait until the command has written ``text``."""
+        self.expect_match(re.escape(text), timeout)
+
+    def expect_match(self, pattern: str, timeout: float = 60) -> None:
+        """Wait until the command's output matches the regular expression ``pattern``."""
         deadline = time.monotonic() + timeout
-        while text not in self.text:
+        while not re.search(pattern, self.text):
             if time.monotonic() > deadline or not self._read(0.1):
-                if text in self.text:
+                if re.search(pattern, self.text):
                     return
-                raise AssertionError(f"{text!r} never came; got {self.text[-2000:]!r}")
+                raise AssertionError(f"{pattern!r} never came; got {self.text[-2000:]!r}")
 
     def send(self, text: str) -> None:
         os.write(self.master, text.encode())
