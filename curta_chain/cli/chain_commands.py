@@ -59,13 +59,8 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
         "artifact, it first checks the chain holds exactly its bytes, and names the first "
         "bad chunk if the seal fails.",
     )
-    p.add_argument("model", metavar="MODEL", help=_MODEL_HELP)
-    p.add_argument(
-        "artifact",
-        type=Path,
-        nargs="?",
-        metavar="ARTIFACT",
-        help="check the upload before sealing, and name the first bad chunk if it fails",
+    _add_model_and_artifact(
+        p, "check the upload before sealing, and name the first bad chunk if it fails"
     )
     add_cluster_options(p, fee_payer=True)
     _add_price_option(p)
@@ -89,14 +84,7 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
         description="Show a model account, what its accounts hold in lamports and bytes, and "
         "the next command. Given the artifact, count the bytes already uploaded.",
     )
-    p.add_argument("model", metavar="MODEL", help=_MODEL_HELP)
-    p.add_argument(
-        "artifact",
-        type=Path,
-        nargs="?",
-        metavar="ARTIFACT",
-        help="count, per section, the bytes on chain that match it",
-    )
+    _add_model_and_artifact(p, "count, per section, the bytes on chain that match it")
     add_cluster_options(p, keypair=False)
     p.set_defaults(run=_status)
 
@@ -146,6 +134,11 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
     )
     add_cluster_options(p)
     p.set_defaults(run=_airdrop)
+
+
+def _add_model_and_artifact(parser: argparse.ArgumentParser, artifact_help: str) -> None:
+    parser.add_argument("model", metavar="MODEL", help=_MODEL_HELP)
+    parser.add_argument("artifact", type=Path, nargs="?", metavar="ARTIFACT", help=artifact_help)
 
 
 _U64_MAX = 2**64 - 1

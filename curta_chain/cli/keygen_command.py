@@ -8,12 +8,8 @@ phrase (BIP39, English): the same phrase given to ``solana-keygen recover`` or t
 
 import argparse
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from curta_chain.cli.options import add_output_option, emit
-
-if TYPE_CHECKING:
-    from curta_chain.cli.signers import Signers
+from curta_chain.cli.options import add_config_options, add_output_option, emit, signers_for
 
 WORD_COUNTS = (12, 15, 18, 21, 24)
 _RULE = "=" * 68
@@ -35,7 +31,7 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
         "print the BIP39 seed phrase that recovers it.",
     )
     _add_outfile(new)
-    _add_config(new)
+    add_config_options(new)
     new.add_argument(
         "--no-outfile", action="store_true", help="print the keypair's JSON instead of a file"
     )
@@ -67,7 +63,7 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
         nargs="?",
         help="keypair file, prompt:// or stdin (default: the config's keypair)",
     )
-    _add_config(pubkey)
+    add_config_options(pubkey)
     add_output_option(pubkey)
     pubkey.set_defaults(run=_pubkey)
 
@@ -86,7 +82,7 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
     )
     _add_outfile(recover)
     recover.add_argument("--force", action="store_true", help="overwrite the file if it exists")
-    _add_config(recover)
+    add_config_options(recover)
     add_output_option(recover)
     recover.set_defaults(run=_recover)
 
@@ -102,35 +98,10 @@ def _add_outfile(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _add_config(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "-C",
-        "--config",
-        type=Path,
-        metavar="FILE",
-        help="Solana CLI config file (default: ~/.config/solana/cli/config.yml)",
-    )
-    parser.add_argument(
-        "--skip-seed-phrase-validation",
-        action="store_true",
-        help="accept a seed phrase that is not valid BIP39 English",
-    )
-
-
-def _signers(args: argparse.Namespace) -> "Signers":
-    from curta_chain.chain.cluster import read_cli_config
-    from curta_chain.cli.signers import Signers
-
-    return Signers(
-        read_cli_config(args.config),
-        skip_seed_phrase_validation=getattr(args, "skip_seed_phrase_validation", False),
-    )
-
-
 def _outfile(args: argparse.Namespace) -> Path:
     from curta_chain.errors import ConfigError
 
-    path = args.outfile or _signers(args).default_path()
+    path = args.outfile or signers_for(args).default_path()
     if path.exists() and not args.force:
         raise ConfigError(f"{path}: refusing to overwrite it without --force")
     if args.outfile is None:  # ~/.config/solana may not exist yet: solana-keygen makes it
@@ -186,7 +157,7 @@ def _new(args: argparse.Namespace) -> int:
 
 
 def _pubkey(args: argparse.Namespace) -> int:
-    keypair = _signers(args).keypair(args.signer, "signer")
+    keypair = signers_for(args).keypair(args.signer, "signer")
     if not emit(args, {"pubkey": str(keypair.pubkey())}):
         print(keypair.pubkey())
     return 0
@@ -199,7 +170,7 @@ def _recover(args: argparse.Namespace) -> int:
     if not (args.signer == "ASK" or args.signer.startswith("prompt:")):
         raise ConfigError(f"recover {args.signer}: expected prompt:// (a seed phrase)")
     path = _outfile(args)
-    keypair = _signers(args).keypair(args.signer, "recover")
+    keypair = signers_for(args).keypair(args.signer, "recover")
     write_keypair(keypair, path)
     if not emit(args, {"pubkey": str(keypair.pubkey()), "outfile": str(path)}):
         print(f"Wrote recovered keypair to {path}")

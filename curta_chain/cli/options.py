@@ -109,6 +109,20 @@ def add_cluster_options(
         default=LOCALNET_PROGRAM_ID,
         help="the curta program's address (default: the localnet's)",
     )
+    add_config_options(parser)
+    parser.add_argument(
+        "--rpc-timeout",
+        type=float,
+        default=GIVE_UP_AFTER,
+        metavar="SECONDS",
+        help="give up on a node that answered before and stopped, after this long "
+        f"(default {GIVE_UP_AFTER:.0f}); one that never answers fails at once",
+    )
+    add_output_option(parser)
+
+
+def add_config_options(parser: argparse.ArgumentParser) -> None:
+    """Add ``-C/--config`` and ``--skip-seed-phrase-validation``: what resolving signers needs."""
     parser.add_argument(
         "-C",
         "--config",
@@ -121,15 +135,14 @@ def add_cluster_options(
         action="store_true",
         help="accept a prompt:// seed phrase that is not valid BIP39 English",
     )
-    parser.add_argument(
-        "--rpc-timeout",
-        type=float,
-        default=GIVE_UP_AFTER,
-        metavar="SECONDS",
-        help="give up on a node that answered before and stopped, after this long "
-        f"(default {GIVE_UP_AFTER:.0f}); one that never answers fails at once",
+
+
+def signers_for(args: argparse.Namespace) -> Signers:
+    """The signer resolver for these options (the config's keypair is the default)."""
+    return Signers(
+        cluster.read_cli_config(args.config),
+        skip_seed_phrase_validation=getattr(args, "skip_seed_phrase_validation", False),
     )
-    add_output_option(parser)
 
 
 @dataclass(frozen=True)
@@ -171,9 +184,7 @@ def resolve(args: argparse.Namespace, reporter: Reporter | None = None) -> Clust
         url=cluster.resolve_url(args.url, config),
         commitment=cluster.resolve_commitment(args.commitment, config),
         program_id=parse_pubkey(args.program_id, "--program-id"),
-        signers=Signers(
-            config, skip_seed_phrase_validation=getattr(args, "skip_seed_phrase_validation", False)
-        ),
+        signers=signers_for(args),
         keypair_spec=getattr(args, "keypair", None),
         fee_payer_spec=getattr(args, "fee_payer", None),
         rpc_timeout=_positive(args.rpc_timeout, "--rpc-timeout"),
