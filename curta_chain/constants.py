@@ -18,10 +18,20 @@ MAX_SECTIONS: Final = 18
 # The weights hash: a SHA-256 chain over chunks restarting at each section.
 HASH_CHUNK_SIZE: Final = 65_536
 
-# The program id every localnet preloads. It is the public key of a keypair derived from
-# sha256(b"curta-chain localnet program id"); localnet/ regenerates that keypair when needed.
-LOCALNET_PROGRAM_ID: Final = "47aWRwYktQEGajhc2eneN8pZvADyw5onEtYTtWMQuZKG"
-LOCALNET_PROGRAM_SEED: Final = b"curta-chain localnet program id"
+# Rent, as the runtime computes it (agave's solana-rent defaults, the same on every cluster):
+# an account of N bytes is rent-exempt with (N + 128) * 3,480 * 2 lamports.
+RENT_LAMPORTS_PER_BYTE_YEAR: Final = 3_480
+RENT_EXEMPTION_YEARS: Final = 2
+"""The exemption threshold, 2.0 years, as a whole number of years."""
+ACCOUNT_STORAGE_OVERHEAD: Final = 128
+"""Bytes of bookkeeping the runtime charges every account for on top of its data."""
+
+# The embedded localnet. Its program id is an address off the ed25519 curve, so no keypair
+# exists for it and nobody can deploy there on any cluster; the localnet preloads the program
+# at it (so does localnet/start-test-validator.sh). Its genesis hash is fixed: that is how
+# curta-chain tells the embedded localnet from any other cluster, whatever its URL.
+LOCALNET_PROGRAM_ID: Final = "CurtaLoca1netProgram111111111111111111111111"
+LOCALNET_GENESIS_HASH: Final = "CurtaLoca1netGenesis111111111111111111111111"
 LOCALNET_PORT: Final = 8899
 
 # Talking to a node.

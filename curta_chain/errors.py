@@ -16,9 +16,12 @@ names the file, field, offset or account at fault and what was expected. The CLI
     │   ├── ProgramError            the program refused an instruction (named from the IDL)
     │   ├── AccountError            an account is missing or is not what it should be
     │   ├── MirrorMismatchError     the seal mirror disagrees with the model account
-    │   └── InsufficientFundsError  the payer cannot pay what the plan costs
+    │   ├── InsufficientFundsError  the payer cannot pay what the plan costs
+    │   ├── ProgramCheckError       the program id does not hold a shipped build (or is unknown)
+    │   └── NodeMismatchError       a node's answer breaks the runtime's rules or another node's
     ├── RpcError                    the RPC node answered with an error or not at all
     │   └── SendGaveUpError         the sender exhausted its retries; the work is resumable
+    ├── NotConfirmedError           real money was not confirmed for spending; nothing was sent
     ├── LocalnetError               the embedded localnet cannot start or serve
     └── BuildError                  the program cannot be compiled or linked
 
@@ -95,3 +98,15 @@ class BuildError(CurtaError):
 
 class InsufficientFundsError(ChainError):
     """The payer cannot pay what an operation will cost; nothing was sent."""
+
+
+class ProgramCheckError(ChainError):
+    """The program id is unknown here, or does not hold a shipped build (or the named hash)."""
+
+
+class NodeMismatchError(ChainError):
+    """A node asked for more than the runtime's rules allow, or disagrees with another node."""
+
+
+class NotConfirmedError(CurtaError):
+    """Spending on a cluster that is not a localnet was not confirmed; nothing was sent."""

@@ -140,7 +140,7 @@ def in_process(artifact, authority: Keypair, plan) -> float:
     svm.airdrop(authority.pubkey(), 1000 * LAMPORTS_PER_SOL)
     budget = specs.Budget()
     blockhash = svm.latest_blockhash()
-    model_kp = model_keypair(authority, plan.weights_hash)
+    model_kp = model_keypair(authority, plan.weights_hash, plan.scope)
     setup = [
         specs.create_model_spec(
             PROGRAM_ID,
@@ -156,7 +156,7 @@ def in_process(artifact, authority: Keypair, plan) -> float:
     from curta_chain.constants import WEIGHT_HEADER_SIZE
 
     for i, length in enumerate(plan.section_lengths):
-        kp = weight_keypair(authority, plan.weights_hash, i)
+        kp = weight_keypair(authority, plan.weights_hash, plan.scope, i)
         rent = svm.minimum_balance_for_rent_exemption(WEIGHT_HEADER_SIZE + length)
         setup.append(
             specs.bind_spec(PROGRAM_ID, authority, plan.model, kp, i, length, rent, budget)

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# The main job, end to end on the embedded localnet: set up, convert stories260K, publish,
-# seal and verify. Everything it writes goes to ./out/demo; the localnet stops at the end.
+# The main job, end to end on the embedded localnet: set up, convert stories260K, deploy our
+# own program, publish, seal and verify. Everything it writes goes to ./out/demo (a Solana CLI
+# config of its own included: deploy records the program id there); the localnet stops at
+# the end.
 #
 #   CURTA_DEMO_PORT  the localnet's port (default: a free one the localnet picks)
 #   CURTA_DEMO_OUT   where it writes (default: out/demo)
@@ -23,6 +25,7 @@ $CLI convert "$DATA/stories260K.bin" "$OUT/tok512.bin" -o "$OUT/stories260K.curt
 $CLI inspect "$OUT/stories260K.curta"
 
 echo "== localnet"
+: > "$OUT/localnet.log"
 $CLI localnet --port "$PORT" --ledger "$OUT/ledger" --reset > "$OUT/localnet.log" 2>&1 &
 LOCALNET=$!
 trap 'kill $LOCALNET 2>/dev/null; wait $LOCALNET 2>/dev/null || true' EXIT
@@ -44,12 +47,15 @@ echo "localnet at $URL"
 # A fresh keypair for this run only, funded by the localnet's faucet.
 $CLI keygen new -o "$OUT/id.json" --no-bip39-passphrase --silent
 $CLI airdrop 100 -u "$URL" -k "$OUT/id.json"
+CHAIN=(-u "$URL" -C "$OUT/config.yml")
 
+echo "== deploy (final: nobody can ever change the program)"
+$CLI deploy --final "${CHAIN[@]}" -k "$OUT/id.json"
 echo "== publish"
-$CLI publish "$OUT/stories260K.curta" -u "$URL" -k "$OUT/id.json" | tee "$OUT/publish.log"
+$CLI publish "$OUT/stories260K.curta" "${CHAIN[@]}" -k "$OUT/id.json" | tee "$OUT/publish.log"
 MODEL=$(sed -n 's/^Model: //p' "$OUT/publish.log")
 echo "== seal $MODEL"
-$CLI seal "$MODEL" "$OUT/stories260K.curta" -u "$URL" -k "$OUT/id.json"
+$CLI seal "$MODEL" "$OUT/stories260K.curta" "${CHAIN[@]}" -k "$OUT/id.json"
 echo "== verify"
-$CLI verify "$MODEL" "$OUT/stories260K.curta" -u "$URL"
-$CLI status "$MODEL" -u "$URL"
+$CLI verify "$MODEL" "$OUT/stories260K.curta" "${CHAIN[@]}" --require-final
+$CLI status "$MODEL" "${CHAIN[@]}"

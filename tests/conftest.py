@@ -11,6 +11,7 @@
 - ``fund``: ``fund(url, sol=10) -> Keypair``, a new keypair holding ``sol`` SOL from the
   faucet (the airdrop is final when it returns).
 - ``funded_keypair``: ``fund(localnet.url)`` for the ``localnet`` fixture.
+- ``own_home`` (every test): ``HOME`` is an empty folder of the test's own.
 
 Data, session-scoped and never modified (the reference files are copied first):
 
@@ -46,6 +47,18 @@ from curta_chain.localnet import LocalnetHandle, start_in_thread
 
 READY_TIMEOUT = 120.0
 """Seconds a localnet subprocess may take to replay its ledger and listen."""
+
+
+@pytest.fixture(autouse=True)
+def own_home(tmp_path_factory, monkeypatch) -> Path:
+    """Every test (and every process it starts) gets an empty HOME of its own.
+
+    Chain commands read the Solana CLI config in ``~/.config/solana/cli`` (where ``deploy``
+    records program ids): a test must never read or write the real one.
+    """
+    home = tmp_path_factory.mktemp("home")
+    monkeypatch.setenv("HOME", str(home))
+    return home
 
 
 @pytest.fixture

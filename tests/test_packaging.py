@@ -1,8 +1,9 @@
 """What installing and testing the package shows a user: no deprecation, no hidden skips."""
 
 import tomllib
+from pathlib import Path
 
-from conftest import REPO
+REPO = Path(__file__).resolve().parents[1]
 
 
 def test_the_license_is_an_spdx_string_not_a_deprecated_table():

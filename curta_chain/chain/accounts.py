@@ -5,7 +5,7 @@ import base64
 
 from solders.pubkey import Pubkey
 
-from curta_chain.chain.rpc import RpcClient
+from curta_chain.chain.rpc import AccountInfo, RpcClient
 from curta_chain.constants import WEIGHT_HEADER_SIZE
 from curta_chain.errors import AccountError
 from curta_chain.program import MODEL_ACCOUNT_SIZE, ModelAccount, WeightHeader
@@ -20,6 +20,14 @@ async def read_model(client: RpcClient, program_id: Pubkey, address: Pubkey) -> 
     Raises:
         AccountError: an account is there but it is not a curta model of ``program_id``.
     """
+    found = await read_model_account(client, program_id, address)
+    return None if found is None else found[0]
+
+
+async def read_model_account(
+    client: RpcClient, program_id: Pubkey, address: Pubkey
+) -> tuple[ModelAccount, AccountInfo] | None:
+    """Like ``read_model``, with the account as read (its raw data)."""
     info = await client.account(address)
     if info is None:
         return None
@@ -28,7 +36,7 @@ async def read_model(client: RpcClient, program_id: Pubkey, address: Pubkey) -> 
             f"{address} is not a curta model: owned by {info.owner}, expected {program_id}"
         )
     try:
-        return ModelAccount.from_bytes(info.data)
+        return ModelAccount.from_bytes(info.data), info
     except AccountError as exc:
         raise AccountError(f"{address} is not a curta model: {exc}") from exc
 
@@ -49,13 +57,21 @@ async def read_weight_header(
     Raises:
         AccountError: the account is missing, not the program's, or not a weight account.
     """
+    header, _ = await read_weight_head(client, program_id, address)
+    return header
+
+
+async def read_weight_head(
+    client: RpcClient, program_id: Pubkey, address: Pubkey
+) -> tuple[WeightHeader, AccountInfo]:
+    """Like ``read_weight_header``, with the header's bytes as read."""
     (info,) = await client.accounts([address], head=WEIGHT_HEADER_SIZE)
     if info is None:
         raise AccountError(f"weight account {address} does not exist")
     if info.owner != program_id:
         raise AccountError(f"{address} is not a weight account: owned by {info.owner}")
     try:
-        return WeightHeader.from_bytes(info.data)
+        return WeightHeader.from_bytes(info.data), info
     except AccountError as exc:
         raise AccountError(f"{address} is not a weight account: {exc}") from exc
 

@@ -1,13 +1,17 @@
 """Publishing, planned without the network: addresses, what to create, what to write.
 
 Everything here is a pure function of the artifact, the authority's keypair and what the
-chain already holds, so a plan can be built, printed and tested before anything is spent.
+chain already holds, so a plan can be built, printed and tested before anything is sent.
 
-Addresses are derived, not stored: the model's keypair is
-``sha256("curta-chain/model" || authority secret || weights hash)`` and weight account
-``i``'s is the same with ``"curta-chain/weight"`` and ``i`` (u32 LE). Rerunning ``publish``
-with the same artifact and keypair therefore finds the same model from the chain alone,
-and nobody without the authority's secret can claim those addresses first.
+Addresses are derived, not stored: each account's keypair is seeded with
+``sha256("curta-chain/<role>" NUL || authority secret || parts)``, each part prefixed with
+its length (u32 LE).
+A model's parts are the weights hash, the cluster's genesis hash and the program id; weight
+account ``i`` adds ``i``. Rerunning ``publish`` with the same artifact and keypair therefore
+finds the same model from the chain alone; nobody without the authority's secret can know
+those addresses before they appear, and they differ on every cluster and under every
+program. Someone who sends lamports to an address once it is known cannot block it: an
+address that holds lamports and no data is allocated and assigned with its own signature.
 """
 
 import hashlib
@@ -19,25 +23,67 @@ from solders.keypair import Keypair
 from solders.pubkey import Pubkey
 
 
-def derived_keypair(authority: Keypair, weights_hash: bytes, role: str, index: int = 0) -> Keypair:
-    """Return the keypair of a model (``role="model"``) or of weight account ``index``."""
-    seed = hashlib.sha256(
-        f"curta-chain/{role}".encode()
-        + authority.secret()
-        + weights_hash
-        + index.to_bytes(4, "little")
-    ).digest()
-    return Keypair.from_seed(seed)
+@dataclass(frozen=True)
+class ClusterScope:
+    """Where derived addresses live: a cluster (by its genesis hash) and a program on it."""
+
+    genesis_hash: str
+    program_id: Pubkey
 
 
-def model_keypair(authority: Keypair, weights_hash: bytes) -> Keypair:
-    """The model account's keypair for this authority and artifact."""
-    return derived_keypair(authority, weights_hash, "model")
+def derive_keypair(owner: Keypair, role: str, *parts: bytes) -> Keypair:
+    """A keypair only ``owner``'s secret can produce, for ``role`` and ``parts``."""
+    digest = hashlib.sha256(f"curta-chain/{role}\0".encode() + owner.secret())
+    for part in parts:
+        digest.update(len(part).to_bytes(4, "little") + part)
+    return Keypair.from_seed(digest.digest())
 
 
-def weight_keypair(authority: Keypair, weights_hash: bytes, section: int) -> Keypair:
-    """Weight account ``section``'s keypair for this authority and artifact."""
-    return derived_keypair(authority, weights_hash, "weight", section)
+def _scope_parts(scope: ClusterScope) -> tuple[bytes, bytes]:
+    return scope.genesis_hash.encode(), bytes(scope.program_id)
+
+
+def model_keypair(authority: Keypair, weights_hash: bytes, scope: ClusterScope) -> Keypair:
+    """The model account's keypair for this authority, artifact, cluster and program."""
+    return derive_keypair(authority, "model", weights_hash, *_scope_parts(scope))
+
+
+def weight_keypair(
+    authority: Keypair, weights_hash: bytes, scope: ClusterScope, section: int
+) -> Keypair:
+    """Weight account ``section``'s keypair for this authority, artifact, cluster and program."""
+    return derive_keypair(
+        authority, "weight", weights_hash, *_scope_parts(scope), section.to_bytes(4, "little")
+    )
+
+
+@dataclass(frozen=True)
+class NewAccount:
+    """An account to create: its size, its rent, and the lamports it already holds.
+
+    ``existing`` is non-zero when someone sent lamports to the address before it was
+    created: it is then allocated and assigned with its own signature (``create_account``
+    would fail on it) and topped up by ``transfer`` lamports.
+    """
+
+    address: Pubkey
+    size: int
+    rent: int
+    existing: int = 0
+
+    @property
+    def transfer(self) -> int:
+        """What the payer sends: what the rent needs beyond what the address holds."""
+        return max(0, self.rent - self.existing)
+
+    def to_json(self) -> dict[str, object]:
+        """The account as JSON values."""
+        return {
+            "address": str(self.address),
+            "size": self.size,
+            "rent": self.rent,
+            "existing_lamports": self.existing,
+        }
 
 
 @dataclass(frozen=True)
@@ -91,6 +137,7 @@ class PublishPlan:
 
     model: Pubkey
     weights_hash: bytes
+    scope: ClusterScope
     section_lengths: tuple[int, ...]
     weight_accounts: tuple[Pubkey, ...]
     state: str
@@ -100,8 +147,23 @@ class PublishPlan:
     create_sections: tuple[int, ...]
     writes: tuple[WritePiece, ...]
     payload_per_write: int
-    rent_lamports: int
+    new_accounts: tuple[NewAccount, ...]
+    """The model (first, when created) and each created weight account, in that order."""
     fee_lamports: int
+
+    @property
+    def rent_lamports(self) -> int:
+        """Lamports the payer puts into new accounts."""
+        return sum(account.transfer for account in self.new_accounts)
+
+    @property
+    def prefunded(self) -> tuple[NewAccount, ...]:
+        """New accounts whose address already holds lamports (someone sent them)."""
+        return tuple(account for account in self.new_accounts if account.existing)
+
+    def new_account(self, address: Pubkey) -> NewAccount:
+        """The planned creation of ``address``."""
+        return next(account for account in self.new_accounts if account.address == address)
 
     @property
     def write_bytes(self) -> int:
@@ -137,4 +199,5 @@ class PublishPlan:
             "transactions": self.transactions,
             "rent_lamports": self.rent_lamports,
             "fee_lamports": self.fee_lamports,
+            "new_accounts": [account.to_json() for account in self.new_accounts],
         }

@@ -15,16 +15,16 @@ import asyncio
 import time
 from dataclasses import dataclass, replace
 
-from solders.hash import Hash
 from solders.keypair import Keypair
-from solders.message import Message
 from solders.pubkey import Pubkey
+from solders.system_program import ID as SYSTEM_PROGRAM_ID
 
 from curta_chain import program
 from curta_chain.artifact import Artifact
 from curta_chain.chain import specs
 from curta_chain.chain.accounts import ZERO_KEY, read_model, read_section
 from curta_chain.chain.plan import (
+    ClusterScope,
     PublishPlan,
     WritePiece,
     differing_pieces,
@@ -32,8 +32,9 @@ from curta_chain.chain.plan import (
     model_keypair,
     weight_keypair,
 )
+from curta_chain.chain.rent import plan_new_accounts
 from curta_chain.chain.rpc import RpcClient
-from curta_chain.chain.sender import Sender, TxSpec
+from curta_chain.chain.sender import Sender, TxSpec, estimate_fees
 from curta_chain.constants import LAMPORTS_PER_SOL, WEIGHT_HEADER_SIZE
 from curta_chain.errors import AccountError, InsufficientFundsError
 from curta_chain.program import ModelState
@@ -110,17 +111,23 @@ async def plan_publish(
 ) -> PublishPlan:
     """Read what the chain holds for this artifact and authority; plan the rest.
 
+    Addresses are derived for this cluster (its genesis hash, read from ``client``) and
+    ``program_id``. Rent is the runtime's formula, checked against the node's answer.
     ``fee_payer`` (default: the authority) is who the fees are computed for.
 
     Raises:
-        AccountError: the derived model address holds something that is not this model.
+        AccountError: a derived address holds something that is not this model's.
+        NodeMismatchError: the node asks more rent than the runtime's formula gives.
     """
     weights_hash = artifact.weights_hash()
     lengths = tuple(len(s) for s in artifact.sections)
-    model_address = model_keypair(authority, weights_hash).pubkey()
-    model = await read_model(client, program_id, model_address)
+    scope = ClusterScope(await client.genesis_hash(), program_id)
+    model_address = model_keypair(authority, weights_hash, scope).pubkey()
+    model = await _existing_model(client, program_id, model_address)
     payload = budget.write_payload()
-    derived = [weight_keypair(authority, weights_hash, i).pubkey() for i in range(len(lengths))]
+    derived = [
+        weight_keypair(authority, weights_hash, scope, i).pubkey() for i in range(len(lengths))
+    ]
 
     if model is None:
         state, accounts, create = "new", tuple(derived), tuple(range(len(lengths)))
@@ -148,10 +155,13 @@ async def plan_publish(
             for i, section in enumerate(artifact.sections)
         ]
     )
-    rent = await _rent(client, lengths, create, model is None)
+    sizes = [(accounts[i], WEIGHT_HEADER_SIZE + lengths[i]) for i in create]
+    if model is None:
+        sizes.insert(0, (model_address, program.MODEL_ACCOUNT_SIZE))
     draft = PublishPlan(
         model=model_address,
         weights_hash=weights_hash,
+        scope=scope,
         section_lengths=lengths,
         weight_accounts=accounts,
         state=state,
@@ -160,7 +170,7 @@ async def plan_publish(
         create_sections=create,
         writes=tuple(writes),
         payload_per_write=payload,
-        rent_lamports=rent,
+        new_accounts=await plan_new_accounts(client, sizes),
         fee_lamports=0,
     )
     fees = await _fees(
@@ -209,10 +219,18 @@ async def publish(
     lengths = plan.section_lengths
     signatures = PublishSignatures()
     if plan.create_model:
-        rent = await client.rent_exempt_minimum(program.MODEL_ACCOUNT_SIZE)
-        model_kp = model_keypair(authority, plan.weights_hash)
+        model_kp = model_keypair(authority, plan.weights_hash, plan.scope)
+        funding = plan.new_account(plan.model)
         spec = specs.create_model_spec(
-            program_id, authority, model_kp, plan.weights_hash, lengths, rent, budget, funder
+            program_id,
+            authority,
+            model_kp,
+            plan.weights_hash,
+            lengths,
+            funding.rent,
+            budget,
+            existing=funding.existing,
+            funder=funder,
         )
         await sender.send([spec], what="the model account's creation")
         signatures = replace(signatures, create_model=sender.stats.last_signature)
@@ -225,11 +243,20 @@ async def publish(
     if plan.create_sections:
         binds: list[TxSpec] = []
         for i in plan.create_sections:
-            rent = await client.rent_exempt_minimum(WEIGHT_HEADER_SIZE + lengths[i])
-            kp = weight_keypair(authority, plan.weights_hash, i)
+            kp = weight_keypair(authority, plan.weights_hash, plan.scope, i)
+            funding = plan.new_account(kp.pubkey())
             binds.append(
                 specs.bind_spec(
-                    program_id, authority, plan.model, kp, i, lengths[i], rent, budget, funder
+                    program_id,
+                    authority,
+                    plan.model,
+                    kp,
+                    i,
+                    lengths[i],
+                    funding.rent,
+                    budget,
+                    existing=funding.existing,
+                    funder=funder,
                 )
             )
         await sender.send(binds, what=f"{len(binds)} weight accounts' creation")
@@ -298,17 +325,21 @@ def _check_model_matches(
         )
 
 
+async def _existing_model(
+    client: RpcClient, program_id: Pubkey, address: Pubkey
+) -> program.ModelAccount | None:
+    """The model at its derived address; None while only lamports someone sent are there."""
+    try:
+        return await read_model(client, program_id, address)
+    except AccountError:
+        (info,) = await client.accounts([address], head=1)
+        if info is not None and info.owner == SYSTEM_PROGRAM_ID and not info.data:
+            return None
+        raise
+
+
 async def _none() -> None:
     return None
-
-
-async def _rent(
-    client: RpcClient, lengths: tuple[int, ...], create: tuple[int, ...], create_model: bool
-) -> int:
-    sizes = [WEIGHT_HEADER_SIZE + lengths[i] for i in create]
-    if create_model:
-        sizes.append(program.MODEL_ACCOUNT_SIZE)
-    return sum(await asyncio.gather(*(client.rent_exempt_minimum(s) for s in sizes)))
 
 
 async def _fees(
@@ -321,19 +352,33 @@ async def _fees(
     fee_payer: Pubkey,
 ) -> int:
     """Ask the node what each kind of transaction in the plan costs, times how many."""
-    blockhash, _ = await client.latest_blockhash()
     kinds: list[tuple[TxSpec, int]] = []
     if plan.create_model:
-        kp = model_keypair(authority, plan.weights_hash)
+        kp = model_keypair(authority, plan.weights_hash, plan.scope)
         spec = specs.create_model_spec(
-            program_id, authority, kp, plan.weights_hash, plan.section_lengths, 0, budget, fee_payer
+            program_id,
+            authority,
+            kp,
+            plan.weights_hash,
+            plan.section_lengths,
+            0,
+            budget,
+            funder=fee_payer,
         )
         kinds.append((spec, 1))
     if plan.create_sections:
         i = plan.create_sections[0]
-        kp = weight_keypair(authority, plan.weights_hash, i)
+        kp = weight_keypair(authority, plan.weights_hash, plan.scope, i)
         spec = specs.bind_spec(
-            program_id, authority, plan.model, kp, i, plan.section_lengths[i], 0, budget, fee_payer
+            program_id,
+            authority,
+            plan.model,
+            kp,
+            i,
+            plan.section_lengths[i],
+            0,
+            budget,
+            funder=fee_payer,
         )
         kinds.append((spec, len(plan.create_sections)))
     if plan.writes:
@@ -348,11 +393,4 @@ async def _fees(
     if plan.reopen:
         ix = program.reopen(program_id, authority.pubkey(), plan.model, list(plan.weight_accounts))
         kinds.append((specs.authority_spec(ix, specs.REOPEN_CU, budget), 1))
-    fees = await asyncio.gather(
-        *(client.fee_for_message(_message(spec, fee_payer, blockhash)) for spec, _ in kinds)
-    )
-    return sum(fee * count for fee, (_, count) in zip(fees, kinds, strict=True))
-
-
-def _message(spec: TxSpec, payer: Pubkey, blockhash: Hash) -> Message:
-    return Message.new_with_blockhash(spec.instructions, payer, blockhash)
+    return await estimate_fees(client, fee_payer, kinds)

@@ -92,12 +92,22 @@ def transaction_error(err: Any, logs: Sequence[str] = ()) -> ChainError:
 class RpcClient:
     """Typed Solana JSON-RPC calls over an injected transport."""
 
-    def __init__(self, transport: Transport, commitment: str = "confirmed"):
+    def __init__(
+        self,
+        transport: Transport,
+        commitment: str = "confirmed",
+        min_context_slot: int | None = None,
+    ):
         self.transport = transport
         self.url = transport.url
         self.commitment = commitment
         self.sends = 0
         """sendTransaction requests posted through this client (so: might have landed)."""
+        self.min_context_slot = min_context_slot
+        """Account reads ask the node to answer from at least this slot (``minContextSlot``)."""
+        self.context_slot = 0
+        """The highest slot an account read was answered at."""
+        self._genesis_hash: str | None = None
         self._next_id = 0
 
     def _request(self, method: str, params: list[Any]) -> dict[str, Any]:
@@ -135,6 +145,24 @@ class RpcClient:
         return out
 
     # Reads.
+
+    async def genesis_hash(self) -> str:
+        """Return the cluster's genesis hash (base58); asked once per client."""
+        if self._genesis_hash is None:
+            self._genesis_hash = str(await self.call("getGenesisHash", []))
+        return self._genesis_hash
+
+    def _read_config(self, **extra: Any) -> dict[str, Any]:
+        """The configuration of an account read: base64, our commitment, the context slot."""
+        config: dict[str, Any] = {"encoding": "base64", "commitment": self.commitment, **extra}
+        if self.min_context_slot is not None:
+            config["minContextSlot"] = self.min_context_slot
+        return config
+
+    def _note_slot(self, result: dict[str, Any]) -> None:
+        context = result.get("context")
+        if isinstance(context, dict) and isinstance(context.get("slot"), int):
+            self.context_slot = max(self.context_slot, context["slot"])
 
     async def latest_blockhash(self) -> tuple[Hash, int]:
         """Return the latest blockhash and the last block height at which it is valid."""
@@ -174,26 +202,21 @@ class RpcClient:
                 "getMultipleAccounts",
                 [
                     [str(k) for k in pubkeys[i : i + MAX_ACCOUNTS_PER_CALL]],
-                    {
-                        "encoding": "base64",
-                        "commitment": self.commitment,
-                        "dataSlice": {"offset": 0, "length": head},
-                    },
+                    self._read_config(dataSlice={"offset": 0, "length": head}),
                 ],
             )
             for i in range(0, len(pubkeys), MAX_ACCOUNTS_PER_CALL)
         ]
         out: list[AccountInfo | None] = []
         for result in await self._batch_or_raise(calls):
+            self._note_slot(result)
             out.extend(_account(value) for value in result["value"])
         return out
 
     async def account(self, pubkey: Pubkey) -> AccountInfo | None:
         """Return the whole account (data included), or None if it does not exist."""
-        result = await self.call(
-            "getAccountInfo",
-            [str(pubkey), {"encoding": "base64", "commitment": self.commitment}],
-        )
+        result = await self.call("getAccountInfo", [str(pubkey), self._read_config()])
+        self._note_slot(result)
         return _account(result["value"])
 
     async def account_data(self, pubkey: Pubkey, offset: int, length: int) -> bytes:
@@ -207,14 +230,12 @@ class RpcClient:
                 "getAccountInfo",
                 [
                     str(pubkey),
-                    {
-                        "encoding": "base64",
-                        "commitment": self.commitment,
-                        "dataSlice": {
+                    self._read_config(
+                        dataSlice={
                             "offset": start,
                             "length": min(ACCOUNT_SLICE, offset + length - start),
-                        },
-                    },
+                        }
+                    ),
                 ],
             )
             for start in range(offset, offset + length, ACCOUNT_SLICE)
@@ -222,6 +243,7 @@ class RpcClient:
         parts: list[bytes] = []
         for i in range(0, len(calls), 8):
             for result in await self._batch_or_raise(calls[i : i + 8]):
+                self._note_slot(result)
                 info = _account(result["value"])
                 if info is None:
                     raise ChainError(f"account {pubkey} does not exist")
@@ -238,11 +260,7 @@ class RpcClient:
     ) -> list[tuple[Pubkey, AccountInfo]]:
         """Return the accounts ``program_id`` owns that pass every getProgramAccounts filter."""
         result = await self.call(
-            "getProgramAccounts",
-            [
-                str(program_id),
-                {"encoding": "base64", "commitment": self.commitment, "filters": list(filters)},
-            ],
+            "getProgramAccounts", [str(program_id), self._read_config(filters=list(filters))]
         )
         out = []
         for item in result:

@@ -26,7 +26,8 @@ from curta_chain.artifact import Artifact, HashStep, hash_steps
 from curta_chain.chain import specs
 from curta_chain.chain.accounts import read_bound_sections, require_model
 from curta_chain.chain.rpc import RpcClient
-from curta_chain.chain.sender import Sender, wait_for_signature
+from curta_chain.chain.sender import Sender, estimate_fees, wait_for_signature
+from curta_chain.constants import HASH_CHUNK_SIZE
 from curta_chain.errors import AccountError, MirrorMismatchError
 from curta_chain.program import ModelAccount, ModelState
 from curta_chain.reporting import NullReporter, Reporter
@@ -97,6 +98,37 @@ class SealResult:
             else {"section": bad.section, "offset": bad.offset, "length": bad.length},
             "signatures": {"begin_sealing": self.begin_signature, "last_step": self.last_signature},
         }
+
+
+async def seal_cost(
+    client: RpcClient,
+    program_id: Pubkey,
+    payer: Keypair,
+    address: Pubkey,
+    budget: specs.Budget | None = None,
+    authority: Pubkey | None = None,
+) -> tuple[int, int]:
+    """(transactions, fee lamports) that sealing the model from where it stands sends.
+
+    ``payer`` pays the fees; ``authority`` (default: the payer) begins the seal.
+
+    Raises:
+        AccountError: there is no curta model at ``address``.
+    """
+    budget = budget or specs.Budget()
+    model = await require_model(client, program_id, address)
+    if model.state not in (ModelState.UPLOADING, ModelState.SEALING):
+        return 0, 0
+    total = sum(-(-slot.length // HASH_CHUNK_SIZE) for slot in model.sections)
+    steps = total - model.chunks_hashed
+    account = model.sections[0].weight_account
+    kinds = [(specs.seal_step_spec(program_id, address, account, 0, budget), steps)]
+    if model.state == ModelState.UPLOADING:
+        accounts = [slot.weight_account for slot in model.sections]
+        ix = program.begin_sealing(program_id, authority or payer.pubkey(), address, accounts)
+        kinds.append((specs.authority_spec(ix, specs.BEGIN_SEALING_CU, budget), 1))
+    fee = await estimate_fees(client, payer.pubkey(), kinds)
+    return steps + int(model.state == ModelState.UPLOADING), fee
 
 
 async def seal(

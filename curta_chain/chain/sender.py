@@ -26,6 +26,7 @@ from solders.hash import Hash
 from solders.instruction import Instruction
 from solders.keypair import Keypair
 from solders.message import Message
+from solders.pubkey import Pubkey
 from solders.transaction import Transaction
 
 from curta_chain.chain.rpc import RpcCallError, RpcClient, preflight_error, transaction_error
@@ -49,6 +50,26 @@ class TxSpec:
     instructions: tuple[Instruction, ...]
     signers: tuple[Keypair, ...] = ()
     payload_bytes: int = 0
+
+
+async def estimate_fees(
+    client: RpcClient, payer: Pubkey, kinds: Sequence[tuple[TxSpec, int]]
+) -> int:
+    """What the node says ``count`` transactions like each spec cost, summed.
+
+    The fee is what validators charge, whatever the node says: a node that inflates it only
+    makes the cost shown (and the funds check) higher.
+    """
+    if not kinds:
+        return 0
+    blockhash, _ = await client.latest_blockhash()
+    fees = await asyncio.gather(
+        *(
+            client.fee_for_message(Message.new_with_blockhash(spec.instructions, payer, blockhash))
+            for spec, _ in kinds
+        )
+    )
+    return sum(fee * count for fee, (_, count) in zip(fees, kinds, strict=True))
 
 
 def sign(

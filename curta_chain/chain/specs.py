@@ -14,7 +14,16 @@ from solders.compute_budget import set_compute_unit_limit, set_compute_unit_pric
 from solders.instruction import Instruction
 from solders.keypair import Keypair
 from solders.pubkey import Pubkey
-from solders.system_program import CreateAccountParams, create_account
+from solders.system_program import (
+    AllocateParams,
+    AssignParams,
+    CreateAccountParams,
+    TransferParams,
+    allocate,
+    assign,
+    create_account,
+    transfer,
+)
 
 from curta_chain import program
 from curta_chain.chain.plan import PublishPlan, WritePiece
@@ -62,6 +71,32 @@ class Budget:
         )
 
 
+def new_account(
+    payer: Pubkey, address: Pubkey, space: int, owner: Pubkey, rent: int, existing: int = 0
+) -> tuple[Instruction, ...]:
+    """Create ``address`` (its keypair signs the transaction) with ``space`` bytes for ``owner``.
+
+    ``create_account`` refuses an address that already holds lamports, and anyone can send
+    lamports to any address. So when ``existing`` lamports are there, the address allocates
+    and assigns itself (it signs) and the payer sends only what the rent still needs.
+    """
+    if not existing:
+        params = CreateAccountParams(
+            from_pubkey=payer, to_pubkey=address, lamports=rent, space=space, owner=owner
+        )
+        return (create_account(params),)
+    top_up = (
+        (transfer(TransferParams(from_pubkey=payer, to_pubkey=address, lamports=rent - existing)),)
+        if rent > existing
+        else ()
+    )
+    return (
+        *top_up,
+        allocate(AllocateParams(pubkey=address, space=space)),
+        assign(AssignParams(pubkey=address, owner=owner)),
+    )
+
+
 def create_model_spec(
     program_id: Pubkey,
     authority: Keypair,
@@ -70,25 +105,26 @@ def create_model_spec(
     section_lengths: Sequence[int],
     rent: int,
     budget: Budget,
+    existing: int = 0,
     funder: Pubkey | None = None,
 ) -> TxSpec:
     """Create the model account and declare its hash, in one transaction.
 
+    ``existing``: lamports the model's address already holds (see ``new_account``);
     ``funder`` pays the rent (default: the authority).
     """
-    create = create_account(
-        CreateAccountParams(
-            from_pubkey=funder or authority.pubkey(),
-            to_pubkey=model.pubkey(),
-            lamports=rent,
-            space=program.MODEL_ACCOUNT_SIZE,
-            owner=program_id,
-        )
+    create = new_account(
+        funder or authority.pubkey(),
+        model.pubkey(),
+        program.MODEL_ACCOUNT_SIZE,
+        program_id,
+        rent,
+        existing,
     )
     declare = program.create_model(
         program_id, authority.pubkey(), model.pubkey(), weights_hash, list(section_lengths)
     )
-    return TxSpec((*budget.instructions(CREATE_MODEL_CU), create, declare), (model,))
+    return TxSpec((*budget.instructions(CREATE_MODEL_CU), *create, declare), (model,))
 
 
 def bind_spec(
@@ -100,26 +136,27 @@ def bind_spec(
     length: int,
     rent: int,
     budget: Budget,
+    existing: int = 0,
     funder: Pubkey | None = None,
 ) -> TxSpec:
     """Create weight account ``section`` and bind it to its slot, in one transaction.
 
     An account that exists but is bound to nothing could not have its rent recovered, so
-    the two never go apart. ``funder`` pays the rent (default: the authority).
+    the two never go apart. ``existing``: lamports the address already holds; ``funder``
+    pays the rent (default: the authority).
     """
-    create = create_account(
-        CreateAccountParams(
-            from_pubkey=funder or authority.pubkey(),
-            to_pubkey=weight.pubkey(),
-            lamports=rent,
-            space=WEIGHT_HEADER_SIZE + length,
-            owner=program_id,
-        )
+    create = new_account(
+        funder or authority.pubkey(),
+        weight.pubkey(),
+        WEIGHT_HEADER_SIZE + length,
+        program_id,
+        rent,
+        existing,
     )
     bind = program.bind_weight_account(
         program_id, authority.pubkey(), model, weight.pubkey(), section
     )
-    return TxSpec((*budget.instructions(BIND_CU), create, bind), (weight,))
+    return TxSpec((*budget.instructions(BIND_CU), *create, bind), (weight,))
 
 
 def write_specs(

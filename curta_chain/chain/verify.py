@@ -1,26 +1,40 @@
 """verify: prove from the chain alone that a model holds exactly a given artifact.
 
-It reads the model and every weight account, and checks: each account is bound to this
-model and slot; the section count and lengths; every byte; the configuration decoded
-from the chain's own section zero; the declared hash against the artifact's; the hash
-recomputed from the chain's bytes; and that the model is sealed with that hash. Each
-failure is listed with its section, offset and length.
+It first reads the program the model belongs to (``program_check``): its bytes must be a
+shipped build (or a hash the user trusts), and a program that can still be upgraded is
+reported, or refused with ``require_final``. Then it reads the model and every weight
+account, and checks: each account is bound to this model and slot; the section count and
+lengths; every byte; the configuration decoded from the chain's own section zero; the
+declared hash against the artifact's; the hash recomputed from the chain's bytes; and that
+the model is sealed with that hash. Each failure is listed with its section, offset and
+length.
+
+What it trusts is the RPC node it reads. With a second node (``cross_check``), every
+account it read (program, program data, model, weight accounts) is read again from that
+node at the same slot or later (``minContextSlot``), and any difference fails the check.
 """
 
 import asyncio
+import hashlib
 from dataclasses import dataclass
 
 import numpy as np
 from solders.pubkey import Pubkey
 
 from curta_chain.artifact import Artifact, decode_artifact, weights_hash
-from curta_chain.chain.accounts import ZERO_KEY, read_section, read_weight_header, require_model
-from curta_chain.chain.rpc import RpcClient
-from curta_chain.errors import AccountError, ArtifactError
+from curta_chain.chain.accounts import (
+    ZERO_KEY,
+    read_model_account,
+    read_section,
+    read_weight_head,
+)
+from curta_chain.chain.program_check import DeployedProgram, check_program, read_program
+from curta_chain.chain.rpc import AccountInfo, RpcClient
+from curta_chain.errors import AccountError, ArtifactError, NodeMismatchError, ProgramCheckError
 from curta_chain.program import ModelAccount, ModelState
 
-MAX_RANGES_PER_SECTION = 20
-"""Differing byte ranges listed per section; the rest are counted."""
+LISTED_RANGES = 10
+"""Differing byte ranges a report lists by default (all are counted); None lists all."""
 
 
 @dataclass(frozen=True)
@@ -62,11 +76,24 @@ class VerifyReport:
     chain_hash: bytes | None
     artifact_hash: bytes
     differences: tuple[Difference, ...]
+    program: DeployedProgram
+    slot: int
+    """The highest slot the node answered a read at."""
+    cross_checked: str | None = None
+    """The second node every account was read again from, if any."""
+    differing_ranges: int = 0
+    """How many byte ranges differ in all (``differences`` lists the first of them)."""
+    differing_bytes: int = 0
 
     @property
     def ok(self) -> bool:
         """True when the chain holds exactly the artifact, sealed."""
-        return not self.differences
+        return not self.differences and not self.differing_ranges
+
+    @property
+    def listed_ranges(self) -> int:
+        """How many of the differing byte ranges ``differences`` lists."""
+        return sum(1 for d in self.differences if d.kind == "bytes")
 
     def to_json(self) -> dict[str, object]:
         """The report as JSON values."""
@@ -78,20 +105,104 @@ class VerifyReport:
             "chain_hash": self.chain_hash.hex() if self.chain_hash else None,
             "artifact_hash": self.artifact_hash.hex(),
             "differences": [d.to_json() for d in self.differences],
+            "differing_ranges": self.differing_ranges,
+            "differing_ranges_listed": self.listed_ranges,
+            "differing_bytes": self.differing_bytes,
+            "program": self.program.to_json(),
+            "slot": self.slot,
+            "cross_checked": self.cross_checked,
         }
 
 
-async def verify(
-    client: RpcClient, program_id: Pubkey, address: Pubkey, artifact: Artifact
-) -> VerifyReport:
-    """Compare the model at ``address`` with ``artifact``; list every difference.
+@dataclass(frozen=True)
+class ChainView:
+    """Everything verify read from one node, and a digest of each account as read."""
+
+    program: DeployedProgram
+    model: ModelAccount
+    sections: list[bytes | None]
+    """Each slot's bytes; None where its account is missing or bound elsewhere."""
+    binding: list[Difference]
+    """What reading found wrong with the bindings."""
+    digests: dict[str, str]
+    """Address -> sha256 of the owner, executable flag and bytes read."""
+    slot: int
+
+
+async def read_view(client: RpcClient, program_id: Pubkey, address: Pubkey) -> ChainView:
+    """Read the program, the model and every bound weight account from ``client``.
 
     Raises:
         AccountError: there is no curta model at ``address``.
+        ProgramCheckError: there is no executable program at ``program_id``.
     """
-    model = await require_model(client, program_id, address)
+    program = await read_program(client, program_id)
+    found = await read_model_account(client, program_id, address)
+    if found is None:
+        raise AccountError(f"{address}: no such account on {client.url}")
+    model, info = found
+    digests = dict(program.digests)
+    digests[str(address)] = _digest(info, info.data)
+    binding: list[Difference] = []
+    sections = await _read_sections(client, program_id, address, model, binding, digests)
+    return ChainView(program, model, sections, binding, digests, client.context_slot)
+
+
+def _digest(info: AccountInfo, data: bytes) -> str:
+    return hashlib.sha256(bytes(info.owner) + bytes([info.executable]) + data).hexdigest()
+
+
+def view_differences(ours: ChainView, theirs: ChainView, url: str) -> list[Difference]:
+    """Every account the two nodes answered differently about."""
+    out = []
+    for address in sorted(set(ours.digests) | set(theirs.digests)):
+        mine, other = ours.digests.get(address), theirs.digests.get(address)
+        if mine != other:
+            out.append(
+                Difference(
+                    "cross-check",
+                    f"{url} (slot {theirs.slot:,}) holds different bytes for account "
+                    f"{address} than the first node (slot {ours.slot:,})",
+                )
+            )
+    return out
+
+
+async def verify(
+    client: RpcClient,
+    program_id: Pubkey,
+    address: Pubkey,
+    artifact: Artifact,
+    trusted_hashes: tuple[str, ...] = (),
+    require_final: bool = False,
+    cross_check: RpcClient | None = None,
+    listed_ranges: int | None = LISTED_RANGES,
+) -> VerifyReport:
+    """Compare the model at ``address`` with ``artifact``; list every difference.
+
+    Differing bytes are merged into ranges; every range is counted, and the first
+    ``listed_ranges`` (None: all) are listed. The other differences come first.
+
+    Args:
+        client: the node to read.
+        program_id: the curta program the model belongs to.
+        address: the model.
+        artifact: what the model must hold.
+        trusted_hashes: SHA-256s of programs trusted besides the shipped builds.
+        require_final: a program that can still be upgraded is a difference.
+        cross_check: a second node to read every account again from, at ``client``'s
+            slot or later; any difference between the two is a difference.
+        listed_ranges: how many differing byte ranges to list (None: every one).
+
+    Raises:
+        AccountError: there is no curta model at ``address``.
+        ProgramCheckError: there is no executable program at ``program_id``.
+        NodeMismatchError: the cross-check node is on another cluster.
+    """
+    view = await read_view(client, program_id, address)
+    model = view.model
     ours = artifact.weights_hash()
-    found: list[Difference] = []
+    found = _program_differences(view.program, model, trusted_hashes, require_final)
     chain_lengths = [slot.length for slot in model.sections]
     local_lengths = [len(s) for s in artifact.sections]
     if len(chain_lengths) != len(local_lengths):
@@ -103,10 +214,17 @@ async def verify(
     for i, (theirs, mine) in enumerate(zip(chain_lengths, local_lengths, strict=False)):
         if theirs != mine:
             found.append(Difference("section-length", f"chain {theirs}, artifact {mine}", i))
-    chain_sections = await _read_sections(client, program_id, address, model, found)
+    found.extend(view.binding)
+    chain_sections = view.sections
+    ranges: list[Difference] = []
+    counted_ranges = counted_bytes = 0
     for i, section in enumerate(chain_sections):
         if section is not None and i < len(artifact.sections):
-            found.extend(_byte_ranges(i, section, artifact.sections[i]))
+            room = None if listed_ranges is None else max(listed_ranges - len(ranges), 0)
+            listed, count, size = _byte_ranges(i, section, artifact.sections[i], room)
+            ranges.extend(listed)
+            counted_ranges += count
+            counted_bytes += size
     chain_hash = None
     if all(s is not None for s in chain_sections):
         complete = [s for s in chain_sections if s is not None]
@@ -132,6 +250,9 @@ async def verify(
         found.append(Difference("state", f"the model is {model.state.name.lower()}, not sealed"))
     elif model.running_hash != model.declared_hash:
         found.append(Difference("state", "sealed, but its running hash is not the declared one"))
+    if cross_check is not None:
+        found.extend(await _cross_check(client, cross_check, program_id, address, view))
+    found.extend(ranges)  # after the causes: a wrong artifact differs in many places
     return VerifyReport(
         model=address,
         state=model.state.name.lower(),
@@ -139,7 +260,61 @@ async def verify(
         chain_hash=chain_hash,
         artifact_hash=ours,
         differences=tuple(found),
+        program=view.program,
+        slot=view.slot,
+        cross_checked=cross_check.url if cross_check is not None else None,
+        differing_ranges=counted_ranges,
+        differing_bytes=counted_bytes,
     )
+
+
+def _program_differences(
+    program: DeployedProgram,
+    model: ModelAccount,
+    trusted_hashes: tuple[str, ...],
+    require_final: bool,
+) -> list[Difference]:
+    """Every check of the program the model lives under, against the model: the one place.
+
+    The program's bytes must be a shipped build (or trusted); with ``require_final`` nobody
+    may be able to replace them.
+    """
+    out = []
+    try:
+        check_program(program, trusted_hashes)
+    except ProgramCheckError as exc:
+        out.append(Difference("program", str(exc)))
+    if require_final and program.upgradeable:
+        out.append(
+            Difference(
+                "program",
+                f"the program can still be upgraded by {program.upgrade_authority} "
+                f"(--require-final)",
+            )
+        )
+    return out
+
+
+async def _cross_check(
+    client: RpcClient, other: RpcClient, program_id: Pubkey, address: Pubkey, view: ChainView
+) -> list[Difference]:
+    """Read the same accounts from ``other`` at ``view``'s slot or later; list differences.
+
+    Raises:
+        NodeMismatchError: ``other`` serves another cluster (another genesis hash).
+    """
+    ours, theirs = await asyncio.gather(client.genesis_hash(), other.genesis_hash())
+    if ours != theirs:
+        raise NodeMismatchError(
+            f"--cross-check {other.url} serves genesis {theirs}, {client.url} serves {ours}: "
+            f"not the same cluster"
+        )
+    other.min_context_slot = max(other.min_context_slot or 0, view.slot)
+    try:
+        second = await read_view(other, program_id, address)
+    except (AccountError, ProgramCheckError) as exc:
+        return [Difference("cross-check", f"{other.url}: {exc}")]
+    return view_differences(view, second, other.url)
 
 
 async def _read_sections(
@@ -148,6 +323,7 @@ async def _read_sections(
     address: Pubkey,
     model: ModelAccount,
     found: list[Difference],
+    digests: dict[str, str],
 ) -> list[bytes | None]:
     """Each bound, correctly bound section's bytes; None (and a Difference) otherwise."""
 
@@ -156,9 +332,10 @@ async def _read_sections(
             found.append(Difference("account", "no weight account is bound", index))
             return None
         try:
-            header = await read_weight_header(client, program_id, account)
+            header, info = await read_weight_head(client, program_id, account)
         except AccountError as exc:
             found.append(Difference("account", str(exc), index))
+            digests[str(account)] = f"unreadable: {exc}"
             return None
         if (header.model, header.section_index, header.section_length) != (address, index, length):
             found.append(
@@ -168,8 +345,11 @@ async def _read_sections(
                     index,
                 )
             )
+            digests[str(account)] = _digest(info, info.data)
             return None
-        return await read_section(client, account, length)
+        section = await read_section(client, account, length)
+        digests[str(account)] = _digest(info, info.data + section)
+        return section
 
     slots = model.sections
     return list(
@@ -177,24 +357,29 @@ async def _read_sections(
     )
 
 
-def _byte_ranges(section: int, chain: bytes, local: bytes) -> list[Difference]:
-    """The ranges where the two sections' common bytes differ, merged into runs."""
+def _byte_ranges(
+    section: int, chain: bytes, local: bytes, limit: int | None
+) -> tuple[list[Difference], int, int]:
+    """The runs where the two sections' common bytes differ.
+
+    Returns the first ``limit`` runs (None: all) as differences, how many runs there are,
+    and how many bytes differ.
+    """
     n = min(len(chain), len(local))
     a = np.frombuffer(chain, dtype=np.uint8, count=n)
     b = np.frombuffer(local, dtype=np.uint8, count=n)
-    mask = np.concatenate(([False], a != b, [False]))
+    differs = a != b
+    mask = np.concatenate(([False], differs, [False]))
     edges = np.flatnonzero(mask[1:] != mask[:-1])
     starts, ends = edges[0::2], edges[1::2]
-    out = [
+    shown = len(starts) if limit is None else min(limit, len(starts))
+    listed = [
         Difference(
             "bytes", "the chain's bytes differ from the artifact's", section, int(s), int(e - s)
         )
-        for s, e in zip(starts[:MAX_RANGES_PER_SECTION], ends[:MAX_RANGES_PER_SECTION], strict=True)
+        for s, e in zip(starts[:shown], ends[:shown], strict=True)
     ]
-    if len(starts) > MAX_RANGES_PER_SECTION:
-        more = len(starts) - MAX_RANGES_PER_SECTION
-        out.append(Difference("bytes", f"and {more} more differing ranges", section))
-    return out
+    return listed, len(starts), int(np.count_nonzero(differs))
 
 
 def _config_differences(

@@ -23,12 +23,19 @@ from curta_chain import __version__
 from curta_chain.cli import (
     artifact_commands,
     chain_commands,
+    deploy_commands,
     keygen_command,
     localnet_command,
 )
 from curta_chain.errors import CurtaError
 
-_COMMAND_MODULES = (artifact_commands, keygen_command, localnet_command, chain_commands)
+_COMMAND_MODULES = (
+    artifact_commands,
+    keygen_command,
+    localnet_command,
+    deploy_commands,
+    chain_commands,
+)
 
 _INVALID_CHOICE = re.compile(r"argument (?P<arg>[^:]+): invalid choice: '(?P<value>[^']*)'")
 

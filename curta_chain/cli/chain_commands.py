@@ -1,7 +1,10 @@
 """The chain commands: publish, seal, verify, status, models, close, airdrop.
 
+Each one (but airdrop) first connects: it finds the curta program for the cluster and
+checks that it is a shipped build, before anything is sent. Off the embedded localnet, a
+command that spends asks for confirmation on the terminal first (``--yes`` skips it).
 Each run function imports the library when it runs (``curta-chain --help`` stays fast);
-the shared options, the reporter and the event loop come from ``options``.
+the shared options and the reporter come from ``options``, the event loop from ``running``.
 """
 
 import argparse
@@ -11,12 +14,19 @@ from typing import TYPE_CHECKING
 from curta_chain.cli.options import (
     Cluster,
     add_cluster_options,
+    add_yes_option,
     emit,
-    is_json,
     make_reporter,
     parse_pubkey,
     resolve,
+)
+from curta_chain.cli.running import (
+    U64_MAX,
+    add_price_option,
+    budget_for,
+    resolve_url,
     run_on_cluster,
+    run_with_client,
 )
 from curta_chain.reporting import counted
 
@@ -25,10 +35,11 @@ if TYPE_CHECKING:
     from solders.pubkey import Pubkey
 
     from curta_chain.artifact import Artifact
-    from curta_chain.chain import specs
     from curta_chain.chain.plan import PublishPlan
     from curta_chain.chain.rpc import RpcClient
     from curta_chain.chain.sender import Sender
+    from curta_chain.chain.session import Connection
+    from curta_chain.chain.verify import VerifyReport
     from curta_chain.program import ModelAccount
     from curta_chain.reporting import Reporter
 
@@ -48,7 +59,8 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
     p.add_argument("artifact", type=Path, metavar="ARTIFACT", help=_ARTIFACT_HELP)
     add_cluster_options(p, fee_payer=True)
     p.add_argument("--dry-run", action="store_true", help="print the plan and cost, send nothing")
-    _add_price_option(p)
+    add_price_option(p)
+    add_yes_option(p)
     p.set_defaults(run=_publish)
 
     p = subparsers.add_parser(
@@ -63,7 +75,8 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
         p, "check the upload before sealing, and name the first bad chunk if it fails"
     )
     add_cluster_options(p, fee_payer=True)
-    _add_price_option(p)
+    add_price_option(p)
+    add_yes_option(p)
     p.set_defaults(run=_seal)
 
     p = subparsers.add_parser(
@@ -76,6 +89,22 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
     p.add_argument("model", metavar="MODEL", help=_MODEL_HELP)
     p.add_argument("artifact", type=Path, metavar="ARTIFACT", help=_ARTIFACT_HELP)
     add_cluster_options(p, keypair=False)
+    p.add_argument(
+        "--require-final",
+        action="store_true",
+        help="fail when the program can still be upgraded (by anyone)",
+    )
+    p.add_argument(
+        "--cross-check",
+        metavar="URL",
+        help="read every account again from this second node, at the same slot or later, "
+        "and fail on any difference (without it, verify trusts the one node it reads)",
+    )
+    p.add_argument(
+        "--all-differences",
+        action="store_true",
+        help="list every differing byte range (default: the first 10; all are counted)",
+    )
     p.set_defaults(run=_verify)
 
     p = subparsers.add_parser(
@@ -116,7 +145,8 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
         help="who receives the lamports (default: the authority, -k)",
     )
     add_cluster_options(p, fee_payer=True)
-    _add_price_option(p)
+    add_price_option(p)
+    add_yes_option(p)
     p.set_defaults(run=_close)
 
     p = subparsers.add_parser(
@@ -132,41 +162,13 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
         metavar="RECIPIENT",
         help="address or signer to fund (default: the -k keypair's address)",
     )
-    add_cluster_options(p)
+    add_cluster_options(p, program=False)
     p.set_defaults(run=_airdrop)
 
 
 def _add_model_and_artifact(parser: argparse.ArgumentParser, artifact_help: str) -> None:
     parser.add_argument("model", metavar="MODEL", help=_MODEL_HELP)
     parser.add_argument("artifact", type=Path, nargs="?", metavar="ARTIFACT", help=artifact_help)
-
-
-_U64_MAX = 2**64 - 1
-"""Lamports and micro-lamport prices travel as u64."""
-
-
-def _add_price_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--with-compute-unit-price",
-        type=int,
-        metavar="MICROLAMPORTS",
-        help="priority fee per compute unit (adds a tight compute-unit limit too)",
-    )
-
-
-def _budget(args: argparse.Namespace, url: str, separate_fee_payer: bool) -> "specs.Budget":
-    from curta_chain.chain import specs
-    from curta_chain.chain.cluster import is_loopback
-    from curta_chain.errors import ConfigError
-
-    price = args.with_compute_unit_price
-    if price is not None and not 0 <= price <= _U64_MAX:
-        raise ConfigError(f"--with-compute-unit-price {price}: expected a count 0 to {_U64_MAX}")
-    return specs.Budget(
-        limit_compute=not is_loopback(url),
-        compute_unit_price=price,
-        separate_fee_payer=separate_fee_payer,
-    )
 
 
 def _sender(
@@ -191,9 +193,7 @@ def _next(args: argparse.Namespace, *words: object) -> str:
     keypair = getattr(args, "keypair", None)
     if keypair is not None and words[0] in ("seal", "publish", "close"):
         line += ["-k", keypair]
-    from curta_chain.constants import LOCALNET_PROGRAM_ID
-
-    if args.program_id != LOCALNET_PROGRAM_ID:
+    if getattr(args, "program_id", None) is not None:
         line += ["--program-id", args.program_id]
     return " ".join(line)
 
@@ -212,14 +212,17 @@ def _publish(args: argparse.Namespace) -> int:
     reporter = make_reporter(args)
     target = resolve(args, reporter)
 
-    async def body(target: Cluster, client: "RpcClient") -> int:
+    async def body(target: Cluster, chain: "Connection") -> int:
+        from curta_chain.cli.confirm import confirm_spend
+
+        client, program_id = chain.client, chain.program_id
         authority = target.keypair()
         payer = target.fee_payer()
         separate = payer.pubkey() != authority.pubkey()
-        budget = _budget(args, target.url, separate)
+        budget = budget_for(args, target.url, separate)
         with reporter.waiting(f"{target.url} to show what it holds of this model"):
             plan = await plan_publish(
-                client, target.program_id, authority, artifact, budget, payer.pubkey()
+                client, program_id, authority, artifact, budget, payer.pubkey()
             )
         sol = plan.cost_lamports / LAMPORTS_PER_SOL
         reporter.line(f"Plan for model {plan.model} ({plan.state}):")
@@ -235,6 +238,12 @@ def _publish(args: argparse.Namespace) -> int:
             f"{plan.fee_lamports:,} lamports"
         )
         reporter.line(f"  paid by {payer.pubkey()} on {target.url}")
+        for account in plan.prefunded:
+            reporter.line(
+                f"  {account.address} already holds {account.existing:,} lamports someone "
+                f"sent: it will be allocated and assigned with its own signature, topped up "
+                f"by {account.transfer:,}"
+            )
         if args.dry_run:
             emit(args, {"dry_run": True, "plan": plan.to_json()})
             return 0
@@ -249,9 +258,12 @@ def _publish(args: argparse.Namespace) -> int:
                 reporter.line(f"Next: {after}")
             return 0
         await check_funds(client, payer.pubkey(), plan)
+        confirm_spend(
+            args, client.url, chain.genesis_hash, plan.cost_lamports, f"publishing {plan.model}"
+        )
         result = await publish(
             client,
-            target.program_id,
+            program_id,
             authority,
             artifact,
             plan,
@@ -304,7 +316,8 @@ async def _nothing_to_publish(
 
 
 def _seal(args: argparse.Namespace) -> int:
-    from curta_chain.chain.seal import resume_hint, seal
+    from curta_chain.chain.seal import resume_hint, seal, seal_cost
+    from curta_chain.constants import LAMPORTS_PER_SOL
     from curta_chain.program import ModelState
 
     artifact = _read_artifact(args.artifact) if args.artifact else None
@@ -313,13 +326,25 @@ def _seal(args: argparse.Namespace) -> int:
     address = parse_pubkey(args.model, "model")
     hint = resume_hint(address)
 
-    async def body(target: Cluster, client: "RpcClient") -> int:
+    async def body(target: Cluster, chain: "Connection") -> int:
+        from curta_chain.cli.confirm import confirm_spend
+
+        client, program_id = chain.client, chain.program_id
         authority = target.keypair()
         payer = target.fee_payer()
-        budget = _budget(args, target.url, payer.pubkey() != authority.pubkey())
+        budget = budget_for(args, target.url, payer.pubkey() != authority.pubkey())
+        transactions, fee = await seal_cost(
+            client, program_id, payer, address, budget, authority.pubkey()
+        )
+        if transactions and not chain.localnet:
+            reporter.line(
+                f"sealing {address}: {counted(transactions, 'transaction')}, "
+                f"fees {fee / LAMPORTS_PER_SOL:.9f} SOL on {target.url}"
+            )
+            confirm_spend(args, client.url, chain.genesis_hash, fee, f"sealing {address}")
         result = await seal(
             client,
-            target.program_id,
+            program_id,
             payer,
             address,
             artifact,
@@ -349,30 +374,72 @@ def _seal(args: argparse.Namespace) -> int:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    from curta_chain.chain.verify import verify
+    from curta_chain.chain.verify import LISTED_RANGES, verify
 
     artifact = _read_artifact(args.artifact)
     reporter = make_reporter(args)
     target = resolve(args, reporter)
+    address = parse_pubkey(args.model, "model")
+    cross_check = resolve_url(args.cross_check, "--cross-check") if args.cross_check else None
 
-    async def body(target: Cluster, client: "RpcClient") -> int:
-        address = parse_pubkey(args.model, "model")
-        with reporter.waiting(f"model {address} and its weight accounts to be read"):
-            report = await verify(client, target.program_id, address, artifact)
-        if is_json(args):
-            emit(args, report.to_json())
-        elif report.ok:
-            print(
-                f"verified {address}: sealed, every byte matches {args.artifact}, "
-                f"hash {report.declared_hash.hex()}"
-            )
-        else:
-            for difference in report.differences:
-                print(difference)
-            print(f"NOT verified: {counted(len(report.differences), 'difference')}")
+    async def body(target: Cluster, chain: "Connection") -> int:
+        second = target.client(url=cross_check) if cross_check else None
+        try:
+            with reporter.waiting(f"model {address} and its weight accounts to be read"):
+                report = await verify(
+                    chain.client,
+                    chain.program_id,
+                    address,
+                    artifact,
+                    target.program_hashes,
+                    args.require_final,
+                    second,
+                    None if args.all_differences else LISTED_RANGES,
+                )
+        finally:
+            if second is not None:
+                await second.aclose()
+        if not emit(args, report.to_json()):
+            _print_verify(reporter, report, args.artifact, chain.client.url)
         return 0 if report.ok else 1
 
     return run_on_cluster(args, body, target=target)
+
+
+def _print_verify(reporter: "Reporter", report: "VerifyReport", artifact: Path, url: str) -> None:
+    """The verdict and both hashes first, then the causes, the byte ranges, the program."""
+    if report.ok:
+        reporter.line(f"verified {report.model}: sealed, every byte matches {artifact}")
+    else:
+        causes = [d for d in report.differences if d.kind != "bytes"]
+        found = [counted(len(causes), "problem")] if causes else []
+        if report.differing_ranges:
+            found.append(
+                f"{counted(report.differing_ranges, 'differing byte range')} "
+                f"({counted(report.differing_bytes, 'byte')})"
+            )
+        reporter.line(f"NOT verified {report.model}: {', '.join(found)}")
+    same = report.declared_hash == report.artifact_hash
+    reporter.line(f"declared hash  {report.declared_hash.hex()}  (the model's, {report.state})")
+    reporter.line(
+        f"artifact hash  {report.artifact_hash.hex()}  ({artifact}: "
+        f"{'the same' if same else 'DIFFERENT'})"
+    )
+    if report.chain_hash is not None and report.chain_hash != report.declared_hash:
+        reporter.line(f"chain hash     {report.chain_hash.hex()}  (the chain's bytes hash to it)")
+    for difference in report.differences:
+        reporter.line(str(difference))
+    hidden = report.differing_ranges - report.listed_ranges
+    if hidden:
+        reporter.line(
+            f"and {counted(hidden, 'more differing byte range')}: --all-differences lists them"
+        )
+    for line in report.program.describe():
+        reporter.line(line)
+    if report.cross_checked:
+        reporter.line(f"cross-checked  every account read again from {report.cross_checked}")
+    else:
+        reporter.line(f"trusted node   {url} (one node: --cross-check URL adds another)")
 
 
 def _status(args: argparse.Namespace) -> int:
@@ -380,10 +447,10 @@ def _status(args: argparse.Namespace) -> int:
     reporter = make_reporter(args)
     target = resolve(args, reporter)
 
-    async def body(target: Cluster, client: "RpcClient") -> int:
+    async def body(target: Cluster, chain: "Connection") -> int:
         address = parse_pubkey(args.model, "model")
         with reporter.waiting(f"model {address} and its weight accounts to be read"):
-            status = await _model_status(client, target, address, artifact)
+            status = await _model_status(chain.client, chain.program_id, address, artifact)
         status["next"] = _status_next(args, address, status)
         if emit(args, status):
             return 0
@@ -394,7 +461,7 @@ def _status(args: argparse.Namespace) -> int:
 
 
 async def _model_status(
-    client: "RpcClient", target: Cluster, address: "Pubkey", artifact: "Artifact | None"
+    client: "RpcClient", program_id: "Pubkey", address: "Pubkey", artifact: "Artifact | None"
 ) -> dict[str, object]:
     """The model, its accounts' lamports and headers, and (with the artifact) bytes matching."""
     import asyncio
@@ -407,7 +474,7 @@ async def _model_status(
     from curta_chain.errors import AccountError
     from curta_chain.program import WeightHeader
 
-    model = await read_model(client, target.program_id, address)
+    model = await read_model(client, program_id, address)
     if model is None:
         raise AccountError(f"{address}: no such account on {client.url}")
     bound = [slot.weight_account for slot in model.sections if slot.weight_account != ZERO_KEY]
@@ -432,7 +499,7 @@ async def _model_status(
             "frozen": None,
             "bytes_matching": None,
         }
-        if info is not None and info.owner == target.program_id:
+        if info is not None and info.owner == program_id:
             with contextlib.suppress(AccountError):
                 entry["frozen"] = WeightHeader.from_bytes(info.data).frozen
         sections.append(entry)
@@ -453,6 +520,7 @@ async def _model_status(
     total_chunks = sum(-(-slot.length // 65_536) for slot in model.sections)
     return {
         "model": str(address),
+        "program": str(program_id),
         **_model_fields(model),
         "total_chunks": total_chunks,
         "lamports": sum(info.lamports for info in infos.values() if info is not None),
@@ -501,6 +569,7 @@ def _print_status(reporter: "Reporter", status: dict[str, object]) -> None:
     bound = sum(1 for s in sections if s["weight_account"])
     rows = [
         ("Model", status["model"]),
+        ("Program", status["program"]),
         ("State", status["state"]),
         ("Authority", status["authority"]),
         ("Declared hash", status["declared_hash"]),
@@ -530,7 +599,7 @@ def _models(args: argparse.Namespace) -> int:
     reporter = make_reporter(args)
     target = resolve(args, reporter)
 
-    async def body(target: Cluster, client: "RpcClient") -> int:
+    async def body(target: Cluster, chain: "Connection") -> int:
         from curta_chain.chain.accounts import find_models
         from curta_chain.constants import LAMPORTS_PER_SOL
 
@@ -542,7 +611,7 @@ def _models(args: argparse.Namespace) -> int:
                 else target.signers.pubkey(args.authority, "--authority")
             )
         with reporter.waiting(f"{target.url} to list the program's models"):
-            found = await find_models(client, target.program_id, authority)
+            found = await find_models(chain.client, chain.program_id, authority)
         rows = [
             {
                 "model": str(address),
@@ -575,13 +644,14 @@ def _close(args: argparse.Namespace) -> int:
     reporter = make_reporter(args)
     target = resolve(args, reporter)
 
-    async def body(target: Cluster, client: "RpcClient") -> int:
+    async def body(target: Cluster, chain: "Connection") -> int:
         from solders.system_program import TransferParams, transfer
 
         from curta_chain import program
         from curta_chain.chain import specs
         from curta_chain.chain.accounts import ZERO_KEY, require_model
-        from curta_chain.chain.sender import TxSpec
+        from curta_chain.chain.sender import TxSpec, estimate_fees
+        from curta_chain.cli.confirm import confirm_spend
         from curta_chain.constants import LAMPORTS_PER_SOL
         from curta_chain.errors import AccountError
         from curta_chain.program import ModelState
@@ -594,17 +664,18 @@ def _close(args: argparse.Namespace) -> int:
             if args.recipient is None
             else target.signers.pubkey(args.recipient, "--recipient")
         )
-        model = await require_model(client, target.program_id, address)
+        client, program_id = chain.client, chain.program_id
+        model = await require_model(client, program_id, address)
         if model.state == ModelState.SEALED:
             raise AccountError(f"model {address} is sealed: a sealed model never changes")
         if model.authority != authority.pubkey():
             raise AccountError(f"model {address} belongs to {model.authority}; pass its keypair")
         bound = [s.weight_account for s in model.sections if s.weight_account != ZERO_KEY]
         held = sum(info.lamports for info in await client.accounts([address, *bound]) if info)
-        budget = _budget(args, target.url, payer.pubkey() != authority.pubkey())
+        budget = budget_for(args, target.url, payer.pubkey() != authority.pubkey())
         instructions = [
             *budget.instructions(specs.CLOSE_CU),
-            program.close_model(target.program_id, authority.pubkey(), address, bound),
+            program.close_model(program_id, authority.pubkey(), address, bound),
         ]
         if recipient != authority.pubkey():
             # The program pays the authority; the same transaction passes it on.
@@ -615,9 +686,14 @@ def _close(args: argparse.Namespace) -> int:
                     )
                 )
             )
+        spec = TxSpec(tuple(instructions))
+        fee = await estimate_fees(client, payer.pubkey(), [(spec, 1)])
+        confirm_spend(
+            args, client.url, chain.genesis_hash, fee, f"closing {address} (its rent comes back)"
+        )
         before = await client.balance(recipient)
         sender = _sender(client, target, authority, "nothing to resume: rerun `curta-chain close`")
-        await sender.send([TxSpec(tuple(instructions))], what="the close")
+        await sender.send([spec], what="the close")
         after = await client.balance(recipient)
         signature = sender.stats.last_signature
         if not emit(
@@ -645,9 +721,9 @@ def _airdrop(args: argparse.Namespace) -> int:
     from curta_chain.constants import LAMPORTS_PER_SOL
     from curta_chain.errors import ConfigError
 
-    if not 1 <= args.sol * LAMPORTS_PER_SOL <= _U64_MAX:  # false for nan, too
+    if not 1 <= args.sol * LAMPORTS_PER_SOL <= U64_MAX:  # false for nan, too
         raise ConfigError(
-            f"airdrop {args.sol}: expected a positive amount of SOL, 1 to {_U64_MAX:,} lamports"
+            f"airdrop {args.sol}: expected a positive amount of SOL, 1 to {U64_MAX:,} lamports"
         )
     reporter = make_reporter(args)
     target = resolve(args, reporter)
@@ -673,4 +749,4 @@ def _airdrop(args: argparse.Namespace) -> int:
             reporter.line(f"{balance / LAMPORTS_PER_SOL:g} SOL")
         return 0
 
-    return run_on_cluster(args, body, target=target)
+    return run_with_client(args, body, target=target)

@@ -4,12 +4,12 @@
   {display,json,json-compact}``; ``is_json(args)`` says which.
 - ``make_reporter(args)``: the ``Reporter`` a command hands the library (progress, waits,
   notes and result lines, each where the output mode wants them).
-- ``add_cluster_options(parser, keypair=..., fee_payer=...)`` and ``resolve(args)``:
-  ``-u``, ``-k``, ``--fee-payer``, ``--commitment``, ``--program-id``, ``-C``,
-  ``--rpc-timeout`` and ``--output``, resolved against the Solana CLI config into a
-  ``Cluster`` (which resolves signers, see ``signers.py``).
-- ``run_on_cluster(args, body, resume_hint)``: runs ``body(cluster, client)`` in an event
-  loop; a give-up or Ctrl-C after something was sent says how to resume.
+- ``add_cluster_options(parser, keypair=..., fee_payer=..., program=...)`` and
+  ``resolve(args)``: ``-u``, ``-k``, ``--fee-payer``, ``--commitment``, ``--program-id``,
+  ``--program-hash``, ``-C``, ``--rpc-timeout`` and ``--output``, resolved against the
+  Solana CLI config into a ``Cluster`` (which resolves signers, see ``signers.py``);
+  ``add_yes_option`` for commands that spend.
+- ``running.py`` runs a command's body against the cluster (``run_on_cluster``).
 
 Nothing here imports solders, httpx or the program client at module level: ``curta-chain
 --help`` must not pay for them.
@@ -17,15 +17,14 @@ Nothing here imports solders, httpx or the program client at module level: ``cur
 
 import argparse
 import json
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from curta_chain.chain import cluster
 from curta_chain.cli.signers import Signers
-from curta_chain.constants import GIVE_UP_AFTER, LOCALNET_PROGRAM_ID
-from curta_chain.errors import ConfigError, RpcError
+from curta_chain.constants import GIVE_UP_AFTER
+from curta_chain.errors import ConfigError
 from curta_chain.reporting import ConsoleReporter, Reporter
 
 if TYPE_CHECKING:
@@ -33,6 +32,7 @@ if TYPE_CHECKING:
     from solders.pubkey import Pubkey
 
     from curta_chain.chain.rpc import RpcClient
+    from curta_chain.chain.session import Connection
 
 OUTPUT_FORMATS = ("display", "json", "json-compact")
 
@@ -82,7 +82,10 @@ def make_reporter(args: argparse.Namespace) -> Reporter:
 
 
 def add_cluster_options(
-    parser: argparse.ArgumentParser, keypair: bool = True, fee_payer: bool = False
+    parser: argparse.ArgumentParser,
+    keypair: bool = True,
+    fee_payer: bool = False,
+    program: bool = True,
 ) -> None:
     """Add the options of a command that talks to a cluster, ``--output`` included."""
     parser.add_argument("-u", "--url", metavar="URL_OR_MONIKER", help=_URL_HELP)
@@ -103,12 +106,8 @@ def add_cluster_options(
     parser.add_argument(
         "--commitment", choices=cluster.COMMITMENTS, help="default: confirmed, or the config's"
     )
-    parser.add_argument(
-        "--program-id",
-        metavar="ADDRESS",
-        default=LOCALNET_PROGRAM_ID,
-        help="the curta program's address (default: the localnet's)",
-    )
+    if program:
+        add_program_options(parser)
     add_config_options(parser)
     parser.add_argument(
         "--rpc-timeout",
@@ -119,6 +118,34 @@ def add_cluster_options(
         f"(default {GIVE_UP_AFTER:.0f}); one that never answers fails at once",
     )
     add_output_option(parser)
+
+
+def add_program_options(parser: argparse.ArgumentParser) -> None:
+    """Add ``--program-id`` and ``--program-hash``."""
+    parser.add_argument(
+        "--program-id",
+        metavar="ADDRESS",
+        help="the curta program's address (default: the one `curta-chain deploy` recorded "
+        "for this cluster in the config, or the embedded localnet's)",
+    )
+    parser.add_argument(
+        "--program-hash",
+        action="append",
+        default=[],
+        metavar="SHA256",
+        help="also trust a program whose deployed ELF has this SHA-256 (default: only the "
+        "builds shipped with curta-chain)",
+    )
+
+
+def add_yes_option(parser: argparse.ArgumentParser) -> None:
+    """Add ``--yes``: spend on a cluster that is not a localnet without asking."""
+    parser.add_argument(
+        "-y",
+        "--yes",
+        action="store_true",
+        help="off a localnet, spend without asking for confirmation on the terminal",
+    )
 
 
 def add_config_options(parser: argparse.ArgumentParser) -> None:
@@ -137,10 +164,10 @@ def add_config_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def signers_for(args: argparse.Namespace) -> Signers:
+def signers_for(args: argparse.Namespace, config: cluster.CliConfig | None = None) -> Signers:
     """The signer resolver for these options (the config's keypair is the default)."""
     return Signers(
-        cluster.read_cli_config(args.config),
+        config or cluster.read_cli_config(args.config),
         skip_seed_phrase_validation=getattr(args, "skip_seed_phrase_validation", False),
     )
 
@@ -151,20 +178,32 @@ class Cluster:
 
     url: str
     commitment: str
-    program_id: "Pubkey"
     signers: Signers
     keypair_spec: str | None = None
     fee_payer_spec: str | None = None
     rpc_timeout: float = GIVE_UP_AFTER
     reporter: Reporter = field(default_factory=ConsoleReporter)
+    program_id: str | None = None
+    """``--program-id`` as given (None: from the config or the localnet)."""
+    program_hashes: tuple[str, ...] = ()
+    config: cluster.CliConfig = field(default_factory=cluster.CliConfig)
 
-    def client(self) -> "RpcClient":
+    def client(self, url: str | None = None, min_context_slot: int | None = None) -> "RpcClient":
         """A fresh RPC client for this cluster (create it inside the running event loop)."""
         from curta_chain.chain.rpc import RpcClient
         from curta_chain.chain.transport import HttpTransport
 
-        transport = HttpTransport(self.url, give_up_after=self.rpc_timeout, reporter=self.reporter)
-        return RpcClient(transport, self.commitment)
+        transport = HttpTransport(
+            url or self.url, give_up_after=self.rpc_timeout, reporter=self.reporter
+        )
+        return RpcClient(transport, self.commitment, min_context_slot)
+
+    async def connect(self, client: "RpcClient") -> "Connection":
+        """Find and check the curta program on this cluster (see ``session.connect``)."""
+        from curta_chain.chain.session import connect
+
+        with self.reporter.waiting(f"{self.url} to show the curta program"):
+            return await connect(client, self.config, self.program_id, self.program_hashes)
 
     def keypair(self) -> "Keypair":
         """The ``-k`` signer (the default keypair when none was named)."""
@@ -179,16 +218,23 @@ class Cluster:
 
 def resolve(args: argparse.Namespace, reporter: Reporter | None = None) -> Cluster:
     """Resolve the shared options against the Solana CLI config."""
-    config = cluster.read_cli_config(args.config)
+    from curta_chain.chain.session import parse_program_hashes
+
+    config = cluster.read_cli_config(args.config, getattr(args, "config_may_be_new", False))
+    program_id = getattr(args, "program_id", None)
+    if program_id is not None:
+        parse_pubkey(program_id, "--program-id")
     return Cluster(
         url=cluster.resolve_url(args.url, config),
         commitment=cluster.resolve_commitment(args.commitment, config),
-        program_id=parse_pubkey(args.program_id, "--program-id"),
-        signers=signers_for(args),
+        signers=signers_for(args, config),
         keypair_spec=getattr(args, "keypair", None),
         fee_payer_spec=getattr(args, "fee_payer", None),
         rpc_timeout=_positive(args.rpc_timeout, "--rpc-timeout"),
         reporter=reporter or make_reporter(args),
+        program_id=program_id,
+        program_hashes=parse_program_hashes(getattr(args, "program_hash", [])),
+        config=config,
     )
 
 
@@ -200,56 +246,6 @@ class Interrupted(KeyboardInterrupt):
         self.resume_hint = resume_hint
 
 
-def run_on_cluster(
-    args: argparse.Namespace,
-    body: "Callable[[Cluster, RpcClient], Awaitable[int]]",
-    resume_hint: str | None = None,
-    target: Cluster | None = None,
-) -> int:
-    """Run ``body(cluster, client)``; return its exit code.
-
-    A failure to reach the node, or Ctrl-C, after at least one transaction was sent says
-    ``resume_hint``: those transactions may have landed, and a rerun picks up from them.
-    Before anything was sent there is nothing to resume, and no hint.
-
-    Raises:
-        SendGaveUpError: the node stopped answering after something was sent.
-        Interrupted: Ctrl-C (``resume_hint`` set when something was sent).
-    """
-    import asyncio
-
-    from curta_chain.chain.rpc import RpcCallError
-    from curta_chain.errors import SendGaveUpError
-
-    target = target or resolve(args)
-    clients: list[RpcClient] = []
-
-    async def main() -> int:
-        client = target.client()
-        clients.append(client)
-        try:
-            return await body(target, client)
-        except RpcError as exc:
-            # The sender's own give-ups already say how to resume; so must a read between
-            # two sends that finds the node gone. A node that answered with an error is
-            # another matter.
-            if (
-                resume_hint is None
-                or not client.sends
-                or isinstance(exc, SendGaveUpError | RpcCallError)
-            ):
-                raise
-            raise SendGaveUpError(f"{exc}; {resume_hint}") from exc
-        finally:
-            await client.aclose()
-
-    try:
-        return asyncio.run(main())
-    except KeyboardInterrupt:
-        sent = bool(clients and clients[0].sends)
-        raise Interrupted(resume_hint if sent else None) from None
-
-
 def _positive(value: float, what: str) -> float:
     if not value > 0:
         raise ConfigError(f"{what} {value}: expected a positive number of seconds")
@@ -257,14 +253,11 @@ def _positive(value: float, what: str) -> float:
 
 
 def parse_pubkey(text: str, what: str) -> "Pubkey":
-    """Parse a base58 address, naming ``what`` in the error.
+    """Parse a base58 address, naming ``what`` in the error (``session.parse_address``).
 
     Raises:
         ConfigError: ``text`` is not a 32-byte base58 address.
     """
-    from solders.pubkey import Pubkey
+    from curta_chain.chain.session import parse_address
 
-    try:
-        return Pubkey.from_string(text)
-    except ValueError as exc:
-        raise ConfigError(f"{what} {text!r}: not a base58 Solana address") from exc
+    return parse_address(text, what)

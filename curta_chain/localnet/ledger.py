@@ -9,7 +9,8 @@ snapshot and replays the log segments written after it through LiteSVM.
 
 Folder layout::
 
-    meta.json              genesis hash and time, the preloaded program's sha256
+    meta.json              blockhash seed ("genesis_hash") and genesis time, the preloaded
+                           program's sha256 (every localnet reports one fixed genesis hash)
     lock                   held (flock) while a localnet serves this folder
     log-00000001.bin ...   records: u32 payload length, u32 crc32, u8 kind, u64 slot, payload
     snapshot-00000003.bin  the state after every record of segments 1..3

@@ -24,7 +24,7 @@ from solders.clock import MAX_PROCESSING_AGE, Clock
 from solders.compute_budget import set_compute_unit_limit
 from solders.hash import Hash
 from solders.keypair import Keypair
-from solders.litesvm import LiteSVM
+from solders.litesvm import FeatureSet, LiteSVM
 from solders.message import Message, MessageV0
 from solders.pubkey import Pubkey
 from solders.system_program import ID as SYSTEM_PROGRAM_ID
@@ -32,7 +32,12 @@ from solders.system_program import TransferParams, transfer
 from solders.transaction import VersionedTransaction
 from solders.transaction_metadata import FailedTransactionMetadata, TransactionMetadata
 
-from curta_chain.constants import LAMPORTS_PER_SOL, LOCALNET_PROGRAM_ID, MAX_COMPUTE_UNITS
+from curta_chain.constants import (
+    LAMPORTS_PER_SOL,
+    LOCALNET_GENESIS_HASH,
+    LOCALNET_PROGRAM_ID,
+    MAX_COMPUTE_UNITS,
+)
 from curta_chain.errors import LocalnetError
 from curta_chain.localnet.clock import SLOT_SECONDS, SLOTS_PER_EPOCH, SlotClock
 from curta_chain.localnet.codec import preflight_failure, transaction_error_json
@@ -63,6 +68,30 @@ MAX_SLOT_HASHES = 512
 """Entries in the SlotHashes sysvar."""
 READ_CACHE_BYTES = 64 * 1024 * 1024
 """Account data kept between writes, so slices of one 10 MiB account cost one copy."""
+DISABLE_NEW_LOADER_V3_DEPLOYMENTS = Pubkey.from_string(
+    "EmhbpdVtZ2hWRGFWBDjn2i3SJD8Z36z4mpMcZJEnebnP"
+)
+"""agave's feature ``disable_new_loader_v3_deployments`` (SIMD-0167), by its id: solders
+names no features. Active, it refuses DeployWithMaxDataLen; no public cluster has it on, so
+the localnet runs every other feature with this one off and takes real deploys."""
+
+
+def new_svm() -> LiteSVM:
+    """LiteSVM as ``LiteSVM()`` makes it, but with new upgradeable deployments allowed.
+
+    Every feature, the builtins, sysvars and SPL programs, as on a cluster, where
+    ``disable_new_loader_v3_deployments`` is not active.
+    """
+    active = FeatureSet.all_enabled().active
+    active.pop(DISABLE_NEW_LOADER_V3_DEPLOYMENTS)
+    features = FeatureSet(active, {DISABLE_NEW_LOADER_V3_DEPLOYMENTS})
+    return (
+        LiteSVM.default()
+        .with_builtins(features)
+        .with_precompiles(features)
+        .with_sysvars()
+        .with_spl_programs()
+    )
 
 
 @dataclass(frozen=True)
@@ -156,7 +185,7 @@ class Localnet:
         self.ledger: Ledger | None = None
         # Signatures are checked in send_transaction; LiteSVM's own blockhash check only
         # knows its latest hash, so the 150-block window is enforced here instead.
-        self.svm = LiteSVM().with_sigverify(False).with_blockhash_check(False)
+        self.svm = new_svm().with_sigverify(False).with_blockhash_check(False)
         self.svm.with_transaction_history(0)
         if program is not None:
             try:
@@ -180,8 +209,8 @@ class Localnet:
         """Log records replayed at start-up (after the newest snapshot)."""
         self._clock_slot = -1
         if ledger is None:
-            genesis_hash = hashlib.sha256(Keypair().secret()).digest()
-            self.clock = SlotClock(genesis_hash, time.time(), slot_duration)
+            seed = hashlib.sha256(Keypair().secret()).digest()
+            self.clock = SlotClock(seed, time.time(), slot_duration)
         else:
             sha = hashlib.sha256(program).hexdigest() if program is not None else None
             self.ledger = Ledger(ledger, reset=reset, program_sha256=sha)
@@ -192,7 +221,10 @@ class Localnet:
             except BaseException:
                 self.ledger.close()
                 raise
-        self.genesis_hash = self.clock.blockhash(0)
+        # Every embedded localnet reports this one genesis hash: it is how clients tell the
+        # embedded localnet from any other cluster. Blockhashes are seeded per chain (the
+        # ledger's own seed), so two localnets never share them.
+        self.genesis_hash = LOCALNET_GENESIS_HASH
         self._observed = True  # replayed transactions are history, not news
         self._track([self.faucet.pubkey()])
         self.tick()
@@ -557,7 +589,8 @@ class Localnet:
         last_slot = 0
         if snapshot is not None:
             after, last_slot = snapshot.segment, snapshot.last_slot
-            for item in snapshot.accounts:
+            # An upgradeable program loads from its program data when it is set: data first.
+            for item in sorted(snapshot.accounts, key=lambda a: a.executable):
                 pubkey = Pubkey.from_bytes(item.pubkey)
                 owner = Pubkey.from_bytes(item.owner)
                 account = Account(item.lamports, item.data, owner, item.executable, item.rent_epoch)

@@ -1,36 +1,20 @@
 """``solana-test-validator`` with the curta program, for machines where it is installed.
 
 The embedded localnet is the default; ``curta-chain localnet --validator`` runs the real
-validator instead, preloading the same binary at the same id with ``--bpf-program``.
+validator instead, preloading the same binary at the same id with ``--bpf-program ADDRESS``
+(an address, not a keypair: ``LOCALNET_PROGRAM_ID`` is off the curve and has none). Its
+genesis hash is its own, so chain commands need ``--program-id LOCALNET_PROGRAM_ID`` there.
 """
 
-import hashlib
-import json
-import os
 import shutil
 import subprocess
 from pathlib import Path
 
-from solders.keypair import Keypair
-
-from curta_chain.constants import LOCALNET_PROGRAM_SEED
+from curta_chain.constants import LOCALNET_PROGRAM_ID
 from curta_chain.errors import LocalnetError
-from curta_chain.fsutil import atomic_write
 from curta_chain.localnet.program_binary import find_program_binary
 
 VALIDATOR = "solana-test-validator"
-
-
-def program_keypair() -> Keypair:
-    """Return the keypair whose public key is ``LOCALNET_PROGRAM_ID``."""
-    return Keypair.from_seed(hashlib.sha256(LOCALNET_PROGRAM_SEED).digest())
-
-
-def write_program_keypair(path: Path) -> Path:
-    """Write the program-id keypair to ``path`` in the Solana CLI's JSON format."""
-    atomic_write(path, json.dumps(list(bytes(program_keypair()))).encode() + b"\n")
-    os.chmod(path, 0o600)
-    return path
 
 
 def validator_command(port: int, ledger: Path, reset: bool) -> list[str]:
@@ -55,7 +39,7 @@ def validator_command(port: int, ledger: Path, reset: bool) -> list[str]:
         "--rpc-port",
         str(port),
         "--bpf-program",
-        str(program_keypair().pubkey()),
+        LOCALNET_PROGRAM_ID,
         str(binary),
     ]
     return [*command, "--reset"] if reset else command

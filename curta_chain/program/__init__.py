@@ -10,6 +10,7 @@ from curta_chain.program.accounts import (
     SectionSlot,
     WeightHeader,
 )
+from curta_chain.program.builds import ShippedProgram, shipped_programs
 from curta_chain.program.errors import custom_error_code, error_name, program_error
 from curta_chain.program.idl import IDL_PATH, PROGRAM_BINARY, load_idl
 from curta_chain.program.instructions import (
@@ -32,6 +33,7 @@ __all__ = [
     "ModelAccount",
     "ModelState",
     "SectionSlot",
+    "ShippedProgram",
     "WeightHeader",
     "begin_sealing",
     "bind_weight_account",
@@ -44,5 +46,6 @@ __all__ = [
     "program_error",
     "reopen",
     "seal_step",
+    "shipped_programs",
     "write_weights",
 ]

@@ -8,8 +8,8 @@ precomputed Anchor sighash; a test proves the bytes equal the IDL coder's.
 from __future__ import annotations
 
 import struct
-from collections.abc import Sequence
-from functools import cache, partial
+from collections.abc import Callable, Sequence
+from functools import cache
 
 from construct import ConstructError
 from solders.compute_budget import set_compute_unit_limit, set_compute_unit_price
@@ -198,62 +198,82 @@ def close_model(
     return _with_weight_accounts(program_id, "close_model", named, weight_accounts)
 
 
-def _write_transaction_size(
-    payload: int, with_compute_budget: bool, versioned: bool, fee_payer: bool = False
+def _transaction_size(
+    instruction: Callable[[Pubkey, bytes], Instruction],
+    payload: int,
+    with_compute_budget: bool,
+    versioned: bool,
+    fee_payer: bool = False,
 ) -> int:
-    """The serialized size of a writeWeights transaction carrying ``payload`` bytes.
+    """The serialized size of a transaction of ``instruction(signer, payload)``.
 
-    One signer, the authority, or two with a separate ``fee_payer``.
+    The signer pays the fee, or with ``fee_payer`` someone else does and signs too.
     """
-    authority, weight, program, payer = (
-        Pubkey(bytes([1] * 32)),
-        Pubkey(bytes([2] * 32)),
-        Pubkey(bytes([3] * 32)),
-        Pubkey(bytes([4] * 32)),
-    )
-    if not fee_payer:
-        payer = authority
-    instructions = [write_weights(program, authority, weight, 0, bytes(payload))]
+    signer = Pubkey(bytes([1] * 32))
+    payer = Pubkey(bytes([4] * 32)) if fee_payer else signer
+    instructions = [instruction(signer, bytes(payload))]
     if with_compute_budget:
         instructions = [set_compute_unit_limit(1), set_compute_unit_price(1), *instructions]
     signatures = [Signature.default()] * (2 if fee_payer else 1)
     if versioned:
         message = MessageV0.try_compile(payer, instructions, [], Hash.default())
         return len(bytes(VersionedTransaction.populate(message, signatures)))
-    legacy = Message(instructions, payer)
-    return len(bytes(Transaction.populate(legacy, signatures)))
+    return len(bytes(Transaction.populate(Message(instructions, payer), signatures)))
 
 
-@cache
-def max_write_payload(with_compute_budget: bool = False, fee_payer: bool = False) -> int:
-    """The most weight bytes one writeWeights transaction carries in 1,232 bytes.
+def largest_payload(
+    instruction: Callable[[Pubkey, bytes], Instruction],
+    with_compute_budget: bool,
+    fee_payer: bool = False,
+) -> int:
+    """The most bytes ``instruction(signer, data)`` carries in a 1,232-byte transaction.
 
     Measured by serializing real transactions, legacy and v0 alike, and taking the smaller:
     a sender may use either.
 
     Args:
+        instruction: builds the instruction from its signer and its data.
         with_compute_budget: the transaction also carries SetComputeUnitLimit and
             SetComputeUnitPrice instructions.
-        fee_payer: a fee payer other than the authority signs too (a key and a signature
-            more).
+        fee_payer: a fee payer other than the signer signs too (a key and a signature more).
 
     Returns:
         The largest ``data`` length that keeps the transaction within ``MAX_TRANSACTION_SIZE``.
     """
     best = []
     for versioned in (False, True):
-        size = partial(
-            _write_transaction_size,
-            with_compute_budget=with_compute_budget,
-            versioned=versioned,
-            fee_payer=fee_payer,
-        )
+
+        def size(payload: int, versioned: bool = versioned) -> int:
+            return _transaction_size(
+                instruction, payload, with_compute_budget, versioned, fee_payer
+            )
+
         payload = MAX_TRANSACTION_SIZE - size(0)
         # The data's compact-u16 length prefix grows by a byte past 127: step down to fit.
         while size(payload) > MAX_TRANSACTION_SIZE:
             payload -= 1
         best.append(payload)
     return min(best)
+
+
+@cache
+def max_write_payload(with_compute_budget: bool = False, fee_payer: bool = False) -> int:
+    """The most weight bytes one writeWeights transaction carries in 1,232 bytes.
+
+    Args:
+        with_compute_budget: the transaction also carries SetComputeUnitLimit and
+            SetComputeUnitPrice instructions.
+        fee_payer: a fee payer other than the authority signs too.
+
+    Returns:
+        The largest ``data`` length that keeps the transaction within ``MAX_TRANSACTION_SIZE``.
+    """
+    weight, program = Pubkey(bytes([2] * 32)), Pubkey(bytes([3] * 32))
+    return largest_payload(
+        lambda signer, data: write_weights(program, signer, weight, 0, data),
+        with_compute_budget,
+        fee_payer,
+    )
 
 
 MAX_WRITE_PAYLOAD: int = max_write_payload(False)

@@ -1,9 +1,11 @@
 import json
+from pathlib import Path
 
 import pytest
 from solders.keypair import Keypair
 
 from curta_chain.chain import cluster
+from curta_chain.constants import LOCALNET_GENESIS_HASH, LOCALNET_PROGRAM_ID
 from curta_chain.errors import ConfigError, KeypairError
 
 
@@ -32,7 +34,9 @@ def test_config_file_gives_defaults(tmp_path):
         "commitment: finalized\n"
     )
     config = cluster.read_cli_config(path)
-    assert config == cluster.CliConfig("http://127.0.0.1:7777", "/tmp/id.json", "finalized")
+    assert config == cluster.CliConfig(
+        "http://127.0.0.1:7777", "/tmp/id.json", "finalized", path=path
+    )
     assert cluster.resolve_commitment(None, config) == "finalized"
     assert cluster.resolve_commitment("processed", config) == "processed"
     assert str(cluster.keypair_path(None, config)) == "/tmp/id.json"
@@ -42,9 +46,13 @@ def test_missing_default_config_is_empty_a_named_one_and_malformed_config_are_re
     tmp_path, monkeypatch
 ):
     monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.config/solana/cli/config.yml there
-    assert cluster.read_cli_config() == cluster.CliConfig()
+    default = tmp_path / ".config" / "solana" / "cli" / "config.yml"
+    assert cluster.read_cli_config() == cluster.CliConfig(path=default)
+    absent = tmp_path / "absent.yml"
     with pytest.raises(ConfigError, match=r"absent\.yml: no such Solana CLI config file \(-C\)"):
-        cluster.read_cli_config(tmp_path / "absent.yml")
+        cluster.read_cli_config(absent)
+    # deploy names the file it will create.
+    assert cluster.read_cli_config(absent, may_be_new=True) == cluster.CliConfig(path=absent)
     bad = tmp_path / "bad.yml"
     bad.write_text("json_rpc_url http://x\n")
     with pytest.raises(ConfigError, match=r"bad\.yml:1: expected 'key: value'"):
@@ -95,3 +103,60 @@ def test_mismatched_keypair_halves_are_refused(tmp_path):
 def test_missing_keypair_is_named(tmp_path):
     with pytest.raises(KeypairError, match=r"absent\.json: no such keypair file"):
         cluster.load_keypair(tmp_path / "absent.json")
+
+
+DEVNET_GENESIS = "EtWTRABZaYq6iMfeYKouRu166VU2xqa1wcaWoxPkrZBG"
+
+
+def test_deploy_records_the_program_per_cluster_and_keeps_every_other_line(tmp_path):
+    path = tmp_path / "config.yml"
+    original = (
+        "---\njson_rpc_url: https://api.devnet.solana.com\naddress_labels:\n"
+        '  "111": System Program\ncommitment: confirmed\n'
+    )
+    path.write_text(original)
+    program = str(Keypair().pubkey())
+    cluster.record_program_id(path, DEVNET_GENESIS, program)
+    cluster.record_program_id(path, LOCALNET_GENESIS_HASH, LOCALNET_PROGRAM_ID)
+    again = str(Keypair().pubkey())
+    cluster.record_program_id(path, DEVNET_GENESIS, again)  # a redeploy replaces the entry
+    text = path.read_text()
+    assert text.startswith(original)
+    assert text.count("curta_program_ids:") == 1
+    config = cluster.read_cli_config(path)
+    assert dict(config.program_ids) == {
+        DEVNET_GENESIS: again,
+        LOCALNET_GENESIS_HASH: LOCALNET_PROGRAM_ID,
+    }
+    assert config.json_rpc_url == "https://api.devnet.solana.com"
+    assert config.commitment == "confirmed"
+
+
+def test_a_missing_config_is_created_by_recording(tmp_path):
+    path = tmp_path / "new" / "config.yml"
+    cluster.record_program_id(path, DEVNET_GENESIS, LOCALNET_PROGRAM_ID)
+    assert dict(cluster.read_cli_config(path).program_ids) == {DEVNET_GENESIS: LOCALNET_PROGRAM_ID}
+
+
+def test_the_program_id_comes_from_the_flag_the_config_or_the_localnet_only():
+    recorded = cluster.CliConfig(program_ids=((DEVNET_GENESIS, "P1"),), path=Path("c.yml"))
+    url = "https://api.devnet.solana.com"
+    assert cluster.resolve_program_id("P0", recorded, DEVNET_GENESIS, url) == ("P0", "--program-id")
+    assert cluster.resolve_program_id(None, recorded, DEVNET_GENESIS, url) == (
+        "P1",
+        "curta_program_ids in c.yml",
+    )
+    assert cluster.resolve_program_id(None, recorded, LOCALNET_GENESIS_HASH, url)[0] == (
+        LOCALNET_PROGRAM_ID
+    )
+    # Any other cluster has no built-in id, whatever its URL says.
+    for genesis, where in (
+        (DEVNET_GENESIS, url),
+        ("5eykt4UsFv8P8NJdTREpY1vzqKqZKvdpKuc147dw2N9d", "http://127.0.0.1:8899"),
+    ):
+        with pytest.raises(ConfigError) as caught:
+            cluster.resolve_program_id(None, cluster.CliConfig(), genesis, where)
+        assert str(caught.value) == (
+            f"no curta program is known for the cluster at {where} (genesis {genesis}): "
+            f"deploy one with `curta-chain deploy -u {where}`, or pass --program-id ADDRESS"
+        )

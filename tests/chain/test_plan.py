@@ -1,25 +1,48 @@
 import os
 
 from solders.keypair import Keypair
+from solders.pubkey import Pubkey
 
 from curta_chain.chain.plan import (
+    ClusterScope,
+    NewAccount,
     WritePiece,
     differing_pieces,
     interleave,
     model_keypair,
     weight_keypair,
 )
+from curta_chain.constants import LOCALNET_GENESIS_HASH, LOCALNET_PROGRAM_ID
+
+LOCAL = ClusterScope(LOCALNET_GENESIS_HASH, Pubkey.from_string(LOCALNET_PROGRAM_ID))
+DEVNET = ClusterScope("EtWTRABZaYq6iMfeYKouRu166VU2xqa1wcaWoxPkrZBG", LOCAL.program_id)
 
 
 def test_derived_addresses_are_stable_and_distinct():
     authority, other = Keypair(), Keypair()
     h = bytes(range(32))
-    assert model_keypair(authority, h) == model_keypair(authority, h)
-    assert model_keypair(authority, h) != model_keypair(other, h)
-    assert model_keypair(authority, h) != model_keypair(authority, bytes(32))
-    weights = {weight_keypair(authority, h, i).pubkey() for i in range(18)}
+    assert model_keypair(authority, h, LOCAL) == model_keypair(authority, h, LOCAL)
+    assert model_keypair(authority, h, LOCAL) != model_keypair(other, h, LOCAL)
+    assert model_keypair(authority, h, LOCAL) != model_keypair(authority, bytes(32), LOCAL)
+    weights = {weight_keypair(authority, h, LOCAL, i).pubkey() for i in range(18)}
     assert len(weights) == 18
-    assert model_keypair(authority, h).pubkey() not in weights
+    assert model_keypair(authority, h, LOCAL).pubkey() not in weights
+
+
+def test_derived_addresses_differ_per_cluster_and_per_program():
+    # An address seen on one cluster (or under one program) says nothing about the others.
+    authority, h = Keypair(), bytes(range(32))
+    other_program = ClusterScope(LOCALNET_GENESIS_HASH, Keypair().pubkey())
+    models = {model_keypair(authority, h, s).pubkey() for s in (LOCAL, DEVNET, other_program)}
+    weights = {weight_keypair(authority, h, s, 0).pubkey() for s in (LOCAL, DEVNET, other_program)}
+    assert len(models) == len(weights) == 3
+
+
+def test_a_prefunded_address_is_topped_up_by_the_difference_only():
+    address = Keypair().pubkey()
+    assert NewAccount(address, 848, 6_793_920).transfer == 6_793_920
+    assert NewAccount(address, 848, 6_793_920, existing=890_880).transfer == 6_793_920 - 890_880
+    assert NewAccount(address, 848, 6_793_920, existing=10**10).transfer == 0
 
 
 def test_a_new_account_needs_only_its_nonzero_pieces():

@@ -13,6 +13,7 @@ from curta_chain.artifact import Artifact, read_artifact
 from curta_chain.chain.cluster import write_keypair
 from curta_chain.cli import main
 from curta_chain.constants import HASH_CHUNK_SIZE, LOCALNET_PROGRAM_ID
+from curta_chain.program import shipped_programs
 
 PROGRAM_ID = Pubkey.from_string(LOCALNET_PROGRAM_ID)
 
@@ -76,7 +77,16 @@ def test_stories260k_publish_seal_verify_and_rerun_sends_nothing(cli, art260k, s
     report = cli.json("verify", model, str(art260k), keypair=False)
     assert report["ok"] and report["differences"] == []
     code, out, _ = cli("verify", model, str(art260k), keypair=False)
-    assert code == 0 and out.startswith(f"verified {model}")
+    lines = out.splitlines()
+    # The verdict and both hashes first.
+    assert code == 0 and lines[0] == f"verified {model}: sealed, every byte matches {art260k}"
+    assert lines[1] == f"declared hash  {stories260k.weights_hash().hex()}  (the model's, sealed)"
+    assert lines[2] == f"artifact hash  {stories260k.weights_hash().hex()}  ({art260k}: the same)"
+    # Then the program it trusts: the localnet's preloaded build, which nobody can upgrade.
+    assert lines[3] == f"program        {LOCALNET_PROGRAM_ID}"
+    assert lines[4].startswith(f"program sha256 {shipped_programs()[0].sha256} ")
+    assert lines[5] == "upgrade auth.  none: nobody can change the program"
+    assert lines[7].startswith(f"trusted node   {cli.url} ")
 
     status = cli.json("status", model, keypair=False)
     assert status["state"] == "sealed"

@@ -223,3 +223,33 @@ def test_models_lists_mine_and_only_mine(user, art, fund, tmp_path, capsys):
     assert (
         code == 0 and mine in out and out.splitlines()[-1] == f"1 model of {user.keypair.pubkey()}"
     )
+
+
+def test_verify_puts_the_verdict_and_both_hashes_first_and_counts_every_range(user, art, tmp_path):
+    model = user.json("publish", str(art))["model"]
+    assert user.json("seal", model, str(art))["state"] == "sealed"
+    wrong = bytearray(art.read_bytes())
+    # One weight in each of the token embedding's first 200 rows (72 bytes: scale, 4 zero
+    # bytes, 64 weights): 200 differing ranges.
+    for row in range(200):
+        offset = 68_536 + row * 72 + 8 + 10
+        wrong[offset] = 129 if wrong[offset] == 128 else 128  # stored as weight + 128
+    other = tmp_path / "other.curta"
+    other.write_bytes(bytes(wrong))
+
+    code, out, err = user("verify", model, str(other), keypair=False)
+    lines = out.splitlines()
+    assert code == 1 and lines, err
+    assert lines[0] == f"NOT verified {model}: 1 problem, 200 differing byte ranges (200 bytes)"
+    assert lines[1].startswith("declared hash  ") and lines[1].endswith("(the model's, sealed)")
+    assert lines[2].startswith("artifact hash  ") and lines[2].endswith(f"({other}: DIFFERENT)")
+    assert lines[3].startswith("declared-hash: the model declares ")  # the cause, then bytes
+    assert [line.startswith("bytes section 1 offset ") for line in lines[4:14]] == [True] * 10
+    assert lines[14] == "and 190 more differing byte ranges: --all-differences lists them"
+
+    code, out, _ = user("verify", model, str(other), "--all-differences", keypair=False)
+    assert code == 1 and out.count("bytes section 1 offset ") == 200
+    assert "more differing byte ranges" not in out
+    report = user.json("verify", model, str(other), keypair=False, code=1)
+    assert (report["differing_ranges"], report["differing_ranges_listed"]) == (200, 10)
+    assert all(d["offset"] is not None for d in report["differences"] if d["kind"] == "bytes")

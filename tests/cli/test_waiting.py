@@ -14,7 +14,6 @@ import sys
 import time
 
 import pytest
-from conftest import free_port
 from solana.rpc.api import Client
 from solders.keypair import Keypair
 
@@ -22,6 +21,14 @@ from curta_chain.chain.cluster import load_keypair, write_keypair
 from curta_chain.chain.transport import FIRST_CONTACT_GRACE, HttpTransport
 from curta_chain.errors import RpcError
 from curta_chain.localnet import start_in_thread
+
+
+def free_port() -> int:
+    """A port nothing listens on (it was free a moment ago)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
 
 PUBLISH_HINT = "rerun `curta-chain publish` with the same artifact and keypair to resume"
 

@@ -1,14 +1,13 @@
-import json
 import socket
 import subprocess
 import sys
+from pathlib import Path
 
 from solana.rpc.api import Client
-from solders.keypair import Keypair
+from solders.pubkey import Pubkey
 
 import curta_chain.localnet as localnet_package
 from curta_chain.constants import LOCALNET_PROGRAM_ID
-from curta_chain.localnet.validator import write_program_keypair
 
 
 def run_cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
@@ -71,11 +70,13 @@ def test_validator_flag_runs_solana_test_validator_with_the_program(tmp_path, mo
     assert "--reset" in args
 
 
-def test_program_keypair_matches_the_program_id(tmp_path):
-    path = write_program_keypair(tmp_path / "program.json")
-    secret = json.loads(path.read_text())
-    assert str(Keypair.from_bytes(bytes(secret)).pubkey()) == LOCALNET_PROGRAM_ID
-    assert path.stat().st_mode & 0o777 == 0o600
+def test_the_localnet_program_id_has_no_keypair_and_no_seed_derives_one():
+    # Off the ed25519 curve: no secret key exists, so nobody can deploy there anywhere.
+    assert not Pubkey.from_string(LOCALNET_PROGRAM_ID).is_on_curve()
+    repo = Path(__file__).resolve().parents[2]
+    assert not (repo / "localnet" / "write_program_keypair.py").exists()
+    script = (repo / "localnet" / "start-test-validator.sh").read_text()
+    assert f"--bpf-program {LOCALNET_PROGRAM_ID} " in script
 
 
 def test_package_exports_are_complete():

@@ -18,9 +18,15 @@ Each request draws at most one fault from a seeded ``random.Random`` with the ra
 cannot be reached (killed) drops the client's connection too. With ``serialize`` the
 proxy forwards one request at a time, so a trigger's counts are exact at the moment it fires.
 
+A proxy can also lie: ``edits`` maps a JSON-RPC method to a function that rewrites the
+node's ``result`` before the client sees it (a node that inflates
+getMinimumBalanceForRentExemption, or that claims another genesis hash).
+
 The proxy also keeps the books the tests need: every transaction it delivers to the node
-is decoded and recorded (``sent``) with the curta instruction it carries, its signature
-count and, for writes, the account, offset and byte count. ``trigger`` runs an action
+is decoded and recorded (``sent``) with the curta instruction it carries (under any program
+id, known by its Anchor discriminator) or the upgradeable loader's (``loader_write``,
+``loader_deploy``, ...), its signature count and, for writes, the account, offset and byte
+count. ``trigger`` runs an action
 once, the first time a predicate over those books holds, before a request is forwarded or
 after the node answered it (and before the client sees that answer): that is how a test
 kills the client or the node at a chosen point with no hook in the product. Below the
@@ -44,19 +50,25 @@ from typing import Any
 
 import aiohttp
 import httpx
-from solders.pubkey import Pubkey
 from solders.transaction import Transaction, VersionedTransaction
 
+from curta_chain.chain.loader import LOADER_V3
 from curta_chain.chain.sender import Sender
-from curta_chain.constants import LOCALNET_PROGRAM_ID
 from curta_chain.localnet.fees import LAMPORTS_PER_SIGNATURE
 from curta_chain.program.idl import instruction_coder
 
-PROGRAM_ID = Pubkey.from_string(LOCALNET_PROGRAM_ID)
 WINDOW = Sender.__dataclass_fields__["window"].default
 """The sender's default in-flight window, which the CLI uses."""
 _KINDS = {sighash: name for name, sighash in instruction_coder().sighashes.items()}
 _WRITE_ARGS = struct.Struct("<II")
+_LOADER_KINDS = {
+    0: "loader_initialize_buffer",
+    1: "loader_write",
+    2: "loader_deploy",
+    3: "loader_upgrade",
+    4: "loader_set_authority",
+}
+_LOADER_WRITE_ARGS = struct.Struct("<IIQ")
 _REASONS = {200: "OK", 400: "Bad Request", 429: "Too Many Requests", 500: "Internal Server Error"}
 FAULT_KINDS = ("drop_request", "drop_response", "delay", "rate_limit", "server_error", "truncate")
 
@@ -137,6 +149,8 @@ class FaultProxy:
     """Forward one request at a time, in arrival order, so a trigger sees exact counts."""
     url: str = ""
     sent: list[SentTransaction] = field(default_factory=list)
+    edits: dict[str, Callable[[Any], Any]] = field(default_factory=dict)
+    """Method -> how to rewrite the node's result before the client sees it."""
     injected: Counter[str] = field(default_factory=Counter)
     requests: int = 0
     _rng: random.Random = field(init=False)
@@ -262,6 +276,8 @@ class FaultProxy:
             if answered is None:
                 return False
             status, answer = answered
+            if self.edits and set(request.methods) & set(self.edits):
+                answer = self._edit(body, answer)
             for trigger in await self._fire("after", request):
                 trigger.settled.set()
         if fault == "drop_response":
@@ -275,6 +291,21 @@ class FaultProxy:
             return False
         await _respond(writer, status, answer)
         return True
+
+    def _edit(self, body: bytes, answer: bytes) -> bytes:
+        """The node's answer with each edited method's result rewritten."""
+        try:
+            payload, reply = json.loads(body), json.loads(answer)
+        except ValueError:
+            return answer
+        calls = payload if isinstance(payload, list) else [payload]
+        methods = {c.get("id"): c.get("method") for c in calls if isinstance(c, dict)}
+        for item in reply if isinstance(reply, list) else [reply]:
+            method = methods.get(item.get("id")) if isinstance(item, dict) else None
+            if method in self.edits and "result" in item:
+                item["result"] = self.edits[method](item["result"])
+                self.injected[f"edited {method}"] += 1
+        return json.dumps(reply).encode()
 
     async def _deliver(self, body: bytes, request: Request) -> tuple[int, bytes] | None:
         """Forward to the node and book the transactions; None if the node is gone."""
@@ -355,10 +386,17 @@ def _decode(encoded: str) -> SentTransaction:
     keys = message.account_keys
     signature = str(tx.signatures[0])
     for ix in message.instructions:
-        if keys[ix.program_id_index] != PROGRAM_ID:
-            continue
         data = bytes(ix.data)
-        kind = _KINDS.get(data[:8], "other")
+        if keys[ix.program_id_index] == LOADER_V3 and len(data) >= 4:
+            kind = _LOADER_KINDS.get(struct.unpack_from("<I", data)[0], "other")
+            if kind == "loader_write":
+                _, offset, length = _LOADER_WRITE_ARGS.unpack_from(data)
+                account = str(keys[ix.accounts[0]])
+                return SentTransaction(signature, kind, len(tx.signatures), account, offset, length)
+            return SentTransaction(signature, kind, len(tx.signatures))
+        kind = _KINDS.get(data[:8], "")
+        if not kind:
+            continue
         if kind == "write_weights":
             offset, length = _WRITE_ARGS.unpack_from(data, 8)
             account = str(keys[ix.accounts[1]])
@@ -429,20 +467,27 @@ def cli_command(*args: str) -> list[str]:
 
 def run_cli(*args: str, timeout: float = 300) -> tuple[int, dict[str, Any] | None, str]:
     """Run ``curta-chain *args --output json-compact``; return (exit code, the JSON, stderr)."""
-    done = subprocess.run(
-        cli_command(*args, "--output", "json-compact"),
+    done = run_plain(*args, "--output", "json-compact", timeout=timeout)
+    lines = done.stdout.strip().splitlines()
+    return done.returncode, json.loads(lines[-1]) if lines else None, done.stderr
+
+
+def run_plain(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """Run ``curta-chain *args`` as a user would, with no terminal on stdin."""
+    return subprocess.run(
+        cli_command(*args),
         capture_output=True,
         text=True,
         timeout=timeout,
+        stdin=subprocess.DEVNULL,
     )
-    lines = done.stdout.strip().splitlines()
-    return done.returncode, json.loads(lines[-1]) if lines else None, done.stderr
 
 
 def start_cli(*args: str) -> subprocess.Popen[str]:
     """Start ``curta-chain *args --output json-compact`` in the background."""
     return subprocess.Popen(
         cli_command(*args, "--output", "json-compact"),
+        stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from fault_proxy import record
+from attacker import STANDIN, deploy_program
+from fault_proxy import FaultProxy, record
 from solana.rpc.api import Client
 from solana.rpc.commitment import Confirmed
 from solders.keypair import Keypair
@@ -33,14 +34,15 @@ from solders.transaction import Transaction
 from curta_chain.artifact import Artifact, decode_artifact
 from curta_chain.artifact.layout import BLOCK_NAMES
 from curta_chain.artifact.synthetic import tezw_bytes
-from curta_chain.chain.cluster import write_keypair
-from curta_chain.constants import LAMPORTS_PER_SOL, LOCALNET_PROGRAM_ID
+from curta_chain.chain.cluster import record_program_id, write_keypair
+from curta_chain.constants import LAMPORTS_PER_SOL, LOCALNET_GENESIS_HASH, LOCALNET_PROGRAM_ID
 from curta_chain.errors import ArtifactError
 from curta_chain.localnet import LocalnetHandle, start_in_thread
 from curta_chain.program import MODEL_ACCOUNT_SIZE
 
 PROGRAM_ID = Pubkey.from_string(LOCALNET_PROGRAM_ID)
 SYSTEM = "11111111111111111111111111111111"
+DEVNET_GENESIS = "EtWTRABZaYq6iMfeYKouRu166VU2xqa1wcaWoxPkrZBG"
 
 
 @dataclass(frozen=True)
@@ -54,6 +56,12 @@ class World:
     artifact: bytes
     checkpoint: bytes
     tokenizer: bytes
+    standin: Keypair
+    """The keypair of a stand-in program deployed on the localnet (not a shipped build)."""
+    devnet_url: str
+    """The localnet behind a proxy that claims devnet's genesis hash: not a localnet."""
+    greedy_url: str
+    """The localnet behind a proxy that asks 300 times the rent."""
 
 
 @dataclass(frozen=True)
@@ -80,10 +88,22 @@ class Ctx:
             write_keypair(self.world.payer, path)
         return path
 
-    def chain(self, *argv: object, keypair: bool = True) -> list[str]:
+    def chain(self, *argv: object, keypair: bool = True, url: str | None = None) -> list[str]:
         """A chain command's argv, with the localnet's URL and (by default) the payer."""
-        extra = ["-u", self.world.url] + (["-k", str(self.keypair())] if keypair else [])
+        extra = ["-u", url or self.world.url] + (["-k", str(self.keypair())] if keypair else [])
         return [str(a) for a in argv] + extra
+
+    def standin_keypair(self) -> Path:
+        """The stand-in program's keypair file, written into the work folder."""
+        path = self.work / "standin.json"
+        write_keypair(self.world.standin, path)
+        return path
+
+    def config_naming_standin(self) -> Path:
+        """A Solana CLI config that records the stand-in as this localnet's program."""
+        path = self.work / "config.yml"
+        record_program_id(path, LOCALNET_GENESIS_HASH, str(self.world.standin.pubkey()))
+        return path
 
 
 def patch(data: bytes, offset: int, fmt: str, value: object) -> bytes:
@@ -559,6 +579,86 @@ CASES: dict[str, Case] = {
         lambda ctx: ctx.chain("close", Keypair().pubkey()),
         r": no such account on http://127.0.0.1:\d+",
     ),
+    # -- the program a command trusts -----------------------------------------------------
+    "trust a wallet as the program": (
+        lambda ctx: ctx.chain("publish", ctx.art(), "--program-id", ctx.world.payer.pubkey()),
+        r"program \w+ is not an executable program \(owned by the System Program: a wallet\); "
+        r"deploy the shipped program with `curta-chain deploy`, or pass --program-id ADDRESS",
+    ),
+    "trust a program id with no account": (
+        lambda ctx: ctx.chain(
+            "status", Keypair().pubkey(), "--program-id", Keypair().pubkey(), keypair=False
+        ),
+        r"program \w+: no such account on http://127.0.0.1:\d+; deploy the shipped program",
+    ),
+    "trust a stand-in program": (
+        lambda ctx: ctx.chain(
+            "seal", Keypair().pubkey(), "--program-id", ctx.world.standin.pubkey()
+        ),
+        rf"holds {len(STANDIN.elf):,} bytes with sha256 {STANDIN.sha256}, not a build shipped "
+        r"with curta-chain \(sbpf-v0 [0-9a-f]{64}\); refusing it \(--program-hash names a build",
+    ),
+    "trust a stand-in named in the config": (
+        lambda ctx: ctx.chain("close", Keypair().pubkey(), "-C", ctx.config_naming_standin()),
+        rf"sha256 {STANDIN.sha256}, not a build shipped .*\(program id from curta_program_ids in "
+        r".*config.yml\)$",
+    ),
+    "trust no program id off the localnet": (
+        lambda ctx: ctx.chain("publish", ctx.art(), url=ctx.world.devnet_url),
+        rf"no curta program is known for the cluster at http://127.0.0.1:\d+ \(genesis "
+        rf"{DEVNET_GENESIS}\): deploy one with `curta-chain deploy -u http://127.0.0.1:\d+`, "
+        r"or pass --program-id ADDRESS",
+    ),
+    "trust a malformed program hash": (
+        lambda ctx: ctx.chain("seal", ctx.world.not_a_model, "--program-hash", "ab"),
+        r"--program-hash 'ab': expected a SHA-256 as 64 hex digits",
+    ),
+    "trust a malformed cross-check URL": (
+        lambda ctx: ctx.chain(
+            "verify", ctx.world.not_a_model, ctx.art(), "--cross-check", "ftp://x", keypair=False
+        ),
+        r"--cross-check 'ftp://x': expected localhost, devnet, testnet, mainnet-beta or an http",
+    ),
+    # -- spending (with --output json: the plan and its cost are not printed) --------------
+    "spend with no terminal off the localnet": (
+        lambda ctx: ctx.chain(
+            "publish",
+            ctx.art(),
+            "--program-id",
+            LOCALNET_PROGRAM_ID,
+            "--output",
+            "json",
+            url=ctx.world.devnet_url,
+        ),
+        r"http://127.0.0.1:\d+ is not a localnet and there is no terminal to confirm spending "
+        r"2.52\d+ SOL on publishing \w+: pass --yes to spend it; nothing was sent",
+    ),
+    "spend what a node inflates": (
+        lambda ctx: ctx.chain("publish", ctx.art(), url=ctx.world.greedy_url),
+        r"http://127.0.0.1:\d+ asks [\d,]+ lamports to make [\d,]+ bytes rent-exempt; the "
+        r"runtime's formula gives [\d,]+: refusing a node that asks for more; nothing was sent",
+    ),
+    "spend more than the payer has on a deploy": (
+        lambda ctx: [
+            *ctx.chain("deploy", "-C", ctx.work / "config.yml", "--output", "json", keypair=False),
+            "-k",
+            str(ctx.file("poor.json", json.dumps(list(bytes(Keypair()))).encode())),
+        ],
+        r"payer \w+ has 0.000000000 SOL; deploying needs 0.10\d+ SOL \(short by 0.10\d+ "
+        r"SOL\); nothing was sent",
+    ),
+    # -- deploy ---------------------------------------------------------------------------
+    "deploy with a missing program keypair": (
+        lambda ctx: ctx.chain("deploy", "--program-keypair", ctx.work / "absent.json"),
+        r"absent.json: no such keypair file",
+    ),
+    "deploy onto another program": (
+        lambda ctx: ctx.chain(
+            "deploy", "--program-keypair", ctx.standin_keypair(), "-C", ctx.work / "c.yml"
+        ),
+        rf"program \w+ already holds other bytes \(sha256 {STANDIN.sha256}\); deploy to "
+        r"another address with --program-keypair",
+    ),
 }
 
 
@@ -576,6 +676,9 @@ ROWS = {
     "program": "bad input: a bad URL or option value",
     "airdrop": "bad input: a bad URL or option value",
     "model": "bad input: a model address that is not a model",
+    "trust": "bad input: a program id that is not a shipped build, or none off the localnet",
+    "spend": "bad input: spending unconfirmed, inflated by the node, or beyond the payer",
+    "deploy": "bad input: a deploy onto another program or with a missing keypair",
 }
 """The README table's rows (scripts/reliability_report.py), by the first word of a case."""
 
@@ -583,6 +686,7 @@ ROWS = {
 @pytest.fixture(scope="module")
 def world(stories260k: Artifact, stories260k_bytes: bytes, tok512_bytes: bytes) -> Iterator[World]:
     handle: LocalnetHandle = start_in_thread()
+    proxies: list[FaultProxy] = []
     try:
         client = Client(handle.url)
         payer = Keypair()
@@ -602,6 +706,15 @@ def world(stories260k: Artifact, stories260k_bytes: bytes, tok512_bytes: bytes) 
         blockhash = client.get_latest_blockhash().value.blockhash
         tx = Transaction.new_signed_with_payer([create], payer.pubkey(), [payer, holder], blockhash)
         client.confirm_transaction(client.send_transaction(tx).value, Confirmed)
+        standin = Keypair()
+        deploy_program(handle.url, payer, STANDIN, standin)
+        airdrop = client.request_airdrop(payer.pubkey(), 10 * LAMPORTS_PER_SOL).value
+        client.confirm_transaction(airdrop, Confirmed)
+        for edits in (
+            {"getGenesisHash": lambda _: DEVNET_GENESIS},
+            {"getMinimumBalanceForRentExemption": lambda lamports: lamports * 300},
+        ):
+            proxies.append(FaultProxy(handle.url, edits=edits).start())
         yield World(
             url=handle.url,
             payer=payer,
@@ -609,8 +722,13 @@ def world(stories260k: Artifact, stories260k_bytes: bytes, tok512_bytes: bytes) 
             artifact=stories260k.data,
             checkpoint=stories260k_bytes,
             tokenizer=tok512_bytes,
+            standin=standin,
+            devnet_url=proxies[0].url,
+            greedy_url=proxies[1].url,
         )
     finally:
+        for proxy in proxies:
+            proxy.stop()
         handle.stop()
 
 

@@ -195,8 +195,8 @@ def world(stories260k: Artifact) -> Iterator[World]:
             plan = await plan_publish(client, PROGRAM_ID, owner, stories260k, BUDGET)
             await publish(client, PROGRAM_ID, owner, stories260k, plan, BUDGET, sender=owner_sends)
             world.models["A"] = Model(
-                model_keypair(owner, plan.weights_hash),
-                [weight_keypair(owner, plan.weights_hash, i) for i in range(2)],
+                model_keypair(owner, plan.weights_hash, plan.scope),
+                [weight_keypair(owner, plan.weights_hash, plan.scope, i) for i in range(2)],
                 list(plan.section_lengths),
             )
             zeros_like_a = [bytes(n) for n in plan.section_lengths]

@@ -1,0 +1,419 @@
+"""deploy: put a shipped build on a cluster through the upgradeable loader, resumably.
+
+As ``solana program deploy`` does it: a buffer account is created and initialized (the
+payer is its authority), the ELF is written into it by Write transactions of about 1 KB,
+pipelined through the ``Sender``, and one last transaction creates the program account
+and runs DeployWithMaxDataLen, which moves the ELF into the program's data (the buffer's
+lamports come back to the payer). With ``final`` the same transaction also sets the
+upgrade authority to none, so the program is never upgradeable, not even for a slot.
+
+Resumable from the chain alone. The program's keypair (unless the user names one) and the
+buffer's are derived from the payer's secret and the cluster's genesis hash (the buffer's
+also from the program id and the build's hash): a rerun after a kill finds its buffer,
+reads what it holds and writes only the pieces that differ; a rerun after the deploy finds
+the program and has nothing left to do (or only makes it final). Rent is the runtime's
+formula, checked against the node; an address someone sent lamports to is still used
+(allocated and assigned with its own signature).
+"""
+
+import time
+from dataclasses import dataclass, replace
+
+from solders.instruction import Instruction
+from solders.keypair import Keypair
+from solders.pubkey import Pubkey
+from solders.system_program import ID as SYSTEM_PROGRAM_ID
+
+from curta_chain.chain import loader, specs
+from curta_chain.chain.plan import NewAccount, WritePiece, derive_keypair, differing_pieces
+from curta_chain.chain.program_check import DeployedProgram, read_program
+from curta_chain.chain.rent import checked_rent, plan_new_accounts
+from curta_chain.chain.rpc import RpcClient
+from curta_chain.chain.sender import Sender, TxSpec, estimate_fees
+from curta_chain.constants import LAMPORTS_PER_SOL
+from curta_chain.errors import AccountError, InsufficientFundsError, ProgramCheckError
+from curta_chain.program import ShippedProgram
+from curta_chain.reporting import NullReporter, Reporter
+
+RESUME_HINT = "rerun `curta-chain deploy` with the same keypair (and --program-keypair) to resume"
+"""What a give-up tells the user: deploying resumes from the buffer on the chain."""
+# Compute units each transaction asks for off loopback: measured in LiteSVM (InitializeBuffer
+# 2,520, Write 2,370, create + DeployWithMaxDataLen + SetAuthority 5,040), with margin.
+BUFFER_CU = 10_000
+WRITE_CU = 5_000
+DEPLOY_CU = 50_000
+SET_AUTHORITY_CU = 10_000
+
+
+def default_program_keypair(payer: Keypair, genesis_hash: str) -> Keypair:
+    """The program keypair ``deploy`` uses without ``--program-keypair``.
+
+    Derived from the payer's secret and the cluster, so a rerun deploys to the same address.
+    """
+    return derive_keypair(payer, "program", genesis_hash.encode())
+
+
+def buffer_keypair(
+    payer: Keypair, genesis_hash: str, program_id: Pubkey, build: ShippedProgram
+) -> Keypair:
+    """The buffer a deploy of ``build`` to ``program_id`` writes into (found again on rerun)."""
+    return derive_keypair(
+        payer, "deploy-buffer", genesis_hash.encode(), bytes(program_id), build.sha256.encode()
+    )
+
+
+@dataclass(frozen=True)
+class DeployPlan:
+    """What ``deploy`` will do and cost, before anything is sent."""
+
+    program_id: Pubkey
+    build: ShippedProgram
+    buffer: Pubkey
+    state: str
+    """"new", "resuming" (a buffer is there), "deployed" (upgradeable) or "final"."""
+    new_buffer: NewAccount | None
+    writes: tuple[WritePiece, ...]
+    new_program: NewAccount | None
+    """The program account to create; None once deployed."""
+    programdata_rent: int
+    buffer_lamports: int
+    """What the buffer will hold when the deploy returns its lamports to the payer."""
+    final: bool
+    """The program ends with no upgrade authority."""
+    set_final: bool
+    """A deployed program is made final (SetAuthority to none) and nothing else."""
+    chunk: int
+    fee_lamports: int
+    upgrade_authority: Pubkey | None
+
+    @property
+    def programdata(self) -> Pubkey:
+        """The program's program-data account."""
+        return loader.programdata_address(self.program_id)
+
+    @property
+    def transactions(self) -> int:
+        """Transactions ``deploy`` sends."""
+        deploy = self.new_program is not None or self.set_final
+        return int(self.new_buffer is not None) + len(self.writes) + int(deploy)
+
+    @property
+    def rent_lamports(self) -> int:
+        """Rent that stays in the program and its data (the buffer's comes back)."""
+        if self.new_program is None:
+            return 0
+        return self.new_program.transfer + self.programdata_rent
+
+    @property
+    def cost_lamports(self) -> int:
+        """What the payer is poorer by at the end.
+
+        The rent that stays and the fees, less what a pre-funded buffer gives back beyond
+        what the payer put in.
+        """
+        put_in = self.new_buffer.transfer if self.new_buffer is not None else 0
+        back = self.buffer_lamports if self.new_program is not None else 0
+        return self.fee_lamports + put_in + self.rent_lamports - back
+
+    @property
+    def funds_needed(self) -> int:
+        """The least balance that carries the deploy through.
+
+        The cost, and never less than what goes out before the buffer's lamports come back.
+        """
+        put_in = self.new_buffer.transfer if self.new_buffer is not None else 0
+        return max(self.cost_lamports, self.fee_lamports + put_in)
+
+    def describe(self) -> list[str]:
+        """The plan in a few lines, for people."""
+        build = f"{self.build.name} ({len(self.build.elf):,} bytes, sha256 {self.build.sha256})"
+        authority = "none (--final)" if self.final else str(self.upgrade_authority)
+        if self.state == "final" or (self.state == "deployed" and not self.set_final):
+            return [f"program {self.program_id} already holds {build}; nothing to send"]
+        if self.set_final:
+            return [
+                f"program {self.program_id} already holds {build}; "
+                f"one transaction removes its upgrade authority {self.upgrade_authority}",
+                f"cost: {self.cost_lamports / LAMPORTS_PER_SOL:.9f} SOL "
+                f"(fees {self.fee_lamports:,} lamports)",
+            ]
+        lines = [
+            f"deploy {build} to program {self.program_id}",
+            f"program data {self.programdata}: {len(self.build.elf):,} bytes, upgrade "
+            f"authority {authority}",
+            f"buffer {self.buffer}: "
+            + ("new" if self.new_buffer is not None else "found on the chain, resuming")
+            + f"; {len(self.writes):,} writes of up to {self.chunk:,} bytes, "
+            f"{self.transactions:,} transactions",
+        ]
+        lines += [
+            f"{account.address} already holds {account.existing:,} lamports someone sent: "
+            f"it will be allocated and assigned with its own signature, topped up by "
+            f"{account.transfer:,}"
+            for account in (self.new_buffer, self.new_program)
+            if account is not None and account.existing
+        ]
+        lines.append(
+            f"cost: {self.cost_lamports / LAMPORTS_PER_SOL:.9f} SOL (rent {self.rent_lamports:,}"
+            f" that stays with the program + fees {self.fee_lamports:,} lamports; the buffer's"
+            f" rent comes back at the deploy)"
+        )
+        return lines
+
+    def to_json(self) -> dict[str, object]:
+        """The plan as JSON values."""
+        return {
+            "program_id": str(self.program_id),
+            "programdata": str(self.programdata),
+            "buffer": str(self.buffer),
+            "build": self.build.name,
+            "sha256": self.build.sha256,
+            "state": self.state,
+            "final": self.final,
+            "write_transactions": len(self.writes),
+            "transactions": self.transactions,
+            "rent_lamports": self.rent_lamports,
+            "fee_lamports": self.fee_lamports,
+            "cost_lamports": self.cost_lamports,
+            "new_accounts": [
+                a.to_json() for a in (self.new_buffer, self.new_program) if a is not None
+            ],
+        }
+
+
+@dataclass(frozen=True)
+class DeployResult:
+    """What a deploy did, and the program as it now stands on the chain."""
+
+    plan: DeployPlan
+    program: DeployedProgram
+    transactions: int
+    seconds: float
+
+    def to_json(self) -> dict[str, object]:
+        """The result as JSON values."""
+        return {
+            **self.program.to_json(),
+            "transactions": self.transactions,
+            "seconds": round(self.seconds, 3),
+        }
+
+
+async def plan_deploy(
+    client: RpcClient,
+    payer: Keypair,
+    program: Keypair,
+    build: ShippedProgram,
+    final: bool,
+    budget: specs.Budget,
+) -> DeployPlan:
+    """Read what the chain holds at the program's and the buffer's addresses; plan the rest.
+
+    Raises:
+        AccountError: an address holds something this deploy cannot use or resume from.
+        ProgramCheckError: the program id holds another program, or one we may not finalize.
+        NodeMismatchError: the node asks more rent than the runtime's formula gives.
+    """
+    genesis_hash = await client.genesis_hash()
+    program_id = program.pubkey()
+    buffer = buffer_keypair(payer, genesis_hash, program_id, build).pubkey()
+    chunk = loader.max_write_chunk(budget.limit_compute or budget.compute_unit_price is not None)
+    elf = build.elf
+    programdata_rent = await checked_rent(client, loader.PROGRAMDATA_METADATA_SIZE + len(elf))
+    draft = DeployPlan(
+        program_id=program_id,
+        build=build,
+        buffer=buffer,
+        state="new",
+        new_buffer=None,
+        writes=(),
+        new_program=None,
+        programdata_rent=programdata_rent,
+        buffer_lamports=0,
+        final=final,
+        set_final=False,
+        chunk=chunk,
+        fee_lamports=0,
+        upgrade_authority=None if final else payer.pubkey(),
+    )
+    info = await client.account(program_id)
+    if info is not None and info.executable:
+        plan = await _deployed(client, payer, draft)
+    else:
+        (new_program,) = await plan_new_accounts(
+            client, [(program_id, loader.PROGRAM_ACCOUNT_SIZE)]
+        )
+        plan = await _buffer(client, payer, replace(draft, new_program=new_program))
+    fees = await estimate_fees(client, payer.pubkey(), _fee_kinds(payer, program, plan, budget))
+    return replace(plan, fee_lamports=fees)
+
+
+async def _deployed(client: RpcClient, payer: Keypair, draft: DeployPlan) -> DeployPlan:
+    """The program is there: nothing to do, make it final, or refuse it."""
+    deployed = await read_program(client, draft.program_id)
+    if deployed.build is None:
+        raise ProgramCheckError(
+            f"program {draft.program_id} already holds other bytes (sha256 "
+            f"{deployed.sha256}); deploy to another address with --program-keypair"
+        )
+    authority = deployed.upgrade_authority
+    if authority is None:
+        return replace(draft, state="final", final=True, upgrade_authority=None)
+    if draft.final and authority != payer.pubkey():
+        raise ProgramCheckError(
+            f"program {draft.program_id} can be upgraded by {authority}, not by "
+            f"{payer.pubkey()}: only {authority} can make it final"
+        )
+    return replace(draft, state="deployed", set_final=draft.final, upgrade_authority=authority)
+
+
+async def _buffer(client: RpcClient, payer: Keypair, draft: DeployPlan) -> DeployPlan:
+    """Plan the buffer: create it, or resume from what it already holds."""
+    elf = draft.build.elf
+    size = loader.BUFFER_METADATA_SIZE + len(elf)
+    info = await client.account(draft.buffer)
+    if info is None or (info.owner == SYSTEM_PROGRAM_ID and not info.data):
+        (new_buffer,) = await plan_new_accounts(client, [(draft.buffer, size)])
+        writes = differing_pieces(0, elf, None, draft.chunk)
+        lamports = max(new_buffer.rent, new_buffer.existing)
+        return replace(draft, new_buffer=new_buffer, writes=tuple(writes), buffer_lamports=lamports)
+    state = None
+    if info.owner == loader.LOADER_V3:
+        state = loader.decode_state(info.data, f"buffer {draft.buffer}")
+    if (
+        not isinstance(state, loader.BufferState)
+        or state.authority != payer.pubkey()
+        or len(info.data) != size
+    ):
+        raise AccountError(
+            f"buffer {draft.buffer} holds {len(info.data):,} bytes owned by {info.owner}, not "
+            f"a {size:,}-byte buffer of {payer.pubkey()} for this build; close it with "
+            f"`solana program close {draft.buffer}`"
+        )
+    chain = info.data[loader.BUFFER_METADATA_SIZE :]
+    writes = differing_pieces(0, elf, chain, draft.chunk)
+    return replace(draft, state="resuming", writes=tuple(writes), buffer_lamports=info.lamports)
+
+
+def _fee_kinds(
+    payer: Keypair, program: Keypair, plan: DeployPlan, budget: specs.Budget
+) -> list[tuple[TxSpec, int]]:
+    buffer = Keypair()  # any signer: a fee depends on how many sign, not on who
+    kinds: list[tuple[TxSpec, int]] = []
+    if plan.new_buffer is not None:
+        kinds.append((_buffer_spec(payer, buffer, plan, budget), 1))
+    if plan.writes:
+        kinds.append((_write_spec(payer, plan, plan.writes[0], budget), len(plan.writes)))
+    if plan.new_program is not None or plan.set_final:
+        kinds.append((_deploy_spec(payer, program, plan, budget), 1))
+    return kinds
+
+
+def _buffer_spec(payer: Keypair, buffer: Keypair, plan: DeployPlan, budget: specs.Budget) -> TxSpec:
+    assert plan.new_buffer is not None
+    account = plan.new_buffer
+    create = specs.new_account(
+        payer.pubkey(),
+        buffer.pubkey(),
+        account.size,
+        loader.LOADER_V3,
+        account.rent,
+        account.existing,
+    )
+    init = loader.initialize_buffer(buffer.pubkey(), payer.pubkey())
+    return TxSpec((*budget.instructions(BUFFER_CU), *create, init), (buffer,))
+
+
+def _write_spec(
+    payer: Keypair, plan: DeployPlan, piece: WritePiece, budget: specs.Budget
+) -> TxSpec:
+    data = plan.build.elf[piece.offset : piece.offset + piece.length]
+    write = loader.write(plan.buffer, payer.pubkey(), piece.offset, data)
+    return TxSpec((*budget.instructions(WRITE_CU), write), (), piece.length)
+
+
+def _deploy_spec(
+    payer: Keypair, program: Keypair, plan: DeployPlan, budget: specs.Budget
+) -> TxSpec:
+    """Create the program and deploy (and make it final), or only make it final."""
+    final = loader.set_upgrade_authority(plan.program_id, payer.pubkey(), None)
+    if plan.new_program is None:
+        return TxSpec((*budget.instructions(SET_AUTHORITY_CU), final))
+    account = plan.new_program
+    ixs: list[Instruction] = [
+        *specs.new_account(
+            payer.pubkey(),
+            program.pubkey(),
+            account.size,
+            loader.LOADER_V3,
+            account.rent,
+            account.existing,
+        ),
+        loader.deploy_with_max_data_len(
+            payer.pubkey(), program.pubkey(), plan.buffer, payer.pubkey(), len(plan.build.elf)
+        ),
+    ]
+    if plan.final:
+        ixs.append(final)
+    return TxSpec((*budget.instructions(DEPLOY_CU), *ixs), (program,))
+
+
+async def check_deploy_funds(client: RpcClient, payer: Pubkey, plan: DeployPlan) -> None:
+    """Raise unless the payer can carry the deploy through.
+
+    Raises:
+        InsufficientFundsError: the balance is short; names by how much.
+    """
+    balance = await client.balance(payer)
+    if balance < plan.funds_needed:
+        short = plan.funds_needed - balance
+        raise InsufficientFundsError(
+            f"payer {payer} has {balance / LAMPORTS_PER_SOL:.9f} SOL; deploying needs "
+            f"{plan.funds_needed / LAMPORTS_PER_SOL:.9f} SOL (short by "
+            f"{short / LAMPORTS_PER_SOL:.9f} SOL); nothing was sent"
+        )
+
+
+async def deploy(
+    client: RpcClient,
+    payer: Keypair,
+    program: Keypair,
+    plan: DeployPlan,
+    budget: specs.Budget,
+    reporter: Reporter | None = None,
+    sender: Sender | None = None,
+) -> DeployResult:
+    """Carry out ``plan``; return the program as the chain then holds it.
+
+    Raises:
+        ProgramCheckError: after the deploy, the program does not hold the build.
+        SendGaveUpError: the node stayed unreachable; rerunning resumes from the buffer.
+    """
+    reporter = reporter or NullReporter()
+    sender = sender or Sender(client, payer, resume_hint=RESUME_HINT)
+    started = time.monotonic()
+    confirmed_before = sender.stats.confirmed
+    genesis_hash = await client.genesis_hash()
+    if plan.new_buffer is not None:
+        buffer = buffer_keypair(payer, genesis_hash, plan.program_id, plan.build)
+        await sender.send([_buffer_spec(payer, buffer, plan, budget)])
+        reporter.line(f"created buffer {plan.buffer}")
+    if plan.writes:
+        writes = [_write_spec(payer, plan, piece, budget) for piece in plan.writes]
+        bar = reporter.progress("write", sum(p.length for p in plan.writes), len(writes))
+        try:
+            await sender.send(writes, bar)
+        finally:
+            bar.close()
+    if plan.new_program is not None or plan.set_final:
+        await sender.send([_deploy_spec(payer, program, plan, budget)])
+    deployed = await read_program(client, plan.program_id)
+    if plan.build.sha256 not in deployed.hashes or (plan.final and deployed.upgradeable):
+        raise ProgramCheckError(
+            f"program {plan.program_id} holds sha256 {deployed.sha256} with upgrade authority "
+            f"{deployed.upgrade_authority} after the deploy, not {plan.build.name}"
+            + (" with none" if plan.final else "")
+        )
+    return DeployResult(
+        plan, deployed, sender.stats.confirmed - confirmed_before, time.monotonic() - started
+    )

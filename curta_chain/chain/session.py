@@ -1,0 +1,98 @@
+"""Connecting to a cluster: which one it is, which program to trust there, and checking it.
+
+Every chain command starts here, before it sends anything. The cluster is known by its
+genesis hash (never by its URL): the embedded localnet reports a fixed one. The program id
+is ``--program-id``, else the one ``curta-chain deploy`` recorded for this genesis hash in
+the Solana CLI config, else (on the embedded localnet only) the program it preloads. Then
+the program account is read and its bytes must be a shipped build (or a hash the user
+names); anything else is refused with one line.
+"""
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from solders.pubkey import Pubkey
+
+from curta_chain.chain.cluster import CliConfig, is_localnet, resolve_program_id
+from curta_chain.chain.program_check import DeployedProgram, check_program, read_program
+from curta_chain.chain.rpc import RpcClient
+from curta_chain.errors import ConfigError, ProgramCheckError
+
+_HASH = re.compile(r"[0-9a-fA-F]{64}")
+
+
+@dataclass(frozen=True)
+class Connection:
+    """A cluster and the checked curta program on it."""
+
+    client: RpcClient
+    genesis_hash: str
+    program: DeployedProgram
+    program_source: str
+    """Where the program id came from (the flag, the config key, the embedded localnet)."""
+
+    @property
+    def program_id(self) -> Pubkey:
+        """The checked program's id."""
+        return self.program.program_id
+
+    @property
+    def localnet(self) -> bool:
+        """Whether this is the embedded localnet (no real money)."""
+        return is_localnet(self.genesis_hash)
+
+
+def parse_program_hashes(values: Sequence[str]) -> tuple[str, ...]:
+    """Check each ``--program-hash``: 64 hex digits (a SHA-256); return them lower-cased.
+
+    Raises:
+        ConfigError: a value is not a SHA-256 in hex.
+    """
+    for value in values:
+        if not _HASH.fullmatch(value):
+            raise ConfigError(f"--program-hash {value!r}: expected a SHA-256 as 64 hex digits")
+    return tuple(v.lower() for v in values)
+
+
+def parse_address(text: str, what: str) -> Pubkey:
+    """Parse a base58 address, naming ``what`` in the error.
+
+    Raises:
+        ConfigError: ``text`` is not a 32-byte base58 address.
+    """
+    try:
+        return Pubkey.from_string(text)
+    except ValueError as exc:
+        raise ConfigError(f"{what} {text!r}: not a base58 Solana address") from exc
+
+
+async def connect(
+    client: RpcClient,
+    config: CliConfig,
+    program_id: str | None = None,
+    trusted_hashes: Sequence[str] = (),
+) -> Connection:
+    """Find the cluster's program, read it, and refuse it unless it is a shipped build.
+
+    Args:
+        client: the cluster's RPC client.
+        config: the Solana CLI config (its ``curta_program_ids``).
+        program_id: ``--program-id``, if given.
+        trusted_hashes: ``--program-hash`` values: builds trusted besides the shipped ones.
+
+    Raises:
+        ConfigError: no program id is known for this cluster, or it is malformed.
+        ProgramCheckError: the program is missing, not executable, or not a trusted build.
+    """
+    genesis_hash = await client.genesis_hash()
+    text, source = resolve_program_id(program_id, config, genesis_hash, client.url)
+    address = parse_address(text, "--program-id" if source == "--program-id" else source)
+    try:
+        program = await read_program(client, address)
+        check_program(program, trusted_hashes)
+    except ProgramCheckError as exc:
+        if source == "--program-id":
+            raise
+        raise ProgramCheckError(f"{exc} (program id from {source})") from exc
+    return Connection(client, genesis_hash, program, source)

@@ -1,0 +1,111 @@
+"""``curta-chain deploy``: put the shipped program on a cluster, and remember its id there."""
+
+import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from curta_chain.cli.options import (
+    Cluster,
+    add_cluster_options,
+    add_yes_option,
+    emit,
+    make_reporter,
+    resolve,
+)
+from curta_chain.cli.running import add_price_option, budget_for, run_with_client
+
+if TYPE_CHECKING:  # the loader and the program load when deploy runs, not for --help
+    from curta_chain.chain.rpc import RpcClient
+    from curta_chain.program import ShippedProgram
+
+
+def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    """Add the ``deploy`` subcommand."""
+    p = subparsers.add_parser(
+        "deploy",
+        help="deploy the shipped program (upgradeable loader); prints the program id last",
+        description="Deploy the curta program shipped in this package through the BPF "
+        "Upgradeable Loader, as `solana program deploy` does, and record its id for this "
+        "cluster (by genesis hash) under curta_program_ids in the Solana CLI config. A rerun "
+        "after an interruption resumes from the buffer on the chain.",
+    )
+    p.add_argument(
+        "--program-keypair",
+        type=Path,
+        metavar="FILE",
+        help="the program's keypair (default: one derived from the payer's keypair and the "
+        "cluster, so a rerun deploys to the same address)",
+    )
+    p.add_argument(
+        "--final",
+        action="store_true",
+        help="leave no upgrade authority: nobody can ever change the program",
+    )
+    add_cluster_options(p, program=False)
+    p.add_argument("--dry-run", action="store_true", help="print the plan and cost, send nothing")
+    add_price_option(p)
+    add_yes_option(p)
+    # deploy records the program id in the -C file, creating it if need be.
+    p.set_defaults(run=_deploy, config_may_be_new=True)
+
+
+def build_to_deploy() -> "ShippedProgram":
+    """The shipped build ``deploy`` puts on a cluster: the first of ``shipped_programs()``."""
+    from curta_chain.program import shipped_programs
+
+    return shipped_programs()[0]
+
+
+def _deploy(args: argparse.Namespace) -> int:
+    from curta_chain.chain import cluster
+    from curta_chain.chain.deploy import (
+        RESUME_HINT,
+        check_deploy_funds,
+        default_program_keypair,
+        deploy,
+        plan_deploy,
+    )
+    from curta_chain.cli.confirm import confirm_spend
+
+    reporter = make_reporter(args)
+    target = resolve(args, reporter)
+    build = build_to_deploy()
+    program_keypair = (
+        cluster.load_keypair(args.program_keypair.expanduser()) if args.program_keypair else None
+    )
+
+    async def body(target: Cluster, client: "RpcClient") -> int:
+        payer = target.keypair()
+        genesis_hash = await client.genesis_hash()
+        program = program_keypair or default_program_keypair(payer, genesis_hash)
+        budget = budget_for(args, target.url)
+        plan = await plan_deploy(client, payer, program, build, args.final, budget)
+        for line in plan.describe():
+            reporter.line(line)
+        if args.dry_run:
+            emit(args, {"dry_run": True, "plan": plan.to_json()})
+            return 0
+        if plan.transactions:
+            await check_deploy_funds(client, payer.pubkey(), plan)
+            what = f"deploying {plan.program_id}"
+            confirm_spend(args, client.url, genesis_hash, plan.cost_lamports, what)
+        result = await deploy(client, payer, program, plan, budget, reporter)
+        config = target.config.path or cluster.default_config_path()
+        cluster.record_program_id(config, genesis_hash, str(plan.program_id))
+        state = (
+            "final: no upgrade authority"
+            if not result.program.upgradeable
+            else f"upgradeable by {result.program.upgrade_authority}"
+        )
+        if plan.new_program is not None:
+            reporter.line(f"deployed {build.name} to {plan.program_id} ({state})")
+        elif plan.set_final:
+            reporter.line(f"removed the upgrade authority of {plan.program_id} ({state})")
+        else:
+            reporter.line(f"{build.name} was already deployed to {plan.program_id} ({state})")
+        reporter.line(f"recorded in {config} for the cluster with genesis {genesis_hash}")
+        reporter.line(str(plan.program_id))
+        emit(args, {**result.to_json(), "config": str(config), "genesis_hash": genesis_hash})
+        return 0
+
+    return run_with_client(args, body, RESUME_HINT, target)

@@ -1,0 +1,127 @@
+"""Running a command against a cluster: the event loop, the program check, the budget.
+
+- ``run_on_cluster(args, body, resume_hint)``: connect (find the curta program and check
+  it is a shipped build) before anything else, then ``body(cluster, connection)``;
+  ``run_with_client`` is the same without the program (airdrop, deploy).
+- A failure to reach the node, or Ctrl-C, after at least one transaction was sent says
+  ``resume_hint``: those transactions may have landed, and a rerun picks up from them.
+  Before anything was sent there is nothing to resume, and no hint.
+- ``add_price_option`` and ``budget_for``: ``--with-compute-unit-price`` and the
+  compute-budget instructions off loopback.
+
+Like ``options``, this module imports the library only inside its functions.
+"""
+
+import argparse
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
+
+from curta_chain.cli.options import Cluster, Interrupted, resolve
+
+if TYPE_CHECKING:
+    from curta_chain.chain import specs
+    from curta_chain.chain.rpc import RpcClient
+    from curta_chain.chain.session import Connection
+
+U64_MAX = 2**64 - 1
+"""Lamports and micro-lamport prices travel as u64."""
+
+
+def add_price_option(parser: argparse.ArgumentParser) -> None:
+    """Add ``--with-compute-unit-price``."""
+    parser.add_argument(
+        "--with-compute-unit-price",
+        type=int,
+        metavar="MICROLAMPORTS",
+        help="priority fee per compute unit (adds a tight compute-unit limit too)",
+    )
+
+
+def budget_for(
+    args: argparse.Namespace, url: str, separate_fee_payer: bool = False
+) -> "specs.Budget":
+    """Compute-budget instructions off loopback; the price ``--with-compute-unit-price``."""
+    from curta_chain.chain import specs
+    from curta_chain.chain.cluster import is_loopback
+    from curta_chain.errors import ConfigError
+
+    price = args.with_compute_unit_price
+    if price is not None and not 0 <= price <= U64_MAX:
+        raise ConfigError(f"--with-compute-unit-price {price}: expected a count 0 to {U64_MAX}")
+    return specs.Budget(
+        limit_compute=not is_loopback(url),
+        compute_unit_price=price,
+        separate_fee_payer=separate_fee_payer,
+    )
+
+
+def run_on_cluster(
+    args: argparse.Namespace,
+    body: "Callable[[Cluster, Connection], Awaitable[int]]",
+    resume_hint: str | None = None,
+    target: Cluster | None = None,
+) -> int:
+    """Connect (find and check the program) before anything else, then run ``body``."""
+
+    async def connected(target: Cluster, client: "RpcClient") -> int:
+        return await body(target, await target.connect(client))
+
+    return run_with_client(args, connected, resume_hint, target)
+
+
+def run_with_client(
+    args: argparse.Namespace,
+    body: "Callable[[Cluster, RpcClient], Awaitable[int]]",
+    resume_hint: str | None = None,
+    target: Cluster | None = None,
+) -> int:
+    """Run ``body(cluster, client)``; return its exit code.
+
+    Raises:
+        SendGaveUpError: the node stopped answering after something was sent.
+        Interrupted: Ctrl-C (``resume_hint`` set when something was sent).
+    """
+    import asyncio
+
+    from curta_chain.chain.rpc import RpcCallError
+    from curta_chain.errors import RpcError, SendGaveUpError
+
+    target = target or resolve(args)
+    clients: list[RpcClient] = []
+
+    async def main() -> int:
+        client = target.client()
+        clients.append(client)
+        try:
+            return await body(target, client)
+        except RpcError as exc:
+            # The sender's own give-ups already say how to resume; so must a read between
+            # two sends that finds the node gone. A node that answered with an error is
+            # another matter, and so is one that never took a transaction.
+            if (
+                resume_hint is None
+                or not client.sends
+                or isinstance(exc, SendGaveUpError | RpcCallError)
+            ):
+                raise
+            raise SendGaveUpError(f"{exc}; {resume_hint}") from exc
+        finally:
+            await client.aclose()
+
+    try:
+        return asyncio.run(main())
+    except KeyboardInterrupt:
+        sent = bool(clients and clients[0].sends)
+        raise Interrupted(resume_hint if sent else None) from None
+
+
+def resolve_url(text: str, option: str) -> str:
+    """A second URL option (``--cross-check``): a moniker or URL, as ``-u`` takes."""
+    from curta_chain.chain.cluster import CliConfig
+    from curta_chain.chain.cluster import resolve_url as resolve_cluster_url
+    from curta_chain.errors import ConfigError
+
+    try:
+        return resolve_cluster_url(text, CliConfig())
+    except ConfigError as exc:
+        raise ConfigError(str(exc).replace("--url", option, 1)) from exc

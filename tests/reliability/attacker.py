@@ -1,0 +1,128 @@
+"""What an attacker does with his own keys, over HTTP: deploy, upgrade, rewrite, drain.
+
+The attacker uses the same library a user does (``curta_chain.chain.deploy``) to put his
+stand-in program (``standin/standin.c``: it accepts every curta instruction, and on its
+magic prefix rewrites or drains any account it owns) on the chain, upgrades a program he
+holds the upgrade authority of, and sends the stand-in's rewrite and drain instructions.
+"""
+
+import asyncio
+import struct
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import TypeVar
+
+from solders.instruction import AccountMeta, Instruction
+from solders.keypair import Keypair
+from solders.pubkey import Pubkey
+
+from curta_chain.chain import loader, specs
+from curta_chain.chain.deploy import deploy, plan_deploy
+from curta_chain.chain.rent import rent_exempt_minimum
+from curta_chain.chain.rpc import RpcClient
+from curta_chain.chain.sender import Sender, TxSpec
+from curta_chain.chain.transport import HttpTransport
+from curta_chain.program import ShippedProgram, shipped_programs
+
+STANDIN = ShippedProgram("stand-in", Path(__file__).with_name("standin") / "standin.so")
+"""The attacker's program, in the shape ``deploy`` takes a build."""
+CURTA = shipped_programs()[0]
+MAGIC = b"STANDIN!"
+T = TypeVar("T")
+
+
+def on_chain(url: str, work: Callable[[RpcClient], Awaitable[T]]) -> T:
+    """Run ``work`` with a fresh RPC client (made inside the event loop, as it must be)."""
+
+    async def run() -> T:
+        client = RpcClient(HttpTransport(url))
+        try:
+            return await work(client)
+        finally:
+            await client.aclose()
+
+    return asyncio.run(run())
+
+
+def deploy_program(
+    url: str, payer: Keypair, build: ShippedProgram, program: Keypair | None = None
+) -> Pubkey:
+    """Deploy ``build`` (upgradeable, ``payer`` the authority) and wait a slot for it to load."""
+    program = program or Keypair()
+
+    async def work(client: RpcClient) -> Pubkey:
+        plan = await plan_deploy(client, payer, program, build, False, specs.Budget())
+        await deploy(client, payer, program, plan, specs.Budget())
+        return program.pubkey()
+
+    address = on_chain(url, work)
+    time.sleep(0.5)  # deployed code runs from the next slot on
+    return address
+
+
+def upgrade_program(url: str, authority: Keypair, program_id: Pubkey, elf: bytes) -> None:
+    """Replace ``program_id``'s bytes with ``elf``: a buffer, its writes, Upgrade."""
+    buffer = Keypair()
+    size = loader.BUFFER_METADATA_SIZE + len(elf)
+    payer = authority.pubkey()
+    create = specs.new_account(
+        payer, buffer.pubkey(), size, loader.LOADER_V3, rent_exempt_minimum(size)
+    )
+    chunk = loader.max_write_chunk()
+    txs = [
+        [TxSpec((*create, loader.initialize_buffer(buffer.pubkey(), payer)), (buffer,))],
+        [
+            TxSpec((loader.write(buffer.pubkey(), payer, at, elf[at : at + chunk]),))
+            for at in range(0, len(elf), chunk)
+        ],
+        [TxSpec((loader.upgrade(program_id, buffer.pubkey(), payer, payer),))],
+    ]
+
+    async def work(client: RpcClient) -> None:
+        sender = Sender(client, authority)
+        for batch in txs:
+            await sender.send(batch)
+
+    on_chain(url, work)
+    time.sleep(0.5)
+
+
+def rewrite(
+    url: str, payer: Keypair, standin: Pubkey, account: Pubkey, at: int, data: bytes
+) -> None:
+    """Have the stand-in write ``data`` into ``account`` (which it owns) at offset ``at``."""
+    chunk = 900
+    txs = [
+        TxSpec(
+            (
+                Instruction(
+                    standin,
+                    MAGIC + b"\x01" + struct.pack("<Q", at + i) + data[i : i + chunk],
+                    [AccountMeta(account, False, True)],
+                ),
+            )
+        )
+        for i in range(0, len(data), chunk)
+    ]
+    on_chain(url, lambda client: Sender(client, payer).send(txs))
+
+
+def drain(url: str, payer: Keypair, standin: Pubkey, account: Pubkey) -> None:
+    """Have the stand-in move every lamport of ``account`` to the payer."""
+    ix = Instruction(
+        standin,
+        MAGIC + b"\x02",
+        [AccountMeta(account, False, True), AccountMeta(payer.pubkey(), False, True)],
+    )
+    on_chain(url, lambda client: Sender(client, payer).send([TxSpec((ix,))]))
+
+
+def new_owned_account(url: str, payer: Keypair, owner: Pubkey, size: int) -> Pubkey:
+    """Create an account of ``size`` zero bytes owned by ``owner``; return its address."""
+    account = Keypair()
+    create = specs.new_account(
+        payer.pubkey(), account.pubkey(), size, owner, rent_exempt_minimum(size)
+    )
+    on_chain(url, lambda client: Sender(client, payer).send([TxSpec(create, (account,))]))
+    return account.pubkey()
