@@ -188,3 +188,22 @@ def test_ctrl_c_mid_upload_says_how_to_resume(localnet, fund, tmp_path, stories1
     out, err = process.communicate(timeout=60)
     assert process.returncode == 130 and out == ""
     assert err == f"error: interrupted; {PUBLISH_HINT}\n"
+
+
+def test_publish_with_a_wallet_as_program_id_fails_within_two_seconds(
+    localnet, fund, tmp_path, stories260k
+):
+    # It once sent every write and gave up after nearly five minutes.
+    art, keypair = tmp_path / "m.curta", tmp_path / "id.json"
+    art.write_bytes(stories260k.data)
+    payer = fund(localnet.url, 10)
+    write_keypair(payer, keypair)
+    before = Client(localnet.url).get_balance(payer.pubkey()).value
+    argv = ["publish", str(art), "-u", localnet.url, "-k", str(keypair)]
+    started = time.monotonic()
+    out = curta(*argv, "--program-id", str(payer.pubkey()))
+    seconds = time.monotonic() - started
+    assert out.returncode == 1 and out.stdout == "" and out.stderr.count("\n") == 1
+    assert f"program {payer.pubkey()} is not an executable program" in out.stderr
+    assert seconds < 2.0 + 2.0  # the check, plus the interpreter's start-up on a busy machine
+    assert Client(localnet.url).get_balance(payer.pubkey()).value == before
