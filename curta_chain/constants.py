@@ -8,6 +8,8 @@ MAX_ACCOUNT_SIZE: Final = 10_485_760
 MAX_TRANSACTION_SIZE: Final = 1_232
 """A serialized transaction: the 1,280-byte IPv6 MTU less 48 bytes of headers."""
 MAX_COMPUTE_UNITS: Final = 1_400_000
+MAX_LOADED_ACCOUNTS_DATA_SIZE: Final = 64 * 1024 * 1024
+"""The account data a transaction may load (SIMD-0186): the default, and the most it may ask."""
 LAMPORTS_PER_SOL: Final = 1_000_000_000
 
 # The weight account: a header the program owns, then one artifact section's bytes.
@@ -38,3 +40,7 @@ LOCALNET_PORT: Final = 8899
 GIVE_UP_AFTER: Final = 60.0
 """Seconds of consecutive failures of a node that answered before, after which a call gives
 up (``--rpc-timeout``'s default)."""
+
+# Inference.
+DEFAULT_STEPS: Final = 256
+"""New tokens when the caller names no count (fewer if the context has less room)."""

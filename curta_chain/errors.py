@@ -11,7 +11,8 @@ names the file, field, offset or account at fault and what was expected. The CLI
     │   ├── ArtifactError           a CURTAW01 artifact breaks a rule of the spec
     │   ├── CheckpointError         a llama2.c checkpoint, tokenizer or TEZW file is malformed
     │   ├── KeypairError            a keypair file is not a Solana CLI keypair
-    │   └── ConfigError             a CLI config file, URL, moniker or option is unusable
+    │   ├── ConfigError             a CLI config file, URL, moniker or option is unusable
+    │   └── PromptError             a prompt or token sequence the model cannot run
     ├── ChainError                  the chain holds something other than what we need
     │   ├── ProgramError            the program refused an instruction (named from the IDL)
     │   ├── AccountError            an account is missing or is not what it should be
@@ -52,6 +53,10 @@ class KeypairError(InputError):
 
 class ConfigError(InputError):
     """A CLI config file, RPC URL, moniker or option value is unusable."""
+
+
+class PromptError(InputError):
+    """A prompt, token sequence or generation length the model cannot run."""
 
 
 class ChainError(CurtaError):

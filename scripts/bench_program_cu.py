@@ -1,10 +1,18 @@
 """Measure the compute units each curta instruction consumes in LiteSVM (the real runtime).
 
-Prints a Markdown table. The numbers are the program's own line in the runtime log
+Prints Markdown tables. The numbers are the program's own line in the runtime log
 ("Program <id> consumed N of M compute units"), so system-program instructions in the same
-transaction are not counted.
+transaction are not counted. No instruction loops over the weight accounts any more, so the
+section count changes only createModel's cost (it checks each length).
 
-Usage: .venv/bin/python scripts/bench_program_cu.py
+Inference (``--inference``): the matvec kernel's compute units per multiply-accumulate,
+built from ``programs/curta/src/matvec.c`` with the program's own flags into a harness
+(marginal: the difference between two matrix sizes, over the MACs added), and the same
+figure for a whole classifier step of the program; openRun, step and closeRun; and the
+step transactions a token takes on stories260K (real weights) and on a stories15M-shaped
+model (synthetic weights, the real 32,000-token vocabulary), each run mirrored step by step.
+
+Usage: .venv/bin/python scripts/bench_program_cu.py [--inference]
 """
 
 from __future__ import annotations
@@ -34,6 +42,7 @@ from curta_chain.program import (
     begin_sealing,
     bind_weight_account,
     close_model,
+    close_weight_account,
     create_model,
     reopen,
     seal_step,
@@ -59,6 +68,7 @@ class _Bench:
             self.svm.latest_blockhash(),
         )
         meta = self.svm.send_transaction(tx)
+        self.svm.expire_blockhash()  # the same instructions again are another transaction
         if hasattr(meta, "err"):
             raise RuntimeError(f"{meta.err()}: {meta.meta().logs()}")
         return sum(int(m.group(1)) for line in meta.logs() if (m := _CONSUMED.match(line)))
@@ -95,8 +105,9 @@ def measure() -> list[tuple[str, int]]:
     bench = _Bench()
     auth = bench.authority.pubkey()
     rows: list[tuple[str, int]] = []
-    lengths = [HASH_CHUNK_SIZE, 3 * 1000]
+    lengths = [2 * HASH_CHUNK_SIZE, 3 * 1000]
     model, used = bench.model(lengths)
+    address = model.pubkey()
     rows.append(("createModel (2 sections)", used))
     weights, used = bench.bind(model, lengths)
     rows.append(("bindWeightAccount", used))
@@ -104,38 +115,22 @@ def measure() -> list[tuple[str, int]]:
     for size in (1_000, MAX_WRITE_PAYLOAD):
         ix = write_weights(PROGRAM_ID, auth, keys[0], 0, os.urandom(size))
         rows.append((f"writeWeights ({size:,} bytes)", bench.units([ix])))
-    rows.append(
-        (
-            "beginSealing (2 weight accounts)",
-            bench.units([begin_sealing(PROGRAM_ID, auth, model.pubkey(), keys)]),
-        )
-    )
-    step = seal_step(PROGRAM_ID, model.pubkey(), keys[0])
+    rows.append(("beginSealing", bench.units([begin_sealing(PROGRAM_ID, auth, address)])))
+    step = seal_step(PROGRAM_ID, address, keys[0])
+    rows.append((f"sealStep ({HASH_CHUNK_SIZE:,} bytes, entering a section)", bench.units([step])))
     rows.append((f"sealStep ({HASH_CHUNK_SIZE:,} bytes)", bench.units([step])))
-    step = seal_step(PROGRAM_ID, model.pubkey(), keys[1])
+    step = seal_step(PROGRAM_ID, address, keys[1])
     rows.append(("sealStep (3,000 bytes, last: compare, Failed)", bench.units([step])))
-    rows.append(
-        (
-            "reopen (2 weight accounts)",
-            bench.units([reopen(PROGRAM_ID, auth, model.pubkey(), keys)]),
-        )
-    )
-    rows.append(
-        (
-            "closeModel (2 weight accounts)",
-            bench.units([close_model(PROGRAM_ID, auth, model.pubkey(), keys)]),
-        )
-    )
+    for index, label in enumerate(("reopen (one weight account)", "reopen (the last one)")):
+        ix = reopen(PROGRAM_ID, auth, address, keys[index], index)
+        rows.append((label, bench.units([ix])))
+    ix = close_weight_account(PROGRAM_ID, auth, address, keys[0], 0)
+    rows.append(("closeWeightAccount", bench.units([ix])))
+    bench.units([close_weight_account(PROGRAM_ID, auth, address, keys[1], 1)])
+    rows.append(("closeModel", bench.units([close_model(PROGRAM_ID, auth, address)])))
 
-    many = [1_000] * MAX_SECTIONS
-    model, used = bench.model(many)
+    model, used = bench.model([1_000] * MAX_SECTIONS)
     rows.append((f"createModel ({MAX_SECTIONS} sections)", used))
-    weights, _ = bench.bind(model, many)
-    keys = [w.pubkey() for w in weights]
-    ix = begin_sealing(PROGRAM_ID, auth, model.pubkey(), keys)
-    rows.append((f"beginSealing ({MAX_SECTIONS} weight accounts)", bench.units([ix])))
-    ix = close_model(PROGRAM_ID, auth, model.pubkey(), keys)
-    rows.append((f"closeModel ({MAX_SECTIONS} weight accounts)", bench.units([ix])))
     return rows
 
 
@@ -145,6 +140,10 @@ def main() -> int:
     print("| --- | ---: |")
     for label, units in rows:
         print(f"| {label} | {units:,} |")
+    if "--inference" in sys.argv[1:]:
+        from bench_inference import print_inference
+
+        print_inference()
     return 0
 
 

@@ -30,6 +30,10 @@ CFLAGS = [
     "-target", "bpf", "-mcpu=v2", "-O2", "-std=c11",
     "-ffreestanding", "-fno-builtin", "-fno-stack-protector", "-fno-addrsig",
     "-Wall", "-Wextra", "-Werror",
+    # Schedule in source order: the matvec kernel (src/matvec.c) is written in the order
+    # that needs the fewest registers; LLVM's default BPF scheduler hoists its loads and
+    # spills. Other code changes by a unit or two at most (scripts/bench_program_cu.py).
+    "-mllvm", "-pre-RA-sched=source",
 ]  # fmt: skip
 
 

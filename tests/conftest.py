@@ -18,7 +18,8 @@ Data, session-scoped and never modified (the reference files are copied first):
 - ``data_dir`` (``../shared/data/llama2c``, or ``$CURTA_DATA``), ``stories260k_bytes``,
   ``tok512_bytes`` (the first 512 entries of tokenizer.bin), ``inputs_dir`` (copies of both).
 - ``stories260k``: the real stories260K converted (2 sections); ``stories15m``: a synthetic
-  checkpoint of stories15M's shapes converted (8 sections).
+  checkpoint of stories15M's shapes converted (8 sections); ``largest``: a synthetic
+  checkpoint of the largest model the spec allows converted (18 sections, 79 MB).
 """
 
 import os
@@ -38,9 +39,11 @@ from solders.keypair import Keypair
 from curta_chain.artifact import Artifact
 from curta_chain.artifact.convert import convert_llama2c_bytes
 from curta_chain.artifact.synthetic import (
+    LARGEST,
     STORIES15M,
     llama2c_checkpoint_bytes,
     llama2c_tokenizer_bytes,
+    synthetic_artifact,
 )
 from curta_chain.constants import LAMPORTS_PER_SOL
 from curta_chain.localnet import LocalnetHandle, start_in_thread
@@ -219,3 +222,8 @@ def tokenizer32k() -> bytes:
 @pytest.fixture(scope="session")
 def stories15m(stories15m_checkpoint: bytes, tokenizer32k: bytes) -> Artifact:
     return convert_llama2c_bytes(stories15m_checkpoint, tokenizer32k, "15m.bin", "tok.bin")
+
+
+@pytest.fixture(scope="session")
+def largest() -> Artifact:
+    return synthetic_artifact(LARGEST, seed=18)

@@ -22,10 +22,12 @@ this package decides, once (each decision has a test under ``tests/artifact/``):
 - A model whose embedding (with its classifier when not tied) needs more bytes than one
   section holds is refused by ``convert`` with the byte count, before any quantization.
 - The decoder checks structure and the integers' domains (scales at least 1, no weight
-  byte 0, padding 128, zero fields, score keys of finite floats, strings in bounds),
-  not the numbers in the tables: those a conforming converter may round differently.
-  The header's inverse square root of the head size must be within one unit of
-  1/sqrt(head size) with 24 fractional bits: a wrong one would skew every attention score.
+  byte 0, padding 128, zero fields, score keys of finite floats, strings in bounds).
+  What the configuration alone fixes, it checks against the formulas within one unit
+  (a conforming converter may round a transcendental's last bit differently): the
+  header's inverse square root of the head size, and every entry of the rotary,
+  exponential and SiLU tables. A wrong one would skew every output. The normalization
+  weights are the model's own: any i32 is valid.
 - TEZW choices are listed in ``curta_chain.artifact.tezw``.
 """
 

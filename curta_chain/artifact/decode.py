@@ -39,7 +39,7 @@ from curta_chain.artifact.layout import (
     round_up,
 )
 from curta_chain.artifact.model import Artifact
-from curta_chain.artifact.tables import inv_sqrt_head_size
+from curta_chain.artifact.tables import exp_table, inv_sqrt_head_size, rotary_table, silu_table
 from curta_chain.artifact.tokenizer import scores_from_keys, sorted_token_ids
 from curta_chain.constants import MAX_SECTION_SIZE, MAX_SECTIONS
 from curta_chain.errors import ArtifactError
@@ -79,6 +79,7 @@ def decode_artifact(data: bytes, source: str = "<bytes>") -> Artifact:
     config, count, blocks, inv_sqrt = _header(data, fail)
     sections = _section_table(data, count, fail)
     _blocks(config, blocks, sections[0], fail)
+    _tables(data, config, blocks, fail)
     descriptors = _matrix_table(data, config, sections, fail)
     starts = [sum(sections[:i]) for i in range(count)]
     for index, desc in enumerate(descriptors):
@@ -183,6 +184,43 @@ def _blocks(config: ModelConfig, blocks: tuple[int, ...], length0: int, fail: Fa
             fail(f"{field}: {got:,} points past section zero's {length0:,} bytes")
         if got != want:
             fail(f"{field}: {got:,}, expected {want:,} (the blocks sit back to back)")
+
+
+def _tables(data: bytes, config: ModelConfig, blocks: tuple[int, ...], fail: Fail) -> None:
+    """The rotary, exponential and SiLU tables, which the configuration fixes, within one unit.
+
+    A conforming converter may round a transcendental's last bit differently, so each
+    entry may differ from the formula's rounding by one; more means a corrupted table.
+    """
+    head = config.head_size
+
+    def rotary_entry(i: int) -> tuple[str, str]:
+        position, within = divmod(i, head)
+        pair, kind = divmod(within, 2)
+        what = f"rotary position {position} pair {pair} {('cosine', 'sine')[kind]}"
+        angle = f"{position}/10000^({2 * pair}/{head})"
+        return what, f"{('cos', 'sin')[kind]}({angle}) with 24 fractional bits"
+
+    def exp_entry(i: int) -> tuple[str, str]:
+        return f"exponential table entry {i}", f"e^(-{i}/256) with 30 fractional bits"
+
+    def silu_entry(i: int) -> tuple[str, str]:
+        return f"SiLU table entry {i}", f"SiLU({i}/128 - 16) with 16 fractional bits"
+
+    for block, dtype, want, entry in (
+        (1, "<i4", rotary_table(config), rotary_entry),
+        (2, "<u4", exp_table(), exp_entry),
+        (3, "<i4", silu_table(), silu_entry),
+    ):
+        got = np.frombuffer(data, dtype=dtype, count=want.size, offset=blocks[block])
+        off = np.abs(got.astype(np.int64) - want.astype(np.int64)) > 1
+        if off.any():
+            i = int(np.argmax(off))
+            what, formula = entry(i)
+            fail(
+                f"byte {blocks[block] + 4 * i:,} ({what}): {int(got[i]):,}, expected "
+                f"{int(want[i]):,} ± 1 ({formula})"
+            )
 
 
 def _matrix_table(

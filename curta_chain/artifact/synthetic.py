@@ -18,6 +18,12 @@ STORIES15M = ModelConfig(
     dim=288, hidden_dim=768, n_layers=6, n_heads=6, n_kv_heads=6, vocab_size=32_000, seq_len=256
 )
 """The shapes of llama2.c's stories15M (its classifier is shared)."""
+LARGEST = ModelConfig(
+    dim=512, hidden_dim=2_048, n_layers=16, n_heads=8, n_kv_heads=8, vocab_size=20_160, seq_len=512
+)
+"""The largest model the spec allows: every dimension at its bound, 18 sections (79 MB), and
+the largest vocabulary whose embedding fits one section (20,160 rows of 520 bytes; the
+classifier shared)."""
 TEZW_DEFAULT = {"n_layer": 4, "n_head": 4, "dim": 128, "max_seq": 128, "ffn_dim": 512}
 """The TEZW page's default configuration (vocabulary 256)."""
 WEIGHT_STD = 0.02

@@ -143,7 +143,8 @@ class PublishPlan:
     state: str
     """The model's state now: "new" when it does not exist yet, else its on-chain state."""
     create_model: bool
-    reopen: bool
+    reopen_sections: tuple[int, ...]
+    """A failed model's sections still frozen: each is reopened by its own transaction."""
     create_sections: tuple[int, ...]
     writes: tuple[WritePiece, ...]
     payload_per_write: int
@@ -171,10 +172,18 @@ class PublishPlan:
         return sum(piece.length for piece in self.writes)
 
     @property
+    def reopen(self) -> bool:
+        """Whether publish reopens a failed model before writing."""
+        return bool(self.reopen_sections)
+
+    @property
     def transactions(self) -> int:
-        """Transactions publish sends: model, reopen, one per created account, writes."""
+        """Transactions publish sends: model, one per reopened or created account, writes."""
         return (
-            int(self.create_model) + int(self.reopen) + len(self.create_sections) + len(self.writes)
+            int(self.create_model)
+            + len(self.reopen_sections)
+            + len(self.create_sections)
+            + len(self.writes)
         )
 
     @property
@@ -192,6 +201,7 @@ class PublishPlan:
             "weight_accounts": [str(k) for k in self.weight_accounts],
             "create_model": self.create_model,
             "reopen": self.reopen,
+            "reopen_sections": list(self.reopen_sections),
             "create_sections": list(self.create_sections),
             "write_transactions": len(self.writes),
             "write_bytes": self.write_bytes,

@@ -3,8 +3,10 @@
 Publishing is resumable from the chain alone. The model's address is derived from the
 authority and the weights hash (see ``plan``), so a rerun finds the model, reads what each
 weight account holds, and sends only the pieces that differ; on a complete model it
-sends nothing. A failed model is reopened first; a sealing or sealed one takes no writes
-(``frozen_differences`` says whether its frozen bytes are the artifact's).
+sends nothing. A failed model is reopened first, one transaction per weight account still
+frozen (a rerun after a crash reopens only the rest); a sealing or sealed one takes no writes
+(``frozen_differences`` says whether its frozen bytes are the artifact's), and a closing one
+is refused.
 
 With a fee payer other than the authority (``Sender.payer``), the fee payer pays the fees
 and the rent of what is created, as ``solana program deploy --fee-payer`` does; the
@@ -22,7 +24,7 @@ from solders.system_program import ID as SYSTEM_PROGRAM_ID
 from curta_chain import program
 from curta_chain.artifact import Artifact
 from curta_chain.chain import specs
-from curta_chain.chain.accounts import ZERO_KEY, read_model, read_section
+from curta_chain.chain.accounts import ZERO_KEY, read_model, read_section, read_weight_header
 from curta_chain.chain.plan import (
     ClusterScope,
     PublishPlan,
@@ -129,19 +131,29 @@ async def plan_publish(
         weight_keypair(authority, weights_hash, scope, i).pubkey() for i in range(len(lengths))
     ]
 
+    reopen: tuple[int, ...] = ()
     if model is None:
         state, accounts, create = "new", tuple(derived), tuple(range(len(lengths)))
         chain_sections: list[bytes | None] = [None] * len(lengths)
     else:
         _check_model_matches(model_address, model, authority.pubkey(), weights_hash, lengths)
+        if model.state == ModelState.CLOSING:
+            raise AccountError(
+                f"model {model_address} is being closed: finish `curta-chain close "
+                f"{model_address}`, then publish again"
+            )
         state = model.state.name.lower()
         accounts = tuple(
             slot.weight_account if slot.weight_account != ZERO_KEY else derived[i]
             for i, slot in enumerate(model.sections)
         )
         create = tuple(i for i, s in enumerate(model.sections) if s.weight_account == ZERO_KEY)
+        if model.state == ModelState.FAILED:
+            reopen = await _frozen_sections(client, program_id, accounts)
         if model.state in (ModelState.SEALING, ModelState.SEALED):
-            chain_sections = list(artifact.sections)  # frozen: nothing can be written
+            # Nothing to write: sealed is final, and a seal under way is left to finish (a
+            # failed one is reopened by the next publish).
+            chain_sections = list(artifact.sections)
         else:
             chain_sections = await asyncio.gather(
                 *(
@@ -166,7 +178,7 @@ async def plan_publish(
         weight_accounts=accounts,
         state=state,
         create_model=model is None,
-        reopen=model is not None and model.state == ModelState.FAILED,
+        reopen_sections=reopen,
         create_sections=create,
         writes=tuple(writes),
         payload_per_write=payload,
@@ -235,11 +247,15 @@ async def publish(
         await sender.send([spec], what="the model account's creation")
         signatures = replace(signatures, create_model=sender.stats.last_signature)
         reporter.line(f"created model {plan.model}")
-    if plan.reopen:
-        ix = program.reopen(program_id, authority.pubkey(), plan.model, list(plan.weight_accounts))
-        await sender.send([specs.authority_spec(ix, specs.REOPEN_CU, budget)], what="the reopen")
+    if plan.reopen_sections:
+        await sender.send(
+            specs.reopen_specs(program_id, authority.pubkey(), plan, budget), what="the reopen"
+        )
         signatures = replace(signatures, reopen=sender.stats.last_signature)
-        reporter.line(f"reopened failed model {plan.model} for rewriting")
+        reporter.line(
+            f"reopened failed model {plan.model} for rewriting "
+            f"({counted(len(plan.reopen_sections), 'weight account')})"
+        )
     if plan.create_sections:
         binds: list[TxSpec] = []
         for i in plan.create_sections:
@@ -342,6 +358,16 @@ async def _none() -> None:
     return None
 
 
+async def _frozen_sections(
+    client: RpcClient, program_id: Pubkey, accounts: tuple[Pubkey, ...]
+) -> tuple[int, ...]:
+    """The sections of a failed model whose weight account is still frozen."""
+    headers = await asyncio.gather(
+        *(read_weight_header(client, program_id, account) for account in accounts)
+    )
+    return tuple(i for i, header in enumerate(headers) if header.frozen)
+
+
 async def _fees(
     client: RpcClient,
     program_id: Pubkey,
@@ -390,7 +416,8 @@ async def _fees(
             budget,
         )
         kinds.append((spec, len(plan.writes)))
-    if plan.reopen:
-        ix = program.reopen(program_id, authority.pubkey(), plan.model, list(plan.weight_accounts))
-        kinds.append((specs.authority_spec(ix, specs.REOPEN_CU, budget), 1))
+    if plan.reopen_sections:
+        first = replace(plan, reopen_sections=plan.reopen_sections[:1])
+        (spec,) = specs.reopen_specs(program_id, authority.pubkey(), first, budget)
+        kinds.append((spec, len(plan.reopen_sections)))
     return await estimate_fees(client, fee_payer, kinds)

@@ -1,17 +1,20 @@
 """seal: drive the on-chain hash one chunk per transaction, checked by a local mirror.
 
-Sealing freezes the weight accounts (begin sealing), so the mirror reads their bytes once
-and computes every step itself. After each seal transaction it reads the model account
-and compares the chunk count, cursor and running hash with its own; any disagreement
-stops the seal at once and names the section and byte range. Given the artifact, the
-mirror also knows the hash each chunk should give, and a seal that ends failed names the
-first chunk whose bytes differ from the artifact. A seal interrupted at any point resumes
-from the model's cursor: the mirror first checks the chain got there honestly.
+The mirror reads every section once, when the seal begins, and computes every step itself.
+The chain freezes a section's weight account when the seal enters it, so the bytes hashed
+are the bytes kept; a write its authority lands in a section the seal has not entered yet
+changes what the chain will hash, and shows as a mismatch naming that section. After each
+seal transaction the mirror reads the model account and compares the chunk count, cursor
+and running hash with its own; any disagreement stops the seal at once and names the
+section and byte range. Given the artifact, the mirror also knows the hash each chunk should
+give, and a seal that ends failed names the first chunk whose bytes differ from the
+artifact. A seal interrupted at any point resumes from the model's cursor: the mirror first
+checks the chain got there honestly.
 
-Sealing an uploading model freezes it, and a seal of bytes that are not the artifact's
-can only end failed. So given the artifact, ``seal`` first compares the chain's bytes with
-it and refuses, sending nothing, while any differ (the upload is not finished); without
-it, it says what sealing does before it begins.
+Sealing an uploading model can only end sealed if the chain holds the artifact's bytes. So
+given the artifact, ``seal`` first compares the chain's bytes with it and refuses, sending
+nothing, while any differ (the upload is not finished); without it, it says what sealing
+does before it begins.
 """
 
 import time
@@ -124,8 +127,7 @@ async def seal_cost(
     account = model.sections[0].weight_account
     kinds = [(specs.seal_step_spec(program_id, address, account, 0, budget), steps)]
     if model.state == ModelState.UPLOADING:
-        accounts = [slot.weight_account for slot in model.sections]
-        ix = program.begin_sealing(program_id, authority or payer.pubkey(), address, accounts)
+        ix = program.begin_sealing(program_id, authority or payer.pubkey(), address)
         kinds.append((specs.authority_spec(ix, specs.BEGIN_SEALING_CU, budget), 1))
     fee = await estimate_fees(client, payer.pubkey(), kinds)
     return steps + int(model.state == ModelState.UPLOADING), fee
@@ -159,6 +161,7 @@ async def seal(
     authority = authority or payer
     started = time.monotonic()
     model = await require_model(client, program_id, address)
+    _check_sealable(address, model)
     begin_signature = None
     if model.state == ModelState.UPLOADING:
         _check_authority(address, model, authority)
@@ -167,15 +170,15 @@ async def seal(
                 await _check_uploaded(client, program_id, address, model, artifact)
         else:
             reporter.note(
-                f"sealing {address} freezes its {len(model.sections)} weight accounts: no "
-                f"more writes. If their bytes do not hash to the declared hash, the seal ends "
-                f"failed and `curta-chain publish` must reopen and rewrite them (give `seal` "
-                f"the artifact to check the bytes first)"
+                f"sealing {address} freezes each of its {len(model.sections)} weight accounts "
+                f"as the seal reaches it. If their bytes do not hash to the declared hash, the "
+                f"seal ends failed and `curta-chain publish` must reopen and rewrite them (give "
+                f"`seal` the artifact to check the bytes first)"
             )
         model = await _begin(client, program_id, authority, address, model, budget, sender)
         begin_signature = sender.stats.last_signature
-        reporter.line(f"began sealing {address}: weight accounts frozen")
-    with reporter.waiting("the frozen bytes to be read"):
+        reporter.line(f"began sealing {address}: each section freezes as the seal enters it")
+    with reporter.waiting("the weight accounts' bytes to be read"):
         sections = await read_bound_sections(client, program_id, address, model)
     steps = list(hash_steps(sections))
     expected = _expected_steps(artifact, sections)
@@ -297,12 +300,24 @@ async def _begin(
     sender: Sender,
 ) -> ModelAccount:
     _check_bound(address, model)
-    accounts = [slot.weight_account for slot in model.sections]
-    ix = program.begin_sealing(program_id, authority.pubkey(), address, accounts)
+    ix = program.begin_sealing(program_id, authority.pubkey(), address)
     await sender.send(
         [specs.authority_spec(ix, specs.BEGIN_SEALING_CU, budget)], what="the seal's beginning"
     )
     return await require_model(client, program_id, address)
+
+
+def _check_sealable(address: Pubkey, model: ModelAccount) -> None:
+    """Refuse a model being closed, or a failed one being reopened (its bytes may change)."""
+    if model.state == ModelState.CLOSING:
+        raise AccountError(f"model {address} is being closed: it cannot be sealed")
+    reopened = model.section_count - model.frozen_count
+    if model.state == ModelState.FAILED and reopened:
+        raise AccountError(
+            f"model {address} failed and {reopened} of its {model.section_count} weight "
+            f"accounts are reopened already: `curta-chain publish` finishes reopening and "
+            f"rewriting it, then seal again"
+        )
 
 
 def _expected_steps(artifact: Artifact | None, chain: list[bytes]) -> list[HashStep]:

@@ -201,6 +201,43 @@ def seal_step_spec(
     return TxSpec((limit, *extra, program.seal_step(program_id, model, weight)))
 
 
+def reopen_specs(
+    program_id: Pubkey, authority: Pubkey, plan: PublishPlan, budget: Budget
+) -> list[TxSpec]:
+    """One reopen per weight account of the plan's failed model that is still frozen."""
+    return [
+        authority_spec(
+            program.reopen(program_id, authority, plan.model, plan.weight_accounts[i], i),
+            REOPEN_CU,
+            budget,
+        )
+        for i in plan.reopen_sections
+    ]
+
+
+def close_specs(
+    program_id: Pubkey,
+    authority: Pubkey,
+    model: Pubkey,
+    bound: Sequence[tuple[int, Pubkey]],
+    budget: Budget,
+) -> tuple[list[TxSpec], TxSpec]:
+    """Closing a model: one closeWeightAccount per bound ``(section, account)``, then the model.
+
+    The first list may go out together; the model's close must wait until they have landed.
+    """
+    weights = [
+        authority_spec(
+            program.close_weight_account(program_id, authority, model, account, section),
+            CLOSE_CU,
+            budget,
+        )
+        for section, account in bound
+    ]
+    last = authority_spec(program.close_model(program_id, authority, model), CLOSE_CU, budget)
+    return weights, last
+
+
 def authority_spec(instruction: Instruction, units: int, budget: Budget) -> TxSpec:
     """A transaction of one authority instruction (begin sealing, reopen, close)."""
     return TxSpec((*budget.instructions(units), instruction))

@@ -26,6 +26,7 @@ from curta_chain.cli import (
     deploy_commands,
     keygen_command,
     localnet_command,
+    run_command,
 )
 from curta_chain.errors import CurtaError
 
@@ -35,6 +36,7 @@ _COMMAND_MODULES = (
     localnet_command,
     deploy_commands,
     chain_commands,
+    run_command,
 )
 
 _INVALID_CHOICE = re.compile(r"argument (?P<arg>[^:]+): invalid choice: '(?P<value>[^']*)'")

@@ -641,80 +641,51 @@ def _models(args: argparse.Namespace) -> int:
 
 
 def _close(args: argparse.Namespace) -> int:
+    from curta_chain.chain.close import resume_hint
+
     reporter = make_reporter(args)
     target = resolve(args, reporter)
+    address = parse_pubkey(args.model, "model")
+    hint = resume_hint(address)
 
     async def body(target: Cluster, chain: "Connection") -> int:
-        from solders.system_program import TransferParams, transfer
-
-        from curta_chain import program
-        from curta_chain.chain import specs
-        from curta_chain.chain.accounts import ZERO_KEY, require_model
-        from curta_chain.chain.sender import TxSpec, estimate_fees
+        from curta_chain.chain.close import close, close_cost
         from curta_chain.cli.confirm import confirm_spend
         from curta_chain.constants import LAMPORTS_PER_SOL
-        from curta_chain.errors import AccountError
-        from curta_chain.program import ModelState
 
+        client, program_id = chain.client, chain.program_id
         authority = target.keypair()
         payer = target.fee_payer()
-        address = parse_pubkey(args.model, "model")
         recipient = (
             authority.pubkey()
             if args.recipient is None
             else target.signers.pubkey(args.recipient, "--recipient")
         )
-        client, program_id = chain.client, chain.program_id
-        model = await require_model(client, program_id, address)
-        if model.state == ModelState.SEALED:
-            raise AccountError(f"model {address} is sealed: a sealed model never changes")
-        if model.authority != authority.pubkey():
-            raise AccountError(f"model {address} belongs to {model.authority}; pass its keypair")
-        bound = [s.weight_account for s in model.sections if s.weight_account != ZERO_KEY]
-        held = sum(info.lamports for info in await client.accounts([address, *bound]) if info)
         budget = budget_for(args, target.url, payer.pubkey() != authority.pubkey())
-        instructions = [
-            *budget.instructions(specs.CLOSE_CU),
-            program.close_model(program_id, authority.pubkey(), address, bound),
-        ]
-        if recipient != authority.pubkey():
-            # The program pays the authority; the same transaction passes it on.
-            instructions.append(
-                transfer(
-                    TransferParams(
-                        from_pubkey=authority.pubkey(), to_pubkey=recipient, lamports=held
-                    )
-                )
-            )
-        spec = TxSpec(tuple(instructions))
-        fee = await estimate_fees(client, payer.pubkey(), [(spec, 1)])
+        fee = await close_cost(client, program_id, authority.pubkey(), address, budget, payer)
         confirm_spend(
             args, client.url, chain.genesis_hash, fee, f"closing {address} (its rent comes back)"
         )
-        before = await client.balance(recipient)
-        sender = _sender(client, target, authority, "nothing to resume: rerun `curta-chain close`")
-        await sender.send([spec], what="the close")
-        after = await client.balance(recipient)
-        signature = sender.stats.last_signature
-        if not emit(
-            args,
-            {
-                "model": str(address),
-                "closed_accounts": len(bound) + 1,
-                "lamports_closed": held,
-                "recipient": str(recipient),
-                "lamports_returned": after - before,
-                "signature": signature,
-            },
-        ):
+        result = await close(
+            client,
+            program_id,
+            authority,
+            address,
+            budget,
+            reporter,
+            _sender(client, target, authority, hint),
+            recipient,
+        )
+        if not emit(args, result.to_json()):
             reporter.line(
-                f"closed {address} and {len(bound)} weight accounts: "
-                f"{held / LAMPORTS_PER_SOL:.9f} SOL to {recipient}"
+                f"closed {address} and {counted(result.closed_accounts - 1, 'weight account')}: "
+                f"{result.lamports_closed / LAMPORTS_PER_SOL:.9f} SOL to {recipient}"
             )
-            reporter.line(f"Signature: {signature}")
+            if result.last_signature:
+                reporter.line(f"Signature: {result.last_signature}")
         return 0
 
-    return run_on_cluster(args, body, target=target)
+    return run_on_cluster(args, body, hint, target)
 
 
 def _airdrop(args: argparse.Namespace) -> int:

@@ -17,6 +17,7 @@ Nothing here imports solders, httpx or the program client at module level: ``cur
 
 import argparse
 import json
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -69,16 +70,18 @@ def emit(args: argparse.Namespace, value: object) -> bool:
     return True
 
 
-def make_reporter(args: argparse.Namespace) -> Reporter:
+def make_reporter(args: argparse.Namespace, lines_to_stderr: bool = False) -> Reporter:
     """The reporter for this command's output mode.
 
     Display: result lines on stdout, progress and waits on stderr (a live line on a
     terminal, a line every few seconds elsewhere). JSON: stdout holds the document only;
     progress and waits still show on a terminal's stderr, and nothing is said to a pipe.
+    ``lines_to_stderr``: stdout is the command's own product (``run``'s text), so even the
+    result lines go to stderr.
     """
     if is_json(args):
         return ConsoleReporter(results=False, chatty_off_terminal=False)
-    return ConsoleReporter()
+    return ConsoleReporter(out=sys.stderr if lines_to_stderr else None)
 
 
 def add_cluster_options(

@@ -145,6 +145,10 @@ _TRANSACTION_ERRORS = {
     "SignatureFailure": "Transaction did not pass signature verification",
     "InvalidProgramForExecution": "This program may not be used for executing instructions",
     "SanitizeFailure": "Transaction failed to sanitize accounts offsets correctly",
+    "MaxLoadedAccountsDataSizeExceeded": "Transaction exceeded max loaded accounts data size cap",
+    "InvalidLoadedAccountsDataSizeLimit": (
+        "LoadedAccountsDataSizeLimit set for transaction must be greater than 0."
+    ),
 }
 _INSTRUCTION_ERRORS = {
     "GenericError": "generic instruction error",

@@ -48,6 +48,7 @@ from curta_chain.localnet.ledger import (
     Snapshot,
     SnapshotAccount,
 )
+from curta_chain.localnet.load_limit import loads_too_much, refused_before_running
 from curta_chain.localnet.owner_index import OwnerIndex
 from curta_chain.localnet.program_binary import find_program_binary
 from curta_chain.localnet.rpc_errors import (
@@ -348,7 +349,7 @@ class Localnet:
             if preflight:
                 raise preflight_failure("InsufficientFundsForFee", [], 0)
             return SendResult(signature, 0)
-        result, landed = self._execute(tx, payer, payer_before)
+        result, landed = self._execute(tx, accounts, payer_before)
         if isinstance(result, FailedTransactionMetadata):
             meta = result.meta()
             err = transaction_error_json(result.err())
@@ -446,27 +447,28 @@ class Localnet:
         )
 
     def _execute(
-        self, tx: VersionedTransaction, payer: Pubkey, payer_before: Account | None
+        self, tx: VersionedTransaction, accounts: TransactionAccounts, payer_before: Account | None
     ) -> tuple[TransactionMetadata | FailedTransactionMetadata, bool]:
         """Run ``tx`` in LiteSVM after charging its priority fee; say if it landed.
 
         A failed transaction landed if it paid its fee (LiteSVM charged the signature fee),
-        which is how the runtime tells an executed failure from one that never loaded.
+        which is how the runtime tells an executed failure from one that never loaded. One
+        that loads more account data than its limit is refused here, before it runs, with
+        its whole fee charged, as a validator does (LiteSVM does not count loaded data).
         """
+        payer = accounts.keys[0]
+        looked_up = [*accounts.loaded_writable, *accounts.loaded_readonly]
+        if payer_before is not None and loads_too_much(
+            tx.message, accounts.keys, looked_up, self.get_account, self._owners.owner
+        ):
+            self.svm.set_account(payer, _with_lamports(payer_before, self.fee_for(tx.message)))
+            self._forget_reads()
+            return refused_before_running(tx, "MaxLoadedAccountsDataSizeExceeded"), True
         charged = payer_before.lamports if payer_before is not None else 0
         fee = priority_fee(tx.message)
         if fee and payer_before is not None:
             charged -= fee
-            self.svm.set_account(
-                payer,
-                Account(
-                    charged,
-                    payer_before.data,
-                    payer_before.owner,
-                    payer_before.executable,
-                    payer_before.rent_epoch,
-                ),
-            )
+            self.svm.set_account(payer, _with_lamports(payer_before, fee))
         result = self.svm.send_transaction(tx)
         self._forget_reads()
         if not isinstance(result, FailedTransactionMetadata):
@@ -613,11 +615,16 @@ class Localnet:
         if slot != self._clock_slot:
             self._set_clock(slot)
         accounts = self._accounts_of(tx.message)
-        payer = accounts.keys[0]
         pre = [self.svm.get_balance(key) or 0 for key in accounts.keys]
-        result, _ = self._execute(tx, payer, self.svm.get_account(payer))
+        result, _ = self._execute(tx, accounts, self.svm.get_account(accounts.keys[0]))
         if isinstance(result, FailedTransactionMetadata):
             meta, err = result.meta(), transaction_error_json(result.err())
         else:
             meta, err = result, None
         self._land(str(tx.signatures[0]), raw, tx, slot, meta, err, accounts, pre, 0)
+
+
+def _with_lamports(account: Account, charge: int) -> Account:
+    """``account`` less ``charge`` lamports."""
+    lamports = account.lamports - charge
+    return Account(lamports, account.data, account.owner, account.executable, account.rent_epoch)

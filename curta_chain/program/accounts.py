@@ -19,8 +19,8 @@ from curta_chain.constants import MAX_SECTIONS, WEIGHT_HEADER_SIZE
 from curta_chain.errors import AccountError
 from curta_chain.program.idl import accounts_coder, types_coder
 
-MODEL_ACCOUNT_SIZE = 848
-"""A model account's size: discriminator, fields and 18 section slots of 40 bytes."""
+MODEL_ACCOUNT_SIZE = 856
+"""A model account's size: discriminator, fields, 18 section slots of 40 bytes, seal slot."""
 
 _DISCRIMINATOR_SIZE = 8
 MODEL_AUTHORITY_OFFSET = _DISCRIMINATOR_SIZE
@@ -39,6 +39,7 @@ class ModelState(enum.IntEnum):
     SEALING = 1
     SEALED = 2
     FAILED = 3
+    CLOSING = 4
 
 
 @cache
@@ -47,7 +48,8 @@ def _state_variant(state: ModelState) -> Any:
     return types_coder().decode("ModelState", bytes([state]))
 
 
-def _decode(name: str, data: bytes, size: int, what: str) -> Any:
+def decode_account(name: str, data: bytes, size: int, what: str) -> Any:
+    """Decode ``data[:size]`` as the IDL account ``name``; ``what`` names it in errors."""
     coder = accounts_coder()
     if len(data) < size:
         raise AccountError(f"{what}: {len(data)} bytes, expected at least {size}")
@@ -62,7 +64,8 @@ def _decode(name: str, data: bytes, size: int, what: str) -> Any:
         raise AccountError(f"{what}: does not decode as {name}: {exc}") from exc
 
 
-def _encode(name: str, fields: dict[str, Any]) -> bytes:
+def encode_account(name: str, fields: dict[str, Any]) -> bytes:
+    """Encode ``fields`` as the IDL account ``name``, its discriminator first."""
     coder = accounts_coder()
     body = coder._accounts_layout[name].build(fields)
     return coder.acc_name_to_discriminator[name] + body
@@ -82,7 +85,11 @@ class SectionSlot:
 
 @dataclass(frozen=True)
 class ModelAccount:
-    """A decoded model account (848 bytes); ``sections`` holds only the model's slots."""
+    """A decoded model account (856 bytes); ``sections`` holds only the model's slots.
+
+    ``frozen_count`` counts the bound weight accounts whose header is frozen; ``seal_slot`` is
+    the Clock slot at which the current seal began (0 when none has).
+    """
 
     authority: Pubkey
     declared_hash: bytes
@@ -90,10 +97,12 @@ class ModelAccount:
     state: ModelState
     section_count: int
     bound_count: int
+    frozen_count: int
     cursor_section: int
     cursor_offset: int
     chunks_hashed: int
     sections: tuple[SectionSlot, ...]
+    seal_slot: int
 
     @classmethod
     def from_bytes(cls, data: bytes) -> ModelAccount:
@@ -110,7 +119,7 @@ class ModelAccount:
         """
         if len(data) != MODEL_ACCOUNT_SIZE:
             raise AccountError(f"model account: {len(data)} bytes, expected {MODEL_ACCOUNT_SIZE}")
-        raw = _decode("Model", bytes(data), MODEL_ACCOUNT_SIZE, "model account")
+        raw = decode_account("Model", bytes(data), MODEL_ACCOUNT_SIZE, "model account")
         count = raw.section_count
         if not 0 <= count <= MAX_SECTIONS:
             raise AccountError(f"model account: sectionCount {count} at offset 105 > 18")
@@ -121,19 +130,21 @@ class ModelAccount:
             state=ModelState(raw.state.index),
             section_count=count,
             bound_count=raw.bound_count,
+            frozen_count=raw.frozen_count,
             cursor_section=raw.cursor_section,
             cursor_offset=raw.cursor_offset,
             chunks_hashed=raw.chunks_hashed,
             sections=tuple(
                 SectionSlot(slot.weight_account, slot.length) for slot in raw.sections[:count]
             ),
+            seal_slot=raw.seal_slot,
         )
 
     def to_bytes(self) -> bytes:
-        """Encode the model as the program lays it out (848 bytes)."""
+        """Encode the model as the program lays it out (856 bytes)."""
         empty = {"weight_account": Pubkey.default(), "length": 0}
         slots = [{"weight_account": s.weight_account, "length": s.length} for s in self.sections]
-        return _encode(
+        return encode_account(
             "Model",
             {
                 "authority": self.authority,
@@ -142,11 +153,13 @@ class ModelAccount:
                 "state": _state_variant(self.state),
                 "section_count": self.section_count,
                 "bound_count": self.bound_count,
-                "reserved0": bytes(5),
+                "frozen_count": self.frozen_count,
+                "reserved0": bytes(4),
                 "cursor_section": self.cursor_section,
                 "chunks_hashed": self.chunks_hashed,
                 "cursor_offset": self.cursor_offset,
                 "sections": slots + [empty] * (MAX_SECTIONS - len(slots)),
+                "seal_slot": self.seal_slot,
             },
         )
 
@@ -159,9 +172,11 @@ class ModelAccount:
             "state": self.state.name.lower(),
             "section_count": self.section_count,
             "bound_count": self.bound_count,
+            "frozen_count": self.frozen_count,
             "cursor_section": self.cursor_section,
             "cursor_offset": self.cursor_offset,
             "chunks_hashed": self.chunks_hashed,
+            "seal_slot": self.seal_slot,
             "sections": [slot.to_json() for slot in self.sections],
         }
 
@@ -189,14 +204,14 @@ class WeightHeader:
         Raises:
             AccountError: too short, wrong discriminator or undecodable fields.
         """
-        raw = _decode(
+        raw = decode_account(
             "WeightAccount", bytes(data[:WEIGHT_HEADER_SIZE]), WEIGHT_HEADER_SIZE, "weight account"
         )
         return cls(raw.model, raw.authority, raw.section_index, raw.frozen, raw.section_length)
 
     def to_bytes(self) -> bytes:
         """Encode the header as the program lays it out (2,048 bytes)."""
-        return _encode(
+        return encode_account(
             "WeightAccount",
             {
                 "model": self.model,

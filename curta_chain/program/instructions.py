@@ -1,7 +1,8 @@
 """Instruction builders for the curta program, encoded through the IDL's instruction coder.
 
-Account order is the IDL's; "remaining" weight accounts follow the named ones. Writes are the
-hot path (about 17,000 per model), so ``write_weights`` packs its bytes directly with the
+Account order is the IDL's, and no instruction names more than one weight account, so every
+transaction stays far below a validator's 64 MiB of loaded account data. Writes are the hot
+path (about 17,000 per 16 MB model), so ``write_weights`` packs its bytes directly with the
 precomputed Anchor sighash; a test proves the bytes equal the IDL coder's.
 """
 
@@ -22,7 +23,7 @@ from solders.transaction import Transaction, VersionedTransaction
 
 from curta_chain.constants import MAX_TRANSACTION_SIZE
 from curta_chain.errors import InputError
-from curta_chain.program.idl import instruction_coder
+from curta_chain.program.idl import instruction_coder, types_coder
 
 _U32_MAX = 0xFFFF_FFFF
 _WRITE_SIGHASH: bytes = instruction_coder().sighashes["write_weights"]
@@ -48,7 +49,7 @@ def create_model(
     declared_hash: bytes,
     section_lengths: Sequence[int],
 ) -> Instruction:
-    """Build createModel; send it after a create_account of ``model`` (848 bytes, program-owned).
+    """Build createModel; send it after a create_account of ``model`` (856 bytes, program-owned).
 
     Args:
         program_id: the curta program.
@@ -122,29 +123,21 @@ def write_weights(
     )
 
 
-def _with_weight_accounts(
-    program_id: Pubkey, name: str, named: list[AccountMeta], weight_accounts: Sequence[Pubkey]
-) -> Instruction:
-    remaining = [_meta(key, False, True) for key in weight_accounts]
-    return Instruction(program_id, _encode(name, {}), named + remaining)
+def begin_sealing(program_id: Pubkey, authority: Pubkey, model: Pubkey) -> Instruction:
+    """Build beginSealing: start the hash chain and record the slot; every slot must be bound.
 
-
-def begin_sealing(
-    program_id: Pubkey, authority: Pubkey, model: Pubkey, weight_accounts: Sequence[Pubkey]
-) -> Instruction:
-    """Build beginSealing: freeze every weight account and start the hash chain.
+    Nothing is frozen here: each weight account freezes when the seal enters its section.
 
     Args:
         program_id: the curta program.
         authority: the model's authority (signer).
         model: the model account (writable).
-        weight_accounts: every slot's weight account, in slot order.
 
     Returns:
         The instruction.
     """
-    named = [_meta(authority, True), _meta(model, False, True)]
-    return _with_weight_accounts(program_id, "begin_sealing", named, weight_accounts)
+    accounts = [_meta(authority, True), _meta(model, False, True)]
+    return Instruction(program_id, _encode("begin_sealing", {}), accounts)
 
 
 def seal_step(program_id: Pubkey, model: Pubkey, weight_account: Pubkey) -> Instruction:
@@ -153,49 +146,186 @@ def seal_step(program_id: Pubkey, model: Pubkey, weight_account: Pubkey) -> Inst
     Args:
         program_id: the curta program.
         model: the model account (writable).
-        weight_account: the weight account of the cursor's section (read-only).
+        weight_account: the weight account of the cursor's section (writable: the step that
+            enters a section freezes it).
 
     Returns:
         The instruction.
     """
-    accounts = [_meta(model, False, True), _meta(weight_account)]
+    accounts = [_meta(model, False, True), _meta(weight_account, False, True)]
     return Instruction(program_id, _encode("seal_step", {}), accounts)
 
 
-def reopen(
-    program_id: Pubkey, authority: Pubkey, model: Pubkey, weight_accounts: Sequence[Pubkey]
+def _one_weight_account(
+    program_id: Pubkey,
+    name: str,
+    authority: AccountMeta,
+    model: Pubkey,
+    weight_account: Pubkey,
+    section_index: int,
 ) -> Instruction:
-    """Build reopen: return a failed model to uploading and unfreeze its weight accounts.
+    data = _encode(name, {"section_index": section_index})
+    accounts = [authority, _meta(model, False, True), _meta(weight_account, False, True)]
+    return Instruction(program_id, data, accounts)
+
+
+def reopen(
+    program_id: Pubkey,
+    authority: Pubkey,
+    model: Pubkey,
+    weight_account: Pubkey,
+    section_index: int,
+) -> Instruction:
+    """Build reopen: unfreeze one weight account of a failed model.
+
+    The reopen of the last frozen weight account returns the model to uploading.
 
     Args:
         program_id: the curta program.
         authority: the model's authority (signer).
         model: the model account (writable).
-        weight_accounts: every slot's weight account, in slot order.
+        weight_account: the weight account bound in slot ``section_index`` (writable).
+        section_index: its slot.
 
     Returns:
         The instruction.
     """
-    named = [_meta(authority, True), _meta(model, False, True)]
-    return _with_weight_accounts(program_id, "reopen", named, weight_accounts)
+    meta = _meta(authority, True)
+    return _one_weight_account(program_id, "reopen", meta, model, weight_account, section_index)
 
 
-def close_model(
-    program_id: Pubkey, authority: Pubkey, model: Pubkey, weight_accounts: Sequence[Pubkey]
+def close_weight_account(
+    program_id: Pubkey,
+    authority: Pubkey,
+    model: Pubkey,
+    weight_account: Pubkey,
+    section_index: int,
 ) -> Instruction:
-    """Build closeModel: close an unsealed model and its weight accounts, lamports to authority.
+    """Build closeWeightAccount: close one weight account of an unsealed model, rent back.
+
+    Args:
+        program_id: the curta program.
+        authority: the model's authority (signer, writable: receives the lamports).
+        model: the model account (writable); it is closing from then on.
+        weight_account: the weight account bound in slot ``section_index`` (writable).
+        section_index: its slot.
+
+    Returns:
+        The instruction.
+    """
+    meta = _meta(authority, True, True)
+    name = "close_weight_account"
+    return _one_weight_account(program_id, name, meta, model, weight_account, section_index)
+
+
+def close_model(program_id: Pubkey, authority: Pubkey, model: Pubkey) -> Instruction:
+    """Build closeModel: close an unsealed model with no weight account bound, rent back.
 
     Args:
         program_id: the curta program.
         authority: the model's authority (signer, writable: receives the lamports).
         model: the model account (writable).
-        weight_accounts: every bound slot's weight account, in slot order.
 
     Returns:
         The instruction.
     """
-    named = [_meta(authority, True, True), _meta(model, False, True)]
-    return _with_weight_accounts(program_id, "close_model", named, weight_accounts)
+    accounts = [_meta(authority, True, True), _meta(model, False, True)]
+    return Instruction(program_id, _encode("close_model", {}), accounts)
+
+
+def open_run(
+    program_id: Pubkey,
+    opener: Pubkey,
+    run: Pubkey,
+    model: Pubkey,
+    section_zero: Pubkey,
+    capacity: int,
+    prompt: bytes | Sequence[int],
+    temperature: int = 0,
+    top_p: int = 0,
+    seed: int = 0,
+) -> Instruction:
+    """Build openRun; send it after a create_account of ``run`` (``run_account_size`` bytes).
+
+    Args:
+        program_id: the curta program.
+        opener: who opens the run and gets its rent back on close (signer).
+        run: the fresh run account (signer, writable).
+        model: the sealed model.
+        section_zero: the model's section-zero weight account.
+        capacity: positions to compute (1 to the model's context).
+        prompt: UTF-8 text as bytes (tokenized on chain), or token ids.
+        temperature: Q16; 0 is greedy.
+        top_p: Q16; 0 is off.
+        seed: the sampling generator's seed.
+
+    Returns:
+        The instruction.
+
+    Raises:
+        InputError: an argument does not fit its IDL type.
+    """
+    variants = types_coder()._get_layout("Prompt").enum
+    if isinstance(prompt, bytes | bytearray):
+        value = variants.Text(text=bytes(prompt))
+    else:
+        value = variants.Tokens(ids=[int(i) for i in prompt])
+    data = _encode(
+        "open_run",
+        {
+            "capacity": capacity,
+            "temperature": temperature,
+            "top_p": top_p,
+            "seed": seed,
+            "prompt": value,
+        },
+    )
+    accounts = [
+        _meta(opener, True),
+        _meta(run, True, True),
+        _meta(model),
+        _meta(section_zero),
+    ]
+    return Instruction(program_id, data, accounts)
+
+
+def step(
+    program_id: Pubkey,
+    run: Pubkey,
+    model: Pubkey,
+    weight_accounts: Sequence[Pubkey],
+    expected_step: int,
+) -> Instruction:
+    """Build step: advance the run by one bounded slice (anyone may send it).
+
+    Args:
+        program_id: the curta program.
+        run: the run account (writable).
+        model: the run's model.
+        weight_accounts: section zero's weight account first, then the matrix sections the
+            slice reaches (at most four in all).
+        expected_step: the run's count of steps so far.
+
+    Returns:
+        The instruction.
+    """
+    accounts = [_meta(run, False, True), _meta(model), *(_meta(key) for key in weight_accounts)]
+    return Instruction(program_id, _encode("step", {"expected_step": expected_step}), accounts)
+
+
+def close_run(program_id: Pubkey, opener: Pubkey, run: Pubkey) -> Instruction:
+    """Build closeRun: close the run, its lamports to the opener.
+
+    Args:
+        program_id: the curta program.
+        opener: the run's opener (signer, writable: receives the lamports).
+        run: the run account (writable).
+
+    Returns:
+        The instruction.
+    """
+    accounts = [_meta(opener, True, True), _meta(run, False, True)]
+    return Instruction(program_id, _encode("close_run", {}), accounts)
 
 
 def _transaction_size(

@@ -18,6 +18,7 @@
 #define IX_SEAL_STEP 0xe7b64c9c6d1a8ba1UL
 #define IX_REOPEN 0xa66f57c02683cd95UL
 #define IX_CLOSE_MODEL 0xdea367085aa117f8UL
+#define IX_CLOSE_WEIGHT_ACCOUNT 0x08bad9aefdf5f7a1UL
 
 /* sha256("account:<Name>")[:8] as little-endian u64. */
 #define MODEL_DISCRIMINATOR 0x97df7db97af7dd98UL
@@ -35,7 +36,45 @@ enum ModelState {
   STATE_SEALING = 1,
   STATE_SEALED = 2,
   STATE_FAILED = 3,
+  STATE_CLOSING = 4,
 };
+
+/*
+ * The state machine, and what every instruction keeps true. No instruction names more than
+ * one weight account, so a transaction loads at most the model, one weight account of at most
+ * 10 MiB and the program, whatever the section lengths (a validator loads at most 64 MiB).
+ *
+ *   createModel -> UPLOADING --beginSealing--> SEALING --sealStep...--> SEALED | FAILED
+ *   FAILED --reopen, one weight account each; the last one--> UPLOADING
+ *   UPLOADING | SEALING | FAILED | CLOSING --closeWeightAccount--> CLOSING
+ *   any state but SEALED, with no weight account bound --closeModel--> (closed)
+ *
+ * I1 bound_count is the number of slots holding a weight account. A bound slot's account is
+ *    ours, 2,048 + the slot's length bytes, and its header names this model and this slot:
+ *    bindWeightAccount writes slot and header together, closeWeightAccount clears the slot and
+ *    closes the account together, and nothing else changes either.
+ * I2 frozen_count is the number of bound weight accounts whose header is frozen.
+ * I3 UPLOADING: nothing is frozen (frozen_count 0); the hash chain is at its start; seal_slot 0.
+ * I4 SEALING: every slot is bound. Section i is frozen exactly when the seal has entered it
+ *    (i < cursor_section, or i == cursor_section with cursor_offset > 0): the sealStep that
+ *    hashes a section's first chunk freezes it in the same instruction, and writes refuse a
+ *    frozen account, so the bytes hashed are the bytes kept. A section the seal has not
+ *    entered yet still takes its authority's writes (a write names no model, so it cannot
+ *    know the model is sealing); the seal hashes whatever it holds when entered.
+ *    running_hash chains the frozen bytes before the cursor; seal_slot is the Clock slot of
+ *    the beginSealing that started this seal.
+ * I5 SEALED: every slot is bound and frozen, running_hash == declared_hash. No instruction
+ *    accepts a sealed model, and every weight account refuses writes: it never changes.
+ * I6 FAILED: every slot is bound; reopen unfreezes one weight account per instruction
+ *    (frozen_count counts those still frozen) and the one that brings frozen_count to 0
+ *    restarts the chain in UPLOADING. A reopened account takes writes at once.
+ * I7 CLOSING: one-way. Only closeWeightAccount and closeModel take the model; bind, seal and
+ *    reopen refuse it. A bound, unfrozen account may still take writes until it is closed.
+ *
+ * Replays: a transaction the cluster has seen never runs twice; the same instruction signed
+ * afresh meets a state that refuses it (ModelNotUploading, WeightAccountNotFrozen, an account
+ * already closed is no longer ours: WrongAccountOwner, its slot is empty: UnboundSlot).
+ */
 
 typedef struct {
   uint8_t weight_account[PUBKEY_SIZE]; /* all zero while unbound */
@@ -50,11 +89,13 @@ typedef struct {
   uint8_t state;
   uint8_t section_count;
   uint8_t bound_count;
-  uint8_t reserved0[5];
+  uint8_t frozen_count; /* bound weight accounts whose header is frozen */
+  uint8_t reserved0[4];
   uint32_t cursor_section;
   uint32_t chunks_hashed;
   uint64_t cursor_offset;
   SectionSlot sections[MAX_SECTIONS];
+  uint64_t seal_slot; /* Clock slot of the beginSealing that started the current seal, or 0 */
 } Model;
 
 typedef struct {
@@ -69,7 +110,7 @@ typedef struct {
 } WeightHeader;
 
 _Static_assert(sizeof(SectionSlot) == 40, "SectionSlot is 40 bytes");
-_Static_assert(sizeof(Model) == 848, "Model is MODEL_ACCOUNT_SIZE bytes");
+_Static_assert(sizeof(Model) == 856, "Model is MODEL_ACCOUNT_SIZE bytes");
 _Static_assert(sizeof(WeightHeader) == WEIGHT_HEADER_SIZE, "header is 2048 bytes");
 
 /* Custom errors: the IDL lists the same codes and names (tests compare them). */
@@ -101,7 +142,8 @@ enum CurtaError {
   ERR_MODEL_NOT_FAILED = 6024,
   ERR_MODEL_SEALED = 6025,
   ERR_WRONG_WEIGHT_ACCOUNT = 6026,
-  ERR_WRONG_REMAINING_ACCOUNT_COUNT = 6027,
+  ERR_WRONG_REMAINING_ACCOUNT_COUNT = 6027, /* retired: no instruction takes a list of accounts */
+  ERR_WEIGHT_ACCOUNTS_STILL_BOUND = 6028,
 };
 
 /* Log one line naming the refusal and return its code: `return REFUSE(ERR_X, "X: why");`. */
@@ -109,16 +151,20 @@ enum CurtaError {
 uint64_t refuse(uint64_t code, const char *line, uint64_t len);
 
 /* Shared account checks (checks.c). Each returns 0 or the refusal it logged. */
-uint64_t check_distinct(const SolInput *in, uint64_t count);
+uint64_t check_accounts(const SolInput *in, uint64_t count);
 uint64_t check_program_owned(const SolInput *in, const SolAccount *account);
 uint64_t check_signer(const SolAccount *account);
 uint64_t check_writable(const SolAccount *account);
 uint64_t check_model_layout(const SolAccount *account);
 uint64_t check_model_authority(const Model *model, const SolAccount *authority);
-uint64_t check_authority_and_model(const SolInput *in);
-void restart_hash_chain(SolInput *in, Model *model, uint8_t state, uint8_t frozen);
-uint64_t check_slot_accounts(const SolInput *in, uint64_t first, const SolAccount *model_account,
-                             bool bound_only);
+uint64_t check_authority_and_model(const SolInput *in, uint64_t args_size);
+uint64_t check_authority_model_weight(const SolInput *in);
+uint64_t check_slot_weight(const SolAccount *model_account, const SolAccount *weight,
+                           uint64_t index);
+
+/* What more than one processor does once its checks passed (effects.c). */
+void restart_hash_chain(Model *model, uint8_t state, uint64_t seal_slot);
+void close_account(SolAccount *account, SolAccount *recipient);
 
 /* Pointer casts: account data starts 8-aligned in the input, and the layouts need no more. */
 static inline Model *model_of(SolAccount *account) { return (Model *)account->data; }
@@ -133,6 +179,7 @@ uint64_t process_write_weights(SolInput *in);
 uint64_t process_begin_sealing(SolInput *in);
 uint64_t process_seal_step(SolInput *in);
 uint64_t process_reopen(SolInput *in);
+uint64_t process_close_weight_account(SolInput *in);
 uint64_t process_close_model(SolInput *in);
 
 #endif

@@ -10,8 +10,11 @@
 #define CURTA_SDK_H
 
 typedef unsigned char uint8_t;
+typedef unsigned short uint16_t;
 typedef unsigned int uint32_t;
 typedef unsigned long uint64_t;
+typedef int int32_t;
+typedef long int64_t;
 typedef _Bool bool;
 #define true 1
 #define false 0
@@ -37,6 +40,21 @@ extern void sol_log_(const char *message, uint64_t len);
 extern uint64_t sol_sha256(const SolBytes *slices, uint64_t count, uint8_t out[HASH_SIZE]);
 extern void sol_memcpy_(void *dst, const void *src, uint64_t len);
 extern void sol_memset_(void *dst, uint8_t value, uint64_t len);
+extern void sol_log_data(const SolBytes *slices, uint64_t count);
+extern void sol_log_compute_units_(void);
+extern void sol_log_64_(uint64_t a, uint64_t b, uint64_t c, uint64_t d, uint64_t e);
+
+/* The Clock sysvar as sol_get_clock_sysvar writes it (40 bytes; the timestamps are i64, read
+ * here as u64 since only the slot is used). The syscall returns 0 or aborts the program. */
+typedef struct {
+  uint64_t slot;
+  uint64_t epoch_start_timestamp;
+  uint64_t epoch;
+  uint64_t leader_schedule_epoch;
+  uint64_t unix_timestamp;
+} SolClock;
+
+extern uint64_t sol_get_clock_sysvar(SolClock *out);
 
 /* Log a string literal: the length is taken at compile time, without its NUL. */
 #define sol_log(literal) sol_log_((literal), sizeof(literal) - 1)

@@ -12,6 +12,7 @@ S1 = 68_536  # stories260K: section zero's length, where section one starts
 STRINGS = 66_312  # its token strings block
 ENTRIES = 56_072  # its tokenizer entries block
 SORTED = 64_264  # its sorted ids block
+ROTARY, EXP, SILU = 6_912, 23_296, 39_684  # its tables: context 512 × head size 8, 4,097 each
 DOWN = S1 + 63_072  # layer 0 ffn down: 64 rows of 184 bytes, 172 columns, 4 padding bytes
 
 
@@ -23,6 +24,11 @@ def patch(data: bytes, offset: int, fmt: str, *values) -> bytes:
 
 def desc(index: int, field: int = 0) -> int:
     return 512 + 24 * index + field
+
+
+def bump(data: bytes, offset: int, fmt: str, by: int) -> bytes:
+    (value,) = struct.unpack_from(fmt, data, offset)
+    return patch(data, offset, fmt, value + by)
 
 
 def refused(data: bytes, pattern: str) -> str:
@@ -197,6 +203,21 @@ CASES = {
         lambda d: grow_section0(d, bytes(8)),
         rf"\(section 0 length\): {S1 + 8:,}, expected {S1:,} \(token strings end at 68,534",
     ),
+    # The tables the configuration fixes: one unit off is a rounding, two is corruption.
+    "rotary entry": (
+        lambda d: bump(d, ROTARY + 4 * (77 * 8 + 3), "<i", 2),
+        rf"byte {ROTARY + 4 * (77 * 8 + 3):,} \(rotary position 77 pair 1 sine\): [\d,]+, "
+        r"expected [\d,]+ ± 1 \(sin\(77/10000\^\(2/8\)\) with 24 fractional bits\)",
+    ),
+    "exponential entry": (
+        lambda d: bump(d, EXP + 4 * 100, "<I", -2),
+        rf"byte {EXP + 400:,} \(exponential table entry 100\): [\d,]+, expected [\d,]+ ± 1 "
+        r"\(e\^\(-100/256\) with 30 fractional bits\)",
+    ),
+    "SiLU entry": (
+        lambda d: bump(d, SILU + 4 * 4_096, "<i", 3),
+        rf"byte {SILU + 4 * 4_096:,} \(SiLU table entry 4096\): 1,048,579, expected 1,048,576 ± 1",
+    ),
     "section zero padding zero": (
         lambda d: patch(d, S1 - 1, "<B", 7),
         rf"byte {S1 - 1:,} \(section zero padding\): 0x07, expected zero",
@@ -214,6 +235,12 @@ def test_every_broken_rule_is_refused_with_its_field(stories260k, case):
     broken = mutate(stories260k.data)
     assert broken != stories260k.data
     refused(broken, pattern)
+
+
+@pytest.mark.parametrize("offset, fmt", [(ROTARY + 4 * 9, "<i"), (EXP + 4, "<I"), (SILU, "<i")])
+@pytest.mark.parametrize("by", [-1, 1])
+def test_tables_may_differ_from_the_formulas_by_one_unit(stories260k, offset, fmt, by):
+    decode_artifact(bump(stories260k.data, offset, fmt, by))
 
 
 def test_split_model_needs_one_section_per_layer(split_untied):

@@ -9,17 +9,33 @@ from curta_chain.artifact.layout import (
     ModelConfig,
     matrix_name,
     matrix_section_lengths,
+    oversized_matrix_section,
     plan_blocks,
     plan_matrices,
     row_bytes,
 )
-from curta_chain.artifact.synthetic import STORIES15M
-from curta_chain.constants import MAX_SECTIONS
+from curta_chain.artifact.synthetic import LARGEST, STORIES15M
+from curta_chain.constants import MAX_SECTION_SIZE, MAX_SECTIONS
 
 
 def test_the_largest_tables_fit_the_header():
     assert SECTION_TABLE_OFFSET + SECTION_ENTRY_SIZE * MAX_SECTIONS <= MATRIX_TABLE_OFFSET
     assert MATRIX_TABLE_OFFSET + DESCRIPTOR_SIZE * (2 + 7 * 16) <= HEADER_SIZE
+
+
+def test_the_largest_model_is_at_every_bound_with_the_largest_vocabulary_that_fits():
+    assert LARGEST.problem() is None and LARGEST.section_count == MAX_SECTIONS
+    assert (LARGEST.dim, LARGEST.hidden_dim, LARGEST.n_layers, LARGEST.seq_len) == (
+        512,
+        2_048,
+        16,
+        512,
+    )
+    assert LARGEST.head_size == 64  # the largest head size: as many heads as that allows
+    assert oversized_matrix_section(LARGEST, tied=True) is None
+    one_more = ModelConfig(**{**LARGEST.__dict__, "vocab_size": LARGEST.vocab_size + 1})
+    assert oversized_matrix_section(one_more, tied=True) == (1, 10_483_720)
+    assert MAX_SECTION_SIZE < 10_483_720
 
 
 def test_row_length_is_columns_plus_eight_rounded_to_eight():

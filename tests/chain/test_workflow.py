@@ -4,7 +4,7 @@ import json
 from pathlib import Path
 
 import pytest
-from chain_helpers import begin_sealing_on_chain, write_bytes_on_chain
+from chain_helpers import begin_sealing_on_chain, land, write_bytes_on_chain
 from solders.keypair import Keypair
 from solders.pubkey import Pubkey
 
@@ -133,10 +133,30 @@ def test_a_byte_changed_before_sealing_fails_naming_the_chunk_then_reopen_fixes_
     assert f"bytes section 1 offset {offset} length 1" in out
     assert "state" in out and "failed" in out
 
-    # publish reopens the failed model and rewrites only the piece that differs.
+    # publish reopens the failed model, one weight account a transaction (section 0 was
+    # reopened already, as by a publish killed in the middle), and rewrites only the piece
+    # that differs.
+    section0 = Pubkey.from_string(
+        cli.json("status", model, keypair=False)["sections"][0]["weight_account"]
+    )
+    address = Pubkey.from_string(model)
+    land(cli.url, authority, program.reopen(PROGRAM_ID, authority.pubkey(), address, section0, 0))
+    code, _, err = cli("seal", model)
+    assert (code, err) == (
+        1,
+        f"error: model {model} failed and 1 of its 2 weight accounts are reopened already: "
+        "`curta-chain publish` finishes reopening and rewriting it, then seal again\n",
+    )
+    plan = cli.json("publish", str(art260k), "--dry-run")["plan"]
+    assert (plan["state"], plan["reopen_sections"], plan["write_transactions"]) == (
+        "failed",
+        [1],
+        1,
+    )
     republished = cli.json("publish", str(art260k))
     assert republished["model"] == model
-    assert republished["transactions"] == 2  # reopen + one write
+    assert republished["transactions"] == 2  # one reopen + one write
+    assert cli.json("status", model, keypair=False)["state"] == "uploading"
     assert cli.json("seal", model)["state"] == "sealed"
     assert cli.json("verify", model, str(art260k), keypair=False)["ok"]
 
@@ -210,11 +230,38 @@ def test_close_returns_the_rent_and_removes_every_account(cli, art260k):
     model = published["model"]
     before = balance(cli)
     closed = cli.json("close", model)
-    assert closed["closed_accounts"] == 3
+    assert (closed["closed_accounts"], closed["transactions"]) == (3, 3)
     assert closed["lamports_returned"] > 2 * 10**9  # the rent of ~357 KB of accounts
     assert balance(cli) == before + closed["lamports_returned"]
     code, _, err = cli("status", model, keypair=False)
     assert code == 1 and "no such account" in err
+
+
+def test_a_close_cut_short_is_finished_by_a_rerun_and_publish_refuses_it_meanwhile(cli, art260k):
+    published = cli.json("publish", str(art260k))
+    model, weights = published["model"], published["weight_accounts"]
+    authority, address = cli_keypair(cli), Pubkey.from_string(published["model"])
+    rent = sum(account_lamports(cli, key) for key in [model, *weights])
+    before = balance(cli)
+    weight = Pubkey.from_string(weights[1])
+    land(
+        cli.url,
+        authority,
+        program.close_weight_account(PROGRAM_ID, authority.pubkey(), address, weight, 1),
+    )
+    assert cli.json("status", model, keypair=False)["state"] == "closing"
+    code, _, err = cli("publish", str(art260k))
+    assert (code, err) == (
+        1,
+        f"error: model {model} is being closed: finish `curta-chain close {model}`, "
+        "then publish again\n",
+    )
+    code, _, err = cli("seal", model)
+    assert (code, err) == (1, f"error: model {model} is being closed: it cannot be sealed\n")
+    closed = cli.json("close", model)
+    assert (closed["closed_accounts"], closed["transactions"]) == (2, 2)
+    # Every lamport of rent came back; the three closing transactions cost a fee each.
+    assert balance(cli) == before + rent - 3 * 5_000
 
 
 def test_status_of_something_that_is_not_a_model_is_one_line(cli):
@@ -245,9 +292,13 @@ def test_an_unreachable_node_gives_up_with_a_one_line_error(capsys, tmp_path, ar
 
 
 def balance(cli: Cli) -> int:
+    return account_lamports(cli, str(cli_keypair(cli).pubkey()))
+
+
+def account_lamports(cli: Cli, address: str) -> int:
     from solana.rpc.api import Client
 
-    return Client(cli.url).get_balance(cli_keypair(cli).pubkey()).value
+    return Client(cli.url).get_balance(Pubkey.from_string(address)).value
 
 
 def test_compute_unit_limits_and_price_are_enough_for_every_transaction(cli, art260k):

@@ -87,9 +87,9 @@ def test_publish_and_seal_a_model_over_rpc(localnet, funded_keypair):
     assert written.data == bytes(range(16))
 
     keys = [w.pubkey() for w in weights]
-    assert "result" in send(
-        url, authority, [begin_sealing(PROGRAM_ID, authority.pubkey(), model.pubkey(), keys)]
-    )
+    begin = begin_sealing(PROGRAM_ID, authority.pubkey(), model.pubkey())
+    assert "result" in send(url, authority, [begin])
+    assert ModelAccount.from_bytes(client.get_account_info(model.pubkey()).value.data).seal_slot
     for key in keys:
         assert "result" in send(url, authority, [seal_step(PROGRAM_ID, model.pubkey(), key)])
     data = client.get_account_info(model.pubkey()).value.data

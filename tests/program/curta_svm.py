@@ -1,4 +1,9 @@
-"""A thin harness over solders' LiteSVM (the real runtime) with the shipped curta program."""
+"""A thin harness over solders' LiteSVM (the real runtime) with the shipped curta program.
+
+LiteSVM does not count loaded account data (SIMD-0186), so ``Chain.send`` does: it measures
+every transaction before it runs, as a validator would, and fails the test on one over the
+64 MiB a validator allows (each ``Result`` carries its ``loaded`` bytes).
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,7 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from solders.account import Account
 from solders.instruction import Instruction
 from solders.keypair import Keypair
 from solders.litesvm import LiteSVM
@@ -14,17 +20,28 @@ from solders.pubkey import Pubkey
 from solders.system_program import CreateAccountParams, create_account
 from solders.transaction import Transaction
 
-from curta_chain.constants import HASH_CHUNK_SIZE, LOCALNET_PROGRAM_ID, WEIGHT_HEADER_SIZE
+from curta_chain.chain.loaded_data import loaded_accounts_data_size
+from curta_chain.constants import (
+    HASH_CHUNK_SIZE,
+    LOCALNET_PROGRAM_ID,
+    MAX_LOADED_ACCOUNTS_DATA_SIZE,
+    WEIGHT_HEADER_SIZE,
+)
 from curta_chain.program import (
     MODEL_ACCOUNT_SIZE,
     PROGRAM_BINARY,
     ModelAccount,
+    ModelState,
+    SectionSlot,
     WeightHeader,
     begin_sealing,
     bind_weight_account,
+    close_model,
+    close_weight_account,
     create_model,
     custom_error_code,
     error_name,
+    reopen,
     seal_step,
     write_weights,
 )
@@ -44,7 +61,7 @@ def weights_hash(sections: Sequence[bytes]) -> bytes:
 
 @dataclass
 class Result:
-    """What a transaction did: ok, the named custom error, the compute units, the logs."""
+    """What a transaction did: ok, the named custom error, compute units, logs, loaded bytes."""
 
     ok: bool
     error: str | None
@@ -52,6 +69,7 @@ class Result:
     units: int
     logs: list[str]
     raw_error: object = None
+    loaded: int = 0
 
 
 @dataclass
@@ -75,6 +93,8 @@ class Chain:
         self.svm.add_program(PROGRAM_ID, PROGRAM_BINARY.read_bytes())
         self.authority = Keypair()
         self.svm.airdrop(self.authority.pubkey(), 10_000 * 10**9)
+        self.loaded_sizes: list[int] = []
+        """The loaded account data of every transaction sent, in order."""
 
     def funded(self, sol: int = 100) -> Keypair:
         kp = Keypair()
@@ -91,16 +111,19 @@ class Chain:
         everyone = [payer, *[s for s in signers if s.pubkey() != payer.pubkey()]]
         message = Message(list(ixs), payer.pubkey())
         tx = Transaction(everyone, message, self.svm.latest_blockhash())
+        loaded = loaded_accounts_data_size(message, self.svm.get_account)
+        assert loaded <= MAX_LOADED_ACCOUNTS_DATA_SIZE, f"a validator refuses {loaded:,} bytes"
+        self.loaded_sizes.append(loaded)
         meta = self.svm.send_transaction(tx)
         if hasattr(meta, "err"):
             err = meta.err()
             code = custom_error_code(err)
             inner = meta.meta()
             name = error_name(code) if code is not None else None
-            return Result(
-                False, name, code, inner.compute_units_consumed(), list(inner.logs()), err
-            )
-        return Result(True, None, None, meta.compute_units_consumed(), list(meta.logs()))
+            units, logs = inner.compute_units_consumed(), list(inner.logs())
+            return Result(False, name, code, units, logs, err, loaded)
+        units, logs = meta.compute_units_consumed(), list(meta.logs())
+        return Result(True, None, None, units, logs, None, loaded)
 
     def must(self, ixs: Sequence[Instruction], signers: Sequence[Keypair] = ()) -> Result:
         result = self.send(ixs, signers)
@@ -177,25 +200,75 @@ class Chain:
                 self.must([ix])
 
     def begin(self, published: Published) -> Result:
-        return self.must(
-            [
-                begin_sealing(
-                    PROGRAM_ID,
-                    self.authority.pubkey(),
-                    published.model.pubkey(),
-                    published.weight_keys,
-                )
-            ]
-        )
+        auth, model = self.authority.pubkey(), published.model.pubkey()
+        return self.must([begin_sealing(PROGRAM_ID, auth, model)])
 
     def seal(self, published: Published) -> ModelAccount:
         """Crank seal steps until the model leaves the Sealing state."""
-        while True:
-            model = self.model(published.model.pubkey())
-            if model.state != 1:
-                return model
-            weight = published.weights[model.cursor_section].pubkey()
-            self.must([seal_step(PROGRAM_ID, published.model.pubkey(), weight)])
+        while self.model(published.model.pubkey()).state == ModelState.SEALING:
+            self.seal_step(published)
+        return self.model(published.model.pubkey())
+
+    def seal_step(self, published: Published) -> Result:
+        """Hash the next chunk, naming the weight account of the cursor's section."""
+        model = published.model.pubkey()
+        weight = published.weight_keys[self.model(model).cursor_section]
+        return self.must([seal_step(PROGRAM_ID, model, weight)])
+
+    def reopen_all(self, published: Published) -> ModelAccount:
+        """Reopen every weight account of a failed model, one transaction each."""
+        auth, model = self.authority.pubkey(), published.model.pubkey()
+        for index, key in enumerate(published.weight_keys):
+            self.must([reopen(PROGRAM_ID, auth, model, key, index)])
+        return self.model(model)
+
+    def close_all(self, published: Published) -> None:
+        """Close every bound weight account, one transaction each, then the model."""
+        auth, model = self.authority.pubkey(), published.model.pubkey()
+        for index, slot in enumerate(self.model(model).sections):
+            if slot.weight_account != Pubkey.default():
+                self.must(
+                    [close_weight_account(PROGRAM_ID, auth, model, slot.weight_account, index)]
+                )
+        self.must([close_model(PROGRAM_ID, auth, model)])
+
+    def install_sealed(self, sections: Sequence[bytes]) -> Published:
+        """Put a sealed model and its frozen weight accounts straight into the SVM's state.
+
+        For tests of what runs on a sealed model; ``publish`` and ``seal`` cover how one
+        gets there. The accounts are byte for byte what publishing and sealing leave.
+        """
+        sections = [bytes(s) for s in sections]
+        model, weights = Keypair(), [Keypair() for _ in sections]
+        declared = weights_hash(sections)
+        for index, (weight, section) in enumerate(zip(weights, sections, strict=True)):
+            authority = self.authority.pubkey()
+            header = WeightHeader(model.pubkey(), authority, index, True, len(section))
+            self.set_program_account(weight.pubkey(), header.to_bytes() + section)
+        chunks = sum(-(-len(section) // HASH_CHUNK_SIZE) for section in sections)
+        sealed = ModelAccount(
+            authority=self.authority.pubkey(),
+            declared_hash=declared,
+            running_hash=declared,
+            state=ModelState.SEALED,
+            section_count=len(sections),
+            bound_count=len(sections),
+            frozen_count=len(sections),
+            cursor_section=len(sections),
+            cursor_offset=0,
+            chunks_hashed=chunks,
+            sections=tuple(
+                SectionSlot(w.pubkey(), len(s)) for w, s in zip(weights, sections, strict=True)
+            ),
+            seal_slot=1,
+        )
+        self.set_program_account(model.pubkey(), sealed.to_bytes())
+        return Published(model, weights, sections)
+
+    def set_program_account(self, key: Pubkey, data: bytes) -> None:
+        """Set a rent-exempt account owned by the program holding ``data``."""
+        lamports = self.svm.minimum_balance_for_rent_exemption(len(data))
+        self.svm.set_account(key, Account(lamports, data, PROGRAM_ID, False, 0))
 
     def model(self, key: Pubkey) -> ModelAccount:
         return ModelAccount.from_bytes(bytes(self.svm.get_account(key).data))

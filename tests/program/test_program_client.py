@@ -45,7 +45,9 @@ from curta_chain.program import (
 )
 
 ROOT = Path(__file__).resolve().parents[2]
-HEADER = (ROOT / "programs" / "curta" / "curta.h").read_text()
+HEADER = "".join(
+    (ROOT / "programs" / "curta" / name).read_text() for name in ("curta.h", "inference.h")
+)
 
 
 def c_constant(name: str) -> int:
@@ -77,36 +79,44 @@ def test_account_discriminators_match_the_program():
     for name, c_name in [
         ("Model", "MODEL_DISCRIMINATOR"),
         ("WeightAccount", "WEIGHT_ACCOUNT_DISCRIMINATOR"),
+        ("Run", "RUN_DISCRIMINATOR"),
     ]:
         digest = hashlib.sha256(f"account:{name}".encode()).digest()[:8]
         assert struct.unpack("<Q", digest)[0] == c_constant(c_name)
 
 
 def test_error_codes_and_names_match_the_program():
-    body = HEADER[
-        HEADER.index("enum CurtaError {") : HEADER.index("};", HEADER.index("enum CurtaError"))
-    ]
-    in_c = {
-        int(code): "".join(part.capitalize() for part in name.split("_"))
-        for name, code in re.findall(r"ERR_([A-Z_]+) = (\d+),", body)
-    }
+    in_c = {}
+    for enum in ("enum CurtaError {", "enum InferenceError {"):
+        body = HEADER[HEADER.index(enum) : HEADER.index("};", HEADER.index(enum))]
+        in_c |= {
+            int(code): "".join(part.capitalize() for part in name.split("_"))
+            for name, code in re.findall(r"ERR_([A-Z_]+) = (\d+),", body)
+        }
     in_idl = {err.code: err.name for err in load_idl().errors}
     assert in_c == in_idl
-    assert min(in_idl) == 6000 and sorted(in_idl) == list(range(6000, 6000 + len(in_idl)))
+    # Each range is contiguous: the original 6000s, and inference's from 6100.
+    for low, high in ((6000, 6100), (6100, 6200)):
+        codes = sorted(code for code in in_idl if low <= code < high)
+        assert codes == list(range(low, low + len(codes)))
 
 
 def test_program_written_accounts_round_trip_through_the_codecs(chain: Chain):
     pub = chain.publish([os.urandom(100), os.urandom(70_000)], declared=bytes(range(32)))
+    chain.svm.warp_to_slot(77)
     chain.begin(pub)
-    chain.must([seal_step(PROGRAM_ID, pub.model.pubkey(), pub.weight_keys[0])])
+    for weight in pub.weight_keys:  # section 0 whole, then the first chunk of section 1
+        chain.must([seal_step(PROGRAM_ID, pub.model.pubkey(), weight)])
     raw = bytes(chain.svm.get_account(pub.model.pubkey()).data)
     model = ModelAccount.from_bytes(raw)
     assert model.to_bytes() == raw
     assert model.state == ModelState.SEALING and model.cursor_section == 1
-    assert raw[104] == 1 and raw[105] == 2 and raw[106] == 2
-    assert struct.unpack_from("<IIQ", raw, 112) == (1, 1, 0)
+    assert (model.frozen_count, model.seal_slot) == (2, 77)
+    assert raw[104:108] == bytes([1, 2, 2, 2])  # state, section, bound and frozen counts
+    assert struct.unpack_from("<IIQ", raw, 112) == (1, 2, 65_536)
     assert raw[128:160] == bytes(pub.weight_keys[0])
     assert struct.unpack_from("<Q", raw, 160)[0] == 100
+    assert struct.unpack_from("<Q", raw, 848)[0] == 77
     data = bytes(chain.svm.get_account(pub.weight_keys[1]).data)
     header = WeightHeader.from_bytes(data)
     assert header.to_bytes() == data[:WEIGHT_HEADER_SIZE]
@@ -117,9 +127,21 @@ def test_program_written_accounts_round_trip_through_the_codecs(chain: Chain):
 def test_model_json_names_the_state():
     slot = SectionSlot(Pubkey.default(), 7)
     model = ModelAccount(
-        Pubkey.default(), b"\1" * 32, bytes(32), ModelState.FAILED, 2, 1, 0, 0, 0, (slot, slot)
+        Pubkey.default(),
+        b"\1" * 32,
+        bytes(32),
+        ModelState.FAILED,
+        2,
+        1,
+        1,
+        0,
+        0,
+        0,
+        (slot, slot),
+        9,
     )
     assert model.to_json()["state"] == "failed"
+    assert (model.to_json()["frozen_count"], model.to_json()["seal_slot"]) == (1, 9)
     assert ModelAccount.from_bytes(model.to_bytes()) == model
     assert len(model.to_bytes()) == MODEL_ACCOUNT_SIZE
     header = WeightHeader(Pubkey.default(), Pubkey.default(), 3, True, 9)
@@ -130,15 +152,15 @@ def test_model_json_names_the_state():
 @pytest.mark.parametrize(
     ("data", "match"),
     [
-        (bytes(847), "847 bytes"),
-        (bytes(848), "discriminator"),
+        (bytes(855), "855 bytes"),
+        (bytes(856), "discriminator"),
         (None, "ModelState"),
     ],
 )
 def test_model_decode_refuses(data, match):
     if data is None:
         good = ModelAccount(
-            Pubkey.default(), bytes(32), bytes(32), ModelState.SEALED, 2, 0, 0, 0, 0, ()
+            Pubkey.default(), bytes(32), bytes(32), ModelState.SEALED, 2, 0, 0, 0, 0, 0, (), 0
         )
         raw = bytearray(good.to_bytes())
         raw[104] = 9
@@ -252,6 +274,12 @@ def test_all_is_complete():
         if not name.startswith("_")
         and getattr(value, "__module__", "").startswith("curta_chain.program")
     }
-    public |= {"IDL_PATH", "PROGRAM_BINARY", "MAX_WRITE_PAYLOAD", "MODEL_ACCOUNT_SIZE"}
+    public |= {
+        "IDL_PATH",
+        "PROGRAM_BINARY",
+        "MAX_WRITE_PAYLOAD",
+        "MODEL_ACCOUNT_SIZE",
+        "RUN_HEADER_SIZE",
+    }
     assert set(program.__all__) == public
     assert program.PROGRAM_BINARY.is_file()

@@ -3,20 +3,27 @@
 Two phases over one chain that holds a model in every state:
 
 * an outsider signs alone: the only instruction that may succeed is a seal step (anyone
-  may crank), and it may change nothing but the model it advances;
+  may crank), and it may change nothing but the model it advances and the weight account
+  it freezes on entering a section;
 * the authority signs too: successes are allowed, but each must be a canonical IDL encoding
-  and leave every model consistent (slots, headers, frozen flags, counts).
+  and leave every model consistent: the invariants written in ``programs/curta/curta.h``
+  (slots and headers, bound and frozen counts, frozen flags against the seal cursor).
 
 In both phases the sealed model and its weight accounts never change. Signature checks are
 off (the runtime still takes signers from the message header, so the program's checks are
 real) so that a transaction costs no signing.
+
+Runs of a sealed stories260K take part too: openRun, step (anyone may crank, so the outsider
+may land one) and closeRun. Every run account must hold, after every transaction, exactly
+what the mirror (``program.run_mirror``) computes from the instructions that landed on it.
 """
 
 import os
 import random
 
 from anchorpy.coder.instruction import InstructionCoder
-from curta_svm import PROGRAM_ID, Chain, Published
+from curta_svm import CU_LIMIT, PROGRAM_ID, Chain, Published
+from solders.compute_budget import set_compute_unit_limit
 from solders.instruction import AccountMeta, Instruction
 from solders.keypair import Keypair
 from solders.message import Message
@@ -24,29 +31,143 @@ from solders.pubkey import Pubkey
 from solders.signature import Signature
 from solders.transaction import Transaction
 
+from curta_chain.artifact import Artifact
 from curta_chain.constants import WEIGHT_HEADER_SIZE
 from curta_chain.program import (
+    MODEL_ACCOUNT_SIZE,
     ModelAccount,
     ModelState,
+    PromptKind,
     WeightHeader,
     begin_sealing,
     bind_weight_account,
     close_model,
+    close_run,
+    close_weight_account,
     create_model,
     custom_error_code,
     error_name,
     load_idl,
+    open_run,
     reopen,
+    run_account_size,
     seal_step,
+    step,
     write_weights,
 )
+from curta_chain.program.run_account import opened_run_data
+from curta_chain.program.run_mirror import RunMirror
 
 ROUNDS_PER_PHASE = 5_200
 SEAL_STEP = bytes(seal_step(PROGRAM_ID, PROGRAM_ID, PROGRAM_ID).data)
 
 
+RUN_PROMPT = b"Hi"
+RUN_CAPACITY = 6
+
+
+class Runs:
+    """Runs of one sealed, runnable model, and what each run account must hold."""
+
+    def __init__(self, chain: Chain, artifact: Artifact):
+        self.chain, self.artifact = chain, artifact
+        self.model = chain.install_sealed(artifact.sections)
+        self.size = run_account_size(
+            artifact.config, RUN_CAPACITY, PromptKind.TEXT, len(RUN_PROMPT)
+        )
+        self.expected: dict[Pubkey, RunMirror | None] = {}  # None: closed
+        self.landed_count = 0
+        self.fresh: list[Keypair] = []
+        auth = chain.authority.pubkey()
+        for prompt, capacity, cranks in (
+            (RUN_PROMPT, RUN_CAPACITY, 0),
+            ([1], 2, 99),
+            ([1, 9], 4, 1),
+        ):
+            run = Keypair()
+            kind = PromptKind.TEXT if isinstance(prompt, bytes) else PromptKind.TOKENS
+            size = run_account_size(artifact.config, capacity, kind, len(prompt))
+            ix = open_run(
+                PROGRAM_ID, auth, run.pubkey(), self.model.model.pubkey(),
+                self.model.weight_keys[0], capacity, prompt,
+            )  # fmt: skip
+            chain.must([chain.new_account(run, size), ix], [run])
+            data = bytes(chain.svm.get_account(run.pubkey()).data)
+            self.expected[run.pubkey()] = RunMirror(artifact, data)
+            for _ in range(cranks):
+                if not self.crank(run.pubkey()):
+                    break
+        for _ in range(2):  # fresh run accounts openRun may take
+            kp = Keypair()
+            chain.must([chain.new_account(kp, self.size)], [kp])
+            self.fresh.append(kp)
+
+    def crank(self, run: Pubkey) -> bool:
+        mirror = self.expected[run]
+        if mirror is None or mirror.header.state == 2:
+            return False
+        plan = mirror.plan()
+        keys = [self.model.weight_keys[0], *(self.model.weight_keys[i] for i in plan.sections)]
+        ix = step(PROGRAM_ID, run, self.model.model.pubkey(), keys, mirror.header.steps)
+        self.chain.must([set_compute_unit_limit(CU_LIMIT), ix])
+        mirror.advance(plan)
+        return True
+
+    def keys(self) -> list[Pubkey]:
+        return [*self.expected, *(kp.pubkey() for kp in self.fresh)]
+
+    def template(self, rng: random.Random, auth: Pubkey) -> Instruction:
+        model, weights = self.model.model.pubkey(), self.model.weight_keys
+        runs = list(self.expected)
+        kind = rng.choices(range(3), weights=[8, 1, 1])[0]
+        if kind == 0 or (kind == 1 and not self.fresh):
+            run = rng.choice(runs)
+            mirror = self.expected[run]
+            expected = mirror.header.steps if mirror is not None else 0
+            return step(PROGRAM_ID, run, model, weights, expected)
+        if kind == 1:
+            run = rng.choice(self.fresh).pubkey()
+            return open_run(
+                PROGRAM_ID, auth, run, model, weights[0], RUN_CAPACITY, RUN_PROMPT,
+                rng.choice([0, 65_536]), rng.choice([0, 58_982]), rng.randrange(2**64),
+            )  # fmt: skip
+        return close_run(PROGRAM_ID, auth, rng.choice(runs))
+
+    def landed(self, ix: Instruction) -> None:
+        """Advance the expectation of the run a landed instruction changed."""
+        name = InstructionCoder(load_idl()).parse(bytes(ix.data)).name
+        run = ix.accounts[0].pubkey if name == "step" else ix.accounts[1].pubkey
+        if name == "step":
+            mirror = self.expected[run]
+            sections = self.model.weight_keys
+            available = {sections.index(m.pubkey) for m in ix.accounts[2:]}
+            plan = mirror.plan(available)
+            mirror.advance(plan)
+        elif name == "close_run":
+            self.expected[run] = None
+        else:
+            args = InstructionCoder(load_idl()).parse(bytes(ix.data)).data
+            prompt = args.prompt
+            text = bytes(prompt.text) if hasattr(prompt, "text") else list(prompt.ids)
+            data = opened_run_data(
+                self.artifact.config, ix.accounts[2].pubkey, ix.accounts[0].pubkey,
+                args.capacity, text, args.temperature, args.top_p, args.seed,
+            )  # fmt: skip
+            self.expected[run] = RunMirror(self.artifact, data)
+            self.fresh = [kp for kp in self.fresh if kp.pubkey() != run]
+
+    def check(self) -> None:
+        """Every run account holds what the mirror expects (nothing, once closed)."""
+        for run, mirror in self.expected.items():
+            account = self.chain.svm.get_account(run)
+            if mirror is None:
+                assert account is None or not account.data or account.owner != PROGRAM_ID
+            else:
+                mirror.compare(bytes(account.data), mirror.header)
+
+
 class World:
-    def __init__(self) -> None:
+    def __init__(self, artifact: Artifact) -> None:
         self.chain = Chain()
         chain = self.chain
         self.uploading = chain.publish([os.urandom(2_000), os.urandom(300)])
@@ -63,13 +184,29 @@ class World:
             chain.bind_ixs(self.partial.model.pubkey(), self.partial.weights[1], 1, 128),
             [self.partial.weights[1]],
         )
+        # Half reopened after a failed seal, and half closed after one.
+        self.reopening = chain.publish([os.urandom(100), os.urandom(100)], declared=bytes(32))
+        self.closing = chain.publish([os.urandom(100), os.urandom(100)], declared=bytes(32))
+        auth = chain.authority.pubkey()
+        for pub, half in ((self.reopening, reopen), (self.closing, close_weight_account)):
+            chain.begin(pub)
+            assert chain.seal(pub).state == ModelState.FAILED
+            chain.must([half(PROGRAM_ID, auth, pub.model.pubkey(), pub.weight_keys[0], 0)])
         # Fresh program-owned accounts a bind could take, and one fresh model account.
         self.fresh = [Keypair() for _ in range(3)]
-        for kp, size in zip(self.fresh, (64, 32, 848), strict=True):
-            chain.must(
-                [chain.new_account(kp, size if size == 848 else WEIGHT_HEADER_SIZE + size)], [kp]
-            )
-        self.models = [self.uploading, self.sealed, self.sealing, self.failed, self.partial]
+        sizes = (WEIGHT_HEADER_SIZE + 64, WEIGHT_HEADER_SIZE + 32, MODEL_ACCOUNT_SIZE)
+        for kp, size in zip(self.fresh, sizes, strict=True):
+            chain.must([chain.new_account(kp, size)], [kp])
+        self.models = [
+            self.uploading,
+            self.sealed,
+            self.sealing,
+            self.failed,
+            self.partial,
+            self.reopening,
+            self.closing,
+        ]
+        self.runs = Runs(chain, artifact)
         self.outsider = chain.funded()
         self.blockhash = chain.svm.latest_blockhash()
         self.refusals: dict[str, int] = {}
@@ -87,6 +224,8 @@ class World:
         ]
         for pub in self.models:
             self.pool += [pub.model.pubkey(), *pub.weight_keys]
+        self.pool += [self.runs.model.model.pubkey(), *self.runs.model.weight_keys]
+        self.pool += self.runs.keys()
 
     def snapshot(self, keys):
         out = []
@@ -97,11 +236,13 @@ class World:
 
     def templates(self, rng: random.Random) -> Instruction:
         """A well-formed instruction for a random model of the world (closing is rare)."""
-        pub: Published = rng.choice(self.models)
         auth = self.chain.authority.pubkey()
+        if rng.random() < 0.04:
+            return self.runs.template(rng, auth)
+        pub: Published = rng.choice(self.models)
         m, w = pub.model.pubkey(), pub.weight_keys
         slot = rng.randrange(len(w))
-        kind = rng.choices(range(7), weights=[40, 5, 10, 25, 10, 5, 1])[0]
+        kind = rng.choices(range(8), weights=[40, 5, 10, 25, 10, 5, 2, 1])[0]
         if kind == 0:
             length = len(pub.sections[slot])
             size = min(rng.choice([0, 1, 100, 1000]), length)
@@ -110,14 +251,16 @@ class World:
         if kind == 1:
             return bind_weight_account(PROGRAM_ID, auth, m, rng.choice(self.fresh).pubkey(), slot)
         if kind == 2:
-            return begin_sealing(PROGRAM_ID, auth, m, w)
+            return begin_sealing(PROGRAM_ID, auth, m)
         if kind == 3:
             return seal_step(PROGRAM_ID, m, w[slot])
         if kind == 4:
-            return reopen(PROGRAM_ID, auth, m, w)
+            return reopen(PROGRAM_ID, auth, m, w[slot], slot)
         if kind == 5:
             return create_model(PROGRAM_ID, auth, self.fresh[2].pubkey(), os.urandom(32), [1, 2])
-        return close_model(PROGRAM_ID, auth, m, w)
+        if kind == 6:
+            return close_weight_account(PROGRAM_ID, auth, m, w[slot], slot)
+        return close_model(PROGRAM_ID, auth, m)
 
     def mutate(self, ix: Instruction, rng: random.Random, signers: set[Pubkey]) -> Instruction:
         data = bytearray(ix.data)
@@ -153,7 +296,9 @@ class World:
 
     def send(self, ix: Instruction, payer: Pubkey) -> bool:
         """Send unsigned (sigverify is off); count each refusal's name; True when it landed."""
-        message = Message.new_with_blockhash([ix], payer, self.blockhash)
+        # A step needs more than the default 200,000 compute units.
+        limit = set_compute_unit_limit(CU_LIMIT)
+        message = Message.new_with_blockhash([limit, ix], payer, self.blockhash)
         signatures = [Signature.default()] * message.header.num_required_signatures
         meta = self.chain.svm.send_transaction(Transaction.populate(message, signatures))
         if not hasattr(meta, "err"):
@@ -174,7 +319,8 @@ class World:
                 continue
             model = ModelAccount.from_bytes(bytes(account.data))
             bound = [s for s in model.sections if s.weight_account != Pubkey.default()]
-            assert model.bound_count == len(bound)
+            assert model.bound_count == len(bound)  # I1
+            frozen = {}
             for index, slot in enumerate(model.sections):
                 if slot.weight_account == Pubkey.default():
                     continue
@@ -185,7 +331,20 @@ class World:
                     slot.length,
                 )
                 assert header.authority == model.authority
-                assert header.frozen == (model.state != ModelState.UPLOADING)
+                frozen[index] = header.frozen
+            assert model.frozen_count == sum(frozen.values())  # I2
+            every_slot_bound = len(frozen) == model.section_count
+            if model.state == ModelState.UPLOADING:  # I3
+                assert model.frozen_count == 0 and model.chunks_hashed == 0
+            if model.state == ModelState.SEALING:  # I4
+                entered = [
+                    i < model.cursor_section
+                    or (i == model.cursor_section and model.cursor_offset > 0)
+                    for i in range(model.section_count)
+                ]
+                assert every_slot_bound and list(frozen.values()) == entered
+            if model.state in (ModelState.SEALED, ModelState.FAILED):  # I5, I6
+                assert every_slot_bound
             if model.state == ModelState.SEALED:
                 assert model.running_hash == model.declared_hash
                 keys = [pub.model.pubkey(), *pub.weight_keys]
@@ -204,12 +363,28 @@ def canonical(data: bytes) -> bool:
     return coder.build(decoded) == data
 
 
-def test_fuzz_nothing_succeeds_that_should_not():
+def landed_run_instruction(world: World, ix: Instruction) -> bool:
+    """True when a landed instruction was openRun, step or closeRun (then mirrored)."""
+    if bytes(ix.data[:8]) not in RUN_SIGHASHES:
+        return False
+    world.runs.landed(ix)
+    world.runs.landed_count += 1
+    world.runs.check()
+    return True
+
+
+RUN_SIGHASHES = {
+    bytes(InstructionCoder(load_idl()).sighashes[name])
+    for name in ("open_run", "step", "close_run")
+}
+
+
+def test_fuzz_nothing_succeeds_that_should_not(stories260k: Artifact):
     rng = random.Random(20_261_130)
-    world = World()
+    world = World(stories260k)
     chain = world.chain
     outsider = world.outsider.pubkey()
-    sealing_model = world.sealing.model.pubkey()
+    cranked = {world.sealing.model.pubkey(), *world.sealing.weight_keys, *world.runs.expected}
     sent = successes = 0
 
     for _ in range(ROUNDS_PER_PHASE):
@@ -218,24 +393,27 @@ def test_fuzz_nothing_succeeds_that_should_not():
         sent += 1
         if world.send(ix, outsider):
             successes += 1
-            assert bytes(ix.data) == SEAL_STEP, ix
+            assert bytes(ix.data) == SEAL_STEP or landed_run_instruction(world, ix), ix
             after = world.snapshot(world.pool)
             changed = {k for k, a, b in zip(world.pool, before, after, strict=True) if a != b}
-            assert changed <= {sealing_model, outsider}, changed
+            assert changed <= cranked | {outsider}, changed
         assert world.snapshot(world.sealed_keys) == world.sealed_state
 
     # Phase two restarts the world now and then: closing models would otherwise empty it.
     worlds = [world]
     for round_ in range(ROUNDS_PER_PHASE):
         if round_ and round_ % 1_300 == 0:
-            world = World()
+            world = World(stories260k)
             worlds.append(world)
         chain, outsider = world.chain, world.outsider.pubkey()
-        ix = world.mutate(world.templates(rng), rng, {chain.authority.pubkey(), outsider})
+        # The fresh run accounts may sign too, so that openRun can land.
+        signers = {chain.authority.pubkey(), outsider, *(k.pubkey() for k in world.runs.fresh)}
+        ix = world.mutate(world.templates(rng), rng, signers)
         sent += 1
         if world.send(ix, rng.choice([chain.authority.pubkey(), outsider])):
             successes += 1
             assert canonical(bytes(ix.data)), ix
+            landed_run_instruction(world, ix)
             world.check_models()
             assert world.snapshot(world.sealed_keys) == world.sealed_state
     assert sent >= 10_000
@@ -245,9 +423,12 @@ def test_fuzz_nothing_succeeds_that_should_not():
         for name, count in each.refusals.items():
             refusals[name] = refusals.get(name, 0) + count
         each.check_models()
+        each.runs.check()
         assert each.snapshot(each.sealed_keys) == each.sealed_state
     named = {name for name in refusals if name in {e.name for e in load_idl().errors}}
     assert len(named) >= 15, refusals
     # The mutator is not so wild that nothing valid gets through.
     assert successes >= 100, refusals
-    print(f"fuzz: {sent} sent, {successes} landed, refusals {sorted(refusals.items())}")
+    assert sum(each.runs.landed_count for each in worlds) >= 10
+    runs = sum(each.runs.landed_count for each in worlds)
+    print(f"fuzz: {sent} sent, {successes} landed ({runs} on runs), {sorted(refusals.items())}")

@@ -6,17 +6,20 @@ from collections.abc import Sequence
 import pytest
 from curta_svm import PROGRAM_ID, Chain, Published
 from solders.account import Account
+from solders.compute_budget import set_compute_unit_price
 from solders.instruction import AccountMeta, Instruction
 from solders.keypair import Keypair
 from solders.pubkey import Pubkey
 
 from curta_chain.constants import MAX_SECTION_SIZE, WEIGHT_HEADER_SIZE
 from curta_chain.program import (
+    MODEL_ACCOUNT_SIZE,
     ModelState,
     WeightHeader,
     begin_sealing,
     bind_weight_account,
     close_model,
+    close_weight_account,
     create_model,
     reopen,
     seal_step,
@@ -77,6 +80,14 @@ def sealed(chain: Chain, pub: Published) -> Published:
     return pub
 
 
+@pytest.fixture
+def failed(chain: Chain) -> Published:
+    failed = chain.publish([b"a", b"b"], declared=bytes(32))
+    chain.begin(failed)
+    assert chain.seal(failed).state == ModelState.FAILED
+    return failed
+
+
 # -- signer that is not the authority ------------------------------------------------------
 
 
@@ -98,35 +109,39 @@ def test_bind_by_a_non_authority(chain: Chain, pub: Published):
 
 def test_begin_by_a_non_authority(chain: Chain, pub: Published):
     other = chain.funded()
-    ix = begin_sealing(PROGRAM_ID, other.pubkey(), pub.model.pubkey(), pub.weight_keys)
+    ix = begin_sealing(PROGRAM_ID, other.pubkey(), pub.model.pubkey())
     refused(chain, [ix], "WrongAuthority", keys_of(pub), [other])
 
 
-def test_reopen_by_a_non_authority(chain: Chain, pub: Published):
-    failed = chain.publish([b"a", b"b"], declared=bytes(32))
-    chain.begin(failed)
-    assert chain.seal(failed).state == ModelState.FAILED
+def test_reopen_by_a_non_authority(chain: Chain, failed: Published):
     other = chain.funded()
-    ix = reopen(PROGRAM_ID, other.pubkey(), failed.model.pubkey(), failed.weight_keys)
+    ix = reopen(PROGRAM_ID, other.pubkey(), failed.model.pubkey(), failed.weight_keys[0], 0)
     refused(chain, [ix], "WrongAuthority", keys_of(failed), [other])
 
 
 def test_close_by_a_non_authority(chain: Chain, pub: Published):
     other = chain.funded()
-    ix = close_model(PROGRAM_ID, other.pubkey(), pub.model.pubkey(), pub.weight_keys)
-    refused(chain, [ix], "WrongAuthority", keys_of(pub), [other])
+    m, w = pub.model.pubkey(), pub.weight_keys
+    for ix in (
+        close_weight_account(PROGRAM_ID, other.pubkey(), m, w[1], 1),
+        close_model(PROGRAM_ID, other.pubkey(), m),
+    ):
+        refused(chain, [ix], "WrongAuthority", keys_of(pub), [other])
 
 
-@pytest.mark.parametrize("which", ["write", "bind", "begin", "reopen", "close", "create"])
+@pytest.mark.parametrize(
+    "which", ["write", "bind", "begin", "reopen", "close-weight", "close", "create"]
+)
 def test_authority_that_did_not_sign(chain: Chain, pub: Published, which: str):
     auth = chain.authority.pubkey()
     m, w = pub.model.pubkey(), pub.weight_keys
     ix = {
         "write": lambda: write_weights(PROGRAM_ID, auth, w[0], 0, b"x"),
         "bind": lambda: bind_weight_account(PROGRAM_ID, auth, m, w[0], 0),
-        "begin": lambda: begin_sealing(PROGRAM_ID, auth, m, w),
-        "reopen": lambda: reopen(PROGRAM_ID, auth, m, w),
-        "close": lambda: close_model(PROGRAM_ID, auth, m, w),
+        "begin": lambda: begin_sealing(PROGRAM_ID, auth, m),
+        "reopen": lambda: reopen(PROGRAM_ID, auth, m, w[0], 0),
+        "close-weight": lambda: close_weight_account(PROGRAM_ID, auth, m, w[0], 0),
+        "close": lambda: close_model(PROGRAM_ID, auth, m),
         "create": lambda: create_model(PROGRAM_ID, auth, m, bytes(32), [1, 1]),
     }[which]()
     # The fee payer must sign, so an outsider pays and the authority only appears unsigned.
@@ -188,10 +203,20 @@ def test_write_to_an_account_of_another_program(chain: Chain, pub: Published):
     refused(chain, [ix], "WrongAccountOwner", keys_of(pub))
 
 
-def test_write_after_sealing_began(chain: Chain, pub: Published):
+def test_write_into_a_section_the_seal_has_entered(chain: Chain, pub: Published):
     chain.begin(pub)
-    ix = write_weights(PROGRAM_ID, chain.authority.pubkey(), pub.weight_keys[1], 0, b"x")
+    chain.must([seal_step(PROGRAM_ID, pub.model.pubkey(), pub.weight_keys[0])])
+    ix = write_weights(PROGRAM_ID, chain.authority.pubkey(), pub.weight_keys[0], 0, b"x")
     refused(chain, [ix], "WeightAccountFrozen", keys_of(pub))
+
+
+def test_write_into_a_section_the_seal_is_inside(chain: Chain):
+    big = chain.publish([os.urandom(70_000), os.urandom(10)])
+    chain.begin(big)
+    chain.must([seal_step(PROGRAM_ID, big.model.pubkey(), big.weight_keys[0])])
+    assert chain.model(big.model.pubkey()).cursor_offset == 65_536
+    ix = write_weights(PROGRAM_ID, chain.authority.pubkey(), big.weight_keys[0], 69_999, b"x")
+    refused(chain, [ix], "WeightAccountFrozen", keys_of(big))
 
 
 def test_write_after_sealed(chain: Chain, sealed: Published):
@@ -232,27 +257,27 @@ def test_create_twice_on_the_same_account(chain: Chain, pub: Published):
 
 def test_create_on_a_model_account_of_the_wrong_size(chain: Chain):
     model = Keypair()
-    ixs = chain.create_model_ixs(model, bytes(32), [1, 1], size=849)
+    ixs = chain.create_model_ixs(model, bytes(32), [1, 1], size=MODEL_ACCOUNT_SIZE + 1)
     refused(chain, ixs, "WrongAccountSize", [model.pubkey()], [model])
 
 
 def test_create_on_an_account_the_program_does_not_own(chain: Chain):
     model = Keypair()
-    create = chain.new_account(model, 848, owner=SYSTEM_PROGRAM)
+    create = chain.new_account(model, MODEL_ACCOUNT_SIZE, owner=SYSTEM_PROGRAM)
     ix = create_model(PROGRAM_ID, chain.authority.pubkey(), model.pubkey(), bytes(32), [1, 1])
     refused(chain, [create, ix], "WrongAccountOwner", [model.pubkey()], [model])
 
 
 def test_create_with_the_model_unsigned(chain: Chain):
     model = Keypair()
-    chain.must([chain.new_account(model, 848)], [model])
+    chain.must([chain.new_account(model, MODEL_ACCOUNT_SIZE)], [model])
     ix = create_model(PROGRAM_ID, chain.authority.pubkey(), model.pubkey(), bytes(32), [1, 1])
     refused(chain, [metas(ix, a1=(False, True))], "MissingSignature", [model.pubkey()])
 
 
 def test_create_with_the_model_read_only(chain: Chain):
     model = Keypair()
-    chain.must([chain.new_account(model, 848)], [model])
+    chain.must([chain.new_account(model, MODEL_ACCOUNT_SIZE)], [model])
     ix = create_model(PROGRAM_ID, chain.authority.pubkey(), model.pubkey(), bytes(32), [1, 1])
     refused(chain, [metas(ix, a1=(True, False))], "AccountNotWritable", [model.pubkey()], [model])
 
@@ -375,41 +400,34 @@ def test_bind_after_sealing_began(chain: Chain, pub: Published):
 def test_begin_with_an_unbound_slot(chain: Chain, fresh: Published):
     weight, ixs = _bind(chain, fresh, 1, WEIGHT_HEADER_SIZE + 200)
     chain.must(ixs, [weight])
-    ix = begin_sealing(
-        PROGRAM_ID, chain.authority.pubkey(), fresh.model.pubkey(), [weight.pubkey()]
-    )
+    ix = begin_sealing(PROGRAM_ID, chain.authority.pubkey(), fresh.model.pubkey())
     refused(chain, [ix], "UnboundSlot", [fresh.model.pubkey(), weight.pubkey()])
 
 
-@pytest.mark.parametrize("order", ["missing", "extra", "swapped", "repeated", "foreign"])
-def test_begin_with_the_wrong_weight_accounts(chain: Chain, pub: Published, order: str):
-    other = chain.publish([bytes(3_000), bytes(500)], write=False)
-    w = pub.weight_keys
-    given, name = {
-        "missing": ([w[0]], "WrongRemainingAccountCount"),
-        "extra": ([*w, other.weight_keys[0]], "WrongRemainingAccountCount"),
-        "swapped": ([w[1], w[0]], "WrongWeightAccount"),
-        "repeated": ([w[0], w[0]], "DuplicateAccount"),
-        "foreign": ([other.weight_keys[0], w[1]], "WrongWeightAccount"),
-    }[order]
-    ix = begin_sealing(PROGRAM_ID, chain.authority.pubkey(), pub.model.pubkey(), given)
-    refused(chain, [ix], name, keys_of(pub) + keys_of(other))
-
-
-def test_begin_with_a_read_only_weight_account(chain: Chain, pub: Published):
-    ix = begin_sealing(PROGRAM_ID, chain.authority.pubkey(), pub.model.pubkey(), pub.weight_keys)
-    refused(chain, [metas(ix, a3=(False, False))], "AccountNotWritable", keys_of(pub))
+def test_begin_with_a_read_only_model(chain: Chain, pub: Published):
+    ix = begin_sealing(PROGRAM_ID, chain.authority.pubkey(), pub.model.pubkey())
+    refused(chain, [metas(ix, a1=(False, False))], "AccountNotWritable", keys_of(pub))
 
 
 def test_begin_twice(chain: Chain, pub: Published):
     chain.begin(pub)
-    ix = begin_sealing(PROGRAM_ID, chain.authority.pubkey(), pub.model.pubkey(), pub.weight_keys)
+    ix = begin_sealing(PROGRAM_ID, chain.authority.pubkey(), pub.model.pubkey())
     refused(chain, [ix], "ModelNotUploading", keys_of(pub))
 
 
 def test_begin_with_a_weight_account_as_the_model(chain: Chain, pub: Published):
-    ix = begin_sealing(PROGRAM_ID, chain.authority.pubkey(), pub.weight_keys[0], pub.weight_keys)
+    ix = begin_sealing(PROGRAM_ID, chain.authority.pubkey(), pub.weight_keys[0])
     refused(chain, [ix], "WrongAccountSize", keys_of(pub))
+
+
+def test_begin_on_a_failed_or_closing_model(chain: Chain, failed: Published):
+    auth, m = chain.authority.pubkey(), failed.model.pubkey()
+    ix = begin_sealing(PROGRAM_ID, auth, m)
+    refused(chain, [ix], "ModelNotUploading", keys_of(failed))
+    chain.must([reopen(PROGRAM_ID, auth, m, failed.weight_keys[0], 0)])
+    refused(chain, [ix], "ModelNotUploading", keys_of(failed))  # one of two reopened
+    chain.must([close_weight_account(PROGRAM_ID, auth, m, failed.weight_keys[0], 0)])
+    refused(chain, [ix], "ModelNotUploading", keys_of(failed))
 
 
 def _forge_header(chain: Chain, key: Pubkey, **changes) -> None:
@@ -423,18 +441,6 @@ def _forge_header(chain: Chain, key: Pubkey, **changes) -> None:
         key,
         Account(account.lamports, forged, account.owner, account.executable, account.rent_epoch),
     )
-
-
-def test_begin_with_a_header_bound_to_another_model(chain: Chain, pub: Published):
-    _forge_header(chain, pub.weight_keys[1], model=Keypair().pubkey())
-    ix = begin_sealing(PROGRAM_ID, chain.authority.pubkey(), pub.model.pubkey(), pub.weight_keys)
-    refused(chain, [ix], "WeightAccountOfAnotherModel", keys_of(pub))
-
-
-def test_begin_with_a_header_bound_to_another_slot(chain: Chain, pub: Published):
-    _forge_header(chain, pub.weight_keys[1], section_index=0)
-    ix = begin_sealing(PROGRAM_ID, chain.authority.pubkey(), pub.model.pubkey(), pub.weight_keys)
-    refused(chain, [ix], "WeightAccountOfAnotherSlot", keys_of(pub))
 
 
 # -- seal step ---------------------------------------------------------------------------------
@@ -471,11 +477,34 @@ def test_seal_step_with_the_model_twice(chain: Chain, pub: Published):
     refused(chain, [ix], "DuplicateAccount", keys_of(pub))
 
 
-def test_seal_step_with_a_forged_unfrozen_account(chain: Chain, pub: Published):
+def test_seal_step_with_a_read_only_weight_account(chain: Chain, pub: Published):
     chain.begin(pub)
-    _forge_header(chain, pub.weight_keys[0], frozen=False)
     ix = seal_step(PROGRAM_ID, pub.model.pubkey(), pub.weight_keys[0])
-    refused(chain, [ix], "WeightAccountNotFrozen", keys_of(pub))
+    refused(chain, [metas(ix, a1=(False, False))], "AccountNotWritable", keys_of(pub))
+
+
+def test_seal_step_inside_a_section_a_forgery_unfroze(chain: Chain):
+    big = chain.publish([os.urandom(70_000), os.urandom(10)])
+    chain.begin(big)
+    ix = seal_step(PROGRAM_ID, big.model.pubkey(), big.weight_keys[0])
+    chain.must([ix])
+    _forge_header(chain, big.weight_keys[0], frozen=False)
+    refused(chain, [ix], "WeightAccountNotFrozen", keys_of(big))
+
+
+def test_seal_step_entering_a_section_a_forgery_froze(chain: Chain, pub: Published):
+    chain.begin(pub)
+    _forge_header(chain, pub.weight_keys[0], frozen=True)
+    ix = seal_step(PROGRAM_ID, pub.model.pubkey(), pub.weight_keys[0])
+    refused(chain, [ix], "WeightAccountFrozen", keys_of(pub))
+
+
+def test_seal_step_of_a_closing_model(chain: Chain, pub: Published):
+    chain.begin(pub)
+    auth, m = chain.authority.pubkey(), pub.model.pubkey()
+    chain.must([close_weight_account(PROGRAM_ID, auth, m, pub.weight_keys[1], 1)])
+    ix = seal_step(PROGRAM_ID, m, pub.weight_keys[0])
+    refused(chain, [ix], "ModelNotSealing", keys_of(pub))
 
 
 def test_seal_step_with_forged_header_of_another_model_or_slot(chain: Chain, pub: Published):
@@ -497,51 +526,103 @@ def test_seal_step_of_an_account_of_another_program(chain: Chain, pub: Published
 
 
 def test_reopen_or_close_a_sealed_model(chain: Chain, sealed: Published):
-    auth = chain.authority.pubkey()
+    auth, m, w = chain.authority.pubkey(), sealed.model.pubkey(), sealed.weight_keys
     for ix in (
-        reopen(PROGRAM_ID, auth, sealed.model.pubkey(), sealed.weight_keys),
-        close_model(PROGRAM_ID, auth, sealed.model.pubkey(), sealed.weight_keys),
+        reopen(PROGRAM_ID, auth, m, w[0], 0),
+        close_weight_account(PROGRAM_ID, auth, m, w[0], 0),
+        close_model(PROGRAM_ID, auth, m),
     ):
         refused(chain, [ix], "ModelSealed", keys_of(sealed))
 
 
-@pytest.mark.parametrize("when", ["uploading", "sealing"])
+@pytest.mark.parametrize("when", ["uploading", "sealing", "closing"])
 def test_reopen_a_model_that_did_not_fail(chain: Chain, pub: Published, when: str):
+    auth, m, w = chain.authority.pubkey(), pub.model.pubkey(), pub.weight_keys
     if when == "sealing":
         chain.begin(pub)
-    ix = reopen(PROGRAM_ID, chain.authority.pubkey(), pub.model.pubkey(), pub.weight_keys)
+    if when == "closing":
+        chain.must([close_weight_account(PROGRAM_ID, auth, m, w[1], 1)])
+    ix = reopen(PROGRAM_ID, auth, m, w[0], 0)
     refused(chain, [ix], "ModelNotFailed", keys_of(pub))
 
 
-def test_reopen_with_the_wrong_weight_accounts(chain: Chain):
-    failed = chain.publish([b"a", b"b"], declared=bytes(32))
-    chain.begin(failed)
-    chain.seal(failed)
-    ix = reopen(PROGRAM_ID, chain.authority.pubkey(), failed.model.pubkey(), failed.weight_keys[:1])
-    refused(chain, [ix], "WrongRemainingAccountCount", keys_of(failed))
+def test_reopen_the_same_weight_account_twice(chain: Chain, failed: Published):
+    ix = reopen(
+        PROGRAM_ID, chain.authority.pubkey(), failed.model.pubkey(), failed.weight_keys[1], 1
+    )
+    chain.must([ix])
+    refused(chain, [metas(ix)], "WeightAccountNotFrozen", keys_of(failed))
 
 
-@pytest.mark.parametrize("order", ["missing", "unbound-included", "repeated", "model-as-weight"])
-def test_close_with_the_wrong_weight_accounts(chain: Chain, fresh: Published, order: str):
+@pytest.mark.parametrize("build", [reopen, close_weight_account], ids=["reopen", "close"])
+def test_reopen_and_close_a_slot_out_of_range(chain: Chain, failed: Published, build):
+    ix = build(
+        PROGRAM_ID, chain.authority.pubkey(), failed.model.pubkey(), failed.weight_keys[0], 2
+    )
+    refused(chain, [ix], "SectionIndexOutOfRange", keys_of(failed))
+
+
+@pytest.mark.parametrize("build", [reopen, close_weight_account], ids=["reopen", "close"])
+@pytest.mark.parametrize("order", ["other slot", "other model", "the model", "not writable"])
+def test_reopen_and_close_with_the_wrong_weight_account(
+    chain: Chain, failed: Published, build, order: str
+):
+    other = chain.publish([b"a", b"b"], write=False)
+    m, w = failed.model.pubkey(), failed.weight_keys
+    given, name = {
+        "other slot": (w[1], "WrongWeightAccount"),
+        "other model": (other.weight_keys[0], "WrongWeightAccount"),
+        "the model": (m, "DuplicateAccount"),
+        "not writable": (w[0], "AccountNotWritable"),
+    }[order]
+    ix = build(PROGRAM_ID, chain.authority.pubkey(), m, given, 0)
+    if order == "not writable":
+        ix = metas(ix, a2=(False, False))
+    refused(chain, [ix], name, keys_of(failed) + keys_of(other))
+
+
+def test_close_an_unbound_slot(chain: Chain, fresh: Published):
     weight, ixs = _bind(chain, fresh, 1, WEIGHT_HEADER_SIZE + 200)
     chain.must(ixs, [weight])
-    given, name = {
-        "missing": ([], "WrongRemainingAccountCount"),
-        "unbound-included": ([fresh.weight_keys[0], weight.pubkey()], "WrongRemainingAccountCount"),
-        "repeated": ([weight.pubkey(), weight.pubkey()], "WrongRemainingAccountCount"),
-        "model-as-weight": ([fresh.model.pubkey()], "DuplicateAccount"),
-    }[order]
-    ix = close_model(PROGRAM_ID, chain.authority.pubkey(), fresh.model.pubkey(), given)
-    refused(chain, [ix], name, [fresh.model.pubkey(), weight.pubkey()])
+    ix = close_weight_account(
+        PROGRAM_ID, chain.authority.pubkey(), fresh.model.pubkey(), weight.pubkey(), 0
+    )
+    refused(chain, [ix], "UnboundSlot", [fresh.model.pubkey(), weight.pubkey()])
 
 
-def test_close_with_a_read_only_authority(chain: Chain, pub: Published):
-    ix = close_model(PROGRAM_ID, chain.authority.pubkey(), pub.model.pubkey(), pub.weight_keys)
+def test_close_a_weight_account_twice(chain: Chain, pub: Published):
+    auth, m, w = chain.authority.pubkey(), pub.model.pubkey(), pub.weight_keys
+    chain.must([close_weight_account(PROGRAM_ID, auth, m, w[0], 0)])
+    # Signed afresh (another compute-unit price, so another transaction): the account is
+    # the system program's now.
+    again = close_weight_account(PROGRAM_ID, auth, m, w[0], 0)
+    refused(chain, [set_compute_unit_price(1), again], "WrongAccountOwner", keys_of(pub))
+
+
+def test_close_the_model_while_weight_accounts_are_bound(chain: Chain, pub: Published):
+    auth, m = chain.authority.pubkey(), pub.model.pubkey()
+    ix = close_model(PROGRAM_ID, auth, m)
+    refused(chain, [ix], "WeightAccountsStillBound", keys_of(pub))
+    chain.must([close_weight_account(PROGRAM_ID, auth, m, pub.weight_keys[0], 0)])
+    refused(chain, [ix], "WeightAccountsStillBound", keys_of(pub))
+
+
+@pytest.mark.parametrize("which", ["close-weight", "close"])
+def test_close_with_a_read_only_authority(chain: Chain, fresh: Published, which: str):
+    auth, m = chain.authority.pubkey(), fresh.model.pubkey()
+    weight, ixs = _bind(chain, fresh, 1, WEIGHT_HEADER_SIZE + 200)
+    if which == "close-weight":
+        chain.must(ixs, [weight])
+    ix = {
+        "close-weight": lambda: close_weight_account(PROGRAM_ID, auth, m, weight.pubkey(), 1),
+        "close": lambda: close_model(PROGRAM_ID, auth, m),
+    }[which]()
     payer = chain.funded()
-    before = state(chain, keys_of(pub))
+    watch = [m, weight.pubkey()]
+    before = state(chain, watch)
     result = chain.send([metas(ix, a0=(True, False))], [chain.authority], payer=payer)
     assert result.error == "AccountNotWritable", result.logs
-    assert state(chain, keys_of(pub)) == before
+    assert state(chain, watch) == before
 
 
 # -- shape of the instruction ------------------------------------------------------------------
@@ -558,37 +639,47 @@ def test_no_discriminator(chain: Chain, pub: Published, size: int):
     refused(chain, [ix], "InvalidInstructionData", keys_of(pub))
 
 
-@pytest.mark.parametrize("name", ["write", "bind", "begin", "seal", "reopen", "close", "create"])
-def test_not_enough_accounts(chain: Chain, pub: Published, name: str):
-    auth = chain.authority.pubkey()
+def _every_instruction(pub: Published, auth: Pubkey) -> dict[str, Instruction]:
     m, w = pub.model.pubkey(), pub.weight_keys
-    ix = {
+    return {
         "write": write_weights(PROGRAM_ID, auth, w[0], 0, b"x"),
         "bind": bind_weight_account(PROGRAM_ID, auth, m, w[0], 0),
-        "begin": begin_sealing(PROGRAM_ID, auth, m, []),
+        "begin": begin_sealing(PROGRAM_ID, auth, m),
         "seal": seal_step(PROGRAM_ID, m, w[0]),
-        "reopen": reopen(PROGRAM_ID, auth, m, []),
-        "close": close_model(PROGRAM_ID, auth, m, []),
+        "reopen": reopen(PROGRAM_ID, auth, m, w[0], 0),
+        "close-weight": close_weight_account(PROGRAM_ID, auth, m, w[0], 0),
+        "close": close_model(PROGRAM_ID, auth, m),
         "create": create_model(PROGRAM_ID, auth, m, bytes(32), [1, 1]),
-    }[name]
-    cut = Instruction(PROGRAM_ID, ix.data, list(ix.accounts)[:1])
+    }
+
+
+@pytest.mark.parametrize(
+    ("name", "keep"),
+    [
+        ("write", 1),
+        ("bind", 2),
+        ("begin", 1),
+        ("seal", 1),
+        ("reopen", 2),
+        ("close-weight", 2),
+        ("close", 1),
+        ("create", 1),
+    ],
+)
+def test_not_enough_accounts(chain: Chain, pub: Published, name: str, keep: int):
+    ix = _every_instruction(pub, chain.authority.pubkey())[name]
+    cut = Instruction(PROGRAM_ID, ix.data, list(ix.accounts)[:keep])
     refused(chain, [cut], "NotEnoughAccounts", keys_of(pub))
 
 
-@pytest.mark.parametrize("name", ["begin", "seal", "reopen", "close", "bind"])
-def test_arguments_where_none_are_taken(chain: Chain, pub: Published, name: str):
-    auth = chain.authority.pubkey()
-    m, w = pub.model.pubkey(), pub.weight_keys
-    ix = {
-        "begin": begin_sealing(PROGRAM_ID, auth, m, w),
-        "seal": seal_step(PROGRAM_ID, m, w[0]),
-        "reopen": reopen(PROGRAM_ID, auth, m, w),
-        "close": close_model(PROGRAM_ID, auth, m, w),
-        "bind": bind_weight_account(PROGRAM_ID, auth, m, w[0], 0),
-    }[name]
-    padded = Instruction(PROGRAM_ID, bytes(ix.data) + b"\x00", ix.accounts)
+@pytest.mark.parametrize("name", ["begin", "seal", "reopen", "close-weight", "close", "bind"])
+@pytest.mark.parametrize("change", ["a byte more", "a byte less"])
+def test_arguments_of_the_wrong_length(chain: Chain, pub: Published, name: str, change: str):
+    ix = _every_instruction(pub, chain.authority.pubkey())[name]
+    data = bytes(ix.data) + b"\x00" if change == "a byte more" else bytes(ix.data)[:-1]
     signers = [pub.weights[0]] if name == "bind" else []
-    refused(chain, [padded], "InvalidInstructionData", keys_of(pub), signers)
+    wrong = Instruction(PROGRAM_ID, data, ix.accounts)
+    refused(chain, [wrong], "InvalidInstructionData", keys_of(pub), signers)
 
 
 def test_more_accounts_than_the_parser_holds(chain: Chain, pub: Published):
@@ -610,19 +701,3 @@ def test_duplicate_records_are_parsed_past(chain: Chain, pub: Published):
     chain.must([Instruction(PROGRAM_ID, ix.data, list(ix.accounts) + extra)])
     data = bytes(chain.svm.get_account(pub.weight_keys[1]).data)
     assert data[WEIGHT_HEADER_SIZE + 7 : WEIGHT_HEADER_SIZE + 13] == b"dup-ok"
-
-
-@pytest.mark.parametrize("which", ["reopen", "close"])
-@pytest.mark.parametrize("order", ["swapped", "foreign"])
-def test_reopen_and_close_with_weight_accounts_of_another_slot_or_model(
-    chain: Chain, which: str, order: str
-):
-    failed = chain.publish([b"a", b"b"], declared=bytes(32))
-    chain.begin(failed)
-    chain.seal(failed)
-    other = chain.publish([b"a", b"b"], write=False)
-    w = failed.weight_keys
-    given = [w[1], w[0]] if order == "swapped" else [other.weight_keys[0], w[1]]
-    build = reopen if which == "reopen" else close_model
-    ix = build(PROGRAM_ID, chain.authority.pubkey(), failed.model.pubkey(), given)
-    refused(chain, [ix], "WrongWeightAccount", keys_of(failed) + keys_of(other))

@@ -8,6 +8,13 @@ charge nobody, and once without (the ``Sender``, as publish sends), where the tr
 lands, fails with the same named error, and its fee payer pays exactly the fee. In both,
 every model and weight account keeps its lamports, owner and bytes. The last test has the
 owner seal and verify stories260K after all of it.
+
+Runs take part too: the owner publishes and seals another copy of stories260K, the attacker
+a tiny model, and each opens runs of theirs (the owner's: one under way, one finished, one
+closed). Steps the attacker cranks out of
+order, on a finished or closed run, with another model's accounts, or missing the section
+their phase needs, and closes by anyone but the opener, are refused the same way and change
+no account; afterwards the owner's run goes on to the end, every step mirrored.
 """
 
 import asyncio
@@ -29,7 +36,9 @@ from solders.system_program import CreateAccountParams, create_account
 from solders.transaction import Transaction
 
 from curta_chain import program
-from curta_chain.artifact import Artifact, hash_steps
+from curta_chain.artifact import Artifact, ModelConfig, hash_steps
+from curta_chain.artifact.convert import convert_llama2c_bytes
+from curta_chain.artifact.synthetic import llama2c_checkpoint_bytes, llama2c_tokenizer_bytes
 from curta_chain.chain import specs
 from curta_chain.chain.cluster import write_keypair
 from curta_chain.chain.plan import model_keypair, weight_keypair
@@ -40,10 +49,17 @@ from curta_chain.chain.sender import Sender, TxSpec, wait_for_signature
 from curta_chain.chain.transport import HttpTransport
 from curta_chain.chain.verify import verify
 from curta_chain.cli import main
-from curta_chain.constants import LAMPORTS_PER_SOL, LOCALNET_PROGRAM_ID, WEIGHT_HEADER_SIZE
+from curta_chain.constants import (
+    LAMPORTS_PER_SOL,
+    LOCALNET_PROGRAM_ID,
+    MAX_COMPUTE_UNITS,
+    WEIGHT_HEADER_SIZE,
+)
 from curta_chain.errors import ChainError, ProgramError
 from curta_chain.localnet import start_in_thread
-from curta_chain.program import ModelAccount, ModelState
+from curta_chain.program import ModelAccount, ModelState, RunState, run_account_size
+from curta_chain.program.run_account import PromptKind
+from curta_chain.program.run_mirror import RunMirror
 
 PROGRAM_ID = Pubkey.from_string(LOCALNET_PROGRAM_ID)
 BUDGET = specs.Budget()
@@ -91,12 +107,16 @@ class World:
     attacker: Keypair
     art: Artifact
     models: dict[str, Model] = field(default_factory=dict)
+    runs: dict[str, Keypair] = field(default_factory=dict)
+    tiny: dict[str, Artifact] = field(default_factory=dict)
+    mirror: RunMirror | None = None
+    """The mirror of the owner's run R1, which only the last test advances."""
 
     def watched(self) -> list[Pubkey]:
         keys = [self.owner.pubkey(), self.attacker.pubkey()]
         for model in self.models.values():
             keys += [model.address, *model.accounts]
-        return keys
+        return keys + [run.pubkey() for run in self.runs.values()]
 
 
 async def land(client: RpcClient, payer: Keypair, specs_: Sequence[TxSpec]) -> None:
@@ -143,13 +163,16 @@ async def make_model(
     ]
     await sender.send(writes)
     if state != ModelState.UPLOADING:
-        begin = program.begin_sealing(PROGRAM_ID, authority.pubkey(), model.address, model.accounts)
+        begin = program.begin_sealing(PROGRAM_ID, authority.pubkey(), model.address)
         await sender.send([TxSpec((begin,))])
+    # A sealing model has its first chunk hashed: the seal has entered (frozen) section 0.
+    steps = 1 if state == ModelState.SEALING else 0
     if state in (ModelState.SEALED, ModelState.FAILED):
-        for index, step in enumerate(hash_steps(sections)):
-            account = model.accounts[step.section]
-            spec = specs.seal_step_spec(PROGRAM_ID, model.address, account, index, BUDGET)
-            await sender.send([spec])
+        steps = len(list(hash_steps(sections)))
+    for index, step in enumerate(list(hash_steps(sections))[:steps]):
+        account = model.accounts[step.section]
+        spec = specs.seal_step_spec(PROGRAM_ID, model.address, account, index, BUDGET)
+        await sender.send([spec])
     assert (await read(client, model.address)).state == state
     return model
 
@@ -173,6 +196,66 @@ def airdrop(url: str, sol: float) -> Keypair:
 
 SMALL = [os.urandom(3_000), os.urandom(500)]
 """The small models' sections: two slots, one chunk each."""
+TINY = ModelConfig(
+    dim=16, hidden_dim=32, n_layers=1, n_heads=2, n_kv_heads=1, vocab_size=259, seq_len=16
+)
+"""A model a run can run, small enough to publish in a few dozen writes."""
+RUN_PROMPT = b"hello"
+
+
+def tiny_artifact(seed: int) -> Artifact:
+    checkpoint = llama2c_checkpoint_bytes(TINY, seed)
+    tokenizer = llama2c_tokenizer_bytes(TINY.vocab_size, seed)
+    return convert_llama2c_bytes(checkpoint, tokenizer, f"tiny{seed}.bin", "tok.bin")
+
+
+def step_spec(model: Model, run: Pubkey, sections: Sequence[int], expected: int) -> TxSpec:
+    keys = [model.accounts[0], *(model.accounts[i] for i in sections)]
+    ix = program.step(PROGRAM_ID, run, model.address, keys, expected)
+    return TxSpec((*BUDGET_RUN.instructions(MAX_COMPUTE_UNITS), ix))
+
+
+BUDGET_RUN = specs.Budget(limit_compute=True)
+
+
+async def open_run(
+    sender: Sender, model: Model, art: Artifact, prompt: bytes | list[int], capacity: int
+) -> tuple[Keypair, RunMirror]:
+    """Create and open a run of ``model`` (the sender's payer opens it); its mirror."""
+    run, opener = Keypair(), sender.payer
+    kind = PromptKind.TEXT if isinstance(prompt, bytes) else PromptKind.TOKENS
+    size = run_account_size(art.config, capacity, kind, len(prompt))
+    rent = await sender.client.rent_exempt_minimum(size)
+    create = create_account(
+        CreateAccountParams(
+            from_pubkey=opener.pubkey(), to_pubkey=run.pubkey(), lamports=rent, space=size,
+            owner=PROGRAM_ID,
+        )
+    )  # fmt: skip
+    ix = program.open_run(
+        PROGRAM_ID, opener.pubkey(), run.pubkey(), model.address, model.accounts[0], capacity,
+        prompt,
+    )  # fmt: skip
+    await sender.send([TxSpec((*BUDGET_RUN.instructions(MAX_COMPUTE_UNITS), create, ix), (run,))])
+    info = await sender.client.account(run.pubkey())
+    assert info is not None
+    return run, RunMirror(art, info.data)
+
+
+async def crank(
+    sender: Sender, model: Model, run: Keypair, mirror: RunMirror, steps: int | None = None
+) -> None:
+    """Step ``run`` (the sender's payer cranks) ``steps`` times or to its end, mirrored."""
+    done = 0
+    while mirror.header.state != RunState.FINISHED and (steps is None or done < steps):
+        before = mirror.header
+        plan = mirror.plan()
+        await sender.send([step_spec(model, run.pubkey(), plan.sections, before.steps)])
+        mirror.advance(plan)
+        info = await sender.client.account(run.pubkey())
+        assert info is not None
+        mirror.compare(info.data, before)
+        done += 1
 
 
 @pytest.fixture(scope="module")
@@ -180,9 +263,9 @@ def world(stories260k: Artifact) -> Iterator[World]:
     """The owner's models, by role, and the attacker's.
 
     A: stories260K, published by ``publish``, uploading (the victim). B: A's section
-    lengths, all zeros, bound, uploading. S, S2: small, the same lengths, sealing. D: small,
-    sealed. F: small, failed. U: small, slot 1 unbound. The attacker's C (sealing, S's
-    lengths) and CU (slot 1 unbound).
+    lengths, all zeros, bound, uploading. S, S2: small, the same lengths, sealing with the
+    seal in section 1 (section 0 frozen). D: small, sealed. F: small, failed. U: small, slot
+    1 unbound. The attacker's C (sealing like S) and CU (slot 1 unbound).
     """
     handle = start_in_thread()
     try:
@@ -211,6 +294,22 @@ def world(stories260k: Artifact) -> Iterator[World]:
             m["U"] = await make_model(owner_sends, SMALL, bind=[0])
             m["C"] = await make_model(attacker_sends, SMALL, state=ModelState.SEALING)
             m["CU"] = await make_model(attacker_sends, SMALL, bind=[0])
+            # Runnable models and their runs: R (the owner's) and RA (the attacker's).
+            world.tiny = {"R": stories260k, "RA": tiny_artifact(2)}
+            for name, sender in (("R", owner_sends), ("RA", attacker_sends)):
+                sections = list(world.tiny[name].sections)
+                m[name] = await make_model(sender, sections, state=ModelState.SEALED)
+            r, ra = world.tiny["R"], world.tiny["RA"]
+            run, mirror = await open_run(owner_sends, m["R"], r, RUN_PROMPT, 12)
+            await crank(owner_sends, m["R"], run, mirror, steps=1)  # tokenized, running
+            assert mirror.header.state == RunState.RUNNING
+            world.runs["R1"], world.mirror = run, mirror
+            world.runs["R2"], done = await open_run(owner_sends, m["R"], r, [1], 2)
+            await crank(owner_sends, m["R"], world.runs["R2"], done)
+            world.runs["R3"], _ = await open_run(owner_sends, m["R"], r, [1], 3)
+            close_r3 = program.close_run(PROGRAM_ID, owner.pubkey(), world.runs["R3"].pubkey())
+            await owner_sends.send([TxSpec((close_r3,))])
+            world.runs["A1"], _ = await open_run(attacker_sends, m["RA"], ra, RUN_PROMPT, 12)
 
         on_chain(handle.url, build)
         yield world
@@ -294,9 +393,66 @@ def bind_bound(source: str) -> Callable[[World], Attack]:
     return attack
 
 
+RunMake = Callable[[World, Pubkey], Instruction]
+
+
+def run_attack(
+    payer: str, make: RunMake, unsigned_at: int | None = None
+) -> Callable[[World], Attack]:
+    """``payer`` ("owner" or "attacker") pays and is ``me`` in ``make(world, me)``; with
+    ``unsigned_at``, the attacker pays and names the owner there without its signature."""
+
+    def attack(w: World) -> Attack:
+        if unsigned_at is not None:
+            return Attack(w.attacker, (unsigned(make(w, w.owner.pubkey()), unsigned_at),))
+        who = getattr(w, payer)
+        return Attack(who, (make(w, who.pubkey()),))
+
+    return attack
+
+
+def run_step(
+    model: str,
+    run: str,
+    sections: Sequence[int] = (1,),
+    expected: int | None = None,
+    weights: str | None = None,
+) -> RunMake:
+    """A step of ``run`` naming ``model`` and ``weights``' (default the model's) sections."""
+
+    def make(w: World, me: Pubkey) -> Instruction:
+        accounts = w.models[weights or model].accounts
+        keys = [accounts[0], *(accounts[i] for i in sections)]
+        count = expected if expected is not None else (w.mirror.header.steps if run == "R1" else 0)
+        return program.step(P, w.runs[run].pubkey(), w.models[model].address, keys, count)
+
+    return make
+
+
+def open_on(model: str, section_zero: str | None = None) -> Callable[[World], Attack]:
+    """The owner creates a fresh run account and opens a run of ``model`` on it."""
+
+    def attack(w: World) -> Attack:
+        run, m = Keypair(), w.models[model]
+        config = w.tiny.get(model, w.art).config
+        size = run_account_size(config, 8, PromptKind.TEXT, len(RUN_PROMPT))
+        create = create_account(
+            CreateAccountParams(
+                from_pubkey=w.owner.pubkey(), to_pubkey=run.pubkey(), lamports=LAMPORTS_PER_SOL,
+                space=size, owner=PROGRAM_ID,
+            )
+        )  # fmt: skip
+        zero = w.models[section_zero or model].accounts[0]
+        ix = program.open_run(P, w.owner.pubkey(), run.pubkey(), m.address, zero, 8, RUN_PROMPT)
+        return Attack(w.owner, (create, ix), (run,))
+
+    return attack
+
+
 P = PROGRAM_ID
 write, begin, step = program.write_weights, program.begin_sealing, program.seal_step
 reopen, close, bind = program.reopen, program.close_model, program.bind_weight_account
+close_weight = program.close_weight_account
 
 Cases = dict[str, tuple[Callable[[World], Attack], str]]
 
@@ -310,27 +466,31 @@ FOREIGN_SIGNER: Cases = {
         "MissingSignature",
     ),
     "attacker begins sealing the owner's model": (
-        by_attacker(lambda m, me: begin(P, me, m["A"].address, m["A"].accounts)),
+        by_attacker(lambda m, me: begin(P, me, m["A"].address)),
         "WrongAuthority",
     ),
     "attacker begins sealing naming the owner without its signature": (
-        as_owner_unsigned(lambda m, me: begin(P, me, m["A"].address, m["A"].accounts)),
+        as_owner_unsigned(lambda m, me: begin(P, me, m["A"].address)),
         "MissingSignature",
     ),
     "attacker reopens the owner's failed model": (
-        by_attacker(lambda m, me: reopen(P, me, m["F"].address, m["F"].accounts)),
+        by_attacker(lambda m, me: reopen(P, me, m["F"].address, m["F"].accounts[0], 0)),
         "WrongAuthority",
     ),
-    "attacker closes the owner's model to himself": (
-        by_attacker(lambda m, me: close(P, me, m["A"].address, m["A"].accounts)),
+    "attacker closes the owner's weight account to himself": (
+        by_attacker(lambda m, me: close_weight(P, me, m["A"].address, m["A"].accounts[0], 0)),
         "WrongAuthority",
     ),
-    "attacker closes the owner's failed model to himself": (
-        by_attacker(lambda m, me: close(P, me, m["F"].address, m["F"].accounts)),
+    "attacker closes the owner's failed model's weight account to himself": (
+        by_attacker(lambda m, me: close_weight(P, me, m["F"].address, m["F"].accounts[1], 1)),
         "WrongAuthority",
     ),
-    "attacker closes the owner's model naming the owner without its signature": (
-        as_owner_unsigned(lambda m, me: close(P, me, m["A"].address, m["A"].accounts)),
+    "attacker closes the owner's model account to himself": (
+        by_attacker(lambda m, me: close(P, me, m["A"].address)),
+        "WrongAuthority",
+    ),
+    "attacker closes the owner's weight account naming the owner without its signature": (
+        as_owner_unsigned(lambda m, me: close_weight(P, me, m["A"].address, m["A"].accounts[0], 0)),
         "MissingSignature",
     ),
     "attacker binds his account into the owner's free slot": (
@@ -342,34 +502,42 @@ FOREIGN_SIGNER: Cases = {
         "MissingSignature",
     ),
     "attacker cranks the owner's seal with his own weight account": (
-        by_attacker(lambda m, me: step(P, m["S"].address, m["C"].accounts[0])),
+        by_attacker(lambda m, me: step(P, m["S"].address, m["C"].accounts[1])),
         "WrongWeightAccount",
     ),
     "owner writes into the attacker's weight account": (
         by_owner(lambda m, me: write(P, me, m["CU"].accounts[0], 0, b"x")),
         "WrongAuthority",
     ),
+    "attacker closes the owner's run to himself": (
+        run_attack("attacker", lambda w, me: program.close_run(P, me, w.runs["R1"].pubkey())),
+        "WrongOpener",
+    ),
+    "attacker closes the owner's run naming the owner without its signature": (
+        run_attack("attacker", lambda w, me: program.close_run(P, me, w.runs["R1"].pubkey()), 0),
+        "MissingSignature",
+    ),
 }
 
 OUT_OF_ORDER: Cases = {
     "begin sealing before every slot is bound": (
-        by_owner(lambda m, me: begin(P, me, m["U"].address, m["U"].accounts[:1])),
-        "UnboundSlot",
-    ),
-    "begin sealing naming an unbound slot's account": (
-        by_owner(lambda m, me: begin(P, me, m["U"].address, m["U"].accounts)),
+        by_owner(lambda m, me: begin(P, me, m["U"].address)),
         "UnboundSlot",
     ),
     "begin sealing twice": (
-        by_owner(lambda m, me: begin(P, me, m["S"].address, m["S"].accounts)),
+        by_owner(lambda m, me: begin(P, me, m["S"].address)),
         "ModelNotUploading",
     ),
-    "write after begin sealing": (
+    "write into a section the seal has entered": (
         by_owner(lambda m, me: write(P, me, m["S"].accounts[0], 0, b"late")),
         "WeightAccountFrozen",
     ),
     "write into a sealed model": (
         by_owner(lambda m, me: write(P, me, m["D"].accounts[1], 0, b"late")),
+        "WeightAccountFrozen",
+    ),
+    "write into a failed model before reopening it": (
+        by_owner(lambda m, me: write(P, me, m["F"].accounts[0], 0, b"late")),
         "WeightAccountFrozen",
     ),
     "write past the section's end": (
@@ -380,61 +548,90 @@ OUT_OF_ORDER: Cases = {
         by_owner(lambda m, me: step(P, m["A"].address, m["A"].accounts[0])),
         "ModelNotSealing",
     ),
-    "seal step naming the next section's account": (
-        by_attacker(lambda m, me: step(P, m["S"].address, m["S"].accounts[1])),
+    "seal step naming the section the cursor has left": (
+        by_attacker(lambda m, me: step(P, m["S"].address, m["S"].accounts[0])),
         "WrongWeightAccount",
     ),
     "seal step after the last": (
         by_attacker(lambda m, me: step(P, m["D"].address, m["D"].accounts[1])),
         "ModelNotSealing",
     ),
-    "begin sealing with the weight accounts in swapped order": (
-        by_owner(lambda m, me: begin(P, me, m["B"].address, m["B"].accounts[::-1])),
-        "WrongWeightAccount",
-    ),
     "reopen a model that is sealing": (
-        by_owner(lambda m, me: reopen(P, me, m["S"].address, m["S"].accounts)),
+        by_owner(lambda m, me: reopen(P, me, m["S"].address, m["S"].accounts[0], 0)),
         "ModelNotFailed",
     ),
     "reopen a sealed model": (
-        by_owner(lambda m, me: reopen(P, me, m["D"].address, m["D"].accounts)),
+        by_owner(lambda m, me: reopen(P, me, m["D"].address, m["D"].accounts[0], 0)),
+        "ModelSealed",
+    ),
+    "reopen a slot the model does not have": (
+        by_owner(lambda m, me: reopen(P, me, m["F"].address, m["F"].accounts[0], 2)),
+        "SectionIndexOutOfRange",
+    ),
+    "close a sealed model's weight account": (
+        by_owner(lambda m, me: close_weight(P, me, m["D"].address, m["D"].accounts[0], 0)),
         "ModelSealed",
     ),
     "close a sealed model": (
-        by_owner(lambda m, me: close(P, me, m["D"].address, m["D"].accounts)),
+        by_owner(lambda m, me: close(P, me, m["D"].address)),
         "ModelSealed",
     ),
+    "close a model while weight accounts are bound": (
+        by_owner(lambda m, me: close(P, me, m["B"].address)),
+        "WeightAccountsStillBound",
+    ),
+    "close an unbound slot": (
+        by_owner(lambda m, me: close_weight(P, me, m["U"].address, m["U"].accounts[0], 1)),
+        "UnboundSlot",
+    ),
     "bind a second account into a bound slot": (bind_fresh("owner", "B", 0), "SlotAlreadyBound"),
+    "open a run of a model that is still uploading": (open_on("A", "R"), "ModelNotSealed"),
+    "step a run naming a step count it has passed": (
+        run_attack("attacker", run_step("R", "R1", expected=0)),
+        "StepOutOfOrder",
+    ),
+    "step a run naming a step count it has not reached": (
+        run_attack("attacker", run_step("R", "R1", expected=1_000)),
+        "StepOutOfOrder",
+    ),
+    "step a run without the section its phase needs": (
+        run_attack("attacker", run_step("R", "R1", sections=())),
+        "MissingWeightAccount",
+    ),
+    "step a finished run": (
+        run_attack("attacker", run_step("R", "R2", expected=1)),
+        "RunFinished",
+    ),
+    "step a closed run": (
+        run_attack("attacker", run_step("R", "R3", expected=0)),
+        "RunClosed",
+    ),
 }
 
 SWAPPED: Cases = {
-    "begin sealing A with B's weight accounts (same lengths)": (
-        by_owner(lambda m, me: begin(P, me, m["A"].address, m["B"].accounts)),
-        "WrongWeightAccount",
-    ),
-    "begin sealing A with B's section 1 account": (
-        by_owner(
-            lambda m, me: begin(P, me, m["A"].address, [m["A"].accounts[0], m["B"].accounts[1]])
-        ),
-        "WrongWeightAccount",
-    ),
     "seal step of S with S2's account (same lengths, both sealing)": (
-        by_attacker(lambda m, me: step(P, m["S"].address, m["S2"].accounts[0])),
+        by_attacker(lambda m, me: step(P, m["S"].address, m["S2"].accounts[1])),
         "WrongWeightAccount",
     ),
-    "reopen F with S's weight accounts": (
-        by_owner(lambda m, me: reopen(P, me, m["F"].address, m["S"].accounts)),
+    "reopen F naming S's weight account": (
+        by_owner(lambda m, me: reopen(P, me, m["F"].address, m["S"].accounts[0], 0)),
         "WrongWeightAccount",
     ),
-    "close A with B's weight accounts": (
-        by_owner(lambda m, me: close(P, me, m["A"].address, m["B"].accounts)),
+    "reopen F naming its own weight account of the other slot": (
+        by_owner(lambda m, me: reopen(P, me, m["F"].address, m["F"].accounts[1], 0)),
         "WrongWeightAccount",
     ),
-    "close B with A's section 1 account": (
-        by_owner(
-            lambda m, me: close(P, me, m["B"].address, [m["B"].accounts[0], m["A"].accounts[1]])
-        ),
+    "close A naming B's weight account of the same slot (same lengths)": (
+        by_owner(lambda m, me: close_weight(P, me, m["A"].address, m["B"].accounts[0], 0)),
         "WrongWeightAccount",
+    ),
+    "close B naming A's section 1 account": (
+        by_owner(lambda m, me: close_weight(P, me, m["B"].address, m["A"].accounts[1], 1)),
+        "WrongWeightAccount",
+    ),
+    "close A naming its model as the weight account": (
+        by_owner(lambda m, me: close_weight(P, me, m["A"].address, m["A"].address, 0)),
+        "DuplicateAccount",
     ),
     "bind S2's bound account into U's free slot (same length)": (
         bind_bound("S2"),
@@ -444,18 +641,37 @@ SWAPPED: Cases = {
         bind_bound("B"),
         "WrongAccountSize",
     ),
+    "step the owner's run naming the attacker's model": (
+        run_attack("attacker", run_step("RA", "R1")),
+        "RunOfAnotherModel",
+    ),
+    "step the owner's run with the attacker's model's weight accounts": (
+        run_attack("attacker", run_step("R", "R1", weights="RA")),
+        "WeightAccountOfAnotherModel",
+    ),
+    "step the owner's run naming a sealed model's weight account as its section": (
+        run_attack("attacker", run_step("R", "R1", weights="D")),
+        "WeightAccountOfAnotherModel",
+    ),
+    "step the attacker's run naming the owner's model": (
+        run_attack("attacker", run_step("R", "A1", expected=0)),
+        "RunOfAnotherModel",
+    ),
+    "open a run of R naming RA's section zero": (open_on("R", "RA"), "WrongWeightAccount"),
 }
 
 CASES: Cases = {**FOREIGN_SIGNER, **OUT_OF_ORDER, **SWAPPED}
 ROWS = {
-    "hostile: another keypair writes, begins, reopens, closes or binds": FOREIGN_SIGNER,
-    "hostile: instructions out of order": OUT_OF_ORDER,
-    "hostile: weight accounts swapped between models": SWAPPED,
+    "hostile: another keypair writes, begins, reopens, closes or binds; closes a run": (
+        FOREIGN_SIGNER
+    ),
+    "hostile: instructions out of order (runs: stale, early, finished, closed)": OUT_OF_ORDER,
+    "hostile: weight accounts swapped between models (runs of another model)": SWAPPED,
 }
 """The README table's rows (scripts/reliability_report.py), by the cases each counts."""
 
 
-REPLAYED = "hostile: a landed transaction replayed (11 kinds, with and without preflight)"
+REPLAYED = "hostile: a landed transaction replayed (all 8 instructions, with and without preflight)"
 RESIGNED = "hostile: create or create-and-bind signed afresh for an existing account"
 TAMPERED = "hostile: a signed transaction with its data changed"
 FOREIGN_CLI = "hostile: close or seal through the CLI with another keypair"
@@ -557,13 +773,16 @@ async def chain_view(client: RpcClient, keys: Sequence[Pubkey]) -> list[Any]:
 
 def test_every_lifecycle_transaction_replayed_is_already_processed_and_runs_once(world: World):
     owner = world.owner
-    model, weights = Keypair(), [Keypair(), Keypair()]
+    sealed, failed = (Keypair(), [Keypair(), Keypair()]), (Keypair(), [Keypair(), Keypair()])
     sections = [os.urandom(2_000), os.urandom(700)]
     lengths = [len(s) for s in sections]
     declared = list(hash_steps(sections))[-1].running
-    keys = [owner.pubkey(), model.pubkey(), *(w.pubkey() for w in weights)]
+    keys = [owner.pubkey()]
+    for model, weights in (sealed, failed):
+        keys += [model.pubkey(), *(w.pubkey() for w in weights)]
 
-    async def work(client: RpcClient) -> None:
+    async def publish_and_seal(client: RpcClient, model: Keypair, weights, declared) -> list:
+        """Create, bind, write, begin and seal, one landed transaction each; their bytes."""
         me = owner.pubkey()
         rent = await client.rent_exempt_minimum(program.MODEL_ACCOUNT_SIZE)
         spec = specs.create_model_spec(P, owner, model, declared, lengths, rent, BUDGET)
@@ -581,11 +800,25 @@ def test_every_lifecycle_transaction_replayed_is_already_processed_and_runs_once
                 wires.append(
                     await landed(client, owner, write(P, me, weights[i].pubkey(), at, piece))
                 )
-        accounts = [w.pubkey() for w in weights]
-        wires.append(await landed(client, owner, begin(P, me, model.pubkey(), accounts)))
-        for account in accounts:  # one chunk per section
-            wires.append(await landed(client, owner, step(P, model.pubkey(), account)))
-        assert (await read(client, model.pubkey())).state == ModelState.SEALED
+        wires.append(await landed(client, owner, begin(P, me, model.pubkey())))
+        for weight in weights:  # one chunk per section
+            wires.append(await landed(client, owner, step(P, model.pubkey(), weight.pubkey())))
+        return wires
+
+    async def work(client: RpcClient) -> None:
+        me = owner.pubkey()
+        wires = await publish_and_seal(client, *sealed, declared)
+        assert (await read(client, sealed[0].pubkey())).state == ModelState.SEALED
+        wires += await publish_and_seal(client, *failed, bytes(32))
+        address, accounts = failed[0].pubkey(), [w.pubkey() for w in failed[1]]
+        assert (await read(client, address)).state == ModelState.FAILED
+        for i, account in enumerate(accounts):
+            wires.append(await landed(client, owner, reopen(P, me, address, account, i)))
+        assert (await read(client, address)).state == ModelState.UPLOADING
+        for i, account in enumerate(accounts):
+            wires.append(await landed(client, owner, close_weight(P, me, address, account, i)))
+        wires.append(await landed(client, owner, close(P, me, address)))
+        assert await client.account(address) is None
 
         before = await chain_view(client, keys)
         statuses = await client.signature_statuses([_signature(w) for w in wires])
@@ -595,9 +828,8 @@ def test_every_lifecycle_transaction_replayed_is_already_processed_and_runs_once
             assert await send_raw(client, wire, preflight=False) == _signature(wire)
         assert await client.signature_statuses([_signature(w) for w in wires]) == statuses
         assert await chain_view(client, keys) == before
-        assert (await client.account_data(weights[0].pubkey(), WEIGHT_HEADER_SIZE, 5)) == (
-            sections[0][:5]
-        )
+        head = await client.account_data(sealed[1][0].pubkey(), WEIGHT_HEADER_SIZE, 5)
+        assert head == sections[0][:5]
         for _ in wires:
             record(REPLAYED, lost_lamports=0, resent_bytes=0)
 
@@ -705,9 +937,7 @@ def test_after_every_attack_the_owner_seals_and_verifies_while_a_stranger_cranks
         # The owner begins sealing; the attacker cranks every step (sealStep is open to
         # anyone) and can only produce the hash the bytes give.
         owner_before = await client.balance(world.owner.pubkey())
-        await land(
-            client, world.owner, [TxSpec((begin(P, world.owner.pubkey(), a.address, a.accounts),))]
-        )
+        await land(client, world.owner, [TxSpec((begin(P, world.owner.pubkey(), a.address),))])
         result = await seal(client, P, world.attacker, a.address, world.art)
         assert result.state == ModelState.SEALED
         assert result.running_hash == world.art.weights_hash()
@@ -715,6 +945,25 @@ def test_after_every_attack_the_owner_seals_and_verifies_while_a_stranger_cranks
         report = await verify(client, P, a.address, world.art)
         assert report.ok, report.differences
         record(AFTERWARDS, lost_lamports=0, resent_bytes=0)
+
+    on_chain(world.url, work)
+
+
+RUN_AFTERWARDS = "hostile: after all of it, the owner's run goes on to its end, mirrored"
+
+
+def test_after_every_attack_the_owners_run_goes_on_to_the_end(world: World):
+    mirror = world.mirror
+    assert mirror is not None
+
+    async def work(client: RpcClient) -> None:
+        info = await client.account(world.runs["R1"].pubkey())
+        assert info is not None
+        mirror.compare(info.data, mirror.header)  # nothing the attacks did changed it
+        # The attacker may crank it too (anyone may): he can only compute the same tokens.
+        await crank(Sender(client, world.attacker), world.models["R"], world.runs["R1"], mirror)
+        assert mirror.header.state == RunState.FINISHED
+        record(RUN_AFTERWARDS, lost_lamports=0, resent_bytes=0)
 
     on_chain(world.url, work)
 
@@ -737,10 +986,10 @@ def test_a_reseal_after_a_reopen_within_one_slot_is_not_taken_for_a_replay():
             flipped = bytes([first[0] ^ 1])
             await land(client, owner, [TxSpec((write(P, me, model.accounts[0], 0, flipped),))])
             assert (await seal(client, P, owner, model.address)).state == ModelState.FAILED
-            fix = (reopen(P, me, model.address, model.accounts),)
-            await land(
-                client, owner, [TxSpec(fix), TxSpec((write(P, me, model.accounts[0], 0, first),))]
-            )
+            fix = [
+                TxSpec((reopen(P, me, model.address, w, i),)) for i, w in enumerate(model.accounts)
+            ]
+            await land(client, owner, [*fix, TxSpec((write(P, me, model.accounts[0], 0, first),))])
             assert (await seal(client, P, owner, model.address)).state == ModelState.SEALED
 
         async def run() -> None:

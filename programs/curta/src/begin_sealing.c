@@ -1,18 +1,18 @@
 /*
  * begin_sealing.c: beginSealing()
- * Accounts: 0 authority (signer), 1 model (writable), then every weight account in slot
- * order (writable). Freezes every weight account: no write lands after this.
+ * Accounts: 0 authority (signer), 1 model (writable). Every slot must be bound. Freezes
+ * nothing: each section freezes when the seal enters it (sealStep). Records the Clock slot,
+ * so that a reader can tell whether the program was redeployed after this seal began.
  */
 #include "../curta.h"
 
 uint64_t process_begin_sealing(SolInput *in) {
-  uint64_t err = check_authority_and_model(in);
+  uint64_t err = check_authority_and_model(in, 0);
   if (err) {
     return err;
   }
   SolAccount *authority = in->accounts[0];
-  SolAccount *model_account = in->accounts[1];
-  Model *model = model_of(model_account);
+  Model *model = model_of(in->accounts[1]);
   if (model->state != STATE_UPLOADING) {
     return REFUSE(ERR_MODEL_NOT_UPLOADING, "ModelNotUploading: sealing begins from uploading");
   }
@@ -22,10 +22,9 @@ uint64_t process_begin_sealing(SolInput *in) {
   if (model->bound_count != model->section_count) {
     return REFUSE(ERR_UNBOUND_SLOT, "UnboundSlot: every slot needs its weight account");
   }
-  if ((err = check_slot_accounts(in, 2, model_account, false))) {
-    return err;
-  }
 
-  restart_hash_chain(in, model, STATE_SEALING, 1);
+  SolClock clock;
+  sol_get_clock_sysvar(&clock);
+  restart_hash_chain(model, STATE_SEALING, clock.slot);
   return 0;
 }

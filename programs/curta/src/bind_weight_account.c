@@ -8,10 +8,7 @@
 #define ARGS_SIZE (8 + sizeof(uint32_t))
 
 uint64_t process_bind_weight_account(SolInput *in) {
-  if (in->account_count < 3) {
-    return REFUSE(ERR_NOT_ENOUGH_ACCOUNTS, "NotEnoughAccounts: bindWeightAccount needs 3");
-  }
-  uint64_t err = check_distinct(in, 3);
+  uint64_t err = check_accounts(in, 3);
   if (err) {
     return err;
   }

@@ -1,9 +1,8 @@
 /*
- * checks.c: the account checks every processor shares, each logging its one refusal line,
- * and the hash-chain restart that beginSealing and reopen share.
+ * checks.c: the account checks every processor shares, each logging its one refusal line.
  *
- * Processors call them in one order: count, owner, signer/writable, size, discriminator
- * and state, binding.
+ * Processors call them in one order: count and duplicates, instruction data, owner,
+ * signer/writable, size, discriminator and state, binding.
  */
 #include "../curta.h"
 
@@ -12,7 +11,11 @@ uint64_t refuse(uint64_t code, const char *line, uint64_t len) {
   return code;
 }
 
-uint64_t check_distinct(const SolInput *in, uint64_t count) {
+uint64_t check_accounts(const SolInput *in, uint64_t count) {
+  /* Accounts after the first `count` are ignored, as Anchor ignores remaining accounts. */
+  if (in->account_count < count) {
+    return REFUSE(ERR_NOT_ENOUGH_ACCOUNTS, "NotEnoughAccounts: fewer accounts than it takes");
+  }
   /* A duplicate could stand for two roles at once (payee and payer, model and weight). */
   for (uint64_t i = 0; i < count; i++) {
     if (in->is_duplicate[i]) {
@@ -45,7 +48,7 @@ uint64_t check_writable(const SolAccount *account) {
 
 uint64_t check_model_layout(const SolAccount *account) {
   if (account->data_len != sizeof(Model)) {
-    return REFUSE(ERR_WRONG_ACCOUNT_SIZE, "WrongAccountSize: model account is not 848 bytes");
+    return REFUSE(ERR_WRONG_ACCOUNT_SIZE, "WrongAccountSize: model account is not 856 bytes");
   }
   if (model_of((SolAccount *)account)->discriminator != MODEL_DISCRIMINATOR) {
     return REFUSE(ERR_WRONG_DISCRIMINATOR, "WrongDiscriminator: not a Model account");
@@ -60,18 +63,16 @@ uint64_t check_model_authority(const Model *model, const SolAccount *authority) 
   return 0;
 }
 
-uint64_t check_authority_and_model(const SolInput *in) {
-  /* beginSealing, reopen and closeModel: no arguments, accounts 0 authority (signer) and
-   * 1 model (the program's, writable, well formed); the caller checks state and binding. */
-  if (in->account_count < 2) {
-    return REFUSE(ERR_NOT_ENOUGH_ACCOUNTS, "NotEnoughAccounts: needs the authority and the model");
-  }
-  uint64_t err = check_distinct(in, 2);
+uint64_t check_authority_and_model(const SolInput *in, uint64_t args_size) {
+  /* beginSealing and closeModel (args_size 0), reopen and closeWeightAccount (a u32):
+   * accounts 0 authority (signer) and 1 model (the program's, writable, well formed);
+   * the caller checks state, authority and anything further. */
+  uint64_t err = check_accounts(in, 2);
   if (err) {
     return err;
   }
-  if (in->data_len != 8) {
-    return REFUSE(ERR_INVALID_INSTRUCTION_DATA, "InvalidInstructionData: takes no arguments");
+  if (in->data_len != 8 + args_size) {
+    return REFUSE(ERR_INVALID_INSTRUCTION_DATA, "InvalidInstructionData: wrong argument bytes");
   }
   const SolAccount *model_account = in->accounts[1];
   if ((err = check_program_owned(in, model_account)) || (err = check_signer(in->accounts[0])) ||
@@ -81,60 +82,47 @@ uint64_t check_authority_and_model(const SolInput *in) {
   return 0;
 }
 
-uint64_t check_slot_accounts(const SolInput *in, uint64_t first, const SolAccount *model_account,
-                             bool bound_only) {
-  const Model *model = model_of((SolAccount *)model_account);
-  uint64_t expected = bound_only ? model->bound_count : model->section_count;
-  if (in->account_count < first || in->account_count - first != expected) {
-    return REFUSE(ERR_WRONG_REMAINING_ACCOUNT_COUNT,
-                  "WrongRemainingAccountCount: pass one weight account per slot, in order");
-  }
-  uint64_t err = check_distinct(in, first + expected);
-  if (err) {
+uint64_t check_authority_model_weight(const SolInput *in) {
+  /* reopen and closeWeightAccount(sectionIndex: u32): the authority and the model as above,
+   * then 2 the weight account (the program's, writable). The count is checked first. */
+  uint64_t err = check_accounts(in, 3);
+  if (err || (err = check_authority_and_model(in, sizeof(uint32_t)))) {
     return err;
   }
-  uint64_t next = first;
-  for (uint64_t slot = 0; slot < model->section_count; slot++) {
-    const SectionSlot *section = &model->sections[slot];
-    if (bound_only && words_zero(section->weight_account, PUBKEY_SIZE / 8)) {
-      continue;
-    }
-    SolAccount *account = in->accounts[next++];
-    if ((err = check_program_owned(in, account)) || (err = check_writable(account))) {
-      return err;
-    }
-    if (!pubkey_equal(account->key, section->weight_account)) {
-      return REFUSE(ERR_WRONG_WEIGHT_ACCOUNT,
-                    "WrongWeightAccount: account is not the weight account of its slot");
-    }
-    if (account->data_len != WEIGHT_HEADER_SIZE + section->length) {
-      return REFUSE(ERR_WRONG_ACCOUNT_SIZE, "WrongAccountSize: weight account size");
-    }
-    const WeightHeader *header = header_of(account);
-    if (header->discriminator != WEIGHT_ACCOUNT_DISCRIMINATOR) {
-      return REFUSE(ERR_WRONG_DISCRIMINATOR, "WrongDiscriminator: not a WeightAccount");
-    }
-    if (!pubkey_equal(header->model, model_account->key)) {
-      return REFUSE(ERR_WEIGHT_ACCOUNT_OF_ANOTHER_MODEL,
-                    "WeightAccountOfAnotherModel: weight account bound to another model");
-    }
-    if (header->section_index != slot) {
-      return REFUSE(ERR_WEIGHT_ACCOUNT_OF_ANOTHER_SLOT,
-                    "WeightAccountOfAnotherSlot: weight account bound to another slot");
-    }
+  const SolAccount *weight = in->accounts[2];
+  if ((err = check_program_owned(in, weight)) || (err = check_writable(weight))) {
+    return err;
   }
   return 0;
 }
 
-void restart_hash_chain(SolInput *in, Model *model, uint8_t state, uint8_t frozen) {
-  /* beginSealing and reopen, once every check passed: the weight accounts (remaining
-   * accounts from index 2, in slot order) frozen or open, the chain back at its start. */
-  for (uint64_t slot = 0; slot < model->section_count; slot++) {
-    header_of(in->accounts[2 + slot])->frozen = frozen;
+uint64_t check_slot_weight(const SolAccount *model_account, const SolAccount *weight,
+                           uint64_t index) {
+  /* `weight` is the account bound in slot `index` (< section_count) of the model, and its
+   * header says so. Owner and writability were checked by the caller. */
+  const Model *model = model_of((SolAccount *)model_account);
+  const SectionSlot *slot = &model->sections[index];
+  if (words_zero(slot->weight_account, PUBKEY_SIZE / 8)) {
+    return REFUSE(ERR_UNBOUND_SLOT, "UnboundSlot: the slot has no weight account");
   }
-  model->state = state;
-  model->cursor_section = 0;
-  model->cursor_offset = 0;
-  model->chunks_hashed = 0;
-  sol_memset_(model->running_hash, 0, HASH_SIZE);
+  if (!pubkey_equal(weight->key, slot->weight_account)) {
+    return REFUSE(ERR_WRONG_WEIGHT_ACCOUNT,
+                  "WrongWeightAccount: account is not the weight account of its slot");
+  }
+  if (weight->data_len != WEIGHT_HEADER_SIZE + slot->length) {
+    return REFUSE(ERR_WRONG_ACCOUNT_SIZE, "WrongAccountSize: weight account size");
+  }
+  const WeightHeader *header = header_of((SolAccount *)weight);
+  if (header->discriminator != WEIGHT_ACCOUNT_DISCRIMINATOR) {
+    return REFUSE(ERR_WRONG_DISCRIMINATOR, "WrongDiscriminator: not a WeightAccount");
+  }
+  if (!pubkey_equal(header->model, model_account->key)) {
+    return REFUSE(ERR_WEIGHT_ACCOUNT_OF_ANOTHER_MODEL,
+                  "WeightAccountOfAnotherModel: weight account bound to another model");
+  }
+  if (header->section_index != index) {
+    return REFUSE(ERR_WEIGHT_ACCOUNT_OF_ANOTHER_SLOT,
+                  "WeightAccountOfAnotherSlot: weight account bound to another slot");
+  }
+  return 0;
 }

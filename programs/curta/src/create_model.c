@@ -1,6 +1,6 @@
 /*
  * create_model.c: createModel(declaredHash: [u8; 32], sectionLengths: Vec<u64>)
- * Accounts: 0 authority (signer), 1 model (writable, signer; fresh, 848 bytes, ours).
+ * Accounts: 0 authority (signer), 1 model (writable, signer; fresh, 856 bytes, ours).
  */
 #include "../curta.h"
 
@@ -8,10 +8,7 @@
 #define FIXED_ARGS_SIZE (ARGS_OFFSET + HASH_SIZE + sizeof(uint32_t))
 
 uint64_t process_create_model(SolInput *in) {
-  if (in->account_count < 2) {
-    return REFUSE(ERR_NOT_ENOUGH_ACCOUNTS, "NotEnoughAccounts: createModel needs 2 accounts");
-  }
-  uint64_t err = check_distinct(in, 2);
+  uint64_t err = check_accounts(in, 2);
   if (err) {
     return err;
   }
@@ -33,7 +30,7 @@ uint64_t process_create_model(SolInput *in) {
     return err;
   }
   if (model_account->data_len != sizeof(Model)) {
-    return REFUSE(ERR_WRONG_ACCOUNT_SIZE, "WrongAccountSize: model account is not 848 bytes");
+    return REFUSE(ERR_WRONG_ACCOUNT_SIZE, "WrongAccountSize: model account is not 856 bytes");
   }
   if (!words_zero(model_account->data, sizeof(Model) / 8)) {
     return REFUSE(ERR_ACCOUNT_NOT_FRESH, "AccountNotFresh: model account already holds data");

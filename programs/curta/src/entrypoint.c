@@ -1,7 +1,7 @@
 /*
  * entrypoint.c: parse the input, then dispatch on the Anchor discriminator. Nothing else.
  */
-#include "../curta.h"
+#include "../inference.h"
 
 static uint64_t process_instruction(SolInput *in) {
   if (in->data_len < sizeof(uint64_t)) {
@@ -20,8 +20,16 @@ static uint64_t process_instruction(SolInput *in) {
     return process_seal_step(in);
   case IX_REOPEN:
     return process_reopen(in);
+  case IX_CLOSE_WEIGHT_ACCOUNT:
+    return process_close_weight_account(in);
   case IX_CLOSE_MODEL:
     return process_close_model(in);
+  case IX_OPEN_RUN:
+    return process_open_run(in);
+  case IX_STEP:
+    return process_step(in);
+  case IX_CLOSE_RUN:
+    return process_close_run(in);
   default:
     return REFUSE(ERR_UNKNOWN_INSTRUCTION, "UnknownInstruction: unknown discriminator");
   }

@@ -1,16 +1,15 @@
 /*
  * seal_step.c: sealStep()
- * Accounts: 0 model (writable), 1 the weight account of the cursor's slot. Anyone may crank.
- * Hashes one chunk: running = sha256(running || next <= 65,536 bytes of the section); after
- * the last chunk of the last section the model is sealed if running == declared, else failed.
+ * Accounts: 0 model (writable), 1 the weight account of the cursor's slot (writable). Anyone
+ * may crank. The step that enters a section freezes its weight account, so no write lands in
+ * it afterwards. Hashes one chunk: running = sha256(running || next <= 65,536 bytes of the
+ * section); a chunk never crosses a section's end. After the last chunk of the last section
+ * the model is sealed if running == declared, else failed.
  */
 #include "../curta.h"
 
 uint64_t process_seal_step(SolInput *in) {
-  if (in->account_count < 2) {
-    return REFUSE(ERR_NOT_ENOUGH_ACCOUNTS, "NotEnoughAccounts: sealStep needs 2 accounts");
-  }
-  uint64_t err = check_distinct(in, 2);
+  uint64_t err = check_accounts(in, 2);
   if (err) {
     return err;
   }
@@ -20,37 +19,32 @@ uint64_t process_seal_step(SolInput *in) {
   SolAccount *model_account = in->accounts[0];
   SolAccount *weight = in->accounts[1];
   if ((err = check_program_owned(in, model_account)) || (err = check_program_owned(in, weight)) ||
-      (err = check_writable(model_account)) || (err = check_model_layout(model_account))) {
+      (err = check_writable(model_account)) || (err = check_writable(weight)) ||
+      (err = check_model_layout(model_account))) {
     return err;
   }
   Model *model = model_of(model_account);
   if (model->state != STATE_SEALING || model->cursor_section >= model->section_count) {
     return REFUSE(ERR_MODEL_NOT_SEALING, "ModelNotSealing: call beginSealing first");
   }
-  const SectionSlot *slot = &model->sections[model->cursor_section];
-  if (!pubkey_equal(weight->key, slot->weight_account)) {
-    return REFUSE(ERR_WRONG_WEIGHT_ACCOUNT,
-                  "WrongWeightAccount: pass the weight account of the cursor's slot");
+  if ((err = check_slot_weight(model_account, weight, model->cursor_section))) {
+    return err;
   }
-  if (weight->data_len != WEIGHT_HEADER_SIZE + slot->length) {
-    return REFUSE(ERR_WRONG_ACCOUNT_SIZE, "WrongAccountSize: weight account size");
+  /* Invariant I4 (curta.h): frozen exactly when the seal has entered the section. */
+  WeightHeader *header = header_of(weight);
+  bool entering = model->cursor_offset == 0;
+  if (entering && header->frozen) {
+    return REFUSE(ERR_WEIGHT_ACCOUNT_FROZEN, "WeightAccountFrozen: frozen before the seal");
   }
-  const WeightHeader *header = header_of(weight);
-  if (header->discriminator != WEIGHT_ACCOUNT_DISCRIMINATOR) {
-    return REFUSE(ERR_WRONG_DISCRIMINATOR, "WrongDiscriminator: not a WeightAccount");
-  }
-  if (!pubkey_equal(header->model, model_account->key)) {
-    return REFUSE(ERR_WEIGHT_ACCOUNT_OF_ANOTHER_MODEL,
-                  "WeightAccountOfAnotherModel: weight account bound to another model");
-  }
-  if (header->section_index != model->cursor_section) {
-    return REFUSE(ERR_WEIGHT_ACCOUNT_OF_ANOTHER_SLOT,
-                  "WeightAccountOfAnotherSlot: weight account bound to another slot");
-  }
-  if (!header->frozen) {
-    return REFUSE(ERR_WEIGHT_ACCOUNT_NOT_FROZEN, "WeightAccountNotFrozen: call beginSealing");
+  if (!entering && !header->frozen) {
+    return REFUSE(ERR_WEIGHT_ACCOUNT_NOT_FROZEN, "WeightAccountNotFrozen: the seal entered it");
   }
 
+  if (entering) {
+    header->frozen = 1;
+    model->frozen_count += 1;
+  }
+  const SectionSlot *slot = &model->sections[model->cursor_section];
   uint64_t len = slot->length - model->cursor_offset;
   if (len > HASH_CHUNK_SIZE) {
     len = HASH_CHUNK_SIZE;

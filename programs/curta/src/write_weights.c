@@ -8,10 +8,7 @@
 #define FIXED_ARGS_SIZE (8 + 2 * sizeof(uint32_t))
 
 uint64_t process_write_weights(SolInput *in) {
-  if (in->account_count < 2) {
-    return REFUSE(ERR_NOT_ENOUGH_ACCOUNTS, "NotEnoughAccounts: writeWeights needs 2 accounts");
-  }
-  uint64_t err = check_distinct(in, 2);
+  uint64_t err = check_accounts(in, 2);
   if (err) {
     return err;
   }

@@ -1,0 +1,230 @@
+"""``run``: generate text from an artifact file or a sealed model on chain, in integers.
+
+The generated text is stdout; what the run does (and its progress) is said on stderr. The
+inference code loads when the command runs, not for ``--help``.
+"""
+
+import argparse
+import codecs
+import os
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from curta_chain.cli.options import (
+    Cluster,
+    add_cluster_options,
+    emit,
+    is_json,
+    make_reporter,
+    parse_pubkey,
+    resolve,
+)
+from curta_chain.cli.running import add_price_option, budget_for, run_on_cluster
+from curta_chain.constants import DEFAULT_STEPS
+
+if TYPE_CHECKING:
+    from curta_chain.artifact import Artifact
+    from curta_chain.chain.run_onchain import OnChainRun
+    from curta_chain.chain.session import Connection
+    from curta_chain.inference import SamplingSettings
+
+
+def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    """Add ``run``."""
+    p = subparsers.add_parser(
+        "run",
+        help="generate text from an artifact or a sealed model on chain, in integers",
+        description="Run the integer forward pass (docs/inference.md) on SOURCE, an "
+        "artifact file or a model address, and stream the text it generates.",
+    )
+    p.add_argument("source", metavar="SOURCE", help="an artifact file, or a model address")
+    p.add_argument("--prompt", required=True, metavar="TEXT", help="the text to continue")
+    p.add_argument(
+        "--steps",
+        type=int,
+        metavar="N",
+        help=f"tokens to generate (default {DEFAULT_STEPS}, or what the context has room for)",
+    )
+    p.add_argument("--temperature", default="1.0", metavar="T", help="0 is greedy (default 1.0)")
+    p.add_argument(
+        "--top-p", default="0.9", metavar="P", help="nucleus sampling; 0 or 1 is off (default 0.9)"
+    )
+    p.add_argument("--seed", type=int, metavar="S", help="u64 seed (default: random, printed)")
+    p.add_argument(
+        "--allow-unsealed", action="store_true", help="run a model on chain that is not sealed"
+    )
+    p.add_argument(
+        "--on-chain",
+        action="store_true",
+        help="the program computes every token (SOURCE is a sealed model; -k pays), checked "
+        "step by step against the integer core; rerun to resume",
+    )
+    add_price_option(p)
+    add_cluster_options(p)
+    p.set_defaults(run=_run)
+
+
+def _settings(args: argparse.Namespace) -> "SamplingSettings":
+    from curta_chain.errors import ConfigError
+    from curta_chain.inference import SamplingSettings, q16
+    from curta_chain.inference.sampling import MASK64, MAX_TEMPERATURE, ONE
+
+    temperature = q16(args.temperature, "--temperature", MAX_TEMPERATURE * ONE)
+    seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(8), "little")
+    if not 0 <= seed <= MASK64:
+        raise ConfigError(f"--seed {seed}: expected 0 to {MASK64}")
+    return SamplingSettings(temperature, q16(args.top_p, "--top-p", ONE), seed)
+
+
+def _load(args: argparse.Namespace) -> "Artifact":
+    from curta_chain.artifact import read_artifact
+    from curta_chain.chain.fetch import fetch_artifact
+    from curta_chain.errors import ConfigError
+
+    path = Path(args.source)
+    if path.exists():
+        return read_artifact(path)
+    try:
+        address = parse_pubkey(args.source, "SOURCE")
+    except ConfigError as exc:
+        raise ConfigError(f"{args.source}: no such file, and not a model address") from exc
+    reporter = make_reporter(args, lines_to_stderr=True)
+    loaded: list[Artifact] = []
+
+    async def main(target: Cluster, chain: "Connection") -> int:
+        with reporter.waiting(f"model {address} to be read"):
+            loaded.append(
+                await fetch_artifact(chain.client, chain.program_id, address, args.allow_unsealed)
+            )
+        return 0
+
+    run_on_cluster(args, main, target=resolve(args, reporter))
+    return loaded[0]
+
+
+def _run(args: argparse.Namespace) -> int:
+    from curta_chain.inference import IntModel, Tokenizer, generate, plan_run
+    from curta_chain.inference.tokenizer import STOP_TOKENS
+
+    settings = _settings(args)
+    if args.on_chain:
+        return _run_on_chain(args, settings)
+    artifact = _load(args)
+    model, tokenizer = IntModel.from_artifact(artifact), Tokenizer.from_artifact(artifact)
+    plan = plan_run(model, tokenizer, args.prompt, args.steps)
+    text_mode = not is_json(args)
+    stream = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    prompt_bytes = tokenizer.decode(plan.prompt_ids[1:])
+    if text_mode:
+        sys.stdout.write(stream.decode(prompt_bytes))
+        sys.stdout.flush()
+    generated: list[int] = []
+    pieces: list[bytes] = []
+    start = time.perf_counter()
+    first = start
+    previous = plan.prompt_ids[-1]
+    for token in generate(model, plan, settings):
+        if not generated:
+            first = time.perf_counter()
+        generated.append(token)
+        piece = tokenizer.piece(previous, token)
+        previous = token
+        pieces.append(piece)
+        if text_mode and piece:
+            sys.stdout.write(stream.decode(piece))
+            sys.stdout.flush()
+    end = time.perf_counter()
+    rate = (len(generated) - 1) / (end - first) if len(generated) > 1 and end > first else None
+    stop = "token" if generated and generated[-1] in STOP_TOKENS else "steps"
+    generated_bytes = b"".join(pieces)
+    if text_mode:
+        sys.stdout.write(stream.decode(b"", final=True) + "\n")
+        speed = f"{rate:.1f} tokens/s" if rate is not None else "one token"
+        print(
+            f"{len(generated)} tokens ({speed}; prompt of {len(plan.prompt_ids)} tokens "
+            f"and first token in {first - start:.2f} s), seed {settings.seed}, "
+            f"stopped by {'a stop token' if stop == 'token' else 'the step count'}",
+            file=sys.stderr,
+        )
+        return 0
+    result = {
+        "source": artifact.source,
+        "weights_hash": artifact.weights_hash().hex(),
+        "prompt_ids": list(plan.prompt_ids),
+        "generated_ids": generated,
+        "text": (prompt_bytes + generated_bytes).decode("utf-8", errors="replace"),
+        "generated_text": generated_bytes.decode("utf-8", errors="replace"),
+        "stop": stop,
+        "sampling": settings.to_json(),
+        "first_token_seconds": round(first - start, 6),
+        "tokens_per_second": rate,
+    }
+    emit(args, result)
+    return 0
+
+
+def _run_on_chain(args: argparse.Namespace, settings: "SamplingSettings") -> int:
+    from curta_chain.chain.run_onchain import run_on_chain
+    from curta_chain.errors import ConfigError
+
+    try:
+        address = parse_pubkey(args.source, "SOURCE")
+    except ConfigError as exc:
+        raise ConfigError(
+            f"--on-chain runs a model on chain: {args.source!r} is not an address"
+        ) from exc
+    text_mode = not is_json(args)
+    stream = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    # The text is stdout; what the run does is said on stderr.
+    reporter = make_reporter(args, lines_to_stderr=True)
+    target = resolve(args, reporter)
+    runs: list[OnChainRun] = []
+
+    def show(piece: bytes) -> None:
+        if text_mode and piece:
+            sys.stdout.write(stream.decode(piece))
+            sys.stdout.flush()
+
+    async def main(target: Cluster, chain: "Connection") -> int:
+        payer = target.keypair()
+        runs.append(
+            await run_on_chain(
+                chain.client,
+                chain.program_id,
+                payer,
+                address,
+                args.prompt,
+                args.steps,
+                settings,
+                # The run's steps set their own compute-unit limits: only the price is ours.
+                replace(budget_for(args, target.url), limit_compute=False),
+                reporter,
+                show,
+            )
+        )
+        return 0
+
+    run_on_cluster(args, main, f"rerun the same `curta-chain run {address} --on-chain`", target)
+    result = runs[0]
+    if emit(args, {**result.to_json(), "sampling": settings.to_json()}):
+        return 0
+    sys.stdout.write(stream.decode(b"", final=True) + "\n")
+    per_token = result.steps_per_token
+    units = result.units_per_token
+    print(
+        f"run {result.run}: {len(result.generated)} tokens, finished by "
+        f"{result.finish.name.lower().replace('_', ' ')}; {result.transactions} transactions "
+        f"sent here"
+        + (
+            f", {per_token:.1f} step transactions and {units:,.0f} compute units per generated "
+            f"token, prompt included (largest step {max(result.step_units):,})"
+            if per_token is not None and units is not None
+            else ""
+        )
+        + f"; seed {settings.seed}",
+        file=sys.stderr,
+    )
+    return 0

@@ -1,0 +1,396 @@
+"""The run account: its 512-byte header (the IDL's ``Run``) and the regions after it.
+
+``programs/curta/inference.h`` lays the same bytes out in C and ``run_layout.c`` computes
+the same region offsets as ``run_layout`` here; tests compare both with what the program
+writes. A client creates the account with ``run_account_size`` bytes before ``openRun``.
+"""
+
+from __future__ import annotations
+
+import enum
+import struct
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cache
+from typing import Any
+
+from solders.pubkey import Pubkey
+
+from curta_chain.artifact import ModelConfig
+from curta_chain.constants import MAX_ACCOUNT_SIZE
+from curta_chain.errors import AccountError, InputError
+from curta_chain.program.accounts import decode_account, encode_account
+from curta_chain.program.idl import types_coder
+
+RUN_HEADER_SIZE = 512
+"""The run header: discriminator, fields, region offsets, reserved zeros."""
+MAX_PROMPT_LENGTH = 2_048
+"""The most prompt bytes (or token ids) openRun takes."""
+Q16 = 1 << 16
+"""Temperature and top-p are Q16 in the run and in openRun."""
+
+
+class RunState(enum.IntEnum):
+    """The IDL's ``RunState``."""
+
+    TOKENIZING = 0
+    RUNNING = 1
+    FINISHED = 2
+
+
+class FinishReason(enum.IntEnum):
+    """The IDL's ``FinishReason``: why a finished run ended."""
+
+    NONE = 0
+    END_TOKEN = 1
+    CAPACITY = 2
+    PROMPT_TOO_LONG = 3
+
+
+class PromptKind(enum.IntEnum):
+    """The IDL's ``PromptKind``: what the prompt region holds."""
+
+    TEXT = 0
+    TOKENS = 1
+
+
+class Region(enum.IntEnum):
+    """The run account's regions, in order (``enum Region`` in inference.h)."""
+
+    PROMPT = 0
+    WORK = 1
+    TOKENS = 2
+    X = 3
+    XB = 4
+    Q = 5
+    HB = 6
+    HB2 = 7
+    LOGITS = 8
+    HIST = 9
+    KEYS = 10
+    VALUES = 11
+    END = 12
+
+
+class SamplePass(enum.IntEnum):
+    """The SAMPLE phase's passes over the vocabulary (``enum SamplePass``)."""
+
+    WEIGHTS = 0
+    CUT = 1
+    DRAW = 2
+
+
+HIST_SHIFT = 11
+"""The nucleus histograms: weight sums by ``weight >> 11``, then by ``weight & 2,047``."""
+HIST_HIGH = (1 << (22 - HIST_SHIFT)) + 1
+HIST_LOW = 1 << HIST_SHIFT
+MIN_CAPACITY = 2
+"""A run holds a prompt token and a generated one at least."""
+
+
+def _round8(value: int) -> int:
+    return -(-value // 8) * 8
+
+
+def work_entries(prompt_length: int) -> int:
+    """Entries of each tokenizer work array: the opening token, the space, one per byte."""
+    return prompt_length + 2
+
+
+def run_layout(
+    config: ModelConfig, capacity: int, prompt_kind: PromptKind, prompt_length: int
+) -> tuple[int, ...]:
+    """Return the offset of every region and, last, the account's size (``Region`` order).
+
+    Vectors are i64, zero past their length up to a multiple of 8 (the matvec kernel reads
+    whole groups of 8); keys and values have a row per position run (``capacity - 1``: the
+    last token is sampled, never run).
+
+    Args:
+        config: the model's shape.
+        capacity: the run's tokens, the prompt's and the generated ones.
+        prompt_kind: text bytes or token ids.
+        prompt_length: the prompt's bytes, or its count of token ids.
+    """
+    text = prompt_kind == PromptKind.TEXT
+    vector = 8 * _round8(config.dim)
+    cache_bytes = 8 * config.n_layers * (capacity - 1) * config.kv_dim
+    sizes = (
+        _round8(prompt_length if text else 4 * prompt_length),
+        _round8(12 * work_entries(prompt_length)) if text else 0,
+        _round8(4 * capacity),
+        vector,
+        vector,
+        vector,
+        8 * _round8(config.hidden_dim),
+        8 * _round8(config.hidden_dim),
+        8 * _round8(config.vocab_size),
+        8 * (HIST_HIGH + HIST_LOW),
+        cache_bytes,
+        cache_bytes,
+    )
+    offsets = [RUN_HEADER_SIZE]
+    for size in sizes:
+        offsets.append(offsets[-1] + size)
+    return tuple(offsets)
+
+
+def run_account_size(
+    config: ModelConfig, capacity: int, prompt_kind: PromptKind, prompt_length: int
+) -> int:
+    """The run account's size in bytes for this model, capacity and prompt.
+
+    Raises:
+        InputError: the run would not fit one account (10 MiB): fewer positions would.
+    """
+    size = run_layout(config, capacity, prompt_kind, prompt_length)[Region.END]
+    if size > MAX_ACCOUNT_SIZE:
+        raise InputError(
+            f"a run of {capacity} positions needs a {size:,}-byte account, over Solana's "
+            f"{MAX_ACCOUNT_SIZE:,}: ask for fewer steps"
+        )
+    return size
+
+
+RNG_GOLDEN = 0x9E37_79B9_7F4A_7C15
+"""The generator's state is ``seed ^ RNG_GOLDEN``, or this constant when that is 0."""
+
+
+def opened_run_data(
+    config: ModelConfig,
+    model: Pubkey,
+    opener: Pubkey,
+    capacity: int,
+    prompt: bytes | Sequence[int],
+    temperature: int = 0,
+    top_p: int = 0,
+    seed: int = 0,
+) -> bytes:
+    """Return the bytes openRun leaves in a run account: the header, the prompt, zeros.
+
+    A text prompt (``bytes``) waits to be tokenized; token ids are the run's first tokens.
+    """
+    kind = PromptKind.TEXT if isinstance(prompt, bytes | bytearray) else PromptKind.TOKENS
+    ids = [] if kind == PromptKind.TEXT else [int(i) for i in prompt]
+    regions = run_layout(config, capacity, kind, len(prompt))
+    header = RunAccount(
+        model=model,
+        opener=opener,
+        config=config,
+        capacity=capacity,
+        prompt_length=len(prompt),
+        prompt_tokens=len(ids),
+        token_count=len(ids),
+        position=0,
+        state=RunState.TOKENIZING if kind == PromptKind.TEXT else RunState.RUNNING,
+        prompt_kind=kind,
+        finish_reason=FinishReason.NONE,
+        phase=0,
+        cursor=0,
+        work_count=0,
+        temperature=temperature,
+        top_p=top_p,
+        seed=seed,
+        rng=(seed ^ RNG_GOLDEN) or RNG_GOLDEN,
+        steps=0,
+        regions=regions,
+        best_logit=0,
+        best_token=0,
+        sample_pass=SamplePass.WEIGHTS,
+        weight_sum=0,
+        kept_sum=0,
+        cut_weight=0,
+        cut_count=0,
+        cut_seen=0,
+        target=0,
+        running=0,
+    )
+    data = bytearray(regions[Region.END])
+    data[:RUN_HEADER_SIZE] = header.to_bytes()
+    body = bytes(prompt) if kind == PromptKind.TEXT else struct.pack(f"<{len(ids)}I", *ids)
+    data[regions[Region.PROMPT] : regions[Region.PROMPT] + len(body)] = body
+    if ids:
+        data[regions[Region.TOKENS] : regions[Region.TOKENS] + len(body)] = body
+    return bytes(data)
+
+
+@cache
+def _enum_variant(name: str, index: int) -> Any:
+    return types_coder().decode(name, bytes([index]))
+
+
+@dataclass(frozen=True)
+class RunAccount:
+    """A decoded run header (the account's first 512 bytes)."""
+
+    model: Pubkey
+    opener: Pubkey
+    config: ModelConfig
+    capacity: int
+    """The run's tokens: the prompt's and the generated ones."""
+    prompt_length: int
+    prompt_tokens: int
+    token_count: int
+    position: int
+    state: RunState
+    prompt_kind: PromptKind
+    finish_reason: FinishReason
+    phase: int
+    cursor: int
+    work_count: int
+    temperature: int
+    top_p: int
+    seed: int
+    rng: int
+    steps: int
+    regions: tuple[int, ...]
+    best_logit: int
+    best_token: int
+    sample_pass: SamplePass
+    weight_sum: int
+    kept_sum: int
+    cut_weight: int
+    cut_count: int
+    cut_seen: int
+    target: int
+    running: int
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> RunAccount:
+        """Decode a run account's header.
+
+        Args:
+            data: the account data (at least its first 512 bytes).
+
+        Returns:
+            The decoded header.
+
+        Raises:
+            AccountError: too short, wrong discriminator or undecodable fields.
+        """
+        raw = decode_account("Run", bytes(data[:RUN_HEADER_SIZE]), RUN_HEADER_SIZE, "run account")
+        config = ModelConfig(
+            raw.dim, raw.hidden_dim, raw.layers, raw.heads, raw.kv_heads, raw.vocab, raw.context
+        )
+        if raw.heads == 0:
+            raise AccountError("run account: heads is 0 at offset 84")
+        return cls(
+            model=raw.model,
+            opener=raw.opener,
+            config=config,
+            capacity=raw.capacity,
+            prompt_length=raw.prompt_length,
+            prompt_tokens=raw.prompt_tokens,
+            token_count=raw.token_count,
+            position=raw.position,
+            state=RunState(raw.state.index),
+            prompt_kind=PromptKind(raw.prompt_kind.index),
+            finish_reason=FinishReason(raw.finish_reason.index),
+            phase=raw.phase,
+            cursor=raw.cursor,
+            work_count=raw.work_count,
+            temperature=raw.temperature,
+            top_p=raw.top_p,
+            seed=raw.seed,
+            rng=raw.rng,
+            steps=raw.steps,
+            regions=tuple(raw.regions),
+            best_logit=raw.best_logit,
+            best_token=raw.best_token,
+            sample_pass=SamplePass(raw.sample_pass),
+            weight_sum=raw.weight_sum,
+            kept_sum=raw.kept_sum,
+            cut_weight=raw.cut_weight,
+            cut_count=raw.cut_count,
+            cut_seen=raw.cut_seen,
+            target=raw.target,
+            running=raw.running,
+        )
+
+    def to_bytes(self) -> bytes:
+        """Encode the header as the program lays it out (512 bytes)."""
+        c = self.config
+        return encode_account(
+            "Run",
+            {
+                "model": self.model,
+                "opener": self.opener,
+                "dim": c.dim,
+                "hidden_dim": c.hidden_dim,
+                "layers": c.n_layers,
+                "heads": c.n_heads,
+                "kv_heads": c.n_kv_heads,
+                "vocab": c.vocab_size,
+                "context": c.seq_len,
+                "capacity": self.capacity,
+                "prompt_length": self.prompt_length,
+                "prompt_tokens": self.prompt_tokens,
+                "token_count": self.token_count,
+                "position": self.position,
+                "state": _enum_variant("RunState", self.state),
+                "prompt_kind": _enum_variant("PromptKind", self.prompt_kind),
+                "finish_reason": _enum_variant("FinishReason", self.finish_reason),
+                "reserved0": 0,
+                "phase": self.phase,
+                "cursor": self.cursor,
+                "work_count": self.work_count,
+                "temperature": self.temperature,
+                "top_p": self.top_p,
+                "seed": self.seed,
+                "rng": self.rng,
+                "steps": self.steps,
+                "regions": list(self.regions),
+                "reserved1": 0,
+                "best_logit": self.best_logit,
+                "best_token": self.best_token,
+                "sample_pass": self.sample_pass,
+                "weight_sum": self.weight_sum,
+                "kept_sum": self.kept_sum,
+                "cut_weight": self.cut_weight,
+                "cut_count": self.cut_count,
+                "cut_seen": self.cut_seen,
+                "target": self.target,
+                "running": self.running,
+                "reserved": bytes(216),
+            },
+        )
+
+    @property
+    def generated(self) -> int:
+        """Tokens the run has sampled (beyond the prompt)."""
+        return max(0, self.token_count - self.prompt_tokens)
+
+    def to_json(self) -> dict[str, Any]:
+        """The header as JSON-ready values (addresses base58, enums by name)."""
+        return {
+            "model": str(self.model),
+            "opener": str(self.opener),
+            "config": self.config.to_json(),
+            "capacity": self.capacity,
+            "prompt_length": self.prompt_length,
+            "prompt_tokens": self.prompt_tokens,
+            "token_count": self.token_count,
+            "position": self.position,
+            "state": self.state.name.lower(),
+            "prompt_kind": self.prompt_kind.name.lower(),
+            "finish_reason": self.finish_reason.name.lower(),
+            "phase": self.phase,
+            "cursor": self.cursor,
+            "work_count": self.work_count,
+            "temperature": self.temperature,
+            "top_p": self.top_p,
+            "seed": self.seed,
+            "rng": self.rng,
+            "steps": self.steps,
+            "regions": list(self.regions),
+            "best_logit": self.best_logit,
+            "best_token": self.best_token,
+            "sample_pass": self.sample_pass.name.lower(),
+            "weight_sum": self.weight_sum,
+            "kept_sum": self.kept_sum,
+            "cut_weight": self.cut_weight,
+            "cut_count": self.cut_count,
+            "cut_seen": self.cut_seen,
+            "target": self.target,
+            "running": self.running,
+        }

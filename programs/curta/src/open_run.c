@@ -1,0 +1,278 @@
+/*
+ * open_run.c: openRun(capacity: u32, temperature: u32, topP: u32, seed: u64, prompt: Prompt)
+ * Accounts: 0 opener (signer), 1 run (writable, signer; fresh, ours, sized by the client
+ * for this model, capacity and prompt), 2 model (sealed), 3 the model's section-zero
+ * weight account. Prompt is a Borsh enum: 0 Text(bytes) or 1 Tokens(Vec<u32>). Capacity
+ * is the run's tokens, the prompt's and the generated ones (2 to the context).
+ *
+ * Section zero is checked once here (header, configuration, blocks, matrix table,
+ * tokenizer), so that every later step reads inside it and inside the matrix sections.
+ */
+#include "../inference.h"
+
+#define ARG_CAPACITY 8
+#define ARG_TEMPERATURE 12
+#define ARG_TOP_P 16
+#define ARG_SEED 20
+#define ARG_PROMPT_KIND 28
+#define ARG_PROMPT_LENGTH 29
+#define ARG_PROMPT 33
+#define TOP_P_ONE (1UL << ACT_BITS)
+
+static uint64_t bad_artifact(void) {
+  return REFUSE(ERR_BAD_ARTIFACT, "BadArtifact: section zero is not a CURTAW01 header we run");
+}
+
+/* The configuration's bounds and the seven blocks inside section zero. */
+static uint64_t check_config(const uint8_t *s0, uint64_t length, const Model *model) {
+  const uint32_t *config = (const uint32_t *)(s0 + ART_CONFIG);
+  uint64_t dim = config[0], hidden = config[1], layers = config[2], heads = config[3];
+  uint64_t kv_heads = config[4], vocab = config[5], context = config[6];
+  if (length < ART_HEADER_SIZE || read_u64(s0) != ART_TAG || dim < 1 || dim > MAX_DIM ||
+      hidden < 1 || hidden > MAX_HIDDEN || layers < 1 || layers > MAX_LAYERS || heads < 1 ||
+      heads > MAX_HEADS || dim % heads || kv_heads < 1 || kv_heads > heads || heads % kv_heads ||
+      vocab < MIN_VOCAB || vocab > MAX_VOCAB || context < 1 || context > MAX_CONTEXT) {
+    return bad_artifact();
+  }
+  uint64_t head_size = dim / heads;
+  if (head_size % 2 || head_size > MAX_HEAD_SIZE ||
+      read_u32(s0 + ART_SECTION_COUNT) != model->section_count) {
+    return bad_artifact();
+  }
+  /* Each section's length in the table is the model's slot length. */
+  for (uint64_t i = 0; i < model->section_count; i++) {
+    if (read_u64(s0 + 128 + 16 * i + 8) != model->sections[i].length) {
+      return bad_artifact();
+    }
+  }
+  uint64_t sizes[BLOCK_COUNT] = {
+      4 * (2 * layers + 1) * dim, 4 * context * head_size, 4 * TABLE_ENTRIES,
+      4 * TABLE_ENTRIES,          TOKEN_ENTRY_SIZE * vocab, 4 * vocab,
+      0,
+  };
+  for (uint64_t b = 0; b < BLOCK_COUNT; b++) {
+    uint64_t at = read_u32(s0 + ART_BLOCKS + 4 * b);
+    if (at < ART_HEADER_SIZE || at % 4 || at + sizes[b] > length) {
+      return bad_artifact();
+    }
+  }
+  return 0;
+}
+
+/* The matrix table: shapes from the configuration, rows inside their sections. */
+static uint64_t check_matrices(const uint8_t *s0, const Model *model) {
+  const uint32_t *config = (const uint32_t *)(s0 + ART_CONFIG);
+  uint64_t dim = config[0], hidden = config[1], layers = config[2], vocab = config[5];
+  uint64_t kv_dim = dim * config[4] / config[3];
+  uint64_t shapes[MATRICES_PER_LAYER][2] = {
+      {dim, dim}, {kv_dim, dim}, {kv_dim, dim}, {dim, dim},
+      {hidden, dim}, {dim, hidden}, {hidden, dim},
+  };
+  uint64_t count = 2 + MATRICES_PER_LAYER * layers;
+  for (uint64_t i = 0; i < count; i++) {
+    const MatrixDescriptor *m = matrix_of(s0, i);
+    uint64_t rows = i < 2 ? vocab : shapes[(i - 2) % MATRICES_PER_LAYER][0];
+    uint64_t columns = i < 2 ? dim : shapes[(i - 2) % MATRICES_PER_LAYER][1];
+    /* A layer's seven matrices share a section, as do the embedding and the classifier. */
+    uint64_t first = i < 2 ? 0 : 2 + (i - 2) / MATRICES_PER_LAYER * MATRICES_PER_LAYER;
+    if (m->section < 1 || m->section >= model->section_count || m->rows != rows ||
+        m->columns != columns || m->row_bytes != round8(columns + ROW_HEADER_SIZE) ||
+        m->offset % 8 || m->section != matrix_of(s0, first)->section ||
+        m->offset + rows * m->row_bytes > model->sections[m->section].length) {
+      return bad_artifact();
+    }
+  }
+  return 0;
+}
+
+/* Token entries inside section zero and at most 128 bytes; sorted ids inside the vocab. */
+static uint64_t check_tokenizer(const uint8_t *s0, uint64_t length) {
+  uint64_t vocab = read_u32(s0 + ART_CONFIG + 20);
+  const uint32_t *blocks = (const uint32_t *)(s0 + ART_BLOCKS);
+  const uint32_t *entries = (const uint32_t *)(s0 + blocks[BLOCK_TOKEN_ENTRIES]);
+  const uint32_t *sorted = (const uint32_t *)(s0 + blocks[BLOCK_SORTED_IDS]);
+  for (uint64_t id = 0; id < vocab; id++) {
+    const uint32_t *e = entries + 4 * id;
+    if (e[1] > MAX_TOKEN_LENGTH || (uint64_t)e[2] + e[1] > length || sorted[id] >= vocab) {
+      return bad_artifact();
+    }
+  }
+  return 0;
+}
+
+static uint64_t check_section_zero(const SolAccount *model_account, const SolAccount *weight) {
+  const Model *model = model_of((SolAccount *)model_account);
+  const SectionSlot *slot = &model->sections[0];
+  if (!pubkey_equal(weight->key, slot->weight_account)) {
+    return REFUSE(ERR_WRONG_WEIGHT_ACCOUNT,
+                  "WrongWeightAccount: pass the weight account of section zero");
+  }
+  if (weight->data_len != WEIGHT_HEADER_SIZE + slot->length) {
+    return REFUSE(ERR_WRONG_ACCOUNT_SIZE, "WrongAccountSize: weight account size");
+  }
+  const WeightHeader *header = header_of((SolAccount *)weight);
+  if (header->discriminator != WEIGHT_ACCOUNT_DISCRIMINATOR) {
+    return REFUSE(ERR_WRONG_DISCRIMINATOR, "WrongDiscriminator: not a WeightAccount");
+  }
+  if (!pubkey_equal(header->model, model_account->key)) {
+    return REFUSE(ERR_WEIGHT_ACCOUNT_OF_ANOTHER_MODEL,
+                  "WeightAccountOfAnotherModel: weight account bound to another model");
+  }
+  const uint8_t *s0 = weight->data + WEIGHT_HEADER_SIZE;
+  uint64_t err;
+  if ((err = check_config(s0, slot->length, model)) || (err = check_matrices(s0, model)) ||
+      (err = check_tokenizer(s0, slot->length))) {
+    return err;
+  }
+  return 0;
+}
+
+/* True when text[0..n) is UTF-8: shortest forms, no surrogates, nothing past U+10FFFF. */
+static bool is_utf8(const uint8_t *text, uint64_t n) {
+  uint64_t i = 0;
+  while (i < n) {
+    uint64_t c = text[i], len, least;
+    if (c < 0x80) {
+      i++;
+      continue;
+    }
+    if ((c & 0xE0) == 0xC0) {
+      len = 2, least = 0x80, c &= 0x1F;
+    } else if ((c & 0xF0) == 0xE0) {
+      len = 3, least = 0x800, c &= 0x0F;
+    } else if ((c & 0xF8) == 0xF0) {
+      len = 4, least = 0x10000, c &= 0x07;
+    } else {
+      return false;
+    }
+    if (i + len > n) {
+      return false;
+    }
+    for (uint64_t k = 1; k < len; k++) {
+      if ((text[i + k] & 0xC0) != 0x80) {
+        return false;
+      }
+      c = c << 6 | (text[i + k] & 0x3F);
+    }
+    if (c < least || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF)) {
+      return false;
+    }
+    i += len;
+  }
+  return true;
+}
+
+/* The prompt: UTF-8 text, or token ids inside the vocabulary leaving room to generate. */
+static uint64_t check_prompt(const uint8_t *prompt, uint64_t kind, uint64_t length,
+                             uint64_t vocab, uint64_t capacity) {
+  if (length == 0 || length > MAX_PROMPT_LENGTH) {
+    return REFUSE(ERR_BAD_PROMPT, "BadPrompt: 1 to 2048 bytes or token ids");
+  }
+  if (kind == PROMPT_TEXT) {
+    if (!is_utf8(prompt, length)) {
+      return REFUSE(ERR_BAD_PROMPT, "BadPrompt: the text is not UTF-8");
+    }
+    return 0;
+  }
+  if (length >= capacity) {
+    return REFUSE(ERR_BAD_PROMPT, "BadPrompt: no room to generate after the token ids");
+  }
+  for (uint64_t i = 0; i < length; i++) {
+    if (read_u32(prompt + 4 * i) >= vocab) {
+      return REFUSE(ERR_BAD_PROMPT, "BadPrompt: a token id past the vocabulary");
+    }
+  }
+  return 0;
+}
+
+uint64_t process_open_run(SolInput *in) {
+  uint64_t err = check_accounts(in, 4);
+  if (err) {
+    return err;
+  }
+  if (in->data_len < ARG_PROMPT) {
+    return REFUSE(ERR_INVALID_INSTRUCTION_DATA, "InvalidInstructionData: openRun args");
+  }
+  uint64_t kind = in->data[ARG_PROMPT_KIND];
+  uint64_t length = read_u32(in->data + ARG_PROMPT_LENGTH);
+  if (kind > PROMPT_TOKENS || in->data_len != ARG_PROMPT + (kind ? 4 : 1) * length) {
+    return REFUSE(ERR_INVALID_INSTRUCTION_DATA, "InvalidInstructionData: openRun prompt");
+  }
+  SolAccount *opener = in->accounts[0];
+  SolAccount *run_account = in->accounts[1];
+  SolAccount *model_account = in->accounts[2];
+  SolAccount *weight = in->accounts[3];
+  if ((err = check_program_owned(in, run_account)) ||
+      (err = check_program_owned(in, model_account)) ||
+      (err = check_program_owned(in, weight)) || (err = check_signer(opener)) ||
+      (err = check_signer(run_account)) || (err = check_writable(run_account)) ||
+      (err = check_model_layout(model_account))) {
+    return err;
+  }
+  if (run_account->data_len < RUN_HEADER_SIZE) {
+    return REFUSE(ERR_WRONG_ACCOUNT_SIZE, "WrongAccountSize: a run account is 512 bytes or more");
+  }
+  if (!words_zero(run_account->data, RUN_HEADER_SIZE / 8)) {
+    return REFUSE(ERR_ACCOUNT_NOT_FRESH, "AccountNotFresh: run account already holds data");
+  }
+  const Model *model = model_of(model_account);
+  if (model->state != STATE_SEALED) {
+    return REFUSE(ERR_MODEL_NOT_SEALED, "ModelNotSealed: a run needs a sealed model");
+  }
+  if ((err = check_section_zero(model_account, weight))) {
+    return err;
+  }
+  const uint8_t *s0 = weight->data + WEIGHT_HEADER_SIZE;
+  const uint32_t *config = (const uint32_t *)(s0 + ART_CONFIG);
+  uint64_t capacity = read_u32(in->data + ARG_CAPACITY);
+  if (capacity < MIN_CAPACITY || capacity > config[6]) {
+    return REFUSE(ERR_BAD_CAPACITY, "BadCapacity: 2 to the model's context tokens");
+  }
+  if ((err = check_prompt(in->data + ARG_PROMPT, kind, length, config[5], capacity))) {
+    return err;
+  }
+  uint64_t temperature = read_u32(in->data + ARG_TEMPERATURE);
+  uint64_t top_p = read_u32(in->data + ARG_TOP_P);
+  if (top_p > TOP_P_ONE) {
+    return REFUSE(ERR_BAD_SAMPLING, "BadSampling: top-p is 0 to 1 (65,536 in Q16)");
+  }
+  /* The layout goes into the header only once it is known to fit the account. */
+  Run *probe = (Run *)SCRATCH; /* zeroed heap: a 512-byte header is too big for the stack */
+  probe->dim = config[0];
+  probe->hidden_dim = config[1];
+  probe->layers = config[2];
+  probe->heads = config[3];
+  probe->kv_heads = config[4];
+  probe->vocab = config[5];
+  probe->context = config[6];
+  probe->capacity = (uint32_t)capacity;
+  probe->prompt_kind = (uint8_t)kind;
+  probe->prompt_length = (uint32_t)length;
+  run_layout(probe);
+  if (run_account->data_len != probe->regions[REGION_END]) {
+    return REFUSE(ERR_WRONG_ACCOUNT_SIZE,
+                  "WrongAccountSize: run account size differs from its layout");
+  }
+
+  probe->discriminator = RUN_DISCRIMINATOR;
+  pubkey_copy(probe->model, model_account->key);
+  pubkey_copy(probe->opener, opener->key);
+  probe->temperature = (uint32_t)temperature;
+  probe->top_p = (uint32_t)top_p;
+  probe->seed = read_u64(in->data + ARG_SEED);
+  probe->rng = rng_seed(probe->seed);
+  Run *run = (Run *)run_account->data;
+  sol_memcpy_(run, probe, RUN_HEADER_SIZE);
+  uint8_t *data = run_account->data;
+  sol_memcpy_(data + run->regions[REGION_PROMPT], in->data + ARG_PROMPT,
+              kind == PROMPT_TEXT ? length : 4 * length);
+  if (kind == PROMPT_TOKENS) {
+    sol_memcpy_(data + run->regions[REGION_TOKENS], in->data + ARG_PROMPT, 4 * length);
+    run->prompt_tokens = (uint32_t)length;
+    run->token_count = (uint32_t)length;
+    run->state = RUN_RUNNING;
+  } else {
+    run->state = RUN_TOKENIZING;
+  }
+  return 0;
+}

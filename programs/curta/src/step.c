@@ -1,0 +1,168 @@
+/*
+ * step.c: step(expectedStep: u64). Anyone may crank.
+ * Accounts: 0 run (writable), 1 its model, 2 the model's section-zero weight account, then
+ * up to three more of the model's weight accounts: the matrix sections the step reaches.
+ *
+ * A step runs the run's phases in order, each as far as the budget allows (the cost model
+ * below, in estimated compute units), and stops at the budget, at a phase whose section
+ * was not passed, or when the run finishes. A step names the count of steps before it, so
+ * a replayed or reordered step is refused and changes nothing.
+ */
+#include "../inference.h"
+
+#define ARGS_SIZE (8 + sizeof(uint64_t))
+#define FIRST_WEIGHT 2
+
+uint64_t check_run_account(const SolInput *in, const SolAccount *account) {
+  /* A closed run is an empty account handed back to the system program. */
+  if (account->data_len == 0 && !pubkey_equal(account->owner, in->program_id)) {
+    return REFUSE(ERR_RUN_CLOSED, "RunClosed: the run account was closed");
+  }
+  uint64_t err;
+  if ((err = check_program_owned(in, account)) || (err = check_writable(account))) {
+    return err;
+  }
+  if (account->data_len < RUN_HEADER_SIZE) {
+    return REFUSE(ERR_WRONG_ACCOUNT_SIZE, "WrongAccountSize: a run account is 512 bytes or more");
+  }
+  const Run *run = (const Run *)account->data;
+  if (run->discriminator != RUN_DISCRIMINATOR) {
+    return REFUSE(ERR_WRONG_DISCRIMINATOR, "WrongDiscriminator: not a Run account");
+  }
+  if (account->data_len != run->regions[REGION_END]) {
+    return REFUSE(ERR_WRONG_ACCOUNT_SIZE, "WrongAccountSize: run account size differs from its layout");
+  }
+  return 0;
+}
+
+/* One weight account of the step: the model's own, bound to its slot, frozen. */
+static uint64_t check_weight(const SolInput *in, const SolAccount *account,
+                             const SolAccount *model_account, uint64_t *section) {
+  const Model *model = model_of((SolAccount *)model_account);
+  uint64_t err = check_program_owned(in, account);
+  if (err) {
+    return err;
+  }
+  if (account->data_len < WEIGHT_HEADER_SIZE) {
+    return REFUSE(ERR_WRONG_ACCOUNT_SIZE, "WrongAccountSize: weight account below 2048 bytes");
+  }
+  const WeightHeader *header = header_of((SolAccount *)account);
+  if (header->discriminator != WEIGHT_ACCOUNT_DISCRIMINATOR) {
+    return REFUSE(ERR_WRONG_DISCRIMINATOR, "WrongDiscriminator: not a WeightAccount");
+  }
+  if (!pubkey_equal(header->model, model_account->key)) {
+    return REFUSE(ERR_WEIGHT_ACCOUNT_OF_ANOTHER_MODEL,
+                  "WeightAccountOfAnotherModel: weight account bound to another model");
+  }
+  uint64_t index = header->section_index;
+  if (index >= model->section_count ||
+      !pubkey_equal(account->key, model->sections[index].weight_account)) {
+    return REFUSE(ERR_WRONG_WEIGHT_ACCOUNT,
+                  "WrongWeightAccount: account is not the weight account of its slot");
+  }
+  if (account->data_len != WEIGHT_HEADER_SIZE + model->sections[index].length) {
+    return REFUSE(ERR_WRONG_ACCOUNT_SIZE, "WrongAccountSize: weight account size");
+  }
+  if (!header->frozen) {
+    return REFUSE(ERR_WEIGHT_ACCOUNT_NOT_FROZEN, "WeightAccountNotFrozen: not a sealed section");
+  }
+  *section = index;
+  return 0;
+}
+
+static uint64_t check_step_accounts(const SolInput *in, Step *s) {
+  SolAccount *run_account = in->accounts[0];
+  SolAccount *model_account = in->accounts[1];
+  uint64_t err;
+  if ((err = check_run_account(in, run_account)) ||
+      (err = check_program_owned(in, model_account)) ||
+      (err = check_model_layout(model_account))) {
+    return err;
+  }
+  Run *run = (Run *)run_account->data;
+  if (!pubkey_equal(run->model, model_account->key)) {
+    return REFUSE(ERR_RUN_OF_ANOTHER_MODEL, "RunOfAnotherModel: the run belongs to another model");
+  }
+  if (model_of(model_account)->state != STATE_SEALED) {
+    return REFUSE(ERR_MODEL_NOT_SEALED, "ModelNotSealed: a run needs a sealed model");
+  }
+  for (uint64_t i = FIRST_WEIGHT; i < in->account_count; i++) {
+    uint64_t section;
+    if ((err = check_weight(in, in->accounts[i], model_account, &section))) {
+      return err;
+    }
+    if ((i == FIRST_WEIGHT) != (section == 0)) {
+      return REFUSE(ERR_WRONG_WEIGHT_ACCOUNT,
+                    "WrongWeightAccount: section zero first, then matrix sections");
+    }
+    s->sections[section] = in->accounts[i]->data + WEIGHT_HEADER_SIZE;
+  }
+  s->run = run;
+  s->data = run_account->data;
+  s->s0 = s->sections[0];
+  s->s0_length = model_of(model_account)->sections[0].length;
+  s->budget = STEP_BUDGET;
+  return 0;
+}
+
+uint64_t process_step(SolInput *in) {
+  if (in->account_count < FIRST_WEIGHT + 1) {
+    return REFUSE(ERR_NOT_ENOUGH_ACCOUNTS, "NotEnoughAccounts: step needs the run, its model "
+                                           "and section zero's weight account");
+  }
+  if (in->account_count > FIRST_WEIGHT + MAX_STEP_WEIGHT_ACCOUNTS) {
+    return REFUSE(ERR_TOO_MANY_WEIGHT_ACCOUNTS,
+                  "TooManyWeightAccounts: a step takes at most 4 weight accounts");
+  }
+  uint64_t err = check_accounts(in, in->account_count);
+  if (err) {
+    return err;
+  }
+  if (in->data_len != ARGS_SIZE) {
+    return REFUSE(ERR_INVALID_INSTRUCTION_DATA, "InvalidInstructionData: step takes a u64");
+  }
+  Step *s = STEP_CONTEXT;
+  if ((err = check_step_accounts(in, s))) {
+    return err;
+  }
+  Run *run = s->run;
+  if (run->state == RUN_FINISHED) {
+    return REFUSE(ERR_RUN_FINISHED, "RunFinished: the run has ended");
+  }
+  if (read_u64(in->data + 8) != run->steps) {
+    return REFUSE(ERR_STEP_OUT_OF_ORDER, "StepOutOfOrder: the step names another step count");
+  }
+  uint64_t section;
+  if (run->state == RUN_RUNNING && phase_section(s, &section) && !s->sections[section]) {
+    return REFUSE(ERR_MISSING_WEIGHT_ACCOUNT,
+                  "MissingWeightAccount: pass the weight account of the phase's section");
+  }
+
+  bool progress = false;
+  while (run->state != RUN_FINISHED) {
+    if (run->state == RUN_RUNNING && phase_section(s, &section) && !s->sections[section]) {
+      break;
+    }
+#ifdef CALIBRATE
+    uint64_t before_phase = run->phase, before_cursor = run->cursor;
+    uint64_t before_state = (uint64_t)run->position << 8 | run->state;
+    uint64_t before_pass = run->sample_pass, before_budget = s->budget;
+    sol_log_compute_units_();
+#endif
+    if (!(run->state == RUN_TOKENIZING ? tokenize_phase(s) : forward_phase(s))) {
+      break;
+    }
+#ifdef CALIBRATE
+    sol_log_compute_units_();
+    sol_log_64_(before_state << 8 | before_pass, before_phase, before_cursor, run->cursor,
+                before_budget - s->budget);
+#endif
+    progress = true;
+  }
+  if (!progress) {
+    /* The budget holds any phase's smallest slice: this is a guard, not a path. */
+    return REFUSE(ERR_NOTHING_FITS, "NothingFits: the step could not do anything");
+  }
+  run->steps += 1;
+  return 0;
+}

@@ -1,0 +1,311 @@
+"""On-chain inference's numbers, for scripts/bench_program_cu.py --inference.
+
+- The matvec kernel in compute units per multiply-accumulate: ``programs/curta/src/matvec.c``
+  compiled with the program's flags and linked with a harness entrypoint, run in LiteSVM
+  on rows of 288 and 768 columns; the marginal cost of the rows added between two sizes.
+- openRun, a step, closeRun, and the step transactions per token, from runs of the shipped
+  program in LiteSVM, each step checked against the mirror (``program.run_mirror``).
+
+The ratio printed beside CU/MAC is against 25 CU/MAC, a published Rust INT8 matvec's.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import struct
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from solders.account import Account
+from solders.compute_budget import set_compute_unit_limit
+from solders.instruction import AccountMeta, Instruction
+from solders.keypair import Keypair
+from solders.litesvm import LiteSVM
+from solders.message import Message
+from solders.pubkey import Pubkey
+from solders.system_program import CreateAccountParams, create_account
+from solders.transaction import Transaction
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "programs" / "curta"))
+sys.path.insert(0, str(ROOT / "scripts"))
+
+from build_program import CFLAGS, CLANG, PROGRAM_DIR  # noqa: E402
+from sbpf_link import link  # noqa: E402
+
+from curta_chain.artifact import Artifact, weights_hash  # noqa: E402
+from curta_chain.artifact.convert import convert_llama2c_bytes  # noqa: E402
+from curta_chain.artifact.synthetic import STORIES15M, llama2c_checkpoint_bytes  # noqa: E402
+from curta_chain.constants import (  # noqa: E402
+    HASH_CHUNK_SIZE,
+    LOCALNET_PROGRAM_ID,
+    MAX_COMPUTE_UNITS,
+)
+from curta_chain.program import (  # noqa: E402
+    PROGRAM_BINARY,
+    RUN_HEADER_SIZE,
+    ModelAccount,
+    ModelState,
+    PromptKind,
+    RunAccount,
+    RunState,
+    SectionSlot,
+    WeightHeader,
+    close_run,
+    open_run,
+    run_account_size,
+    step,
+)
+from curta_chain.program.run_mirror import RunMirror  # noqa: E402
+
+PROGRAM_ID = Pubkey.from_string(LOCALNET_PROGRAM_ID)
+DATA = ROOT.parent / "shared" / "data" / "llama2c"
+PUBLISHED_RUST_CU_PER_MAC = 25
+HARNESS = r"""
+typedef unsigned char uint8_t;
+typedef unsigned long uint64_t;
+typedef long int64_t;
+void row_sums(const uint8_t *rows, uint64_t row_bytes, uint64_t count, const int64_t *x,
+              int64_t *out);
+/* One account: [u64 rows][u64 row bytes][x: row bytes - 8 i64][the rows][rows i64 out]. */
+uint64_t entrypoint(uint8_t *input) {
+  uint8_t *data = input + 8 + 88;
+  uint64_t rows = *(uint64_t *)data, row_bytes = *(uint64_t *)(data + 8);
+  int64_t *x = (int64_t *)(data + 16);
+  uint8_t *matrix = data + 16 + 8 * (row_bytes - 8);
+  row_sums(matrix, row_bytes, rows, x, (int64_t *)(matrix + rows * row_bytes));
+  return 0;
+}
+"""
+
+
+def kernel_program() -> bytes:
+    """matvec.c and the harness, compiled with the program's flags and linked."""
+    with tempfile.TemporaryDirectory(prefix="curta-kernel-") as tmp:
+        harness = Path(tmp) / "harness.c"
+        harness.write_text(HARNESS)
+        objects = []
+        for source in (PROGRAM_DIR / "src" / "matvec.c", harness):
+            obj = Path(tmp) / (source.stem + ".o")
+            subprocess.run([CLANG, *CFLAGS, "-c", str(source), "-o", str(obj)], check=True)
+            objects.append(obj.read_bytes())
+        return link(objects, ["matvec.c", "harness.c"])
+
+
+def kernel_units(program: bytes, rows: int, columns: int, rng: np.random.Generator) -> int:
+    """Compute units of one row_sums call over ``rows`` random rows (the result checked)."""
+    row_bytes = -(-(columns + 8) // 8) * 8
+    x = np.zeros(row_bytes - 8, np.int64)
+    x[:columns] = rng.integers(-(2**31), 2**31, columns)
+    matrix = np.full((rows, row_bytes), 128, np.uint8)
+    matrix[:, :8] = 0
+    matrix[:, 8 : 8 + columns] = rng.integers(1, 256, (rows, columns))
+    data = struct.pack("<QQ", rows, row_bytes) + x.tobytes() + matrix.tobytes() + bytes(8 * rows)
+    svm = LiteSVM()
+    svm.add_program(PROGRAM_ID, program)
+    account, payer = Pubkey.new_unique(), Keypair()
+    svm.set_account(account, Account(10**9, data, PROGRAM_ID, False, 0))
+    svm.airdrop(payer.pubkey(), 10**9)
+    ix = Instruction(PROGRAM_ID, b"", [AccountMeta(account, False, True)])
+    meta = svm.send_transaction(_tx(svm, payer, [set_compute_unit_limit(MAX_COMPUTE_UNITS), ix]))
+    if hasattr(meta, "err"):
+        raise RuntimeError(f"kernel harness failed: {meta.err()}")
+    out = np.frombuffer(bytes(svm.get_account(account).data)[-8 * rows :], np.int64)
+    want = (matrix[:, 8:].astype(np.int64) * x[None, :]).sum(axis=1)
+    if not (out == want).all():
+        raise RuntimeError("the kernel's sums differ from numpy's")
+    return meta.compute_units_consumed() - 150  # the compute-budget instruction
+
+
+def kernel_rows() -> list[tuple[str, float]]:
+    """Marginal compute units per MAC of the kernel, for rows of 288 and 768 columns."""
+    program, rng, out = kernel_program(), np.random.default_rng(1), []
+    for columns in (288, 768):
+        low, high = 96, 288
+        extra = kernel_units(program, high, columns, rng) - kernel_units(program, low, columns, rng)
+        label = f"matvec kernel, {columns} columns (marginal)"
+        out.append((label, extra / ((high - low) * columns)))
+    return out
+
+
+def _tx(svm: LiteSVM, payer: Keypair, ixs: list[Instruction], signers=()) -> Transaction:
+    return Transaction([payer, *signers], Message(ixs, payer.pubkey()), svm.latest_blockhash())
+
+
+@dataclass
+class _Chain:
+    svm: LiteSVM
+    payer: Keypair
+    model: Pubkey
+    weights: list[Pubkey]
+
+    @classmethod
+    def sealed(cls, artifact: Artifact) -> _Chain:
+        """A LiteSVM with the program and ``artifact`` installed as a sealed model."""
+        svm = LiteSVM()
+        svm.add_program(PROGRAM_ID, PROGRAM_BINARY.read_bytes())
+        payer, model = Keypair(), Pubkey.new_unique()
+        svm.airdrop(payer.pubkey(), 10**13)
+        weights = [Pubkey.new_unique() for _ in artifact.sections]
+        for index, (key, section) in enumerate(zip(weights, artifact.sections, strict=True)):
+            header = WeightHeader(model, payer.pubkey(), index, True, len(section)).to_bytes()
+            _set(svm, key, header + section)
+        declared = weights_hash(artifact.sections)
+        count = len(artifact.sections)
+        chunks = sum(-(-len(s) // HASH_CHUNK_SIZE) for s in artifact.sections)
+        lengths = [len(s) for s in artifact.sections]
+        slots = tuple(SectionSlot(k, n) for k, n in zip(weights, lengths, strict=True))
+        account = ModelAccount(
+            payer.pubkey(), declared, declared, ModelState.SEALED, count, count, count,
+            count, 0, chunks, slots, 1,
+        )  # fmt: skip
+        _set(svm, model, account.to_bytes())
+        return cls(svm, payer, model, weights)
+
+    def send(self, ixs: list[Instruction], signers=()) -> int:
+        meta = self.svm.send_transaction(_tx(self.svm, self.payer, ixs, signers))
+        if hasattr(meta, "err"):
+            raise RuntimeError(f"{meta.err()}: {meta.meta().logs()[-3:]}")
+        return meta.compute_units_consumed() - 150
+
+
+def _set(svm: LiteSVM, key: Pubkey, data: bytes) -> None:
+    lamports = svm.minimum_balance_for_rent_exemption(len(data))
+    svm.set_account(key, Account(lamports, data, PROGRAM_ID, False, 0))
+
+
+@dataclass
+class RunStats:
+    """One run: openRun's units, each step's units and position, closeRun's units."""
+
+    open_units: int
+    steps: list[tuple[int, int, int]]  # (position before, units, tokens chosen)
+    close_units: int
+    prompt_tokens: int
+    classifier_mac_units: float
+
+
+def run_stats(
+    artifact: Artifact, prompt: bytes | list[int], capacity: int, position: int = 0
+) -> RunStats:
+    """Open a run, crank it with the mirror checking every step, close it.
+
+    With ``position``, the run (opened from that many + 1 token ids) is first moved there,
+    its earlier keys and values left zero: a step's slices depend on the position, not on
+    the values, so the token computed there takes the steps and units it would in a run.
+    """
+    chain = _Chain.sealed(artifact)
+    run = Keypair()
+    kind = PromptKind.TEXT if isinstance(prompt, bytes) else PromptKind.TOKENS
+    size = run_account_size(artifact.config, capacity, kind, len(prompt))
+    create = create_account(
+        CreateAccountParams(
+            from_pubkey=chain.payer.pubkey(),
+            to_pubkey=run.pubkey(),
+            lamports=chain.svm.minimum_balance_for_rent_exemption(size),
+            space=size,
+            owner=PROGRAM_ID,
+        )
+    )
+    ix = open_run(
+        PROGRAM_ID, chain.payer.pubkey(), run.pubkey(), chain.model, chain.weights[0],
+        capacity, prompt,
+    )  # fmt: skip
+    open_units = chain.send([set_compute_unit_limit(MAX_COMPUTE_UNITS), create, ix], [run])
+    data = bytes(chain.svm.get_account(run.pubkey()).data)
+    if position:
+        header = dataclasses.replace(RunAccount.from_bytes(data), position=position)
+        data = header.to_bytes() + data[RUN_HEADER_SIZE:]
+        _set(chain.svm, run.pubkey(), data)
+    mirror = RunMirror(artifact, data)
+    steps, classifier = [], []
+    classifier_phase = 2 + 9 * artifact.config.n_layers
+    while mirror.header.state != RunState.FINISHED:
+        before = mirror.header
+        plan = mirror.plan()
+        keys = [chain.weights[0], *(chain.weights[i] for i in plan.sections)]
+        ix = step(PROGRAM_ID, run.pubkey(), chain.model, keys, before.steps)
+        units = chain.send([set_compute_unit_limit(MAX_COMPUTE_UNITS), ix])
+        mirror.advance(plan)
+        mirror.compare(bytes(chain.svm.get_account(run.pubkey()).data), before)
+        steps.append((before.position, units, len(plan.logged)))
+        after = mirror.header
+        if before.phase == after.phase == classifier_phase and after.cursor > before.cursor:
+            classifier.append(units / ((after.cursor - before.cursor) * artifact.config.dim))
+    close_units = chain.send([close_run(PROGRAM_ID, chain.payer.pubkey(), run.pubkey())])
+    prompt_tokens = mirror.header.prompt_tokens
+    mac = float(np.median(classifier)) if classifier else float("nan")
+    return RunStats(open_units, steps, close_units, prompt_tokens, mac)
+
+
+def stories260k() -> Artifact:
+    """stories260K with the first 512 entries of the Llama 2 tokenizer (tests/conftest.py)."""
+    tokenizer = (DATA / "tokenizer.bin").read_bytes()
+    pos = 4
+    for _ in range(512):
+        pos += 8 + struct.unpack_from("<I", tokenizer, pos + 4)[0]
+    checkpoint = (DATA / "stories260K.bin").read_bytes()
+    return convert_llama2c_bytes(checkpoint, tokenizer[:pos], "stories260K.bin", "tok512.bin")
+
+
+def stories15m() -> Artifact:
+    """A stories15M-shaped checkpoint (synthetic weights) with the real 32,000 tokens."""
+    checkpoint = llama2c_checkpoint_bytes(STORIES15M, seed=15)
+    tokenizer = (DATA / "tokenizer.bin").read_bytes()
+    return convert_llama2c_bytes(checkpoint, tokenizer, "stories15M-shaped", "tokenizer.bin")
+
+
+def per_token(stats: RunStats) -> list[int]:
+    """Step transactions of each generated token (the position that chose it)."""
+    counts: dict[int, int] = {}
+    for position, _, _ in stats.steps:
+        if position >= stats.prompt_tokens - 1:
+            counts[position] = counts.get(position, 0) + 1
+    return list(counts.values())
+
+
+def print_inference() -> None:
+    """Print the inference tables."""
+    print("\n| matvec | CU per MAC | vs 25 CU/MAC |")
+    print("| --- | ---: | ---: |")
+    for label, value in kernel_rows():
+        print(f"| {label} | {value:.2f} | {PUBLISHED_RUST_CU_PER_MAC / value:.1f}x fewer |")
+    tiny = stories260k()
+    small = run_stats(tiny, b"Once upon a time", 18 + 32)
+    small_late = {p: run_stats(tiny, [1] * (p + 1), p + 2, position=p) for p in (255, 510)}
+    model = stories15m()
+    large = run_stats(model, [1], 2)
+    late = {p: run_stats(model, [1] * (p + 1), p + 2, position=p) for p in (127, 254)}
+    print(
+        f"| classifier step of the program, stories15M-shaped (all in) | "
+        f"{large.classifier_mac_units:.2f} | "
+        f"{PUBLISHED_RUST_CU_PER_MAC / large.classifier_mac_units:.1f}x fewer |"
+    )
+    print("\n| inference | compute units |")
+    print("| --- | ---: |")
+    print(f"| openRun, stories260K (512-token vocabulary) | {small.open_units:,} |")
+    print(f"| openRun, stories15M-shaped (32,000 tokens) | {large.open_units:,} |")
+    for name, stats in (("stories260K", small), ("stories15M-shaped", large)):
+        units = [u for _, u, _ in stats.steps]
+        print(f"| step, {name}: largest / median | {max(units):,} / {int(np.median(units)):,} |")
+    print(f"| closeRun | {small.close_units:,} |")
+    print("\n| model | step transactions per token | compute units per token |")
+    print("| --- | ---: | ---: |")
+    runs = [("stories260K, 32 tokens", small)]
+    runs += [(f"stories260K, the token at position {p}", s) for p, s in small_late.items()]
+    runs += [("stories15M-shaped, the token at position 0", large)]
+    runs += [(f"stories15M-shaped, the token at position {p}", s) for p, s in late.items()]
+    for name, stats in runs:
+        counts = per_token(stats)
+        units = sum(u for p, u, _ in stats.steps if p >= stats.prompt_tokens - 1)
+        print(
+            f"| {name} | max {max(counts)}, mean {np.mean(counts):.2f} | "
+            f"{units / len(counts):,.0f} |"
+        )
+    digest = hashlib.sha256(PROGRAM_BINARY.read_bytes()).hexdigest()[:16]
+    print(f"\n(program sha256 {digest}...; measured in solders' LiteSVM)")

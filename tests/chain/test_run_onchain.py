@@ -1,0 +1,126 @@
+"""``curta-chain run MODEL --on-chain`` on the localnet: the program's tokens equal the file's."""
+
+import base64
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from solders.pubkey import Pubkey
+
+from curta_chain.artifact import Artifact
+from curta_chain.chain.cluster import load_keypair, write_keypair
+from curta_chain.chain.run_onchain import run_keypair
+from curta_chain.cli import main
+from curta_chain.inference import SamplingSettings
+from curta_chain.program import RunAccount
+
+PROMPT = "Once upon a time"
+STEPS = 32
+
+
+def cli_json(capsys, *args: str) -> dict:
+    capsys.readouterr()
+    code = main([*args, "--output", "json"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    return json.loads(out.strip().splitlines()[-1])
+
+
+@pytest.fixture
+def sealed_model(capsys, localnet, fund, tmp_path: Path, stories260k: Artifact):
+    keypair = tmp_path / "id.json"
+    write_keypair(fund(localnet.url, 100), keypair)
+    artifact = tmp_path / "stories260K.curta"
+    artifact.write_bytes(stories260k.data)
+    chain = ["-u", localnet.url, "-k", str(keypair)]
+    model = cli_json(capsys, "publish", str(artifact), *chain)["model"]
+    assert cli_json(capsys, "seal", model, *chain)["state"] == "sealed"
+    return model, artifact, chain, keypair
+
+
+@pytest.mark.parametrize(
+    "sampling",
+    [["--temperature", "0"], ["--temperature", "0.9", "--top-p", "0.9", "--seed", "2024"]],
+    ids=["greedy", "seeded"],
+)
+def test_on_chain_tokens_equal_the_files(capsys, sealed_model, sampling):
+    model, artifact, chain, _ = sealed_model
+    args = ["--prompt", PROMPT, "--steps", str(STEPS), *sampling]
+    from_file = cli_json(capsys, "run", str(artifact), *args)
+    on_chain = cli_json(capsys, "run", model, *args, *chain, "--on-chain")
+    assert on_chain["prompt_ids"] == from_file["prompt_ids"]
+    assert on_chain["generated_ids"] == from_file["generated_ids"]
+    assert on_chain["generated_text"] == from_file["generated_text"]
+    assert on_chain["finish"] == ("end_token" if from_file["stop"] == "token" else "capacity")
+    assert on_chain["tokens_generated_here"] == len(from_file["generated_ids"])
+    assert on_chain["transactions"] == on_chain["step_transactions"] + 1  # openRun
+    assert on_chain["max_step_compute_units"] < 1_300_000
+    assert on_chain["transactions_per_token"] <= 2
+    # Rerunning finds the finished run on chain and sends nothing.
+    again = cli_json(capsys, "run", model, *args, *chain, "--on-chain")
+    assert again["generated_ids"] == from_file["generated_ids"] and again["transactions"] == 0
+
+
+def rpc(url: str, method: str, params: list) -> dict:
+    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+    return httpx.post(url, json=body, timeout=30).json()["result"]
+
+
+def run_steps(url: str, run: Pubkey) -> int:
+    """The run account's count of steps (0 while it does not exist)."""
+    params = [str(run), {"encoding": "base64", "commitment": "processed"}]
+    value = rpc(url, "getAccountInfo", params)["value"]
+    return 0 if value is None else RunAccount.from_bytes(base64.b64decode(value["data"][0])).steps
+
+
+def test_a_killed_run_resumes_from_the_chain(capsys, localnet, sealed_model, tmp_path):
+    model, artifact, chain, keypair = sealed_model
+    args = ["--prompt", PROMPT, "--steps", "40", "--temperature", "0"]
+    command = [sys.executable, "-m", "curta_chain", "run", model, *args, *chain, "--on-chain"]
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    capacity = len(cli_json(capsys, "run", str(artifact), *args)["prompt_ids"]) + 40
+    payer, address = load_keypair(keypair), Pubkey.from_string(model)
+    run = run_keypair(payer, address, PROMPT.encode(), capacity, SamplingSettings(0, 0, 0))
+    deadline = time.monotonic() + 120
+    steps = 0
+    while steps < 12 and time.monotonic() < deadline and process.poll() is None:
+        steps = run_steps(localnet.url, run.pubkey())
+        time.sleep(0.05)
+    process.kill()
+    process.wait()
+    assert steps >= 12, "the run did not get far enough before the kill"
+    resumed = cli_json(capsys, "run", model, *args, *chain, "--on-chain")
+    assert resumed["resumed_from_step"] >= 12
+    from_file = cli_json(capsys, "run", str(artifact), *args)
+    assert resumed["generated_ids"] == from_file["generated_ids"]
+
+
+def test_bad_input_is_one_line_and_spends_nothing(capsys, localnet, fund, tmp_path, stories260k):
+    keypair = tmp_path / "id.json"
+    write_keypair(fund(localnet.url, 100), keypair)
+    artifact = tmp_path / "stories260K.curta"
+    artifact.write_bytes(stories260k.data)
+    chain = ["-u", localnet.url, "-k", str(keypair)]
+    model = cli_json(capsys, "publish", str(artifact), *chain)["model"]
+    payer = str(load_keypair(keypair).pubkey())
+    balance = rpc(localnet.url, "getBalance", [payer])["value"]
+    cases = [
+        (
+            [str(artifact)],
+            f"error: --on-chain runs a model on chain: '{artifact}' is not an address\n",
+        ),
+        (
+            [model],
+            f"error: model {model} is uploading, not sealed: a run on chain needs a sealed model\n",
+        ),
+    ]
+    for source, message in cases:
+        capsys.readouterr()
+        code = main(["run", *source, "--prompt", PROMPT, "--on-chain", *chain])
+        out, err = capsys.readouterr()
+        assert (code, out, err) == (1, "", message)
+    assert rpc(localnet.url, "getBalance", [payer])["value"] == balance
