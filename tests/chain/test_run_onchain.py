@@ -24,7 +24,7 @@ STEPS = 32
 
 def cli_json(capsys, *args: str) -> dict:
     capsys.readouterr()
-    code = main([*args, "--output", "json"])
+    code = main([*args, "--output", "json-compact"])
     out, err = capsys.readouterr()
     assert code == 0, err
     return json.loads(out.strip().splitlines()[-1])
