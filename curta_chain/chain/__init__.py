@@ -1,1 +1,1 @@
-"""Talking to a cluster: RPC transport, the transaction sender, publish, seal and verify."""
+"""Talking to a cluster: transport, RPC, sender; program check, deploy, publish, seal, verify."""

@@ -257,6 +257,7 @@ async def _deployed(client: RpcClient, payer: Keypair, draft: DeployPlan) -> Dep
             f"{deployed.sha256}); deploy to another address with --program-keypair"
         )
     authority = deployed.upgrade_authority
+    draft = replace(draft, build=deployed.build)  # another shipped build counts as deployed
     if authority is None:
         return replace(draft, state="final", final=True, upgrade_authority=None)
     if draft.final and authority != payer.pubkey():

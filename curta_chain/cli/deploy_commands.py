@@ -66,6 +66,7 @@ def _deploy(args: argparse.Namespace) -> int:
         plan_deploy,
     )
     from curta_chain.cli.confirm import confirm_spend
+    from curta_chain.errors import ConfigError, CurtaError
 
     reporter = make_reporter(args)
     target = resolve(args, reporter)
@@ -91,7 +92,13 @@ def _deploy(args: argparse.Namespace) -> int:
             confirm_spend(args, client.url, genesis_hash, plan.cost_lamports, what)
         result = await deploy(client, payer, program, plan, budget, reporter)
         config = target.config.path or cluster.default_config_path()
-        cluster.record_program_id(config, genesis_hash, str(plan.program_id))
+        try:
+            cluster.record_program_id(config, genesis_hash, str(plan.program_id))
+        except CurtaError as exc:
+            raise ConfigError(
+                f"program {plan.program_id} is deployed, but recording it failed ({exc}); "
+                f"pass --program-id {plan.program_id} to the other commands"
+            ) from exc
         state = (
             "final: no upgrade authority"
             if not result.program.upgradeable

@@ -55,7 +55,7 @@ def test_deploy_then_publish_seal_and_verify_under_the_program_it_deployed(
     key = tmp_path / "id.json"
     cluster.write_keypair(payer, key)
     config = tmp_path / "config.yml"
-    via = ("-u", localnet.url, "-k", str(key), "-C", str(config))
+    via = ("-u", localnet.url, "-k", str(key), "-C", config)
     art = tmp_path / "stories260K.curta"
     art.write_bytes(stories260k.data)
 
@@ -81,7 +81,7 @@ def test_deploy_then_publish_seal_and_verify_under_the_program_it_deployed(
 
     published = run_json("publish", str(art), *via)
     assert run_json("seal", published["model"], *via)["state"] == "sealed"
-    done = run("verify", published["model"], str(art), "-u", localnet.url, "-C", str(config))
+    done = run("verify", published["model"], str(art), "-u", localnet.url, "-C", config)
     assert done.returncode == 0, done.stdout + done.stderr
     lines = done.stdout.splitlines()
     assert lines[0].startswith(f"verified {published['model']}: sealed")
@@ -92,7 +92,7 @@ def test_deploy_then_publish_seal_and_verify_under_the_program_it_deployed(
     )
     assert lines[2] == f"upgrade auth.  {payer.pubkey()}"
     assert lines[4].startswith(f"WARNING: the program can still be upgraded by {payer.pubkey()}")
-    status = run("status", published["model"], "-u", localnet.url, "-C", str(config))
+    status = run("status", published["model"], "-u", localnet.url, "-C", config)
     assert f"Program:        {program_id}" in status.stdout.splitlines()
     # Under the localnet's own program the same artifact and keypair give another model.
     other = run_json("publish", str(art), "--dry-run", "-u", localnet.url, "-k", str(key))
@@ -158,3 +158,19 @@ def test_the_localnet_program_needs_no_deploy(localnet, tmp_path):
     )
     done = run("status", LOCALNET_PROGRAM_ID, "-u", localnet.url)
     assert done.stderr.startswith(f"error: {LOCALNET_PROGRAM_ID} is not a curta model: owned by ")
+
+
+def test_a_config_that_cannot_be_written_still_says_where_the_program_is(localnet, fund, tmp_path):
+    payer = fund(localnet.url, 10)
+    key = tmp_path / "id.json"
+    cluster.write_keypair(payer, key)
+    config = "/proc/curta-chain/config.yml"  # reads as absent; never writable, even by root
+    done = run("deploy", "-u", localnet.url, "-k", str(key), "-C", config)
+    program = default_program_keypair(payer, LOCALNET_GENESIS_HASH).pubkey()
+    assert done.returncode == 1 and done.stderr.count("\n") == 1
+    assert done.stderr.startswith(f"error: program {program} is deployed, but recording it failed")
+    assert done.stderr.endswith(f"pass --program-id {program} to the other commands\n")
+    rerun = run("deploy", "-u", localnet.url, "-k", str(key), "--program-id", str(program))
+    assert rerun.returncode == 2  # deploy takes no --program-id; the others do
+    status = run("status", str(program), "-u", localnet.url, "--program-id", str(program))
+    assert "is not a curta model" in status.stderr  # the program itself passes the check

@@ -1,4 +1,3 @@
-import asyncio
 import json
 import threading
 import time
@@ -6,21 +5,14 @@ import time
 import httpx
 import pytest
 from localnet_helpers import b64, balance, latest_blockhash, result, send_b64, transfer_tx
-from solders.keypair import Keypair
 from solders.pubkey import Pubkey
 
-from curta_chain.chain import specs
-from curta_chain.chain.deploy import deploy, plan_deploy
-from curta_chain.chain.program_check import read_program
-from curta_chain.chain.rent import rent_exempt_minimum
-from curta_chain.chain.rpc import RpcClient
-from curta_chain.chain.sender import Sender
-from curta_chain.chain.transport import HttpTransport
+from curta_chain.chain.cluster import write_keypair
+from curta_chain.cli import main
 from curta_chain.constants import LOCALNET_GENESIS_HASH
 from curta_chain.errors import LocalnetError
 from curta_chain.localnet import Localnet, start_in_thread
 from curta_chain.localnet.ledger import Ledger
-from curta_chain.program import MODEL_ACCOUNT_SIZE, shipped_programs
 
 
 def fill(url: str, fund, count: int) -> dict[Pubkey, int]:
@@ -245,56 +237,29 @@ def test_damage_before_the_last_segment_is_refused(tmp_path, fund):
         start_in_thread(ledger=tmp_path)
 
 
-def test_a_deployed_program_survives_snapshots_and_a_restart(tmp_path, fund):
+def test_a_deployed_program_survives_snapshots_and_a_restart(tmp_path, fund, capsys, stories260k):
     # A snapshot after every record: the restart restores the program from one. The
     # program account loads from its program data, so the data must be restored first.
-    payer, program = None, Keypair()
-    handle = start_in_thread(ledger=tmp_path, snapshot_bytes=1)
+    ledger, work = tmp_path / "ledger", tmp_path / "work"
+    work.mkdir()
+    art = work / "model.curta"
+    art.write_bytes(stories260k.data)
+    handle = start_in_thread(ledger=ledger, snapshot_bytes=1)
     try:
-        payer = fund(handle.url, 10)
-        with_client(handle.url, lambda client: deploy_build(client, payer, program))
+        key = work / "id.json"
+        write_keypair(fund(handle.url, 50), key)
+        via = ["-k", str(key), "-C", str(work / "config.yml"), "--output", "json"]
+        assert main(["deploy", "-u", handle.url, *via]) == 0
         time.sleep(0.5)  # let the last snapshot land
     finally:
         handle.stop()
-    assert sorted(tmp_path.glob("snapshot-*.bin"))
-    handle = start_in_thread(ledger=tmp_path)
+    assert sorted(ledger.glob("snapshot-*.bin"))
+    handle = start_in_thread(ledger=ledger)
     try:
+        capsys.readouterr()
+        assert main(["deploy", "--dry-run", "-u", handle.url, *via]) == 0
+        assert json.loads(capsys.readouterr().out)["plan"]["state"] == "deployed"
         time.sleep(0.5)  # a program runs from the slot after it is loaded
-        found = with_client(handle.url, lambda client: read_program(client, program.pubkey()))
-        assert found.build == shipped_programs()[0] and found.upgrade_authority == payer.pubkey()
-        with_client(handle.url, lambda client: create_model_under(client, payer, program.pubkey()))
+        assert main(["publish", str(art), "-u", handle.url, *via]) == 0  # it runs
     finally:
         handle.stop()
-
-
-def with_client(url, work):
-    async def run():
-        client = RpcClient(HttpTransport(url))
-        try:
-            return await work(client)
-        finally:
-            await client.aclose()
-
-    return asyncio.run(run())
-
-
-async def deploy_build(client, payer, program) -> None:
-    build = shipped_programs()[0]
-    plan = await plan_deploy(client, payer, program, build, False, specs.Budget())
-    await deploy(client, payer, program, plan, specs.Budget())
-
-
-async def create_model_under(client, payer, program_id) -> None:
-    model = Keypair()
-    spec = specs.create_model_spec(
-        program_id,
-        payer,
-        model,
-        bytes(32),
-        [1, 1],
-        rent_exempt_minimum(MODEL_ACCOUNT_SIZE),
-        specs.Budget(),
-    )
-    await Sender(client, payer).send([spec])
-    info = await client.account(model.pubkey())
-    assert info is not None and info.owner == program_id

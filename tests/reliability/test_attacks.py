@@ -18,6 +18,8 @@ keys and the same library a user has (``attacker.py``):
 """
 
 import dataclasses
+import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -434,3 +436,14 @@ def test_the_stand_in_is_what_it_says(localnet, fund):
     rewrite(localnet.url, attacker, standin, account, 8, b"hello")
     data = on_chain(localnet.url, lambda c: c.account(account)).data
     assert data[8:13] == b"hello" and data.count(0) == 64 - 5
+
+
+@pytest.mark.skipif(
+    shutil.which("clang-14") is None,
+    reason="clang-14 is not installed (CI installs it with apt-get install clang-14)",
+)
+def test_the_committed_stand_in_is_built_from_its_source():
+    sys.path.insert(0, str(Path(__file__).with_name("standin")))
+    from build_standin import build_standin
+
+    assert build_standin() == STANDIN.elf

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from attacker import STANDIN, deploy_program
+from attacker import CURTA, STANDIN, deploy_program, on_chain
 from fault_proxy import FaultProxy, record
 from solana.rpc.api import Client
 from solana.rpc.commitment import Confirmed
@@ -34,7 +34,11 @@ from solders.transaction import Transaction
 from curta_chain.artifact import Artifact, decode_artifact
 from curta_chain.artifact.layout import BLOCK_NAMES
 from curta_chain.artifact.synthetic import tezw_bytes
+from curta_chain.chain import loader, specs
 from curta_chain.chain.cluster import record_program_id, write_keypair
+from curta_chain.chain.deploy import buffer_keypair, default_program_keypair
+from curta_chain.chain.rent import rent_exempt_minimum
+from curta_chain.chain.sender import Sender, TxSpec
 from curta_chain.constants import LAMPORTS_PER_SOL, LOCALNET_GENESIS_HASH, LOCALNET_PROGRAM_ID
 from curta_chain.errors import ArtifactError
 from curta_chain.localnet import LocalnetHandle, start_in_thread
@@ -58,6 +62,8 @@ class World:
     tokenizer: bytes
     standin: Keypair
     """The keypair of a stand-in program deployed on the localnet (not a shipped build)."""
+    foreign: Keypair
+    """The keypair of a curta program someone else deployed (and may upgrade)."""
     devnet_url: str
     """The localnet behind a proxy that claims devnet's genesis hash: not a localnet."""
     greedy_url: str
@@ -98,6 +104,25 @@ class Ctx:
         path = self.work / "standin.json"
         write_keypair(self.world.standin, path)
         return path
+
+    def program_keypair(self, keypair: Keypair) -> Path:
+        """A program's keypair file, written into the work folder."""
+        path = self.work / "program.json"
+        write_keypair(keypair, path)
+        return path
+
+    def payers_buffer_taken(self) -> None:
+        """Put a buffer of someone else's at the address the payer's deploy would use."""
+        payer = self.world.payer
+        program = default_program_keypair(payer, LOCALNET_GENESIS_HASH).pubkey()
+        buffer = buffer_keypair(payer, LOCALNET_GENESIS_HASH, program, CURTA)
+        size = loader.BUFFER_METADATA_SIZE + len(CURTA.elf)
+        create = specs.new_account(
+            payer.pubkey(), buffer.pubkey(), size, loader.LOADER_V3, rent_exempt_minimum(size)
+        )
+        init = loader.initialize_buffer(buffer.pubkey(), Keypair().pubkey())
+        spec = TxSpec((*create, init), (buffer,))
+        on_chain(self.world.url, lambda client: Sender(client, payer).send([spec]))
 
     def config_naming_standin(self) -> Path:
         """A Solana CLI config that records the stand-in as this localnet's program."""
@@ -609,6 +634,11 @@ CASES: dict[str, Case] = {
         rf"{DEVNET_GENESIS}\): deploy one with `curta-chain deploy -u http://127.0.0.1:\d+`, "
         r"or pass --program-id ADDRESS",
     ),
+    "trust a builtin as the program": (
+        lambda ctx: ctx.chain("close", Keypair().pubkey(), "--program-id", SYSTEM),
+        rf"program {SYSTEM} is owned by NativeLoader1111111111111111111111111111111, not by a BPF "
+        r"loader curta-chain checks",
+    ),
     "trust a malformed program hash": (
         lambda ctx: ctx.chain("seal", ctx.world.not_a_model, "--program-hash", "ab"),
         r"--program-hash 'ab': expected a SHA-256 as 64 hex digits",
@@ -651,6 +681,22 @@ CASES: dict[str, Case] = {
     "deploy with a missing program keypair": (
         lambda ctx: ctx.chain("deploy", "--program-keypair", ctx.work / "absent.json"),
         r"absent.json: no such keypair file",
+    ),
+    "deploy where someone else's buffer is": (
+        lambda ctx: (ctx.payers_buffer_taken(), ctx.chain("deploy", "-C", ctx.work / "c.yml"))[1],
+        r"buffer \w+ holds [\d,]+ bytes owned by BPFLoaderUpgradeab1e11111111111111111111111, not "
+        r"a [\d,]+-byte buffer of \w+ for this build; close it with `solana program close \w+`",
+    ),
+    "deploy --final over someone else's upgrade authority": (
+        lambda ctx: ctx.chain(
+            "deploy",
+            "--final",
+            "--program-keypair",
+            ctx.program_keypair(ctx.world.foreign),
+            "-C",
+            ctx.work / "c.yml",
+        ),
+        r"program \w+ can be upgraded by \w+, not by \w+: only \w+ can make it final",
     ),
     "deploy onto another program": (
         lambda ctx: ctx.chain(
@@ -706,8 +752,12 @@ def world(stories260k: Artifact, stories260k_bytes: bytes, tok512_bytes: bytes) 
         blockhash = client.get_latest_blockhash().value.blockhash
         tx = Transaction.new_signed_with_payer([create], payer.pubkey(), [payer, holder], blockhash)
         client.confirm_transaction(client.send_transaction(tx).value, Confirmed)
-        standin = Keypair()
+        standin, foreign = Keypair(), Keypair()
         deploy_program(handle.url, payer, STANDIN, standin)
+        other = Keypair()
+        airdrop = client.request_airdrop(other.pubkey(), 10 * LAMPORTS_PER_SOL).value
+        client.confirm_transaction(airdrop, Confirmed)
+        deploy_program(handle.url, other, CURTA, foreign)  # other is its upgrade authority
         airdrop = client.request_airdrop(payer.pubkey(), 10 * LAMPORTS_PER_SOL).value
         client.confirm_transaction(airdrop, Confirmed)
         for edits in (
@@ -723,6 +773,7 @@ def world(stories260k: Artifact, stories260k_bytes: bytes, tok512_bytes: bytes) 
             checkpoint=stories260k_bytes,
             tokenizer=tok512_bytes,
             standin=standin,
+            foreign=foreign,
             devnet_url=proxies[0].url,
             greedy_url=proxies[1].url,
         )

@@ -162,12 +162,10 @@ def _carries(kind: str, request: Request) -> bool:
 
 OUTAGES = [
     Outage(
-        "publish: node down as it reads rent after creating the model",
+        "publish: node down as it confirms the model it created",
         "publish",
         "before",
-        lambda p, r: (
-            "getMinimumBalanceForRentExemption" in r.methods and p.count("create_model") >= 1
-        ),
+        lambda p, r: "getSignatureStatuses" in r.methods and p.count("create_model") >= 1,
     ),
     Outage(
         "publish: node down as the second write batch arrives",
