@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import re
 import struct
 import subprocess
 import sys
@@ -144,11 +145,13 @@ class _Chain:
     model: Pubkey
     weights: list[Pubkey]
 
+    logs: list[list[str]] = dataclasses.field(default_factory=list)
+
     @classmethod
-    def sealed(cls, artifact: Artifact) -> _Chain:
+    def sealed(cls, artifact: Artifact, program: bytes | None = None) -> _Chain:
         """A LiteSVM with the program and ``artifact`` installed as a sealed model."""
         svm = LiteSVM()
-        svm.add_program(PROGRAM_ID, PROGRAM_BINARY.read_bytes())
+        svm.add_program(PROGRAM_ID, program or PROGRAM_BINARY.read_bytes())
         payer, model = Keypair(), Pubkey.new_unique()
         svm.airdrop(payer.pubkey(), 10**13)
         weights = [Pubkey.new_unique() for _ in artifact.sections]
@@ -171,6 +174,7 @@ class _Chain:
         meta = self.svm.send_transaction(_tx(self.svm, self.payer, ixs, signers))
         if hasattr(meta, "err"):
             raise RuntimeError(f"{meta.err()}: {meta.meta().logs()[-3:]}")
+        self.logs.append(list(meta.logs()))
         return meta.compute_units_consumed() - 150
 
 
@@ -191,15 +195,23 @@ class RunStats:
 
 
 def run_stats(
-    artifact: Artifact, prompt: bytes | list[int], capacity: int, position: int = 0
+    artifact: Artifact,
+    prompt: bytes | list[int],
+    capacity: int,
+    position: int = 0,
+    program: bytes | None = None,
+    logs: list[list[str]] | None = None,
+    sampling: tuple[int, int, int] = (0, 0, 0),
 ) -> RunStats:
     """Open a run, crank it with the mirror checking every step, close it.
 
     With ``position``, the run (opened from that many + 1 token ids) is first moved there,
     its earlier keys and values left zero: a step's slices depend on the position, not on
     the values, so the token computed there takes the steps and units it would in a run.
+    With ``program`` (another build) and ``logs``, each step's log lines are appended there.
+    ``sampling`` is (temperature, top-p, seed), Q16 as openRun takes them (greedy by default).
     """
-    chain = _Chain.sealed(artifact)
+    chain = _Chain.sealed(artifact, program)
     run = Keypair()
     kind = PromptKind.TEXT if isinstance(prompt, bytes) else PromptKind.TOKENS
     size = run_account_size(artifact.config, capacity, kind, len(prompt))
@@ -214,7 +226,7 @@ def run_stats(
     )
     ix = open_run(
         PROGRAM_ID, chain.payer.pubkey(), run.pubkey(), chain.model, chain.weights[0],
-        capacity, prompt,
+        capacity, prompt, *sampling,
     )  # fmt: skip
     open_units = chain.send([set_compute_unit_limit(MAX_COMPUTE_UNITS), create, ix], [run])
     data = bytes(chain.svm.get_account(run.pubkey()).data)
@@ -231,6 +243,8 @@ def run_stats(
         keys = [chain.weights[0], *(chain.weights[i] for i in plan.sections)]
         ix = step(PROGRAM_ID, run.pubkey(), chain.model, keys, before.steps)
         units = chain.send([set_compute_unit_limit(MAX_COMPUTE_UNITS), ix])
+        if logs is not None:
+            logs.append(chain.logs[-1])
         mirror.advance(plan)
         mirror.compare(bytes(chain.svm.get_account(run.pubkey()).data), before)
         steps.append((before.position, units, len(plan.logged)))
@@ -309,3 +323,75 @@ def print_inference() -> None:
         )
     digest = hashlib.sha256(PROGRAM_BINARY.read_bytes()).hexdigest()[:16]
     print(f"\n(program sha256 {digest}...; measured in solders' LiteSVM)")
+
+
+LOG_CALL_UNITS = 100
+"""What one sol_log_compute_units_ costs: taken off each phase's measured span."""
+_REMAINING = re.compile(r"Program consumption: (\d+) units remaining")
+_LAYER_PHASES = ("norm", "qkv rows", "rotary", "attention", "output rows", "norm",
+                 "gate/up rows", "SwiGLU", "down rows")  # fmt: skip
+
+
+def _phase_kind(state: int, sample_pass: int, phase: int, layers: int) -> str:
+    if state == 0:
+        return ("tokenizer characters", "tokenizer pairs", "tokenizer merges")[min(phase, 2)]
+    if phase == 0:
+        return "embedding"
+    if phase <= 9 * layers:
+        return _LAYER_PHASES[(phase - 1) % 9]
+    kind = ("norm", "classifier rows", "sampling")[min(phase - 1 - 9 * layers, 2)]
+    return f"{kind} pass {sample_pass}" if kind == "sampling" else kind
+
+
+def calibration_ratios(logs: list[list[str]], layers: int) -> dict[str, tuple[float, int]]:
+    """Per phase kind: the largest real / estimated compute units, and how many phases.
+
+    The calibration build logs, around every phase a step runs, the compute units left
+    (before and after) and its state, phase and estimate (step.c, ``CALIBRATE``).
+    """
+    out: dict[str, tuple[float, int]] = {}
+    for lines in logs:
+        left: list[int] = []  # a phase that did not fit logs the first count only
+        for line in lines:
+            if m := _REMAINING.match(line):
+                left.append(int(m.group(1)))
+            elif line.startswith("Program log: 0x"):
+                packed, phase, _, _, estimate = (
+                    int(v, 16) for v in line.split(": ")[1].split(", ")
+                )
+                real = left[-2] - left[-1] - LOG_CALL_UNITS
+                kind = _phase_kind((packed >> 8) & 0xFF, packed & 0xFF, phase, layers)
+                ratio, count = out.get(kind, (0.0, 0))
+                out[kind] = (max(ratio, real / estimate), count + 1)
+    return out
+
+
+def print_calibration() -> int:
+    """Build with -DCALIBRATE, run both models (greedy, sampled, late), print the ratios.
+
+    Returns 1 when a phase ever cost more than its estimate: the cost model needs a refit.
+    """
+    from build_program import build_program
+
+    with tempfile.TemporaryDirectory(prefix="curta-calibrate-") as tmp:
+        program = build_program(Path(tmp) / "calibrate.so", ("-DCALIBRATE",))
+    ratios: dict[str, tuple[float, int]] = {}
+    small, large, nucleus, greedy = stories260k(), stories15m(), (58_982, 58_982, 7), (0, 0, 0)
+    for artifact, prompt, capacity, sampling, position in (
+        (small, b"Once upon a time there was a little girl", 80, greedy, 0),
+        (small, b"Once upon a time", 40, nucleus, 0),
+        (small, [1] * 511, 512, greedy, 510),  # attention at the end of the context
+        (large, b"Once upon a time", 8, greedy, 0),
+        (large, [1], 3, nucleus, 0),
+        (large, [1] * 255, 256, greedy, 254),
+    ):
+        logs: list[list[str]] = []
+        run_stats(artifact, prompt, capacity, position, program, logs, sampling)
+        for kind, (ratio, count) in calibration_ratios(logs, artifact.config.n_layers).items():
+            old_ratio, old_count = ratios.get(kind, (0.0, 0))
+            ratios[kind] = (max(old_ratio, ratio), old_count + count)
+    print("\n| phase | phases measured | largest real / estimated compute units |")
+    print("| --- | ---: | ---: |")
+    for kind, (ratio, count) in sorted(ratios.items()):
+        print(f"| {kind} | {count:,} | {ratio:.3f} |")
+    return int(max(ratio for ratio, _ in ratios.values()) > 1)

@@ -12,7 +12,11 @@ figure for a whole classifier step of the program; openRun, step and closeRun; a
 step transactions a token takes on stories260K (real weights) and on a stories15M-shaped
 model (synthetic weights, the real 32,000-token vocabulary), each run mirrored step by step.
 
-Usage: .venv/bin/python scripts/bench_program_cu.py [--inference]
+``--calibrate`` builds the program with ``-DCALIBRATE`` (each phase of a step logs its real
+compute units beside its estimate), runs both models, and prints per kind of phase the
+largest real / estimated ratio; it exits 1 when one passes 1 (refit the cost model).
+
+Usage: .venv/bin/python scripts/bench_program_cu.py [--inference] [--calibrate]
 """
 
 from __future__ import annotations
@@ -144,6 +148,10 @@ def main() -> int:
         from bench_inference import print_inference
 
         print_inference()
+    if "--calibrate" in sys.argv[1:]:
+        from bench_inference import print_calibration
+
+        return print_calibration()
     return 0
 
 

@@ -49,8 +49,12 @@ def _run(argv: list[str], cwd: Path) -> None:
         raise BuildError(f"{argv[0]} failed: {detail[0] if detail else done.returncode}")
 
 
-def build_program(out: Path = DEFAULT_OUT) -> bytes:
-    """Compile and link the program; write it to ``out`` and return its bytes."""
+def build_program(out: Path = DEFAULT_OUT, extra_flags: tuple[str, ...] = ()) -> bytes:
+    """Compile and link the program; write it to ``out`` and return its bytes.
+
+    ``extra_flags`` go to clang after the usual ones (``-DCALIBRATE`` for the build that
+    logs every phase's compute units: scripts/bench_program_cu.py --calibrate).
+    """
     sources = sorted(p.relative_to(PROGRAM_DIR) for p in (PROGRAM_DIR / "src").glob("*.c"))
     if not sources:
         raise BuildError(f"{PROGRAM_DIR / 'src'}: no C sources")
@@ -58,7 +62,7 @@ def build_program(out: Path = DEFAULT_OUT) -> bytes:
         objects = []
         for source in sources:
             obj = Path(tmp) / (source.stem + ".o")
-            _run([CLANG, *CFLAGS, "-c", str(source), "-o", str(obj)], PROGRAM_DIR)
+            _run([CLANG, *CFLAGS, *extra_flags, "-c", str(source), "-o", str(obj)], PROGRAM_DIR)
             objects.append(obj.read_bytes())
         program = link(objects, [str(s) for s in sources])
     atomic_write(out, program)

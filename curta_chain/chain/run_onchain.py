@@ -356,8 +356,11 @@ async def _one_step(flow: _Flow, mirror: RunMirror, address: Pubkey, result: OnC
         # Another sender (an earlier, killed invocation) landed this step first: check the
         # chain against the mirror and go on from where it is.
         chain = await flow.read_run(address, flow.processed) or b""
+        shown = len(result.pieces)
         _replay(mirror, RunAccount.from_bytes(chain).steps, result)
         mirror.compare(chain, before)
+        for piece in result.pieces[shown:]:
+            flow.on_piece(piece)
         return
     chain = await flow.read_run(address, flow.processed)
     mirror.advance(plan)

@@ -143,9 +143,10 @@ def _run(args: argparse.Namespace) -> int:
     if text_mode:
         sys.stdout.write(stream.decode(b"", final=True) + "\n")
         speed = f"{rate:.1f} tokens/s" if rate is not None else "one token"
+        seed = "greedy" if settings.greedy else f"seed {settings.seed}"
         print(
             f"{len(generated)} tokens ({speed}; prompt of {len(plan.prompt_ids)} tokens "
-            f"and first token in {first - start:.2f} s), seed {settings.seed}, "
+            f"and first token in {first - start:.2f} s), {seed}, "
             f"stopped by {'a stop token' if stop == 'token' else 'the step count'}",
             file=sys.stderr,
         )

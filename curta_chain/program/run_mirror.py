@@ -71,10 +71,11 @@ COST_ATTENTION = 200
 COST_HEAD = 300
 COST_HEAD_ELEMENT = 32
 COST_POSITION = 60
-COST_POSITION_ELEMENT = 12
+COST_POSITION_ELEMENT = 11
 COST_PASS = 500
 COST_WEIGHT = 55
-COST_ID = 12
+COST_ID = 14
+COST_CHOOSE = 500
 COST_BUCKETS = 12 * (HIST_HIGH + HIST_LOW)
 COST_CHAR = 80
 COST_PAIR = 80
@@ -547,7 +548,7 @@ class RunMirror:
 
     def _draw_pass(self, s: _Machine) -> bool:
         h = s.h
-        n = self._ids_that_fit(s, COST_ID, COST_PASS)
+        n = self._ids_that_fit(s, COST_ID, COST_PASS + COST_CHOOSE)
         if h.cursor == 0:
             rng = Xorshift64Star(0)
             rng.state = h.rng

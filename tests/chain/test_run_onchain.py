@@ -1,5 +1,6 @@
 """``curta-chain run MODEL --on-chain`` on the localnet: the program's tokens equal the file's."""
 
+import asyncio
 import base64
 import json
 import subprocess
@@ -9,17 +10,23 @@ from pathlib import Path
 
 import httpx
 import pytest
+from solders.compute_budget import set_compute_unit_limit
 from solders.pubkey import Pubkey
 
 from curta_chain.artifact import Artifact
 from curta_chain.chain.cluster import load_keypair, write_keypair
-from curta_chain.chain.run_onchain import run_keypair
+from curta_chain.chain.rpc import RpcClient
+from curta_chain.chain.run_onchain import run_keypair, run_on_chain
+from curta_chain.chain.sender import Sender, TxSpec
+from curta_chain.chain.transport import HttpTransport
 from curta_chain.cli import main
-from curta_chain.inference import SamplingSettings
+from curta_chain.constants import LOCALNET_PROGRAM_ID, MAX_COMPUTE_UNITS
+from curta_chain.inference import IntModel, SamplingSettings, Tokenizer, generate, plan_run
 from curta_chain.program import RunAccount
 
 PROMPT = "Once upon a time"
 STEPS = 32
+PROGRAM_ID = Pubkey.from_string(LOCALNET_PROGRAM_ID)
 
 
 def cli_json(capsys, *args: str) -> dict:
@@ -124,3 +131,49 @@ def test_bad_input_is_one_line_and_spends_nothing(capsys, localnet, fund, tmp_pa
         out, err = capsys.readouterr()
         assert (code, out, err) == (1, "", message)
     assert rpc(localnet.url, "getBalance", [payer])["value"] == balance
+
+
+class RacingSender(Sender):
+    """A sender that lets a rival land each step it is given at ``race_at`` first, as a
+    killed invocation's last transaction would, landing after the rerun planned it."""
+
+    rival: Sender | None = None
+    race_at: tuple[int, ...] = ()
+    calls: int = 0
+
+    async def send(self, specs, progress=None, commitment=None):
+        self.calls += 1
+        if self.calls in self.race_at and self.rival is not None:
+            limit = set_compute_unit_limit(MAX_COMPUTE_UNITS - 1)  # another signature
+            rival = [TxSpec((limit, *s.instructions[1:]), s.signers) for s in specs]
+            await self.rival.send(rival, commitment="processed")
+        return await super().send(specs, progress, commitment)
+
+
+def test_a_step_landed_by_another_sender_first_is_taken_in_stride(
+    localnet, fund, sealed_model, stories260k
+):
+    model, _, _, keypair = sealed_model
+    payer, rival = load_keypair(keypair), fund(localnet.url, 10)
+    settings = SamplingSettings(0, 0, 0)
+    pieces: list[bytes] = []
+
+    async def work() -> object:
+        client = RpcClient(HttpTransport(localnet.url), "confirmed")
+        try:
+            sender = RacingSender(client, payer)
+            sender.rival, sender.race_at = Sender(client, rival), (3, 7, 8)
+            return await run_on_chain(
+                client, PROGRAM_ID, payer, Pubkey.from_string(model), PROMPT, 12, settings,
+                on_piece=pieces.append, sender=sender,
+            )  # fmt: skip
+        finally:
+            await client.aclose()
+
+    result = asyncio.run(work())
+    model260k, tokenizer = IntModel.from_artifact(stories260k), Tokenizer.from_artifact(stories260k)
+    plan = plan_run(model260k, tokenizer, PROMPT, 12)
+    want = list(generate(model260k, plan, settings))
+    assert result.generated == want
+    assert b"".join(pieces) == tokenizer.decode([*plan.prompt_ids[1:], *want])
+    assert len(result.step_units) == result.steps - 3  # three steps were the rival's

@@ -1,10 +1,11 @@
 """RPC faults between the CLI and the localnet: the same final state, or a resumable error.
 
 A clean publish and seal of stories260K (no proxy) with a fixed keypair gives the
-reference: model address, every account's lamports, owner and bytes, and what the payer
-spent. Each faulty run uses the same keypair on a fresh localnet, through a ``FaultProxy``
-that injects one kind of fault (or all of them) into 10-20% of the requests, with a
-seeded RNG, and must end in exactly that state having spent exactly as much.
+reference: model address, every account's lamports, owner and bytes (the model's but its
+seal slot), and what the payer spent. Each faulty run uses the same keypair on a fresh
+localnet, through a ``FaultProxy`` that injects one kind of fault (or all of them) into
+10-20% of the requests, with a seeded RNG, and must end in exactly that state having spent
+exactly as much.
 
 With the node down for good partway, `publish` and `seal` give up within
 ``--rpc-timeout`` with a one-line error that says how to resume; once the node is back,
@@ -15,7 +16,7 @@ import os
 import re
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
@@ -35,6 +36,7 @@ from curta_chain.artifact import Artifact
 from curta_chain.chain.cluster import write_keypair
 from curta_chain.constants import LAMPORTS_PER_SOL
 from curta_chain.localnet import start_in_thread
+from curta_chain.program import ModelAccount
 
 PAYER = Keypair.from_seed(bytes(range(32)))
 """One publisher for every run, so every run derives the same model address."""
@@ -65,11 +67,20 @@ def fund_payer(url: str, folder: Path) -> Path:
 
 
 def settle(url: str, model: str) -> Outcome:
-    """Read the model and its weight accounts, and the payer's spending, from the node."""
+    """Read the model and its weight accounts, and the payer's spending, from the node.
+
+    The slot at which the seal began depends on the run's timing: the model is compared
+    with its ``seal_slot`` (set, never 0) taken out.
+    """
     code, shown, err = run_cli("status", model, "-u", url)
     assert code == 0, err
     keys = [model, *(s["weight_account"] for s in shown["sections"])]
-    return Outcome(model, account_states(url, keys), FUNDS - balance(url, PAYER.pubkey()))
+    accounts = account_states(url, keys)
+    lamports, owner, data = accounts[model]
+    decoded = ModelAccount.from_bytes(data)
+    assert decoded.seal_slot > 0
+    accounts[model] = (lamports, owner, replace(decoded, seal_slot=0).to_bytes())
+    return Outcome(model, accounts, FUNDS - balance(url, PAYER.pubkey()))
 
 
 @pytest.fixture(scope="module")

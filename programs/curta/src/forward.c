@@ -29,7 +29,7 @@
 #define COST_HEAD 300
 #define COST_HEAD_ELEMENT 32     /* per element of the head: its division */
 #define COST_POSITION 60         /* per attended position: its score and weight */
-#define COST_POSITION_ELEMENT 12 /* per position and element: two MACs */
+#define COST_POSITION_ELEMENT 11 /* per position and element: two MACs */
 #define ROWS_PER_CHUNK 96        /* row sums kept on the heap at once */
 
 #define EPS_Q32 42950           /* 1e-5 with 32 fractional bits */

@@ -15,7 +15,8 @@
 /* The cost model (as in forward.c). */
 #define COST_PASS 500
 #define COST_WEIGHT 55 /* an id's weight: a division and the table */
-#define COST_ID 12     /* an id in the cut or the draw */
+#define COST_ID 14     /* an id in the cut or the draw */
+#define COST_CHOOSE 500 /* the draw's generator step, and the chosen token appended, logged */
 #define COST_BUCKETS (12 * (HIST_HIGH + HIST_LOW)) /* the scans of both histograms */
 
 #define RNG_GOLDEN 0x9E3779B97F4A7C15UL
@@ -162,7 +163,7 @@ static bool cut_pass(Step *s) {
 
 static bool draw_pass(Step *s) {
   Run *run = s->run;
-  uint64_t n = ids_that_fit(s, COST_ID, COST_PASS);
+  uint64_t n = ids_that_fit(s, COST_ID, COST_PASS + COST_CHOOSE);
   if (n == 0) {
     return false;
   }

@@ -144,6 +144,8 @@ uint64_t process_step(SolInput *in) {
       break;
     }
 #ifdef CALIBRATE
+    /* The calibration build (scripts/bench_program_cu.py --calibrate): the compute units
+     * left around each phase, then its position and state, phase, cursors and estimate. */
     uint64_t before_phase = run->phase, before_cursor = run->cursor;
     uint64_t before_state = (uint64_t)run->position << 8 | run->state;
     uint64_t before_pass = run->sample_pass, before_budget = s->budget;

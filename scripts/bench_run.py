@@ -1,0 +1,173 @@
+"""Benchmark: the integer pass's speed against float numpy, and its top-1 agreement.
+
+    .venv/bin/python scripts/bench_run.py [--tokens N] [--repeat R] [--prompts P]
+
+Speed: a synthetic checkpoint of stories15M's shapes (dim 288, hidden 768, 6 layers,
+vocabulary 32,000, context 256; seed 15, as bench_convert.py) is converted, then both
+passes generate greedily, one token at a time with their key/value caches: the integer
+pass (``curta_chain.inference``) on the artifact, and llama2.c's float32 pass in numpy
+(``FloatReference``) on the checkpoint's own floats, the baseline. They alternate R
+times on one core (BLAS limited to one thread); the best run of each is printed, with
+the ratio.
+
+Agreement: stories260K with its 512-token stand-in tokenizer (the first 512 entries of
+the Llama 2 tokenizer: its text is not English to this model). Each of P English
+prompts is encoded, then continued by llama2.c's float pass on the checkpoint's floats
+to 128 positions, once greedily and once sampled (temperature 1.0, top-p 0.9, llama2.c's
+defaults, seeded). On every position of those sequences the integer pass's top-1 token
+is compared with the float pass on the same int8 weights dequantized (the arithmetic's
+own error) and on the checkpoint's floats (adding int8 quantization's); the float pass
+on dequantized weights against the checkpoint's floats shows quantization's share.
+"""
+
+import os
+
+for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[_name] = "1"  # one core, before numpy loads BLAS
+
+import argparse  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import numpy as np  # noqa: E402
+from cut_tokenizer import cut  # noqa: E402  (scripts/, on the path as the script's folder)
+
+from curta_chain.artifact.convert import convert_llama2c_bytes  # noqa: E402
+from curta_chain.artifact.llama2c import parse_checkpoint  # noqa: E402
+from curta_chain.artifact.synthetic import (  # noqa: E402
+    STORIES15M,
+    llama2c_checkpoint_bytes,
+    llama2c_tokenizer_bytes,
+)
+from curta_chain.inference import (  # noqa: E402
+    FloatReference,
+    IntModel,
+    KVCache,
+    SamplingSettings,
+    Tokenizer,
+    Xorshift64Star,
+    dequantize,
+    forward,
+    sample,
+    teacher_forcing_logits,
+)
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "llama2c"
+PROMPTS = [
+    "Once upon a time",
+    "The little dog ran",
+    "Lily wanted to play with her friend",
+    "One day, a big bird",
+    "Tom was sad because",
+    "The sun was shining and",
+    "She looked at the box",
+    "They went to the park",
+]
+POSITIONS = 128
+
+
+def speed(tokens: int, repeat: int) -> None:
+    checkpoint = llama2c_checkpoint_bytes(STORIES15M, seed=15)
+    tokenizer = llama2c_tokenizer_bytes(STORIES15M.vocab_size, seed=15)
+    artifact = convert_llama2c_bytes(checkpoint, tokenizer, "15m.bin", "tok.bin")
+    start = time.perf_counter()
+    model = IntModel.from_artifact(artifact)
+    load_s = time.perf_counter() - start
+    floats = FloatReference(parse_checkpoint(checkpoint, "15m.bin"))
+    greedy = SamplingSettings(temperature=0)
+
+    def integer_run() -> tuple[float, list[int]]:
+        cache, token, out = KVCache.empty(model), 1, []
+        rng = Xorshift64Star(0)
+        begin = time.perf_counter()
+        for _ in range(tokens):
+            token = sample(forward(model, cache, [token])[0], greedy, model.exp, rng)
+            out.append(token)
+        return time.perf_counter() - begin, out
+
+    def float_run() -> tuple[float, list[int]]:
+        cache, token, out = floats.empty_cache(), 1, []
+        begin = time.perf_counter()
+        for _ in range(tokens):
+            token = int(np.argmax(floats.forward(cache, [token])[0]))
+            out.append(token)
+        return time.perf_counter() - begin, out
+
+    integer_s = float_s = float("inf")
+    for _ in range(repeat):
+        seconds, int_tokens = integer_run()
+        integer_s = min(integer_s, seconds)
+        seconds, float_tokens = float_run()
+        float_s = min(float_s, seconds)
+    same = sum(a == b for a, b in zip(int_tokens, float_tokens, strict=True))
+    int_rate, float_rate = tokens / integer_s, tokens / float_s
+    print(
+        f"speed: stories15M shapes (synthetic, seed 15), {tokens} greedy tokens, best of {repeat}"
+    )
+    print(f"  model load      {load_s:.2f} s (artifact to IntModel)")
+    print(f"  float numpy     {float_rate:7.1f} tokens/s  (llama2.c's pass in float32, baseline)")
+    print(f"  integer         {int_rate:7.1f} tokens/s  (target >= 50)")
+    print(f"  ratio           {int_rate / float_rate:7.2f}  (target >= 0.5)")
+    print(f"  same greedy tokens as float: {same}/{tokens} (random weights: near-ties abound)")
+
+
+def continue_float(
+    floats: FloatReference, ids: list[int], rng: np.random.Generator | None
+) -> list[int]:
+    """Extend ``ids`` to POSITIONS with the float pass: greedy, or llama2.c's T=1, top-p 0.9."""
+    cache = floats.empty_cache()
+    logits = floats.forward(cache, ids)[0]
+    ids = list(ids)
+    while len(ids) < POSITIONS:
+        if rng is None:
+            token = int(np.argmax(logits))
+        else:
+            p = np.exp(logits - logits.max())
+            p /= p.sum()
+            order = np.argsort(-p, kind="stable")
+            kept = order[: int(np.argmax(np.cumsum(p[order]) > 0.9)) + 1]
+            token = int(rng.choice(kept, p=p[kept] / p[kept].sum()))
+        ids.append(token)
+        logits = floats.forward(cache, [token])[0]
+    return ids
+
+
+def agreement(prompts: int) -> None:
+    checkpoint = (DATA / "stories260K.bin").read_bytes()
+    tokenizer_file = cut((DATA / "tokenizer.bin").read_bytes(), 512)
+    artifact = convert_llama2c_bytes(checkpoint, tokenizer_file, "stories260K.bin", "tok512")
+    model, tokenizer = IntModel.from_artifact(artifact), Tokenizer.from_artifact(artifact)
+    original = FloatReference(parse_checkpoint(checkpoint, "stories260K.bin"))
+    deq = FloatReference(dequantize(artifact))
+    print(f"agreement: stories260K, {prompts} prompts continued to {POSITIONS} positions each")
+    print(
+        f"  {'continuation':<26} {'positions':>9} {'int/deq':>8} {'int/float':>9} {'deq/float':>9}"
+    )
+    for name, seeded in (("greedy", False), ("sampled T=1.0 top-p 0.9", True)):
+        counts = np.zeros(3, dtype=np.int64)
+        total = 0
+        for index, prompt in enumerate(PROMPTS[:prompts]):
+            rng = np.random.default_rng(index) if seeded else None
+            ids = continue_float(original, tokenizer.encode(prompt), rng)
+            ours = teacher_forcing_logits(model, ids).argmax(axis=1)
+            theirs = deq.teacher_forcing_logits(ids).argmax(axis=1)
+            truth = original.teacher_forcing_logits(ids).argmax(axis=1)
+            counts += [(ours == theirs).sum(), (ours == truth).sum(), (theirs == truth).sum()]
+            total += len(ids)
+        share = counts / total
+        print(f"  {name:<26} {total:>9} {share[0]:>8.1%} {share[1]:>9.1%} {share[2]:>9.1%}")
+    print("  targets: int/deq >= 95%, int/float >= 85%")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tokens", type=int, default=128)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--prompts", type=int, default=len(PROMPTS))
+    args = parser.parse_args()
+    speed(args.tokens, args.repeat)
+    agreement(args.prompts)
+
+
+if __name__ == "__main__":
+    main()
