@@ -483,10 +483,15 @@ class ConsoleReporter:
                 self._clear()
                 self._err.write(bar.render(self._width(), now, None) + "\n")
                 self._err.flush()
-            elif bar.tx >= bar.total_tx and bar.bytes >= bar.total_bytes:
+            elif self._heartbeats_printed(bar) and bar.fraction() >= 1.0:
+                # Off a terminal, a run long enough to have been reported ends with a line
+                # too; a short or failed one adds none, so an error after it is one line.
                 print(bar.plain(now, None), file=self._err, flush=True)
             self._bars.remove(bar)
             self._draw()
+
+    def _heartbeats_printed(self, bar: _Bar) -> bool:
+        return self._last_heartbeat - bar.started >= HEARTBEAT
 
     def _start_timer(self) -> None:
         if not self._timer:

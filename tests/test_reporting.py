@@ -131,10 +131,13 @@ def test_off_a_terminal_a_line_every_few_seconds_then_a_summary():
     assert err.getvalue().splitlines()[-1].startswith("upload: 100% (")
 
 
-def test_a_failed_run_off_a_terminal_leaves_no_summary_line():
+def test_a_short_or_failed_run_off_a_terminal_leaves_no_summary_line():
     console, _, err, clock = reporter(terminal=False)
     bar = upload(console, clock, seconds=2)
     bar.close()  # incomplete: the error line that follows says what happened
+    short = console.progress("write", 100, 1)
+    short.advance(100, 1)
+    short.close()  # done before the first heartbeat: nothing to add
     assert err.getvalue() == ""
 
 

@@ -143,11 +143,14 @@ async def seal(
     reporter: Reporter | None = None,
     sender: Sender | None = None,
     authority: Keypair | None = None,
+    check_upload: bool = True,
 ) -> SealResult:
     """Begin sealing if the model is still uploading, then crank it to sealed or failed.
 
     ``payer`` pays the fees; ``authority`` (default: the payer) begins the seal, and must
-    then be the payer or one of the sender's cosigners. Anyone may crank the steps.
+    then be the payer or one of the sender's cosigners. Anyone may crank the steps. With
+    the artifact and ``check_upload``, an upload that is not the artifact's is refused
+    before anything is sent; without ``check_upload`` it is sealed, to end failed.
 
     Raises:
         AccountError: the model is missing, not a model, or not ready to seal; or, given
@@ -165,7 +168,7 @@ async def seal(
     begin_signature = None
     if model.state == ModelState.UPLOADING:
         _check_authority(address, model, authority)
-        if artifact is not None:
+        if artifact is not None and check_upload:
             with reporter.waiting("the chain's bytes to be read and compared with the artifact"):
                 await _check_uploaded(client, program_id, address, model, artifact)
         else:

@@ -674,7 +674,7 @@ CASES: dict[str, Case] = {
             "-k",
             str(ctx.file("poor.json", json.dumps(list(bytes(Keypair()))).encode())),
         ],
-        r"payer \w+ has 0.000000000 SOL; deploying needs 0.10\d+ SOL \(short by 0.10\d+ "
+        r"payer \w+ has 0.000000000 SOL; deploying needs 0\.\d+ SOL \(short by 0\.\d+ "
         r"SOL\); nothing was sent",
     ),
     # -- deploy ---------------------------------------------------------------------------
