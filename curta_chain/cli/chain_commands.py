@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from solders.pubkey import Pubkey
 
     from curta_chain.artifact import Artifact
+    from curta_chain.chain import specs
     from curta_chain.chain.plan import PublishPlan
     from curta_chain.chain.rpc import RpcClient
     from curta_chain.chain.sender import Sender
@@ -171,6 +172,14 @@ def _add_model_and_artifact(parser: argparse.ArgumentParser, artifact_help: str)
     parser.add_argument("artifact", type=Path, nargs="?", metavar="ARTIFACT", help=artifact_help)
 
 
+def _signers_and_budget(
+    args: argparse.Namespace, target: Cluster
+) -> "tuple[Keypair, Keypair, specs.Budget]":
+    """The authority (``-k``), the fee payer (``--fee-payer``, else ``-k``) and the budget."""
+    authority, payer = target.keypair(), target.fee_payer()
+    return authority, payer, budget_for(args, target.url, payer.pubkey() != authority.pubkey())
+
+
 def _sender(
     client: "RpcClient", target: Cluster, authority: "Keypair", resume_hint: str
 ) -> "Sender":
@@ -216,10 +225,7 @@ def _publish(args: argparse.Namespace) -> int:
         from curta_chain.cli.confirm import confirm_spend
 
         client, program_id = chain.client, chain.program_id
-        authority = target.keypair()
-        payer = target.fee_payer()
-        separate = payer.pubkey() != authority.pubkey()
-        budget = budget_for(args, target.url, separate)
+        authority, payer, budget = _signers_and_budget(args, target)
         with reporter.waiting(f"{target.url} to show what it holds of this model"):
             plan = await plan_publish(
                 client, program_id, authority, artifact, budget, payer.pubkey()
@@ -330,9 +336,7 @@ def _seal(args: argparse.Namespace) -> int:
         from curta_chain.cli.confirm import confirm_spend
 
         client, program_id = chain.client, chain.program_id
-        authority = target.keypair()
-        payer = target.fee_payer()
-        budget = budget_for(args, target.url, payer.pubkey() != authority.pubkey())
+        authority, payer, budget = _signers_and_budget(args, target)
         transactions, fee = await seal_cost(
             client, program_id, payer, address, budget, authority.pubkey()
         )
@@ -654,14 +658,12 @@ def _close(args: argparse.Namespace) -> int:
         from curta_chain.constants import LAMPORTS_PER_SOL
 
         client, program_id = chain.client, chain.program_id
-        authority = target.keypair()
-        payer = target.fee_payer()
+        authority, payer, budget = _signers_and_budget(args, target)
         recipient = (
             authority.pubkey()
             if args.recipient is None
             else target.signers.pubkey(args.recipient, "--recipient")
         )
-        budget = budget_for(args, target.url, payer.pubkey() != authority.pubkey())
         fee = await close_cost(client, program_id, authority.pubkey(), address, budget, payer)
         confirm_spend(
             args, client.url, chain.genesis_hash, fee, f"closing {address} (its rent comes back)"
