@@ -46,3 +46,12 @@ MAX_SIGNATURE_STATUSES: Final = 256
 """getSignatureStatuses answers at most this many signatures a call."""
 SEND_TRANSACTION_PREFLIGHT_FAILURE: Final = -32002
 """The JSON-RPC error code of a sendTransaction refused by preflight simulation."""
+
+# Talking to a node.
+GIVE_UP_AFTER: Final = 60.0
+"""Seconds of consecutive failures of a node that answered before, after which a call gives
+up (``--rpc-timeout``'s default)."""
+
+# Inference.
+DEFAULT_STEPS: Final = 256
+"""New tokens when the caller names no count (fewer if the context has less room)."""

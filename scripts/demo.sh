@@ -3,12 +3,15 @@
 # own program, publish, seal and verify. Everything it writes goes to ./out/demo (a Solana CLI
 # config of its own included: deploy records the program id there); the localnet stops at
 # the end.
+#
+#   CURTA_DEMO_PORT  the localnet's port (default: a free one the localnet picks)
+#   CURTA_DEMO_OUT   where it writes (default: out/demo)
+#   CURTA_DATA       the llama2.c files (default: ../shared/data/llama2c)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DATA=${CURTA_DATA:-../shared/data/llama2c}
-OUT=out/demo
-PORT=${CURTA_DEMO_PORT:-8899}
-URL=http://127.0.0.1:$PORT
+OUT=${CURTA_DEMO_OUT:-out/demo}
+PORT=${CURTA_DEMO_PORT:-0}
 
 [ -x .venv/bin/curta-chain ] || bash scripts/setup.sh
 CLI=.venv/bin/curta-chain
@@ -21,16 +24,28 @@ echo "== convert"
 $CLI convert "$DATA/stories260K.bin" "$OUT/tok512.bin" -o "$OUT/stories260K.curta"
 $CLI inspect "$OUT/stories260K.curta"
 
-echo "== localnet on $URL"
+echo "== localnet"
+: > "$OUT/localnet.log"
 $CLI localnet --port "$PORT" --ledger "$OUT/ledger" --reset > "$OUT/localnet.log" 2>&1 &
 LOCALNET=$!
 trap 'kill $LOCALNET 2>/dev/null; wait $LOCALNET 2>/dev/null || true' EXIT
-for _ in $(seq 100); do grep -q "ready" "$OUT/localnet.log" 2>/dev/null && break; sleep 0.1; done
-grep -q "ready" "$OUT/localnet.log" || { cat "$OUT/localnet.log"; exit 1; }
+# Ready when it says so; stop at once if it exits instead (a busy --port, say).
+URL=
+for _ in $(seq 600); do
+    URL=$(sed -n 's/^Localnet ready at //p' "$OUT/localnet.log")
+    [ -n "$URL" ] && break
+    kill -0 $LOCALNET 2>/dev/null || break
+    sleep 0.1
+done
+if [ -z "$URL" ]; then
+    echo "the localnet did not start:" >&2
+    cat "$OUT/localnet.log" >&2
+    exit 1
+fi
+echo "localnet at $URL"
 
 # A fresh keypair for this run only, funded by the localnet's faucet.
-.venv/bin/python -c "from solders.keypair import Keypair; from pathlib import Path; \
-from curta_chain.chain.cluster import write_keypair; write_keypair(Keypair(), Path('$OUT/id.json'))"
+$CLI keygen new -o "$OUT/id.json" --no-bip39-passphrase --silent
 $CLI airdrop 100 -u "$URL" -k "$OUT/id.json"
 CHAIN=(-u "$URL" -C "$OUT/config.yml")
 
@@ -38,7 +53,7 @@ echo "== deploy (final: nobody can ever change the program)"
 $CLI deploy --final "${CHAIN[@]}" -k "$OUT/id.json"
 echo "== publish"
 $CLI publish "$OUT/stories260K.curta" "${CHAIN[@]}" -k "$OUT/id.json" | tee "$OUT/publish.log"
-MODEL=$(tail -n 1 "$OUT/publish.log")  # publish prints the model address last
+MODEL=$(sed -n 's/^Model: //p' "$OUT/publish.log")
 echo "== seal $MODEL"
 $CLI seal "$MODEL" "$OUT/stories260K.curta" "${CHAIN[@]}" -k "$OUT/id.json"
 echo "== verify"

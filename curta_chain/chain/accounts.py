@@ -1,13 +1,15 @@
 """Reading curta accounts from a node: the model, weight headers and section bytes."""
 
 import asyncio
+import base64
 
 from solders.pubkey import Pubkey
 
 from curta_chain.chain.rpc import AccountInfo, RpcClient
 from curta_chain.constants import WEIGHT_HEADER_SIZE
 from curta_chain.errors import AccountError
-from curta_chain.program import ModelAccount, WeightHeader
+from curta_chain.program import MODEL_ACCOUNT_SIZE, ModelAccount, WeightHeader
+from curta_chain.program.accounts import MODEL_AUTHORITY_OFFSET, model_discriminator
 
 ZERO_KEY = Pubkey.default()
 
@@ -109,3 +111,32 @@ async def read_bound_sections(
             *(read_section(client, s.weight_account, s.length) for s in model.sections)
         )
     )
+
+
+async def find_models(
+    client: RpcClient, program_id: Pubkey, authority: Pubkey | None = None
+) -> list[tuple[Pubkey, ModelAccount, int]]:
+    """Every model of ``program_id`` (of ``authority`` only, if given): address, model, lamports.
+
+    One getProgramAccounts call, filtered on the node by size, discriminator and authority,
+    as ``solana program show --buffers`` finds a buffer authority's buffers.
+    """
+    filters: list[dict[str, object]] = [
+        {"dataSize": MODEL_ACCOUNT_SIZE},
+        {
+            "memcmp": {
+                "offset": 0,
+                "bytes": base64.b64encode(model_discriminator()).decode(),
+                "encoding": "base64",
+            }
+        },
+    ]
+    if authority is not None:
+        filters.append({"memcmp": {"offset": MODEL_AUTHORITY_OFFSET, "bytes": str(authority)}})
+    found = []
+    for address, info in await client.program_accounts(program_id, filters):
+        try:
+            found.append((address, ModelAccount.from_bytes(info.data), info.lamports))
+        except AccountError:
+            continue  # the filters matched bytes that do not decode: not a model after all
+    return sorted(found, key=lambda item: str(item[0]))

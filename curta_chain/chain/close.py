@@ -4,22 +4,27 @@ Every transaction names the model and at most one weight account, so closing sta
 validator's loaded-data limit whatever the model's size. The weight accounts go first (in
 one batch: they do not depend on each other), then the model once none is bound. A rerun
 after an interruption reads the model and closes what is left.
+
+The program pays each closed account's lamports to the authority. With a ``recipient``
+(``close --recipient``), each transaction also passes on exactly what the account it closes
+held, so every transaction stands alone: an interrupted close has sent the recipient all
+it closed, and the rerun the rest.
 """
 
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 
 from solders.keypair import Keypair
 from solders.pubkey import Pubkey
+from solders.system_program import TransferParams, transfer
 
 from curta_chain.chain import specs
 from curta_chain.chain.accounts import ZERO_KEY, require_model
 from curta_chain.chain.rpc import RpcClient
-from curta_chain.chain.sender import Sender, estimate_fees
+from curta_chain.chain.sender import Sender, TxSpec, estimate_fees
 from curta_chain.errors import AccountError
-from curta_chain.program import ModelState
-from curta_chain.reporting import NullReporter, Reporter
+from curta_chain.program import ModelAccount, ModelState
+from curta_chain.reporting import NullReporter, Reporter, counted
 
 
 def resume_hint(address: Pubkey) -> str:
@@ -29,23 +34,52 @@ def resume_hint(address: Pubkey) -> str:
 
 @dataclass(frozen=True)
 class CloseResult:
-    """What a close did: the accounts it closed and what the authority got back, net of fees."""
+    """What a close did: the accounts it closed, their lamports, and who received them."""
 
     model: Pubkey
     closed_accounts: int
+    lamports_closed: int
+    """What the closed accounts held, all of which went to ``recipient``."""
+    recipient: Pubkey
     lamports_returned: int
+    """The recipient's balance change: ``lamports_closed``, less the fees it paid."""
     transactions: int
     seconds: float
+    last_signature: str | None = None
 
     def to_json(self) -> dict[str, object]:
         """The result as JSON values."""
         return {
             "model": str(self.model),
             "closed_accounts": self.closed_accounts,
+            "lamports_closed": self.lamports_closed,
+            "recipient": str(self.recipient),
             "lamports_returned": self.lamports_returned,
             "transactions": self.transactions,
             "seconds": round(self.seconds, 3),
+            "signature": self.last_signature,
         }
+
+
+async def close_cost(
+    client: RpcClient,
+    program_id: Pubkey,
+    authority: Pubkey,
+    address: Pubkey,
+    budget: specs.Budget | None = None,
+    payer: Keypair | None = None,
+) -> int:
+    """The fees closing the model from where it stands costs (``payer`` pays them).
+
+    Raises:
+        AccountError: there is no curta model at ``address``.
+    """
+    model = await require_model(client, program_id, address)
+    weights, last = specs.close_specs(
+        program_id, authority, address, _bound(model), budget or specs.Budget()
+    )
+    kinds = [(last, 1)] + ([(weights[0], len(weights))] if weights else [])
+    return await estimate_fees(client, payer.pubkey() if payer else authority, kinds)
 
 
 async def close(
@@ -56,12 +90,12 @@ async def close(
     budget: specs.Budget | None = None,
     reporter: Reporter | None = None,
     sender: Sender | None = None,
-    confirm: Callable[[int], None] | None = None,
+    recipient: Pubkey | None = None,
 ) -> CloseResult:
     """Close every weight account still bound to ``address``, then the model itself.
 
-    ``confirm``, when given, is called with the fees the closing transactions cost before
-    any is sent; it raises to stop.
+    ``recipient`` (default: the authority) receives the lamports; ``sender`` (default: one
+    paying with the authority) decides who pays the fees.
 
     Raises:
         AccountError: the model is missing, not a model, sealed, or not ``authority``'s.
@@ -70,32 +104,51 @@ async def close(
     budget = budget or specs.Budget()
     reporter = reporter or NullReporter()
     sender = sender or Sender(client, authority, resume_hint=resume_hint(address))
+    recipient = recipient or authority.pubkey()
     started = time.monotonic()
     model = await require_model(client, program_id, address)
     if model.state == ModelState.SEALED:
         raise AccountError(f"model {address} is sealed: a sealed model never changes")
     if model.authority != authority.pubkey():
         raise AccountError(f"model {address} belongs to {model.authority}; pass its keypair")
-    bound = [
+    bound = _bound(model)
+    infos = await client.accounts([address, *(account for _, account in bound)], head=0)
+    held = [info.lamports if info is not None else 0 for info in infos]
+    before = await client.balance(recipient)
+    confirmed_before = sender.stats.confirmed
+    weights, last = specs.close_specs(program_id, authority.pubkey(), address, bound, budget)
+    if recipient != authority.pubkey():
+        weights = [
+            _passing_on(spec, authority.pubkey(), recipient, lamports)
+            for spec, lamports in zip(weights, held[1:], strict=True)
+        ]
+        last = _passing_on(last, authority.pubkey(), recipient, held[0])
+    if weights:
+        await sender.send(weights, what=f"{counted(len(weights), 'weight account')} to close")
+        reporter.line(f"closed {counted(len(weights), 'weight account')} of {address}")
+    await sender.send([last], what="the model's close")
+    after = await client.balance(recipient)
+    return CloseResult(
+        model=address,
+        closed_accounts=len(weights) + 1,
+        lamports_closed=sum(held),
+        recipient=recipient,
+        lamports_returned=after - before,
+        transactions=sender.stats.confirmed - confirmed_before,
+        seconds=time.monotonic() - started,
+        last_signature=sender.stats.last_signature or None,
+    )
+
+
+def _bound(model: ModelAccount) -> list[tuple[int, Pubkey]]:
+    return [
         (i, slot.weight_account)
         for i, slot in enumerate(model.sections)
         if slot.weight_account != ZERO_KEY
     ]
-    before = await client.balance(authority.pubkey())
-    confirmed_before = sender.stats.confirmed
-    weights, last = specs.close_specs(program_id, authority.pubkey(), address, bound, budget)
-    if confirm is not None:
-        kinds = [(last, 1), *([(weights[0], len(weights))] if weights else [])]
-        confirm(await estimate_fees(client, authority.pubkey(), kinds))
-    if weights:
-        await sender.send(weights)
-        reporter.line(f"closed {len(weights)} weight accounts of {address}")
-    await sender.send([last])
-    after = await client.balance(authority.pubkey())
-    return CloseResult(
-        model=address,
-        closed_accounts=len(weights) + 1,
-        lamports_returned=after - before,
-        transactions=sender.stats.confirmed - confirmed_before,
-        seconds=time.monotonic() - started,
-    )
+
+
+def _passing_on(spec: TxSpec, authority: Pubkey, recipient: Pubkey, lamports: int) -> TxSpec:
+    """``spec``, then a transfer of what its close paid the authority on to ``recipient``."""
+    move = transfer(TransferParams(from_pubkey=authority, to_pubkey=recipient, lamports=lamports))
+    return TxSpec((*spec.instructions, move), spec.signers, spec.payload_bytes)

@@ -20,9 +20,8 @@ the same keypair finds the program on the chain and records it again.
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlparse
-
-from solders.keypair import Keypair
 
 from curta_chain.constants import (
     COMMITMENTS,
@@ -32,13 +31,16 @@ from curta_chain.constants import (
 )
 from curta_chain.errors import ConfigError, KeypairError
 
+if TYPE_CHECKING:  # solders is imported when a keypair is read: `--help` stays fast.
+    from solders.keypair import Keypair
+
 MONIKERS = {
     "localhost": f"http://127.0.0.1:{LOCALNET_PORT}",
     "devnet": "https://api.devnet.solana.com",
     "testnet": "https://api.testnet.solana.com",
     "mainnet-beta": "https://api.mainnet-beta.solana.com",
 }
-_SHORT_MONIKERS = {"l": "localhost", "d": "devnet", "t": "testnet", "m": "mainnet-beta"}
+SHORT_MONIKERS = {"l": "localhost", "d": "devnet", "t": "testnet", "m": "mainnet-beta"}
 DEFAULT_COMMITMENT = "confirmed"
 PROGRAM_IDS_KEY = "curta_program_ids"
 """The config key under which ``deploy`` records each cluster's program (by genesis hash)."""
@@ -62,15 +64,22 @@ class CliConfig:
     """The file these settings came from (or would, when it does not exist yet)."""
 
 
-def read_cli_config(path: Path | None = None) -> CliConfig:
-    """Read the Solana CLI config; a missing file is an empty config.
+def read_cli_config(path: Path | None = None, may_be_new: bool = False) -> CliConfig:
+    """Read the Solana CLI config ``path`` (``-C``), else the default one.
+
+    The default config may be missing (an empty config); a file named with ``-C`` may not,
+    unless ``may_be_new`` (``deploy`` creates the file it records the program id in).
 
     Raises:
-        ConfigError: the file exists but cannot be read or a line is malformed.
+        ConfigError: the named file is missing, or a file cannot be read or a line is
+            malformed.
     """
+    named = path is not None
     path = path or default_config_path()
     text = _read_config_text(path)
     if text is None:
+        if named and not may_be_new:
+            raise ConfigError(f"{path}: no such Solana CLI config file (-C)")
         return CliConfig(path=path)
     values: dict[str, str] = {}
     program_ids: dict[str, str] = {}
@@ -186,7 +195,7 @@ def resolve_url(url: str | None, config: CliConfig) -> str:
         ConfigError: the value is neither a known moniker nor an http(s) URL.
     """
     value = url or config.json_rpc_url or "localhost"
-    moniker = _SHORT_MONIKERS.get(value, value)
+    moniker = SHORT_MONIKERS.get(value, value)
     if moniker in MONIKERS:
         return MONIKERS[moniker]
     parsed = urlparse(value)
@@ -212,6 +221,12 @@ def resolve_commitment(commitment: str | None, config: CliConfig) -> str:
     return value
 
 
+def is_loopback(url: str) -> bool:
+    """Whether ``url`` names this machine (a localnet, not a cluster)."""
+    host = urlparse(url).hostname or ""
+    return host in ("localhost", "::1") or host.startswith("127.")
+
+
 def keypair_path(path: str | None, config: CliConfig) -> Path:
     """Return ``-k``, else the config's keypair, else ``~/.config/solana/id.json``."""
     if path:
@@ -221,7 +236,7 @@ def keypair_path(path: str | None, config: CliConfig) -> Path:
     return Path.home() / ".config" / "solana" / "id.json"
 
 
-def load_keypair(path: Path) -> Keypair:
+def load_keypair(path: Path) -> "Keypair":
     """Load a keypair in the Solana CLI's JSON format: an array of 64 byte values.
 
     Raises:
@@ -231,29 +246,41 @@ def load_keypair(path: Path) -> Keypair:
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError as exc:
-        raise KeypairError(f"{path}: no such keypair file") from exc
+        raise KeypairError(
+            f"{path}: no such keypair file; make one with `curta-chain keygen new -o {path}`"
+        ) from exc
     except (OSError, UnicodeDecodeError) as exc:
         raise KeypairError(f"{path}: cannot read the keypair: {exc}") from exc
+    return keypair_from_json(text, str(path))
+
+
+def keypair_from_json(text: str, what: str) -> "Keypair":
+    """Parse the Solana CLI's keypair JSON (an array of 64 bytes); ``what`` names the source.
+
+    Raises:
+        KeypairError: ``text`` is not such an array, or its halves do not match.
+    """
+    from solders.keypair import Keypair
+
     try:
         values = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise KeypairError(f"{path}: not a keypair: expected a JSON array of 64 bytes") from exc
+        raise KeypairError(f"{what}: not a keypair: expected a JSON array of 64 bytes") from exc
     if (
         not isinstance(values, list)
         or len(values) != 64
         or not all(isinstance(v, int) and 0 <= v <= 255 for v in values)
     ):
-        raise KeypairError(f"{path}: not a keypair: expected a JSON array of 64 bytes")
+        raise KeypairError(f"{what}: not a keypair: expected a JSON array of 64 bytes")
     try:
-        keypair = Keypair.from_bytes(bytes(values))
+        return Keypair.from_bytes(bytes(values))
     except ValueError as exc:
         raise KeypairError(
-            f"{path}: not a keypair: its public key does not match its secret"
+            f"{what}: not a keypair: its public key does not match its secret"
         ) from exc
-    return keypair
 
 
-def write_keypair(keypair: Keypair, path: Path) -> None:
+def write_keypair(keypair: "Keypair", path: Path) -> None:
     """Write ``keypair`` in the Solana CLI's JSON format, readable by its owner only."""
     from curta_chain.fsutil import atomic_write
 

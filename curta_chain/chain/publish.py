@@ -4,8 +4,13 @@ Publishing is resumable from the chain alone. The model's address is derived fro
 authority and the weights hash (see ``plan``), so a rerun finds the model, reads what each
 weight account holds, and sends only the pieces that differ; on a complete model it
 sends nothing. A failed model is reopened first, one transaction per weight account still
-frozen (a rerun after a crash reopens only the rest); a sealing or sealed one takes no writes,
-and a closing one is refused.
+frozen (a rerun after a crash reopens only the rest); a sealing or sealed one takes no writes
+(``frozen_differences`` says whether its frozen bytes are the artifact's), and a closing one
+is refused.
+
+With a fee payer other than the authority (``Sender.payer``), the fee payer pays the fees
+and the rent of what is created, as ``solana program deploy --fee-payer`` does; the
+authority signs what it must.
 """
 
 import asyncio
@@ -23,6 +28,7 @@ from curta_chain.chain.accounts import ZERO_KEY, read_model, read_section, read_
 from curta_chain.chain.plan import (
     ClusterScope,
     PublishPlan,
+    WritePiece,
     differing_pieces,
     interleave,
     model_keypair,
@@ -34,10 +40,46 @@ from curta_chain.chain.sender import Sender, TxSpec, estimate_fees
 from curta_chain.constants import LAMPORTS_PER_SOL, WEIGHT_HEADER_SIZE
 from curta_chain.errors import AccountError, InsufficientFundsError
 from curta_chain.program import ModelState
-from curta_chain.reporting import NullReporter, Reporter
+from curta_chain.reporting import NullReporter, Reporter, counted
 
 RESUME_HINT = "rerun `curta-chain publish` with the same artifact and keypair to resume"
 """What a give-up tells the user: publishing resumes from the chain alone."""
+
+
+@dataclass(frozen=True)
+class PublishSignatures:
+    """The signatures of what a publish landed (writes: how many, and the last one)."""
+
+    create_model: str | None = None
+    reopen: str | None = None
+    bind: tuple[str, ...] = ()
+    writes: int = 0
+    last_write: str | None = None
+
+    def lines(self) -> list[str]:
+        """``Signature: ...`` lines, as the Solana CLI prints them, each saying what it is."""
+        out = []
+        if self.create_model:
+            out.append(f"Signature: {self.create_model} (create model)")
+        if self.reopen:
+            out.append(f"Signature: {self.reopen} (reopen)")
+        if self.bind:
+            many = f"last of {len(self.bind)} " if len(self.bind) > 1 else ""
+            out.append(f"Signature: {self.bind[-1]} ({many}create and bind)")
+        if self.last_write:
+            many = f"last of {self.writes:,} writes" if self.writes > 1 else "write"
+            out.append(f"Signature: {self.last_write} ({many})")
+        return out
+
+    def to_json(self) -> dict[str, object]:
+        """The signatures as JSON values."""
+        return {
+            "create_model": self.create_model,
+            "reopen": self.reopen,
+            "bind": list(self.bind),
+            "writes": self.writes,
+            "last_write": self.last_write,
+        }
 
 
 @dataclass(frozen=True)
@@ -47,6 +89,7 @@ class PublishResult:
     plan: PublishPlan
     transactions: int
     seconds: float
+    signatures: PublishSignatures = PublishSignatures()
 
     def to_json(self) -> dict[str, object]:
         """The result as JSON values."""
@@ -56,6 +99,7 @@ class PublishResult:
             "hash": self.plan.weights_hash.hex(),
             "transactions": self.transactions,
             "seconds": round(self.seconds, 3),
+            "signatures": self.signatures.to_json(),
         }
 
 
@@ -65,11 +109,13 @@ async def plan_publish(
     authority: Keypair,
     artifact: Artifact,
     budget: specs.Budget,
+    fee_payer: Pubkey | None = None,
 ) -> PublishPlan:
     """Read what the chain holds for this artifact and authority; plan the rest.
 
     Addresses are derived for this cluster (its genesis hash, read from ``client``) and
     ``program_id``. Rent is the runtime's formula, checked against the node's answer.
+    ``fee_payer`` (default: the authority) is who the fees are computed for.
 
     Raises:
         AccountError: a derived address holds something that is not this model's.
@@ -139,7 +185,9 @@ async def plan_publish(
         new_accounts=await plan_new_accounts(client, sizes),
         fee_lamports=0,
     )
-    fees = await _fees(client, program_id, authority, draft, artifact, budget)
+    fees = await _fees(
+        client, program_id, authority, draft, artifact, budget, fee_payer or authority.pubkey()
+    )
     return replace(draft, fee_lamports=fees)
 
 
@@ -170,16 +218,18 @@ async def publish(
     reporter: Reporter | None = None,
     sender: Sender | None = None,
 ) -> PublishResult:
-    """Carry out ``plan``: create the model, reopen it if failed, create and bind, upload."""
+    """Carry out ``plan``: create the model, reopen it if failed, create and bind, upload.
+
+    ``sender`` (default: one paying with ``authority``) decides who pays: its payer pays
+    the fees and the rent; the authority must be the payer or one of its cosigners.
+    """
     reporter = reporter or NullReporter()
-    sender = sender or Sender(
-        client,
-        authority,
-        resume_hint=RESUME_HINT,
-    )
+    sender = sender or Sender(client, authority, resume_hint=RESUME_HINT, reporter=reporter)
+    funder = sender.payer.pubkey()
     started = time.monotonic()
     confirmed_before = sender.stats.confirmed
     lengths = plan.section_lengths
+    signatures = PublishSignatures()
     if plan.create_model:
         model_kp = model_keypair(authority, plan.weights_hash, plan.scope)
         funding = plan.new_account(plan.model)
@@ -191,15 +241,20 @@ async def publish(
             lengths,
             funding.rent,
             budget,
-            funding.existing,
+            existing=funding.existing,
+            funder=funder,
         )
-        await sender.send([spec])
+        await sender.send([spec], what="the model account's creation")
+        signatures = replace(signatures, create_model=sender.stats.last_signature)
         reporter.line(f"created model {plan.model}")
     if plan.reopen_sections:
-        await sender.send(specs.reopen_specs(program_id, authority.pubkey(), plan, budget))
+        await sender.send(
+            specs.reopen_specs(program_id, authority.pubkey(), plan, budget), what="the reopen"
+        )
+        signatures = replace(signatures, reopen=sender.stats.last_signature)
         reporter.line(
             f"reopened failed model {plan.model} for rewriting "
-            f"({len(plan.reopen_sections)} weight accounts)"
+            f"({counted(len(plan.reopen_sections), 'weight account')})"
         )
     if plan.create_sections:
         binds: list[TxSpec] = []
@@ -216,21 +271,52 @@ async def publish(
                     lengths[i],
                     funding.rent,
                     budget,
-                    funding.existing,
+                    existing=funding.existing,
+                    funder=funder,
                 )
             )
-        await sender.send(binds)
+        await sender.send(binds, what=f"{len(binds)} weight accounts' creation")
+        signatures = replace(signatures, bind=tuple(sender.stats.signatures[-len(binds) :]))
         reporter.line(f"created and bound {len(binds)} weight accounts")
     if plan.writes:
         writes = specs.write_specs(program_id, authority.pubkey(), plan, artifact.sections, budget)
-        bar = reporter.progress("upload", plan.write_bytes, len(writes))
+        total = sum(lengths)
+        done = total - plan.write_bytes if plan.state != "new" else 0
+        if done:
+            reporter.note(
+                f"resuming the upload: {done:,} of {total:,} bytes are on chain already; "
+                f"{counted(len(writes), 'write')} to go"
+            )
+        bar = reporter.progress("upload", done + plan.write_bytes, len(writes), done_bytes=done)
         try:
             await sender.send(writes, bar)
         finally:
             bar.close()
+        signatures = replace(signatures, writes=len(writes), last_write=sender.stats.last_signature)
     return PublishResult(
-        plan, sender.stats.confirmed - confirmed_before, time.monotonic() - started
+        plan, sender.stats.confirmed - confirmed_before, time.monotonic() - started, signatures
     )
+
+
+async def frozen_differences(
+    client: RpcClient, plan: PublishPlan, artifact: Artifact
+) -> list[WritePiece]:
+    """The pieces where a sealing model's frozen bytes differ from the artifact's.
+
+    A sealing model takes no writes, so publish can only say whether its seal will end
+    sealed (none differ) or failed (then a reopen and a rewrite follow).
+    """
+    chain = await asyncio.gather(
+        *(
+            read_section(client, account, length)
+            for account, length in zip(plan.weight_accounts, plan.section_lengths, strict=True)
+        )
+    )
+    return [
+        piece
+        for i, section in enumerate(artifact.sections)
+        for piece in differing_pieces(i, bytes(section), chain[i], plan.payload_per_write)
+    ]
 
 
 def _check_model_matches(
@@ -289,20 +375,36 @@ async def _fees(
     plan: PublishPlan,
     artifact: Artifact,
     budget: specs.Budget,
+    fee_payer: Pubkey,
 ) -> int:
     """Ask the node what each kind of transaction in the plan costs, times how many."""
     kinds: list[tuple[TxSpec, int]] = []
     if plan.create_model:
         kp = model_keypair(authority, plan.weights_hash, plan.scope)
         spec = specs.create_model_spec(
-            program_id, authority, kp, plan.weights_hash, plan.section_lengths, 0, budget
+            program_id,
+            authority,
+            kp,
+            plan.weights_hash,
+            plan.section_lengths,
+            0,
+            budget,
+            funder=fee_payer,
         )
         kinds.append((spec, 1))
     if plan.create_sections:
         i = plan.create_sections[0]
         kp = weight_keypair(authority, plan.weights_hash, plan.scope, i)
         spec = specs.bind_spec(
-            program_id, authority, plan.model, kp, i, plan.section_lengths[i], 0, budget
+            program_id,
+            authority,
+            plan.model,
+            kp,
+            i,
+            plan.section_lengths[i],
+            0,
+            budget,
+            funder=fee_payer,
         )
         kinds.append((spec, len(plan.create_sections)))
     if plan.writes:
@@ -318,4 +420,4 @@ async def _fees(
         first = replace(plan, reopen_sections=plan.reopen_sections[:1])
         (spec,) = specs.reopen_specs(program_id, authority.pubkey(), first, budget)
         kinds.append((spec, len(plan.reopen_sections)))
-    return await estimate_fees(client, authority.pubkey(), kinds)
+    return await estimate_fees(client, fee_payer, kinds)

@@ -100,6 +100,8 @@ class RpcClient:
         self.transport = transport
         self.url = transport.url
         self.commitment = commitment
+        self.sends = 0
+        """sendTransaction requests posted through this client (so: might have landed)."""
         self.min_context_slot = min_context_slot
         """Account reads ask the node to answer from at least this slot (``minContextSlot``)."""
         self.context_slot = 0
@@ -251,6 +253,20 @@ class RpcClient:
                 f"account {pubkey}: expected {length} bytes at {offset}, got {len(data)}"
             )
         return data
+
+    async def program_accounts(
+        self, program_id: Pubkey, filters: Sequence[dict[str, Any]]
+    ) -> list[tuple[Pubkey, AccountInfo]]:
+        """Return the accounts ``program_id`` owns that pass every getProgramAccounts filter."""
+        result = await self.call(
+            "getProgramAccounts", [str(program_id), self._read_config(filters=list(filters))]
+        )
+        out = []
+        for item in result:
+            info = _account(item["account"])
+            assert info is not None
+            out.append((Pubkey.from_string(item["pubkey"]), info))
+        return out
 
     async def signature_statuses(self, signatures: Sequence[str]) -> list[SignatureStatus | None]:
         """Return the status of each signature (None where the node has not seen it)."""

@@ -10,11 +10,17 @@ section and byte range. Given the artifact, the mirror also knows the hash each 
 give, and a seal that ends failed names the first chunk whose bytes differ from the
 artifact. A seal interrupted at any point resumes from the model's cursor: the mirror first
 checks the chain got there honestly.
+
+Sealing an uploading model can only end sealed if the chain holds the artifact's bytes. So
+given the artifact, ``seal`` first compares the chain's bytes with it and refuses, sending
+nothing, while any differ (the upload is not finished); without it, it says what sealing
+does before it begins.
 """
 
 import time
 from dataclasses import dataclass
 
+import numpy as np
 from solders.keypair import Keypair
 from solders.pubkey import Pubkey
 
@@ -50,6 +56,18 @@ class SealResult:
     running_hash: bytes
     first_bad_chunk: HashStep | None
     """With the artifact: the first chunk whose chain bytes hash differently from it."""
+    begin_signature: str | None = None
+    last_signature: str | None = None
+    """The signature of the last seal step this run landed."""
+
+    def signature_lines(self) -> list[str]:
+        """``Signature: ...`` lines for what this run landed."""
+        out = []
+        if self.begin_signature:
+            out.append(f"Signature: {self.begin_signature} (begin sealing)")
+        if self.last_signature and self.last_signature != self.begin_signature:
+            out.append(f"Signature: {self.last_signature} (last seal step)")
+        return out
 
     def describe(self) -> str:
         """One line saying how the seal ended."""
@@ -81,6 +99,7 @@ class SealResult:
             "first_bad_chunk": None
             if bad is None
             else {"section": bad.section, "offset": bad.offset, "length": bad.length},
+            "signatures": {"begin_sealing": self.begin_signature, "last_step": self.last_signature},
         }
 
 
@@ -90,8 +109,11 @@ async def seal_cost(
     payer: Keypair,
     address: Pubkey,
     budget: specs.Budget | None = None,
+    authority: Pubkey | None = None,
 ) -> tuple[int, int]:
     """(transactions, fee lamports) that sealing the model from where it stands sends.
+
+    ``payer`` pays the fees; ``authority`` (default: the payer) begins the seal.
 
     Raises:
         AccountError: there is no curta model at ``address``.
@@ -105,7 +127,7 @@ async def seal_cost(
     account = model.sections[0].weight_account
     kinds = [(specs.seal_step_spec(program_id, address, account, 0, budget), steps)]
     if model.state == ModelState.UPLOADING:
-        ix = program.begin_sealing(program_id, payer.pubkey(), address)
+        ix = program.begin_sealing(program_id, authority or payer.pubkey(), address)
         kinds.append((specs.authority_spec(ix, specs.BEGIN_SEALING_CU, budget), 1))
     fee = await estimate_fees(client, payer.pubkey(), kinds)
     return steps + int(model.state == ModelState.UPLOADING), fee
@@ -120,33 +142,69 @@ async def seal(
     budget: specs.Budget | None = None,
     reporter: Reporter | None = None,
     sender: Sender | None = None,
+    authority: Keypair | None = None,
+    check_upload: bool = True,
 ) -> SealResult:
     """Begin sealing if the model is still uploading, then crank it to sealed or failed.
 
+    ``payer`` pays the fees; ``authority`` (default: the payer) begins the seal, and must
+    then be the payer or one of the sender's cosigners. Anyone may crank the steps. With
+    the artifact and ``check_upload``, an upload that is not the artifact's is refused
+    before anything is sent; without ``check_upload`` it is sealed, to end failed.
+
     Raises:
-        AccountError: the model is missing, not a model, or not ready to seal.
+        AccountError: the model is missing, not a model, or not ready to seal; or, given
+            the artifact, the chain's bytes are not yet the artifact's (nothing is sent).
         MirrorMismatchError: the chain's running hash or cursor disagrees with the mirror.
         ProgramError: the program refused a step (named from the IDL).
     """
     budget = budget or specs.Budget()
     reporter = reporter or NullReporter()
-    sender = sender or Sender(client, payer, resume_hint=resume_hint(address))
+    sender = sender or Sender(client, payer, resume_hint=resume_hint(address), reporter=reporter)
+    authority = authority or payer
     started = time.monotonic()
     model = await require_model(client, program_id, address)
     _check_sealable(address, model)
+    begin_signature = None
     if model.state == ModelState.UPLOADING:
-        model = await _begin(client, program_id, payer, address, model, budget, sender)
+        _check_authority(address, model, authority)
+        if artifact is not None and check_upload:
+            with reporter.waiting("the chain's bytes to be read and compared with the artifact"):
+                await _check_uploaded(client, program_id, address, model, artifact)
+        else:
+            reporter.note(
+                f"sealing {address} freezes each of its {len(model.sections)} weight accounts "
+                f"as the seal reaches it. If their bytes do not hash to the declared hash, the "
+                f"seal ends failed and `curta-chain publish` must reopen and rewrite them (give "
+                f"`seal` the artifact to check the bytes first)"
+            )
+        model = await _begin(client, program_id, authority, address, model, budget, sender)
+        begin_signature = sender.stats.last_signature
         reporter.line(f"began sealing {address}: each section freezes as the seal enters it")
-    sections = await read_bound_sections(client, program_id, address, model)
+    with reporter.waiting("the weight accounts' bytes to be read"):
+        sections = await read_bound_sections(client, program_id, address, model)
     steps = list(hash_steps(sections))
     expected = _expected_steps(artifact, sections)
     done = model.chunks_hashed
     _check(model, steps, done)
+    if done and model.state == ModelState.SEALING:
+        step = steps[done]
+        reporter.note(
+            f"resuming the seal at chunk {done + 1} of {len(steps)} "
+            f"(section {step.section} offset {step.offset:,})"
+        )
+    steps_before = sender.stats.confirmed
     # Each step is checked as soon as it is processed: waiting a slot for every one of
     # them to be confirmed would make sealing 16 MB take minutes. The last step is then
     # waited for at the caller's commitment, so the result stands at that commitment.
     processed = RpcClient(client.transport, "processed")
-    bar = reporter.progress("seal", sum(len(s) for s in sections), len(steps) - done)
+    bar = reporter.progress(
+        "seal",
+        sum(len(s) for s in sections),
+        len(steps),
+        done_bytes=sum(step.length for step in steps[:done]),
+        done_transactions=done,
+    )
     try:
         while model.state == ModelState.SEALING:
             step = steps[done]
@@ -159,8 +217,10 @@ async def seal(
             bar.advance(step.length, 1)
     finally:
         bar.close()
-    if sender.stats.last_signature:
-        await wait_for_signature(client, sender.stats.last_signature)
+    stepped = sender.stats.confirmed > steps_before
+    if stepped:
+        with reporter.waiting(f"the last seal step to be {client.commitment}"):
+            await wait_for_signature(client, sender.stats.last_signature)
         model = await require_model(client, program_id, address)
         _check(model, steps, done)
     first_bad = next(
@@ -176,23 +236,53 @@ async def seal(
         declared_hash=model.declared_hash,
         running_hash=model.running_hash,
         first_bad_chunk=first_bad,
+        begin_signature=begin_signature,
+        last_signature=sender.stats.last_signature if stepped else None,
     )
 
 
-async def _begin(
-    client: RpcClient,
-    program_id: Pubkey,
-    payer: Keypair,
-    address: Pubkey,
-    model: ModelAccount,
-    budget: specs.Budget,
-    sender: Sender,
-) -> ModelAccount:
-    if model.authority != payer.pubkey():
+def _check_authority(address: Pubkey, model: ModelAccount, authority: Keypair) -> None:
+    if model.authority != authority.pubkey():
         raise AccountError(
             f"model {address} is still uploading and only its authority {model.authority} can "
             f"begin sealing; pass its keypair with -k"
         )
+
+
+async def _check_uploaded(
+    client: RpcClient, program_id: Pubkey, address: Pubkey, model: ModelAccount, artifact: Artifact
+) -> None:
+    """Refuse to begin sealing unless the chain holds exactly ``artifact``'s bytes."""
+    where = f"{artifact.source or 'the artifact'}"
+    if model.declared_hash != artifact.weights_hash():
+        raise AccountError(
+            f"model {address} declares hash {model.declared_hash.hex()}, but {where} hashes to "
+            f"{artifact.weights_hash().hex()}: not this model's artifact; nothing was sent"
+        )
+    _check_bound(address, model)
+    chain = await read_bound_sections(client, program_id, address, model)
+    differing = {
+        i: count
+        for i, (section, theirs) in enumerate(zip(artifact.sections, chain, strict=True))
+        if (count := _differing_bytes(bytes(section), theirs))
+    }
+    if differing:
+        size = sum(differing.values())
+        raise AccountError(
+            f"model {address} is not fully uploaded: {size:,} "
+            f"{'byte differs' if size == 1 else 'bytes differ'} in sections {list(differing)} "
+            f"from {where}; finish with `curta-chain publish {where}` "
+            f"before sealing (sealing now would freeze them and end failed); nothing was sent"
+        )
+
+
+def _differing_bytes(ours: bytes, theirs: bytes) -> int:
+    a = np.frombuffer(ours, dtype=np.uint8)
+    b = np.frombuffer(theirs, dtype=np.uint8)
+    return int(np.count_nonzero(a != b))
+
+
+def _check_bound(address: Pubkey, model: ModelAccount) -> None:
     unbound = [
         i for i, slot in enumerate(model.sections) if slot.weight_account == Pubkey.default()
     ]
@@ -201,8 +291,22 @@ async def _begin(
             f"model {address}: sections {unbound} have no weight account yet; finish "
             f"`curta-chain publish` first"
         )
-    ix = program.begin_sealing(program_id, payer.pubkey(), address)
-    await sender.send([specs.authority_spec(ix, specs.BEGIN_SEALING_CU, budget)])
+
+
+async def _begin(
+    client: RpcClient,
+    program_id: Pubkey,
+    authority: Keypair,
+    address: Pubkey,
+    model: ModelAccount,
+    budget: specs.Budget,
+    sender: Sender,
+) -> ModelAccount:
+    _check_bound(address, model)
+    ix = program.begin_sealing(program_id, authority.pubkey(), address)
+    await sender.send(
+        [specs.authority_spec(ix, specs.BEGIN_SEALING_CU, budget)], what="the seal's beginning"
+    )
     return await require_model(client, program_id, address)
 
 

@@ -9,9 +9,14 @@ at most ``max_attempts`` times; then the sender gives up with an error that says
 resume. A sender's first blockhash is newer than any an earlier run could have signed
 with, so no transaction of ours is mistaken for a replay of an earlier run's. Only the
 caller's specs decide what is sent; the sender never invents work.
+
+The payer signs every transaction and pays its fee; ``cosigners`` (the model's authority,
+when ``--fee-payer`` names someone else) sign those whose instructions need them. What the
+sender waits for, and every signature it lands, go to the reporter and ``stats``.
 """
 
 import asyncio
+import contextlib
 import time
 from collections import deque
 from collections.abc import Sequence
@@ -31,7 +36,7 @@ from curta_chain.constants import (
     SEND_TRANSACTION_PREFLIGHT_FAILURE,
 )
 from curta_chain.errors import ChainError, RpcError, SendGaveUpError
-from curta_chain.reporting import Progress
+from curta_chain.reporting import NullReporter, Progress, Reporter
 
 CONFIRM_TIMEOUT = 60.0
 """Seconds ``wait_for_signature`` waits for a transaction someone else sent."""
@@ -70,10 +75,21 @@ async def estimate_fees(
     return sum(fee * count for fee, (_, count) in zip(fees, kinds, strict=True))
 
 
-def sign(spec: TxSpec, payer: Keypair, blockhash: Hash) -> Transaction:
-    """Sign ``spec`` with ``payer`` (who pays the fee) and the spec's own signers."""
+def sign(
+    spec: TxSpec, payer: Keypair, blockhash: Hash, cosigners: Sequence[Keypair] = ()
+) -> Transaction:
+    """Sign ``spec`` with its payer, its own signers and the cosigners it needs.
+
+    The payer pays the fee; of ``cosigners``, only those the instructions name as signers
+    sign (a seal step needs none, a write needs the authority).
+    """
     message = Message.new_with_blockhash(spec.instructions, payer.pubkey(), blockhash)
-    return Transaction([payer, *spec.signers], message, blockhash)
+    required = set(message.account_keys[: message.header.num_required_signatures])
+    keys: dict[object, Keypair] = {}
+    for keypair in (payer, *spec.signers, *cosigners):
+        if keypair.pubkey() in required:
+            keys.setdefault(keypair.pubkey(), keypair)
+    return Transaction(list(keys.values()), message, blockhash)
 
 
 @dataclass
@@ -82,6 +98,8 @@ class SendStats:
 
     confirmed: int = 0
     last_signature: str = ""
+    signatures: list[str] = field(default_factory=list)
+    """Every confirmed transaction's signature, in the order they were confirmed."""
     sent: int = 0
     resigned: int = 0
     seconds: float = 0.0
@@ -103,6 +121,8 @@ class Sender:
     client: RpcClient
     payer: Keypair
     resume_hint: str = "rerun the same command to resume"
+    reporter: Reporter = field(default_factory=NullReporter)
+    cosigners: tuple[Keypair, ...] = ()
     # In flight at once: enough to cover a slot or two of confirmation latency at ~2,000
     # writes/s; also what a crash can make land twice (same bytes, one fee each).
     window: int = 2048
@@ -120,8 +140,12 @@ class Sender:
         specs: Sequence[TxSpec],
         progress: Progress | None = None,
         commitment: str | None = None,
+        what: str | None = None,
     ) -> SendStats:
         """Land every spec; return when all reach ``commitment`` (default: the client's).
+
+        Without a ``progress`` display, a wait that lasts is shown as waiting for ``what``
+        (say, "the model account's creation") to be confirmed.
 
         Raises:
             ProgramError: a transaction failed in the program (the error named in the IDL).
@@ -130,19 +154,28 @@ class Sender:
         """
         started = time.monotonic()
         confirmed_before = self.stats.confirmed
-        wanted = COMMITMENT_RANK[commitment or self.client.commitment]
+        level = commitment or self.client.commitment
+        wanted = COMMITMENT_RANK[level]
         queue: deque[_Flight] = deque(_Flight(spec, 0) for spec in specs)
         in_flight: dict[str, _Flight] = {}
+        label = what or f"{len(specs):,} transaction{'s' if len(specs) != 1 else ''}"
+        # A progress display shows the wait itself (rate, ETA, stalls).
+        shown = (
+            self.reporter.waiting(f"{label} to be {level}")
+            if progress is None
+            else contextlib.nullcontext()
+        )
         try:
-            while queue or in_flight:
-                await self._refresh_blockhash()
-                await self._send_round(queue, in_flight)
-                done = await self._poll_round(queue, in_flight, progress, wanted)
-                if not done and in_flight:
-                    await asyncio.sleep(self.poll_interval)
+            with shown:
+                while queue or in_flight:
+                    await self._refresh_blockhash()
+                    await self._send_round(queue, in_flight)
+                    done = await self._poll_round(queue, in_flight, progress, wanted)
+                    if not done and in_flight:
+                        await asyncio.sleep(self.poll_interval)
         except RpcError as exc:
-            if isinstance(exc, SendGaveUpError):
-                raise
+            if isinstance(exc, SendGaveUpError) or not self.client.sends:
+                raise  # a give-up says how to resume; with nothing sent there is no resuming
             # Counted from the confirmations: a group being sent is in neither queue nor map.
             unconfirmed = len(specs) - (self.stats.confirmed - confirmed_before)
             raise SendGaveUpError(
@@ -158,7 +191,7 @@ class Sender:
                 f"a transaction did not land after {self.max_attempts} signings; {self.resume_hint}"
             )
         assert self._blockhash is not None
-        tx = sign(flight.spec, self.payer, self._blockhash)
+        tx = sign(flight.spec, self.payer, self._blockhash, self.cosigners)
         wire = bytes(tx)
         if len(wire) > MAX_TRANSACTION_SIZE:
             raise ChainError(
@@ -190,16 +223,17 @@ class Sender:
         """
         current, _ = await self.client.latest_blockhash()
         deadline = time.monotonic() + FRESH_BLOCKHASH_WAIT
-        while True:
-            blockhash, last_valid = await self.client.latest_blockhash()
-            if blockhash != current:
-                break
-            if time.monotonic() > deadline:
-                raise RpcError(
-                    f"{self.client.url}: the blockhash did not change in "
-                    f"{FRESH_BLOCKHASH_WAIT:.0f} s: is the node producing blocks?"
-                )
-            await asyncio.sleep(self.poll_interval)
+        with self.reporter.waiting("the node's next block (a fresh blockhash)"):
+            while True:
+                blockhash, last_valid = await self.client.latest_blockhash()
+                if blockhash != current:
+                    break
+                if time.monotonic() > deadline:
+                    raise RpcError(
+                        f"{self.client.url}: the blockhash did not change in "
+                        f"{FRESH_BLOCKHASH_WAIT:.0f} s: is the node producing blocks?"
+                    )
+                await asyncio.sleep(self.poll_interval)
         self._blockhash, self._last_valid = blockhash, last_valid
         self._fetched_at = time.monotonic()
 
@@ -212,6 +246,7 @@ class Sender:
         semaphore = asyncio.Semaphore(self.concurrency)
 
         async def send_group(group: list[_Flight]) -> list[object]:
+            self.client.sends += len(group)
             try:
                 return await self.client.batch([self.client.send_call(f.wire) for f in group])
             finally:
@@ -281,6 +316,7 @@ class Sender:
                 done += 1
                 self.stats.confirmed += 1
                 self.stats.last_signature = signature
+                self.stats.signatures.append(signature)
                 if progress is not None:
                     progress.advance(flight.spec.payload_bytes, 1)
         return done

@@ -43,10 +43,15 @@ CLOSE_CU = 5_000
 
 @dataclass(frozen=True)
 class Budget:
-    """Whether transactions carry compute-budget instructions, and the price if any."""
+    """Whether transactions carry compute-budget instructions, and the price if any.
+
+    ``separate_fee_payer``: a fee payer other than the authority signs every transaction,
+    which leaves a write 96 bytes less room (a key and a signature).
+    """
 
     limit_compute: bool = False
     compute_unit_price: int | None = None
+    separate_fee_payer: bool = False
 
     def instructions(self, units: int) -> tuple[Instruction, ...]:
         """The compute-budget instructions for a transaction needing ``units``."""
@@ -61,7 +66,8 @@ class Budget:
         """The most weight bytes one write transaction can carry under this budget."""
         # Sized for a limit and a price: without the price this leaves ~10 bytes unused.
         return program.max_write_payload(
-            with_compute_budget=self.limit_compute or self.compute_unit_price is not None
+            with_compute_budget=self.limit_compute or self.compute_unit_price is not None,
+            fee_payer=self.separate_fee_payer,
         )
 
 
@@ -100,13 +106,20 @@ def create_model_spec(
     rent: int,
     budget: Budget,
     existing: int = 0,
+    funder: Pubkey | None = None,
 ) -> TxSpec:
     """Create the model account and declare its hash, in one transaction.
 
-    ``existing``: lamports the model's address already holds (see ``new_account``).
+    ``existing``: lamports the model's address already holds (see ``new_account``);
+    ``funder`` pays the rent (default: the authority).
     """
     create = new_account(
-        authority.pubkey(), model.pubkey(), program.MODEL_ACCOUNT_SIZE, program_id, rent, existing
+        funder or authority.pubkey(),
+        model.pubkey(),
+        program.MODEL_ACCOUNT_SIZE,
+        program_id,
+        rent,
+        existing,
     )
     declare = program.create_model(
         program_id, authority.pubkey(), model.pubkey(), weights_hash, list(section_lengths)
@@ -124,14 +137,16 @@ def bind_spec(
     rent: int,
     budget: Budget,
     existing: int = 0,
+    funder: Pubkey | None = None,
 ) -> TxSpec:
     """Create weight account ``section`` and bind it to its slot, in one transaction.
 
     An account that exists but is bound to nothing could not have its rent recovered, so
-    the two never go apart. ``existing``: lamports the address already holds.
+    the two never go apart. ``existing``: lamports the address already holds; ``funder``
+    pays the rent (default: the authority).
     """
     create = new_account(
-        authority.pubkey(),
+        funder or authority.pubkey(),
         weight.pubkey(),
         WEIGHT_HEADER_SIZE + length,
         program_id,

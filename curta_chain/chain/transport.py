@@ -5,21 +5,36 @@ failed or dropped, the body was cut short or was not JSON, the status was 5xx, o
 said 429 (then we wait what its ``Retry-After`` asks). Retrying is safe for everything
 curta-chain sends: reads are idempotent, and a transaction sent twice is one signature
 that the cluster processes once.
+
+Waiting is right only for a node that has answered before: one that has never answered
+is not there. So until the node's first answer, a host name that does not resolve fails
+at once and a refused connection fails after ``FIRST_CONTACT_GRACE`` seconds, each with
+one line. Once it has answered, the same failures are a node restarting: the transport
+retries for ``give_up_after`` seconds and tells the reporter what it is waiting for.
 """
 
 import asyncio
+import contextlib
 import json
+import socket
 import time
+from collections.abc import Iterator
 from typing import Any
+from urllib.parse import urlparse
 
 import httpx
 
+from curta_chain.chain.cluster import is_loopback
+from curta_chain.constants import GIVE_UP_AFTER
 from curta_chain.errors import RpcError
+from curta_chain.reporting import NullReporter, Reporter, Waiting
 
 DEFAULT_TIMEOUT = 30.0
 """Seconds one HTTP request may take before it counts as a failed attempt."""
-GIVE_UP_AFTER = 60.0
-"""Seconds of consecutive failures after which a call gives up with RpcError."""
+FIRST_CONTACT_GRACE = 1.0
+"""Seconds a node that has never answered may refuse connections before we give up."""
+CONNECT_TIMEOUT = 10.0
+"""Seconds to resolve the host and open a connection."""
 
 
 class HttpTransport:
@@ -32,11 +47,15 @@ class HttpTransport:
         timeout: float = DEFAULT_TIMEOUT,
         give_up_after: float = GIVE_UP_AFTER,
         max_connections: int = 8,
+        reporter: Reporter | None = None,
     ):
         self.url = url
         self._give_up_after = give_up_after
+        self._reporter = reporter or NullReporter()
+        self.answered = False
+        """Whether the node has ever given a usable answer."""
         self._client = httpx.AsyncClient(
-            timeout=timeout,
+            timeout=httpx.Timeout(timeout, connect=min(timeout, CONNECT_TIMEOUT)),
             limits=httpx.Limits(
                 max_connections=max_connections, max_keepalive_connections=max_connections
             ),
@@ -49,34 +68,68 @@ class HttpTransport:
         """Send ``payload`` and return the decoded JSON answer.
 
         Raises:
-            RpcError: the node gave no usable answer for ``give_up_after`` seconds.
+            RpcError: the node's host does not resolve or refuses connections and it has
+                never answered, or it gave no usable answer for ``give_up_after`` seconds.
         """
         body = json.dumps(payload, separators=(",", ":")).encode()
         started = time.monotonic()
         delay = 0.1
-        while True:
-            self.requests += 1
-            try:
-                response = await self._client.post(self.url, content=body)
-                if response.status_code == 429:
-                    wait = _retry_after(response, delay)
-                    problem = "HTTP 429 Too Many Requests"
-                elif response.status_code >= 500:
-                    wait, problem = delay, f"HTTP {response.status_code}"
-                elif response.status_code != 200:
-                    raise RpcError(f"{self.url}: HTTP {response.status_code}: {_brief(response)}")
+        with contextlib.ExitStack() as stack:
+            waiting: Waiting | None = None
+            failure: Exception | None = None
+            while True:
+                self.requests += 1
+                try:
+                    response = await self._client.post(self.url, content=body)
+                    failure = None
+                    if response.status_code == 429:
+                        wait = _retry_after(response, delay)
+                        problem = "HTTP 429 Too Many Requests"
+                    elif response.status_code >= 500:
+                        wait, problem = delay, f"HTTP {response.status_code}"
+                    elif response.status_code != 200:
+                        raise RpcError(
+                            f"{self.url}: HTTP {response.status_code}: {_brief(response)}"
+                        )
+                    else:
+                        answer = json.loads(response.content)
+                        self.answered = True
+                        return answer
+                except (httpx.TransportError, json.JSONDecodeError, UnicodeDecodeError) as exc:
+                    if not self.answered:
+                        self._fail_fast(exc, time.monotonic() - started)
+                    wait, problem, failure = delay, _describe(exc), exc
+                elapsed = time.monotonic() - started
+                if elapsed + wait > self._give_up_after:
+                    if failure is not None and not self.answered:
+                        self._fail_fast(failure, float("inf"))
+                    raise RpcError(
+                        f"{self.url}: no usable answer for {elapsed:.1f} s (last: {problem})"
+                    )
+                what = f"{urlparse(self.url).netloc or self.url} to answer ({problem})"
+                if not self.answered and elapsed < FIRST_CONTACT_GRACE:
+                    pass  # the first contact's grace: it fails fast or succeeds, unannounced
+                elif waiting is None:
+                    waiting = stack.enter_context(self._reporter.waiting(what))
                 else:
-                    return json.loads(response.content)
-            except (httpx.TransportError, json.JSONDecodeError, UnicodeDecodeError) as exc:
-                wait, problem = delay, _describe(exc)
-            if time.monotonic() - started + wait > self._give_up_after:
+                    waiting.update(what)
+                self.retries += 1
+                await asyncio.sleep(wait)
+                delay = min(delay * 2, 5.0)
+
+    def _fail_fast(self, exc: Exception, elapsed: float) -> None:
+        """Raise at once for a node that is not there, before it has ever answered."""
+        host = urlparse(self.url).hostname or self.url
+        for cause in _causes(exc):
+            if isinstance(cause, socket.gaierror):
                 raise RpcError(
-                    f"{self.url}: no usable answer for {time.monotonic() - started:.1f} s "
-                    f"(last: {problem})"
-                )
-            self.retries += 1
-            await asyncio.sleep(wait)
-            delay = min(delay * 2, 5.0)
+                    f"{self.url}: cannot resolve the host {host}: {cause.strerror or cause}"
+                ) from exc
+            if isinstance(cause, ConnectionRefusedError) and elapsed >= FIRST_CONTACT_GRACE:
+                hint = " (start one with `curta-chain localnet`)" if is_loopback(self.url) else ""
+                raise RpcError(
+                    f"{self.url}: connection refused: no RPC node is listening there{hint}"
+                ) from exc
 
     async def aclose(self) -> None:
         """Close the connection pool."""
@@ -96,6 +149,27 @@ def _brief(response: httpx.Response) -> str:
 
 
 def _describe(exc: Exception) -> str:
+    """What went wrong, in a few words a person reads at a glance."""
     if isinstance(exc, json.JSONDecodeError | UnicodeDecodeError):
         return "the answer was not complete JSON"
+    for cause in _causes(exc):
+        if isinstance(cause, ConnectionRefusedError):
+            return "connection refused"
+        if isinstance(cause, socket.gaierror):
+            return "the host name does not resolve"
+    if isinstance(exc, httpx.TimeoutException):
+        return f"timed out ({type(exc).__name__})"
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
+def _causes(exc: BaseException) -> Iterator[BaseException]:
+    """``exc`` and every exception it was raised from or during, each once."""
+    seen: set[int] = set()
+    todo: list[BaseException] = [exc]
+    while todo:
+        current = todo.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        yield current
+        todo.extend(e for e in (current.__cause__, current.__context__) if e is not None)

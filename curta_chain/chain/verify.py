@@ -33,8 +33,8 @@ from curta_chain.chain.rpc import AccountInfo, RpcClient
 from curta_chain.errors import AccountError, ArtifactError, NodeMismatchError, ProgramCheckError
 from curta_chain.program import ModelAccount, ModelState
 
-MAX_RANGES_PER_SECTION = 20
-"""Differing byte ranges listed per section; the rest are counted."""
+LISTED_RANGES = 10
+"""Differing byte ranges a report lists by default (all are counted); None lists all."""
 
 
 @dataclass(frozen=True)
@@ -81,11 +81,19 @@ class VerifyReport:
     """The highest slot the node answered a read at."""
     cross_checked: str | None = None
     """The second node every account was read again from, if any."""
+    differing_ranges: int = 0
+    """How many byte ranges differ in all (``differences`` lists the first of them)."""
+    differing_bytes: int = 0
 
     @property
     def ok(self) -> bool:
         """True when the chain holds exactly the artifact, sealed."""
-        return not self.differences
+        return not self.differences and not self.differing_ranges
+
+    @property
+    def listed_ranges(self) -> int:
+        """How many of the differing byte ranges ``differences`` lists."""
+        return sum(1 for d in self.differences if d.kind == "bytes")
 
     def to_json(self) -> dict[str, object]:
         """The report as JSON values."""
@@ -97,6 +105,9 @@ class VerifyReport:
             "chain_hash": self.chain_hash.hex() if self.chain_hash else None,
             "artifact_hash": self.artifact_hash.hex(),
             "differences": [d.to_json() for d in self.differences],
+            "differing_ranges": self.differing_ranges,
+            "differing_ranges_listed": self.listed_ranges,
+            "differing_bytes": self.differing_bytes,
             "program": self.program.to_json(),
             "slot": self.slot,
             "cross_checked": self.cross_checked,
@@ -165,8 +176,12 @@ async def verify(
     trusted_hashes: tuple[str, ...] = (),
     require_final: bool = False,
     cross_check: RpcClient | None = None,
+    listed_ranges: int | None = LISTED_RANGES,
 ) -> VerifyReport:
     """Compare the model at ``address`` with ``artifact``; list every difference.
+
+    Differing bytes are merged into ranges; every range is counted, and the first
+    ``listed_ranges`` (None: all) are listed. The other differences come first.
 
     Args:
         client: the node to read.
@@ -177,6 +192,7 @@ async def verify(
         require_final: a program that can still be upgraded is a difference.
         cross_check: a second node to read every account again from, at ``client``'s
             slot or later; any difference between the two is a difference.
+        listed_ranges: how many differing byte ranges to list (None: every one).
 
     Raises:
         AccountError: there is no curta model at ``address``.
@@ -200,9 +216,15 @@ async def verify(
             found.append(Difference("section-length", f"chain {theirs}, artifact {mine}", i))
     found.extend(view.binding)
     chain_sections = view.sections
+    ranges: list[Difference] = []
+    counted_ranges = counted_bytes = 0
     for i, section in enumerate(chain_sections):
         if section is not None and i < len(artifact.sections):
-            found.extend(_byte_ranges(i, section, artifact.sections[i]))
+            room = None if listed_ranges is None else max(listed_ranges - len(ranges), 0)
+            listed, count, size = _byte_ranges(i, section, artifact.sections[i], room)
+            ranges.extend(listed)
+            counted_ranges += count
+            counted_bytes += size
     chain_hash = None
     if all(s is not None for s in chain_sections):
         complete = [s for s in chain_sections if s is not None]
@@ -230,6 +252,7 @@ async def verify(
         found.append(Difference("state", "sealed, but its running hash is not the declared one"))
     if cross_check is not None:
         found.extend(await _cross_check(client, cross_check, program_id, address, view))
+    found.extend(ranges)  # after the causes: a wrong artifact differs in many places
     return VerifyReport(
         model=address,
         state=model.state.name.lower(),
@@ -240,6 +263,8 @@ async def verify(
         program=view.program,
         slot=view.slot,
         cross_checked=cross_check.url if cross_check is not None else None,
+        differing_ranges=counted_ranges,
+        differing_bytes=counted_bytes,
     )
 
 
@@ -343,24 +368,29 @@ async def _read_sections(
     )
 
 
-def _byte_ranges(section: int, chain: bytes, local: bytes) -> list[Difference]:
-    """The ranges where the two sections' common bytes differ, merged into runs."""
+def _byte_ranges(
+    section: int, chain: bytes, local: bytes, limit: int | None
+) -> tuple[list[Difference], int, int]:
+    """The runs where the two sections' common bytes differ.
+
+    Returns the first ``limit`` runs (None: all) as differences, how many runs there are,
+    and how many bytes differ.
+    """
     n = min(len(chain), len(local))
     a = np.frombuffer(chain, dtype=np.uint8, count=n)
     b = np.frombuffer(local, dtype=np.uint8, count=n)
-    mask = np.concatenate(([False], a != b, [False]))
+    differs = a != b
+    mask = np.concatenate(([False], differs, [False]))
     edges = np.flatnonzero(mask[1:] != mask[:-1])
     starts, ends = edges[0::2], edges[1::2]
-    out = [
+    shown = len(starts) if limit is None else min(limit, len(starts))
+    listed = [
         Difference(
             "bytes", "the chain's bytes differ from the artifact's", section, int(s), int(e - s)
         )
-        for s, e in zip(starts[:MAX_RANGES_PER_SECTION], ends[:MAX_RANGES_PER_SECTION], strict=True)
+        for s, e in zip(starts[:shown], ends[:shown], strict=True)
     ]
-    if len(starts) > MAX_RANGES_PER_SECTION:
-        more = len(starts) - MAX_RANGES_PER_SECTION
-        out.append(Difference("bytes", f"and {more} more differing ranges", section))
-    return out
+    return listed, len(starts), int(np.count_nonzero(differs))
 
 
 def _config_differences(

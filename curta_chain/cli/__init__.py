@@ -2,20 +2,29 @@
 
 Each group of subcommands lives in its own module with a ``register(subparsers)``
 function; this module wires them up and turns every ``CurtaError`` into one line on
-stderr and a non-zero exit.
+stderr and a non-zero exit. The command modules import only the standard library and
+``curta_chain.cli.options`` at module level, and the library inside each command's run
+function, so ``curta-chain --help`` starts in a few tens of milliseconds
+(``tests/cli/test_startup.py`` holds that line).
+
+Options are never abbreviated (``--output`` is not ``--output-file``), and a mistyped
+command or option is answered with the nearest real one.
 """
 
 import argparse
+import difflib
 import os
+import re
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from curta_chain import __version__
 from curta_chain.cli import (
     artifact_commands,
     chain_commands,
     deploy_commands,
+    keygen_command,
     localnet_command,
     run_command,
 )
@@ -23,29 +32,85 @@ from curta_chain.errors import CurtaError
 
 _COMMAND_MODULES = (
     artifact_commands,
+    keygen_command,
     localnet_command,
     deploy_commands,
     chain_commands,
     run_command,
 )
 
+_INVALID_CHOICE = re.compile(r"argument (?P<arg>[^:]+): invalid choice: '(?P<value>[^']*)'")
+
 
 class _Parser(argparse.ArgumentParser):
-    """argparse, but a usage error is one line, like every other error of ours."""
+    """argparse with no abbreviations, one-line usage errors and "did you mean" hints."""
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"error: {self.prog}: {message} (see --help)\n")
+        """Print the usage error as one line, with the nearest valid word if there is one."""
+        self.exit(2, f"error: {self.prog}: {self._suggest(message)} (see --help)\n")
+
+    def _suggest(self, message: str) -> str:
+        match = _INVALID_CHOICE.match(message)
+        if match:
+            choices = self._choices_of(match["arg"])
+            near = difflib.get_close_matches(match["value"], choices, n=1)
+            what = "command" if match["arg"] == "COMMAND" else f"choice for {match['arg']}"
+            listed = ", ".join(choices)
+            hint = f"; did you mean {near[0]!r}?" if near else f"; expected one of {listed}"
+            return f"no {what} {match['value']!r}{hint}"
+        return message
+
+    def _choices_of(self, name: str) -> list[str]:
+        for action in self._actions:
+            names = {action.metavar, action.dest, *action.option_strings}
+            if name in names or name in "/".join(action.option_strings):
+                return [str(c) for c in action.choices or ()]
+        return []
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        """Parse; a subcommand refuses what it does not know itself, naming its nearest option.
+
+        argparse would hand a subcommand's leftovers up to the top-level parser, whose
+        error ("unrecognized arguments") knows nothing of the subcommand's options.
+        """
+        namespace, extras = super().parse_known_args(args, namespace)
+        if extras and self._subcommand:
+            self.error(self._unrecognized(extras))
+        return namespace, extras
+
+    _subcommand = False
+
+    def _unrecognized(self, extras: list[str]) -> str:
+        options = list(self._option_string_actions)
+        for extra in extras:
+            if extra.startswith("-"):
+                near = difflib.get_close_matches(extra.split("=", 1)[0], options, n=1)
+                if near:
+                    return f"unrecognized option {extra!r}; did you mean {near[0]!r}?"
+        return f"unrecognized arguments: {' '.join(extras)}"
+
+
+class _SubcommandParser(_Parser):
+    _subcommand = True
 
 
 def build_parser() -> argparse.ArgumentParser:
     """Return the parser with every subcommand registered."""
     parser = _Parser(
         prog="curta-chain",
-        description="Publish a CURTAW01 model artifact to Solana and verify it from the chain.",
+        description="Publish a CURTAW01 model artifact to Solana and verify it from the chain. "
+        "Chain commands take the Solana CLI's options (-u, -k, --commitment, -C, --output) "
+        "and its config file.",
     )
     parser.add_argument("--version", action="version", version=f"curta-chain {__version__}")
     subparsers = parser.add_subparsers(
-        dest="command", required=True, metavar="COMMAND", parser_class=_Parser
+        dest="command", required=True, metavar="COMMAND", parser_class=_SubcommandParser
     )
     for module in _COMMAND_MODULES:
         module.register(subparsers)
@@ -54,14 +119,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; return the process exit code."""
+    from curta_chain.cli.options import Interrupted
+
     args = build_parser().parse_args(argv)
     try:
         return int(args.run(args) or 0)
     except CurtaError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
-        print("error: interrupted", file=sys.stderr)
+    except KeyboardInterrupt as exc:
+        hint = exc.resume_hint if isinstance(exc, Interrupted) else None
+        print(f"error: interrupted{f'; {hint}' if hint else ''}", file=sys.stderr)
         return 130
     except BrokenPipeError:
         # The reader (`| head`) left: stop quietly, as Unix tools do.

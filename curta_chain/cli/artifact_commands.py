@@ -1,17 +1,13 @@
 """``convert``, ``inspect`` and ``hash``: the artifact subcommands."""
 
 import argparse
-import json
-import sys
+from typing import TYPE_CHECKING
 
-from curta_chain.artifact import (
-    Artifact,
-    convert_file,
-    read_artifact,
-    write_artifact,
-)
-from curta_chain.artifact.layout import BLOCK_NAMES, matrix_name
-from curta_chain.reporting import ConsoleReporter, Reporter
+from curta_chain.cli.options import add_output_option, emit, make_reporter
+
+if TYPE_CHECKING:  # numpy and the artifact code load when a command runs, not for --help
+    from curta_chain.artifact import Artifact
+    from curta_chain.reporting import Reporter
 
 
 def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -26,25 +22,49 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
     convert.add_argument(
         "tokenizer", metavar="TOKENIZER", nargs="?", help="llama2.c tokenizer (not for TEZW)"
     )
-    convert.add_argument("-o", "--output-file", required=True, metavar="OUT", help="artifact path")
+    convert.add_argument(
+        "-o", "--output-file", required=True, metavar="OUT", help="where to write the artifact"
+    )
+    add_output_option(convert)
     convert.set_defaults(run=_run_convert)
 
     inspect = subparsers.add_parser(
-        "inspect", help="show an artifact's config, sections, matrices and hash"
+        "inspect",
+        help="show an artifact's config, sections, matrices and hash",
+        description="Decode and check a CURTAW01 artifact and show its configuration, "
+        "sections, table blocks, matrices and weights hash.",
     )
-    inspect.add_argument("artifact", metavar="ART")
-    inspect.add_argument("--output", choices=("display", "json"), default="display")
+    inspect.add_argument("artifact", metavar="ARTIFACT", help="a CURTAW01 artifact file")
+    add_output_option(inspect)
     inspect.set_defaults(run=_run_inspect)
 
-    hash_ = subparsers.add_parser("hash", help="print an artifact's weights hash (hex)")
-    hash_.add_argument("artifact", metavar="ART")
+    hash_ = subparsers.add_parser(
+        "hash",
+        help="print an artifact's weights hash (hex)",
+        description="Print the weights hash of a CURTAW01 artifact: the SHA-256 chain over its "
+        "sections' 64 KiB chunks that `seal` recomputes on chain.",
+    )
+    hash_.add_argument("artifact", metavar="ARTIFACT", help="a CURTAW01 artifact file")
+    add_output_option(hash_)
     hash_.set_defaults(run=_run_hash)
 
 
 def _run_convert(args: argparse.Namespace) -> int:
+    from curta_chain.artifact import convert_file, write_artifact
+
     artifact = convert_file(args.input, args.tokenizer)
     write_artifact(artifact, args.output_file)
-    out = ConsoleReporter(sys.stdout, sys.stderr)
+    if emit(
+        args,
+        {
+            "output_file": str(args.output_file),
+            "bytes": len(artifact.data),
+            "sections": [len(s) for s in artifact.sections],
+            "weights_hash": artifact.weights_hash().hex(),
+        },
+    ):
+        return 0
+    out = make_reporter(args)
     lengths = ", ".join(f"{len(s):,}" for s in artifact.sections)
     out.line(f"wrote {args.output_file}: {len(artifact.data):,} bytes")
     out.line(f"sections ({len(artifact.sections)}): {lengths}")
@@ -53,16 +73,17 @@ def _run_convert(args: argparse.Namespace) -> int:
 
 
 def _run_inspect(args: argparse.Namespace) -> int:
+    from curta_chain.artifact import read_artifact
+
     artifact = read_artifact(args.artifact)
-    out = ConsoleReporter(sys.stdout, sys.stderr)
-    if args.output == "json":
-        out.line(json.dumps(artifact.to_json(), indent=2))
-    else:
-        _display(artifact, out)
+    if not emit(args, artifact.to_json()):
+        _display(artifact, make_reporter(args))
     return 0
 
 
-def _display(artifact: Artifact, out: Reporter) -> None:
+def _display(artifact: "Artifact", out: "Reporter") -> None:
+    from curta_chain.artifact.layout import BLOCK_NAMES, matrix_name
+
     config = artifact.config
     out.line(f"artifact       {artifact.source} ({len(artifact.data):,} bytes, CURTAW01)")
     for name, value in config.to_json().items():
@@ -94,5 +115,9 @@ def _display(artifact: Artifact, out: Reporter) -> None:
 
 
 def _run_hash(args: argparse.Namespace) -> int:
-    ConsoleReporter(sys.stdout, sys.stderr).line(read_artifact(args.artifact).weights_hash().hex())
+    from curta_chain.artifact import read_artifact
+
+    digest = read_artifact(args.artifact).weights_hash().hex()
+    if not emit(args, {"artifact": str(args.artifact), "weights_hash": digest}):
+        make_reporter(args).line(digest)
     return 0

@@ -2,27 +2,20 @@
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from curta_chain.chain import cluster
-from curta_chain.chain.deploy import (
-    RESUME_HINT,
-    check_deploy_funds,
-    default_program_keypair,
-    deploy,
-    plan_deploy,
-)
-from curta_chain.chain.features import select_build
-from curta_chain.chain.rpc import RpcClient
-from curta_chain.cli.confirm import confirm_spend
-from curta_chain.cli.options import Cluster, add_cluster_options, add_yes_option
-from curta_chain.cli.running import (
-    add_price_option,
-    budget_for,
+from curta_chain.cli.options import (
+    Cluster,
+    add_cluster_options,
+    add_yes_option,
     emit,
-    reporter_for,
-    run_with_client,
+    make_reporter,
+    resolve,
 )
-from curta_chain.errors import ConfigError, CurtaError
+from curta_chain.cli.running import add_price_option, budget_for, run_with_client
+
+if TYPE_CHECKING:  # the loader and the program load when deploy runs, not for --help
+    from curta_chain.chain.rpc import RpcClient
 
 
 def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -51,16 +44,30 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
     p.add_argument("--dry-run", action="store_true", help="print the plan and cost, send nothing")
     add_price_option(p)
     add_yes_option(p)
-    p.set_defaults(run=_deploy)
+    # deploy records the program id in the -C file, creating it if need be.
+    p.set_defaults(run=_deploy, config_may_be_new=True)
 
 
 def _deploy(args: argparse.Namespace) -> int:
-    reporter = reporter_for(args)
+    from curta_chain.chain import cluster
+    from curta_chain.chain.deploy import (
+        RESUME_HINT,
+        check_deploy_funds,
+        default_program_keypair,
+        deploy,
+        plan_deploy,
+    )
+    from curta_chain.chain.features import select_build
+    from curta_chain.cli.confirm import confirm_spend
+    from curta_chain.errors import ConfigError, CurtaError
+
+    reporter = make_reporter(args)
+    target = resolve(args, reporter)
     program_keypair = (
         cluster.load_keypair(args.program_keypair.expanduser()) if args.program_keypair else None
     )
 
-    async def body(target: Cluster, client: RpcClient) -> int:
+    async def body(target: Cluster, client: "RpcClient") -> int:
         payer = target.keypair()
         genesis_hash = await client.genesis_hash()
         choice = await select_build(client)
@@ -102,4 +109,4 @@ def _deploy(args: argparse.Namespace) -> int:
         emit(args, {**result.to_json(), "config": str(config), "genesis_hash": genesis_hash})
         return 0
 
-    return run_with_client(args, body, RESUME_HINT)
+    return run_with_client(args, body, RESUME_HINT, target)

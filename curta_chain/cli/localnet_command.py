@@ -1,10 +1,12 @@
 """``curta-chain localnet``: serve the embedded localnet (or solana-test-validator)."""
 
 import argparse
+import json
 from pathlib import Path
 
+from curta_chain.cli.options import add_output_option, is_json
 from curta_chain.constants import LOCALNET_PORT
-from curta_chain.reporting import ConsoleReporter
+from curta_chain.reporting import ConsoleReporter, NullReporter
 
 
 def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -15,7 +17,12 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
         description="Serve Solana's JSON-RPC on 127.0.0.1 from LiteSVM, the curta program "
         "preloaded at its fixed id and a faucet (requestAirdrop). Ctrl-C stops it.",
     )
-    parser.add_argument("--port", type=_port, default=LOCALNET_PORT, help="RPC port (8899)")
+    parser.add_argument(
+        "--port",
+        type=_port,
+        default=LOCALNET_PORT,
+        help="RPC port (default 8899; 0 picks a free one)",
+    )
     parser.add_argument(
         "--ledger", type=Path, help="folder that keeps the chain across restarts (default: none)"
     )
@@ -27,7 +34,16 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
         action="store_true",
         help="run solana-test-validator with the same program instead, if it is installed",
     )
+    add_output_option(parser)
     parser.set_defaults(run=_run)
+
+
+class _JsonLines(NullReporter):
+    """For ``--output json``: each message the localnet says is one JSON object per line."""
+
+    def line(self, text: str) -> None:
+        """Print ``{"message": text}``."""
+        print(json.dumps({"message": text}), flush=True)
 
 
 def _port(text: str) -> int:
@@ -48,5 +64,6 @@ def _run(args: argparse.Namespace) -> int:
 
     if args.validator:
         return run_validator(args.port, args.ledger or Path("test-ledger"), args.reset)
-    serve(port=args.port, ledger=args.ledger, reset=args.reset, reporter=ConsoleReporter())
+    reporter = _JsonLines() if is_json(args) else ConsoleReporter()
+    serve(port=args.port, ledger=args.ledger, reset=args.reset, reporter=reporter)
     return 0

@@ -1,53 +1,133 @@
-"""The options every chain command shares, after the Solana CLI's conventions."""
+"""What every command shares, after the Solana CLI's conventions. New commands use these.
+
+- ``add_output_option(parser)`` and ``emit(args, value)``: ``--output
+  {display,json,json-compact}``; ``is_json(args)`` says which.
+- ``make_reporter(args)``: the ``Reporter`` a command hands the library (progress, waits,
+  notes and result lines, each where the output mode wants them).
+- ``add_cluster_options(parser, keypair=..., fee_payer=..., program=...)`` and
+  ``resolve(args)``: ``-u``, ``-k``, ``--fee-payer``, ``--commitment``, ``--program-id``,
+  ``--program-hash``, ``-C``, ``--rpc-timeout`` and ``--output``, resolved against the
+  Solana CLI config into a ``Cluster`` (which resolves signers, see ``signers.py``);
+  ``add_yes_option`` for commands that spend.
+- ``running.py`` runs a command's body against the cluster (``run_on_cluster``).
+
+Nothing here imports solders, httpx or the program client at module level: ``curta-chain
+--help`` must not pay for them.
+"""
 
 import argparse
+import json
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-
-from solders.keypair import Keypair
+from typing import TYPE_CHECKING
 
 from curta_chain.chain import cluster
-from curta_chain.chain.rpc import RpcClient
-from curta_chain.chain.session import Connection, connect, parse_address, parse_program_hashes
-from curta_chain.chain.transport import GIVE_UP_AFTER, HttpTransport
+from curta_chain.cli.signers import Signers
+from curta_chain.constants import GIVE_UP_AFTER
 from curta_chain.errors import ConfigError
+from curta_chain.reporting import ConsoleReporter, Reporter
 
-parse_pubkey = parse_address
-"""Parse a base58 address, naming the option in the error (``parse_address``)."""
+if TYPE_CHECKING:
+    from solders.keypair import Keypair
+    from solders.pubkey import Pubkey
+
+    from curta_chain.chain.rpc import RpcClient
+    from curta_chain.chain.session import Connection
+
+OUTPUT_FORMATS = ("display", "json", "json-compact")
+
+_URL_HELP = (
+    "URL for Solana's JSON RPC or moniker (or their first letter): "
+    "[mainnet-beta, testnet, devnet, localhost] or [m, t, d, l] "
+    "(default: the config's json_rpc_url, else localhost)"
+)
+
+
+def add_output_option(parser: argparse.ArgumentParser) -> None:
+    """Add ``--output {display,json,json-compact}`` (default display), as the Solana CLI."""
+    parser.add_argument(
+        "--output",
+        choices=OUTPUT_FORMATS,
+        default="display",
+        help="display (for people, the default), json (pretty) or json-compact (one line)",
+    )
+
+
+def is_json(args: argparse.Namespace) -> bool:
+    """Whether the command prints a JSON document instead of display text."""
+    return getattr(args, "output", "display") in ("json", "json-compact")
+
+
+def emit(args: argparse.Namespace, value: object) -> bool:
+    """Print ``value`` as the command's JSON document if asked for JSON; say whether it did."""
+    if not is_json(args):
+        return False
+    if args.output == "json":
+        print(json.dumps(value, indent=2))
+    else:
+        print(json.dumps(value, separators=(",", ":")))
+    return True
+
+
+def make_reporter(args: argparse.Namespace, lines_to_stderr: bool = False) -> Reporter:
+    """The reporter for this command's output mode.
+
+    Display: result lines on stdout, progress and waits on stderr (a live line on a
+    terminal, a line every few seconds elsewhere). JSON: stdout holds the document only;
+    progress and waits still show on a terminal's stderr, and nothing is said to a pipe.
+    ``lines_to_stderr``: stdout is the command's own product (``run``'s text), so even the
+    result lines go to stderr.
+    """
+    if is_json(args):
+        return ConsoleReporter(results=False, chatty_off_terminal=False)
+    return ConsoleReporter(out=sys.stderr if lines_to_stderr else None)
 
 
 def add_cluster_options(
-    parser: argparse.ArgumentParser, keypair: bool = True, program: bool = True
+    parser: argparse.ArgumentParser,
+    keypair: bool = True,
+    fee_payer: bool = False,
+    program: bool = True,
 ) -> None:
-    """Add ``-u``, ``-k``, ``--commitment``, ``--program-id``/``--program-hash``, ``-C``, etc."""
-    parser.add_argument(
-        "-u", "--url", help="RPC URL or moniker: localhost, devnet, testnet, mainnet-beta"
-    )
+    """Add the options of a command that talks to a cluster, ``--output`` included."""
+    parser.add_argument("-u", "--url", metavar="URL_OR_MONIKER", help=_URL_HELP)
     if keypair:
-        parser.add_argument("-k", "--keypair", help="keypair file (Solana CLI JSON format)")
-    parser.add_argument("--commitment", choices=cluster.COMMITMENTS, help="default: confirmed")
+        parser.add_argument(
+            "-k",
+            "--keypair",
+            metavar="SIGNER",
+            help="signer: a keypair file, prompt:// (seed phrase), stdin or usb://ledger "
+            "(default: the config's keypair_path, else ~/.config/solana/id.json)",
+        )
+    if fee_payer:
+        parser.add_argument(
+            "--fee-payer",
+            metavar="SIGNER",
+            help="signer that pays the transaction fees (default: the -k keypair)",
+        )
+    parser.add_argument(
+        "--commitment", choices=cluster.COMMITMENTS, help="default: confirmed, or the config's"
+    )
     if program:
         add_program_options(parser)
-    parser.add_argument(
-        "-C",
-        "--config",
-        type=Path,
-        help="Solana CLI config file (default: ~/.config/solana/cli/config.yml)",
-    )
+    add_config_options(parser)
     parser.add_argument(
         "--rpc-timeout",
         type=float,
         default=GIVE_UP_AFTER,
         metavar="SECONDS",
-        help=f"give up on a node with no usable answer for this long (default {GIVE_UP_AFTER:.0f})",
+        help="give up on a node that answered before and stopped, after this long "
+        f"(default {GIVE_UP_AFTER:.0f}); one that never answers fails at once",
     )
-    parser.add_argument("--output", choices=("text", "json"), default="text")
+    add_output_option(parser)
 
 
 def add_program_options(parser: argparse.ArgumentParser) -> None:
     """Add ``--program-id`` and ``--program-hash``."""
     parser.add_argument(
         "--program-id",
+        metavar="ADDRESS",
         help="the curta program's address (default: the one `curta-chain deploy` recorded "
         "for this cluster in the config, or the embedded localnet's)",
     )
@@ -71,58 +151,116 @@ def add_yes_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_config_options(parser: argparse.ArgumentParser) -> None:
+    """Add ``-C/--config`` and ``--skip-seed-phrase-validation``: what resolving signers needs."""
+    parser.add_argument(
+        "-C",
+        "--config",
+        type=Path,
+        metavar="FILE",
+        help="Solana CLI config file (default: ~/.config/solana/cli/config.yml)",
+    )
+    parser.add_argument(
+        "--skip-seed-phrase-validation",
+        action="store_true",
+        help="accept a prompt:// seed phrase that is not valid BIP39 English",
+    )
+
+
+def signers_for(args: argparse.Namespace, config: cluster.CliConfig | None = None) -> Signers:
+    """The signer resolver for these options (the config's keypair is the default)."""
+    return Signers(
+        config or cluster.read_cli_config(args.config),
+        skip_seed_phrase_validation=getattr(args, "skip_seed_phrase_validation", False),
+    )
+
+
 @dataclass(frozen=True)
 class Cluster:
     """What the shared options resolve to."""
 
     url: str
     commitment: str
-    keypair_path: Path | None
+    signers: Signers
+    keypair_spec: str | None = None
+    fee_payer_spec: str | None = None
     rpc_timeout: float = GIVE_UP_AFTER
+    reporter: Reporter = field(default_factory=ConsoleReporter)
     program_id: str | None = None
     """``--program-id`` as given (None: from the config or the localnet)."""
     program_hashes: tuple[str, ...] = ()
     config: cluster.CliConfig = field(default_factory=cluster.CliConfig)
 
-    def client(self, url: str | None = None) -> RpcClient:
-        """A fresh RPC client for this cluster, or for another node (``--cross-check``).
+    def client(self, url: str | None = None, min_context_slot: int | None = None) -> "RpcClient":
+        """A fresh RPC client for this cluster (create it inside the running event loop)."""
+        from curta_chain.chain.rpc import RpcClient
+        from curta_chain.chain.transport import HttpTransport
 
-        Create it inside the running event loop.
-        """
-        transport = HttpTransport(url or self.url, give_up_after=self.rpc_timeout)
-        return RpcClient(transport, self.commitment)
+        transport = HttpTransport(
+            url or self.url, give_up_after=self.rpc_timeout, reporter=self.reporter
+        )
+        return RpcClient(transport, self.commitment, min_context_slot)
 
-    def keypair(self) -> Keypair:
-        """Load the keypair the options name."""
-        assert self.keypair_path is not None
-        return cluster.load_keypair(self.keypair_path)
-
-    async def connect(self, client: RpcClient) -> Connection:
+    async def connect(self, client: "RpcClient") -> "Connection":
         """Find and check the curta program on this cluster (see ``session.connect``)."""
-        return await connect(client, self.config, self.program_id, self.program_hashes)
+        from curta_chain.chain.session import connect
+
+        with self.reporter.waiting(f"{self.url} to show the curta program"):
+            return await connect(client, self.config, self.program_id, self.program_hashes)
+
+    def keypair(self) -> "Keypair":
+        """The ``-k`` signer (the default keypair when none was named)."""
+        return self.signers.keypair(self.keypair_spec, "--keypair")
+
+    def fee_payer(self) -> "Keypair":
+        """The ``--fee-payer`` signer, else the ``-k`` one."""
+        if self.fee_payer_spec is None:
+            return self.keypair()
+        return self.signers.keypair(self.fee_payer_spec, "--fee-payer")
 
 
-def resolve(args: argparse.Namespace) -> Cluster:
+def resolve(args: argparse.Namespace, reporter: Reporter | None = None) -> Cluster:
     """Resolve the shared options against the Solana CLI config."""
-    config = cluster.read_cli_config(args.config)
-    keypair_arg = getattr(args, "keypair", None)
+    from curta_chain.chain.session import parse_program_hashes
+
+    config = cluster.read_cli_config(args.config, getattr(args, "config_may_be_new", False))
     program_id = getattr(args, "program_id", None)
     if program_id is not None:
-        parse_address(program_id, "--program-id")
+        parse_pubkey(program_id, "--program-id")
     return Cluster(
         url=cluster.resolve_url(args.url, config),
         commitment=cluster.resolve_commitment(args.commitment, config),
-        keypair_path=cluster.keypair_path(keypair_arg, config)
-        if hasattr(args, "keypair")
-        else None,
+        signers=signers_for(args, config),
+        keypair_spec=getattr(args, "keypair", None),
+        fee_payer_spec=getattr(args, "fee_payer", None),
         rpc_timeout=_positive(args.rpc_timeout, "--rpc-timeout"),
+        reporter=reporter or make_reporter(args),
         program_id=program_id,
         program_hashes=parse_program_hashes(getattr(args, "program_hash", [])),
         config=config,
     )
 
 
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C during a chain command; ``resume_hint`` is set when something was sent."""
+
+    def __init__(self, resume_hint: str | None):
+        super().__init__()
+        self.resume_hint = resume_hint
+
+
 def _positive(value: float, what: str) -> float:
     if not value > 0:
         raise ConfigError(f"{what} {value}: expected a positive number of seconds")
     return value
+
+
+def parse_pubkey(text: str, what: str) -> "Pubkey":
+    """Parse a base58 address, naming ``what`` in the error (``session.parse_address``).
+
+    Raises:
+        ConfigError: ``text`` is not a 32-byte base58 address.
+    """
+    from curta_chain.chain.session import parse_address
+
+    return parse_address(text, what)

@@ -1,36 +1,36 @@
-"""``run``: generate text from an artifact file or a sealed model on chain, in integers."""
+"""``run``: generate text from an artifact file or a sealed model on chain, in integers.
+
+The generated text is stdout; what the run does (and its progress) is said on stderr. The
+inference code loads when the command runs, not for ``--help``.
+"""
 
 import argparse
 import codecs
-import json
 import os
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from solders.pubkey import Pubkey
-
-from curta_chain.artifact import Artifact, read_artifact
-from curta_chain.chain import specs
-from curta_chain.chain.fetch import fetch_artifact
-from curta_chain.chain.run_onchain import OnChainRun, run_on_chain
-from curta_chain.chain.session import Connection
-from curta_chain.cli.confirm import confirm_spend
-from curta_chain.cli.options import Cluster, add_cluster_options, add_yes_option
-from curta_chain.cli.running import run_on_cluster
-from curta_chain.errors import ConfigError
-from curta_chain.inference import (
-    DEFAULT_STEPS,
-    IntModel,
-    SamplingSettings,
-    Tokenizer,
-    generate,
-    plan_run,
-    q16,
+from curta_chain.cli.options import (
+    Cluster,
+    add_cluster_options,
+    add_yes_option,
+    emit,
+    is_json,
+    make_reporter,
+    parse_pubkey,
+    resolve,
 )
-from curta_chain.inference.sampling import MASK64, MAX_TEMPERATURE, ONE
-from curta_chain.inference.tokenizer import STOP_TOKENS
-from curta_chain.reporting import ConsoleReporter, NullReporter
+from curta_chain.cli.running import add_price_option, budget_for, run_on_cluster
+from curta_chain.constants import DEFAULT_STEPS
+
+if TYPE_CHECKING:
+    from curta_chain.artifact import Artifact
+    from curta_chain.chain.run_onchain import OnChainRun
+    from curta_chain.chain.session import Connection
+    from curta_chain.inference import SamplingSettings
 
 
 def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -42,7 +42,7 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
         "artifact file or a model address, and stream the text it generates.",
     )
     p.add_argument("source", metavar="SOURCE", help="an artifact file, or a model address")
-    p.add_argument("--prompt", required=True, metavar="TEXT")
+    p.add_argument("--prompt", required=True, metavar="TEXT", help="the text to continue")
     p.add_argument(
         "--steps",
         type=int,
@@ -64,23 +64,22 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
         "step by step against the integer core; rerun to resume",
     )
     p.add_argument(
-        "--with-compute-unit-price",
-        type=int,
-        metavar="MICROLAMPORTS",
-        help="with --on-chain: a priority fee per compute unit",
-    )
-    p.add_argument(
         "--close-run",
         action="store_true",
         help="with --on-chain: close the finished run account, rent back to the payer "
         "(default: keep it, the chain's record of what the model said)",
     )
+    add_price_option(p)
     add_yes_option(p)
     add_cluster_options(p)
     p.set_defaults(run=_run)
 
 
-def _settings(args: argparse.Namespace) -> SamplingSettings:
+def _settings(args: argparse.Namespace) -> "SamplingSettings":
+    from curta_chain.errors import ConfigError
+    from curta_chain.inference import SamplingSettings, q16
+    from curta_chain.inference.sampling import MASK64, MAX_TEMPERATURE, ONE
+
     temperature = q16(args.temperature, "--temperature", MAX_TEMPERATURE * ONE)
     seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(8), "little")
     if not 0 <= seed <= MASK64:
@@ -88,31 +87,43 @@ def _settings(args: argparse.Namespace) -> SamplingSettings:
     return SamplingSettings(temperature, q16(args.top_p, "--top-p", ONE), seed)
 
 
-def _load(args: argparse.Namespace) -> Artifact:
+def _load(args: argparse.Namespace) -> "Artifact":
+    from curta_chain.artifact import read_artifact
+    from curta_chain.chain.fetch import fetch_artifact
+    from curta_chain.errors import ConfigError
+
     path = Path(args.source)
     if path.exists():
         return read_artifact(path)
     try:
-        address = Pubkey.from_string(args.source)
-    except ValueError as exc:
+        address = parse_pubkey(args.source, "SOURCE")
+    except ConfigError as exc:
         raise ConfigError(f"{args.source}: no such file, and not a model address") from exc
+    reporter = make_reporter(args, lines_to_stderr=True)
+    loaded: list[Artifact] = []
 
-    async def fetch(_target: Cluster, connection: Connection) -> Artifact:
-        return await fetch_artifact(
-            connection.client, connection.program_id, address, args.allow_unsealed
-        )
+    async def main(target: Cluster, chain: "Connection") -> int:
+        with reporter.waiting(f"model {address} to be read"):
+            loaded.append(
+                await fetch_artifact(chain.client, chain.program_id, address, args.allow_unsealed)
+            )
+        return 0
 
-    return run_on_cluster(args, fetch)
+    run_on_cluster(args, main, target=resolve(args, reporter))
+    return loaded[0]
 
 
 def _run(args: argparse.Namespace) -> int:
+    from curta_chain.inference import IntModel, Tokenizer, generate, plan_run
+    from curta_chain.inference.tokenizer import STOP_TOKENS
+
     settings = _settings(args)
     if args.on_chain:
         return _run_on_chain(args, settings)
     artifact = _load(args)
     model, tokenizer = IntModel.from_artifact(artifact), Tokenizer.from_artifact(artifact)
     plan = plan_run(model, tokenizer, args.prompt, args.steps)
-    text_mode = args.output != "json"
+    text_mode = not is_json(args)
     stream = codecs.getincrementaldecoder("utf-8")(errors="replace")
     prompt_bytes = tokenizer.decode(plan.prompt_ids[1:])
     if text_mode:
@@ -160,28 +171,35 @@ def _run(args: argparse.Namespace) -> int:
         "first_token_seconds": round(first - start, 6),
         "tokens_per_second": rate,
     }
-    print(json.dumps(result))
+    emit(args, result)
     return 0
 
 
-def _run_on_chain(args: argparse.Namespace, settings: SamplingSettings) -> int:
+def _run_on_chain(args: argparse.Namespace, settings: "SamplingSettings") -> int:
+    from curta_chain.chain.run_onchain import run_on_chain
+    from curta_chain.errors import ConfigError
+
     try:
-        address = Pubkey.from_string(args.source)
-    except ValueError as exc:
+        address = parse_pubkey(args.source, "SOURCE")
+    except ConfigError as exc:
         raise ConfigError(
             f"--on-chain runs a model on chain: {args.source!r} is not an address"
         ) from exc
-    text_mode = args.output != "json"
+    text_mode = not is_json(args)
     stream = codecs.getincrementaldecoder("utf-8")(errors="replace")
     # The text is stdout; what the run does is said on stderr.
-    reporter = ConsoleReporter(out=sys.stderr) if text_mode else NullReporter()
+    reporter = make_reporter(args, lines_to_stderr=True)
+    target = resolve(args, reporter)
+    runs: list[OnChainRun] = []
 
     def show(piece: bytes) -> None:
         if text_mode and piece:
             sys.stdout.write(stream.decode(piece))
             sys.stdout.flush()
 
-    async def body(target: Cluster, chain: Connection) -> OnChainRun:
+    async def main(target: Cluster, chain: "Connection") -> int:
+        from curta_chain.cli.confirm import confirm_spend
+
         def confirm(rent: int, size: int) -> None:
             what = (
                 f"a run account of {size:,} bytes on {address} (its rent comes back when the "
@@ -189,24 +207,29 @@ def _run_on_chain(args: argparse.Namespace, settings: SamplingSettings) -> int:
             )
             confirm_spend(args, chain.client.url, chain.genesis_hash, rent, what)
 
-        return await run_on_chain(
-            chain.client,
-            chain.program_id,
-            target.keypair(),
-            address,
-            args.prompt,
-            args.steps,
-            settings,
-            specs.Budget(compute_unit_price=args.with_compute_unit_price),
-            reporter,
-            show,
-            confirm=confirm,
-            close=args.close_run,
+        payer = target.keypair()
+        runs.append(
+            await run_on_chain(
+                chain.client,
+                chain.program_id,
+                payer,
+                address,
+                args.prompt,
+                args.steps,
+                settings,
+                # The run's steps set their own compute-unit limits: only the price is ours.
+                replace(budget_for(args, target.url), limit_compute=False),
+                reporter,
+                show,
+                confirm=confirm,
+                close=args.close_run,
+            )
         )
+        return 0
 
-    result = run_on_cluster(args, body)
-    if not text_mode:
-        print(json.dumps({**result.to_json(), "sampling": settings.to_json()}))
+    run_on_cluster(args, main, f"rerun the same `curta-chain run {address} --on-chain`", target)
+    result = runs[0]
+    if emit(args, {**result.to_json(), "sampling": settings.to_json()}):
         return 0
     sys.stdout.write(stream.decode(b"", final=True) + "\n")
     per_token = result.steps_per_token

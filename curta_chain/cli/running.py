@@ -1,26 +1,32 @@
-"""What every chain command shares: running against a cluster, output, budget, options."""
+"""Running a command against a cluster: the event loop, the program check, the budget.
+
+- ``run_on_cluster(args, body, resume_hint)``: connect (find the curta program and check
+  it is a shipped build) before anything else, then ``body(cluster, connection)``;
+  ``run_with_client`` is the same without the program (airdrop, deploy).
+- A failure to reach the node, or Ctrl-C, after at least one transaction was sent says
+  ``resume_hint``: those transactions may have landed, and a rerun picks up from them.
+  Before anything was sent there is nothing to resume, and no hint.
+- ``add_price_option`` and ``budget_for``: ``--with-compute-unit-price`` and the
+  compute-budget instructions off loopback.
+
+Like ``options``, this module imports the library only inside its functions.
+"""
 
 import argparse
-import asyncio
-import json
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
-from urllib.parse import urlparse
+from typing import TYPE_CHECKING, TypeVar
 
-from curta_chain.chain import specs
-from curta_chain.chain.cluster import CliConfig
-from curta_chain.chain.cluster import resolve_url as resolve_cluster_url
-from curta_chain.chain.rpc import RpcCallError, RpcClient
-from curta_chain.chain.session import Connection
-from curta_chain.cli.options import Cluster, resolve
-from curta_chain.errors import ConfigError, RpcError, SendGaveUpError
-from curta_chain.reporting import ConsoleReporter, NullReporter, Reporter
+from curta_chain.cli.options import Cluster, Interrupted, resolve
+
+if TYPE_CHECKING:
+    from curta_chain.chain import specs
+    from curta_chain.chain.rpc import RpcClient
+    from curta_chain.chain.session import Connection
+
+T = TypeVar("T")
 
 U64_MAX = 2**64 - 1
 """Lamports and micro-lamport prices travel as u64."""
-
-
-T = TypeVar("T")
 
 
 def add_price_option(parser: argparse.ArgumentParser) -> None:
@@ -33,69 +39,90 @@ def add_price_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def reporter_for(args: argparse.Namespace) -> Reporter:
-    """Where the command's lines go: nowhere with ``--output json``."""
-    return NullReporter() if args.output == "json" else ConsoleReporter()
-
-
-def budget_for(args: argparse.Namespace, url: str) -> specs.Budget:
+def budget_for(
+    args: argparse.Namespace, url: str, separate_fee_payer: bool = False
+) -> "specs.Budget":
     """Compute-budget instructions off loopback; the price ``--with-compute-unit-price``."""
+    from curta_chain.chain import specs
+    from curta_chain.chain.cluster import is_loopback
+    from curta_chain.errors import ConfigError
+
     price = args.with_compute_unit_price
     if price is not None and not 0 <= price <= U64_MAX:
         raise ConfigError(f"--with-compute-unit-price {price}: expected a count 0 to {U64_MAX}")
-    return specs.Budget(limit_compute=not _is_loopback(url), compute_unit_price=price)
-
-
-def _is_loopback(url: str) -> bool:
-    host = urlparse(url).hostname or ""
-    return host in ("localhost", "::1") or host.startswith("127.")
+    return specs.Budget(
+        limit_compute=not is_loopback(url),
+        compute_unit_price=price,
+        separate_fee_payer=separate_fee_payer,
+    )
 
 
 def run_on_cluster(
     args: argparse.Namespace,
-    body: Callable[[Cluster, Connection], Awaitable[T]],
+    body: "Callable[[Cluster, Connection], Awaitable[T]]",
     resume_hint: str | None = None,
+    target: Cluster | None = None,
 ) -> T:
     """Connect (find and check the program) before anything else, then run ``body``."""
 
-    async def connected(target: Cluster, client: RpcClient) -> T:
+    async def connected(target: Cluster, client: "RpcClient") -> T:
         return await body(target, await target.connect(client))
 
-    return run_with_client(args, connected, resume_hint)
+    return run_with_client(args, connected, resume_hint, target)
 
 
 def run_with_client(
     args: argparse.Namespace,
-    body: Callable[[Cluster, RpcClient], Awaitable[T]],
+    body: "Callable[[Cluster, RpcClient], Awaitable[T]]",
     resume_hint: str | None = None,
+    target: Cluster | None = None,
 ) -> T:
-    """Run ``body`` with a client for the cluster; a node lost between sends says how to resume."""
-    target = resolve(args)
+    """Run ``body(cluster, client)``; return its exit code.
+
+    Raises:
+        SendGaveUpError: the node stopped answering after something was sent.
+        Interrupted: Ctrl-C (``resume_hint`` set when something was sent).
+    """
+    import asyncio
+
+    from curta_chain.chain.rpc import RpcCallError
+    from curta_chain.errors import RpcError, SendGaveUpError
+
+    target = target or resolve(args)
+    clients: list[RpcClient] = []
 
     async def main() -> T:
         client = target.client()
+        clients.append(client)
         try:
             return await body(target, client)
         except RpcError as exc:
-            # The sender's give-ups say how to resume; so must a read between two sends
-            # that finds the node gone. A node that answered with an error is another matter.
-            if resume_hint is None or isinstance(exc, SendGaveUpError | RpcCallError):
+            # The sender's own give-ups already say how to resume; so must a read between
+            # two sends that finds the node gone. A node that answered with an error is
+            # another matter, and so is one that never took a transaction.
+            if (
+                resume_hint is None
+                or not client.sends
+                or isinstance(exc, SendGaveUpError | RpcCallError)
+            ):
                 raise
             raise SendGaveUpError(f"{exc}; {resume_hint}") from exc
         finally:
             await client.aclose()
 
-    return asyncio.run(main())
-
-
-def emit(args: argparse.Namespace, value: dict[str, object]) -> None:
-    """Print ``value`` as one JSON line, with ``--output json``."""
-    if args.output == "json":
-        print(json.dumps(value))
+    try:
+        return asyncio.run(main())
+    except KeyboardInterrupt:
+        sent = bool(clients and clients[0].sends)
+        raise Interrupted(resume_hint if sent else None) from None
 
 
 def resolve_url(text: str, option: str) -> str:
     """A second URL option (``--cross-check``): a moniker or URL, as ``-u`` takes."""
+    from curta_chain.chain.cluster import CliConfig
+    from curta_chain.chain.cluster import resolve_url as resolve_cluster_url
+    from curta_chain.errors import ConfigError
+
     try:
         return resolve_cluster_url(text, CliConfig())
     except ConfigError as exc:

@@ -3,14 +3,12 @@
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from curta_chain.constants import DEFAULT_STEPS
 from curta_chain.errors import PromptError
 from curta_chain.inference.forward import KVCache, forward
 from curta_chain.inference.model import IntModel
 from curta_chain.inference.sampling import SamplingSettings, Xorshift64Star, sample
 from curta_chain.inference.tokenizer import STOP_TOKENS, Tokenizer
-
-DEFAULT_STEPS = 256
-"""New tokens when the caller names no count (fewer if the context has less room)."""
 
 
 @dataclass(frozen=True)

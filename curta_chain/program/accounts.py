@@ -23,6 +23,13 @@ MODEL_ACCOUNT_SIZE = 856
 """A model account's size: discriminator, fields, 18 section slots of 40 bytes, seal slot."""
 
 _DISCRIMINATOR_SIZE = 8
+MODEL_AUTHORITY_OFFSET = _DISCRIMINATOR_SIZE
+"""Where a model account's authority starts: right after the discriminator."""
+
+
+def model_discriminator() -> bytes:
+    """The 8 bytes every model account starts with (Anchor's ``account:Model``)."""
+    return bytes(accounts_coder().acc_name_to_discriminator["Model"])
 
 
 class ModelState(enum.IntEnum):

@@ -333,63 +333,76 @@ def _transaction_size(
     payload: int,
     with_compute_budget: bool,
     versioned: bool,
+    fee_payer: bool = False,
 ) -> int:
-    """The serialized size of a one-signer transaction of ``instruction(signer, payload)``."""
+    """The serialized size of a transaction of ``instruction(signer, payload)``.
+
+    The signer pays the fee, or with ``fee_payer`` someone else does and signs too.
+    """
     signer = Pubkey(bytes([1] * 32))
+    payer = Pubkey(bytes([4] * 32)) if fee_payer else signer
     instructions = [instruction(signer, bytes(payload))]
     if with_compute_budget:
         instructions = [set_compute_unit_limit(1), set_compute_unit_price(1), *instructions]
+    signatures = [Signature.default()] * (2 if fee_payer else 1)
     if versioned:
-        message = MessageV0.try_compile(signer, instructions, [], Hash.default())
-        return len(bytes(VersionedTransaction.populate(message, [Signature.default()])))
-    return len(bytes(Transaction.new_unsigned(Message(instructions, signer))))
+        message = MessageV0.try_compile(payer, instructions, [], Hash.default())
+        return len(bytes(VersionedTransaction.populate(message, signatures)))
+    return len(bytes(Transaction.populate(Message(instructions, payer), signatures)))
 
 
 def largest_payload(
-    instruction: Callable[[Pubkey, bytes], Instruction], with_compute_budget: bool
+    instruction: Callable[[Pubkey, bytes], Instruction],
+    with_compute_budget: bool,
+    fee_payer: bool = False,
 ) -> int:
-    """The most bytes ``instruction(signer, data)`` carries in a one-signer 1,232-byte transaction.
+    """The most bytes ``instruction(signer, data)`` carries in a 1,232-byte transaction.
 
     Measured by serializing real transactions, legacy and v0 alike, and taking the smaller:
     a sender may use either.
 
     Args:
-        instruction: builds the instruction from its signer (the fee payer) and its data.
+        instruction: builds the instruction from its signer and its data.
         with_compute_budget: the transaction also carries SetComputeUnitLimit and
             SetComputeUnitPrice instructions.
+        fee_payer: a fee payer other than the signer signs too (a key and a signature more).
 
     Returns:
         The largest ``data`` length that keeps the transaction within ``MAX_TRANSACTION_SIZE``.
     """
     best = []
     for versioned in (False, True):
-        size = MAX_TRANSACTION_SIZE - _transaction_size(
-            instruction, 0, with_compute_budget, versioned
-        )
+
+        def size(payload: int, versioned: bool = versioned) -> int:
+            return _transaction_size(
+                instruction, payload, with_compute_budget, versioned, fee_payer
+            )
+
+        payload = MAX_TRANSACTION_SIZE - size(0)
         # The data's compact-u16 length prefix grows by a byte past 127: step down to fit.
-        while (
-            _transaction_size(instruction, size, with_compute_budget, versioned)
-            > MAX_TRANSACTION_SIZE
-        ):
-            size -= 1
-        best.append(size)
+        while size(payload) > MAX_TRANSACTION_SIZE:
+            payload -= 1
+        best.append(payload)
     return min(best)
 
 
 @cache
-def max_write_payload(with_compute_budget: bool = False) -> int:
-    """The most weight bytes one writeWeights transaction (one signer) carries in 1,232 bytes.
+def max_write_payload(with_compute_budget: bool = False, fee_payer: bool = False) -> int:
+    """The most weight bytes one writeWeights transaction carries in 1,232 bytes.
 
     Args:
         with_compute_budget: the transaction also carries SetComputeUnitLimit and
             SetComputeUnitPrice instructions.
+        fee_payer: a fee payer other than the authority signs too.
 
     Returns:
         The largest ``data`` length that keeps the transaction within ``MAX_TRANSACTION_SIZE``.
     """
     weight, program = Pubkey(bytes([2] * 32)), Pubkey(bytes([3] * 32))
     return largest_payload(
-        lambda signer, data: write_weights(program, signer, weight, 0, data), with_compute_budget
+        lambda signer, data: write_weights(program, signer, weight, 0, data),
+        with_compute_budget,
+        fee_payer,
     )
 
 

@@ -42,9 +42,17 @@ def test_config_file_gives_defaults(tmp_path):
     assert str(cluster.keypair_path(None, config)) == "/tmp/id.json"
 
 
-def test_missing_config_is_empty_and_malformed_config_is_refused(tmp_path):
+def test_missing_default_config_is_empty_a_named_one_and_malformed_config_are_refused(
+    tmp_path, monkeypatch
+):
+    monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.config/solana/cli/config.yml there
+    default = tmp_path / ".config" / "solana" / "cli" / "config.yml"
+    assert cluster.read_cli_config() == cluster.CliConfig(path=default)
     absent = tmp_path / "absent.yml"
-    assert cluster.read_cli_config(absent) == cluster.CliConfig(path=absent)
+    with pytest.raises(ConfigError, match=r"absent\.yml: no such Solana CLI config file \(-C\)"):
+        cluster.read_cli_config(absent)
+    # deploy names the file it will create.
+    assert cluster.read_cli_config(absent, may_be_new=True) == cluster.CliConfig(path=absent)
     bad = tmp_path / "bad.yml"
     bad.write_text("json_rpc_url http://x\n")
     with pytest.raises(ConfigError, match=r"bad\.yml:1: expected 'key: value'"):

@@ -31,7 +31,7 @@ PROGRAM_ID = Pubkey.from_string(LOCALNET_PROGRAM_ID)
 
 def cli_json(capsys, *args: str) -> dict:
     capsys.readouterr()
-    code = main([*args, "--output", "json"])
+    code = main([*args, "--output", "json-compact"])
     out, err = capsys.readouterr()
     assert code == 0, err
     return json.loads(out.strip().splitlines()[-1])

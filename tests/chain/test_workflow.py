@@ -1,20 +1,16 @@
 """publish, seal and verify end to end over real HTTP on the embedded localnet."""
 
-import asyncio
 import json
 from pathlib import Path
 
 import pytest
-from solders.instruction import Instruction
+from chain_helpers import begin_sealing_on_chain, land, write_bytes_on_chain
 from solders.keypair import Keypair
 from solders.pubkey import Pubkey
 
 from curta_chain import program
 from curta_chain.artifact import Artifact, read_artifact
 from curta_chain.chain.cluster import write_keypair
-from curta_chain.chain.rpc import RpcClient
-from curta_chain.chain.sender import Sender, TxSpec
-from curta_chain.chain.transport import HttpTransport
 from curta_chain.cli import main
 from curta_chain.constants import HASH_CHUNK_SIZE, LOCALNET_PROGRAM_ID
 from curta_chain.program import shipped_programs
@@ -36,12 +32,12 @@ class Cli:
         return code, out, err
 
     def json(self, *args: str, keypair: bool = True) -> dict:
-        code, out, err = self(*args, "--output", "json", keypair=keypair)
+        code, out, err = self(*args, "--output", "json-compact", keypair=keypair)
         assert code == 0, err
         return json.loads(out.strip().splitlines()[-1])
 
     def json_fail(self, *args: str) -> dict:
-        code, out, err = self(*args, "--output", "json", keypair=False)
+        code, out, err = self(*args, "--output", "json-compact", keypair=False)
         assert code == 1, err
         return json.loads(out.strip().splitlines()[-1])
 
@@ -59,26 +55,6 @@ def art260k(tmp_path, stories260k: Artifact) -> Path:
     path = tmp_path / "stories260K.curta"
     path.write_bytes(stories260k.data)
     return path
-
-
-def land(url: str, authority: Keypair, ix: Instruction) -> None:
-    """Land one transaction of ``ix``, signed and paid by ``authority``."""
-
-    async def run():
-        client = RpcClient(HttpTransport(url))
-        try:
-            await Sender(client, authority).send([TxSpec((ix,))])
-        finally:
-            await client.aclose()
-
-    asyncio.run(run())
-
-
-def write_bytes_on_chain(url: str, authority: Keypair, account: Pubkey, offset: int, data: bytes):
-    """Land one writeWeights transaction: how a byte gets changed on chain."""
-    land(
-        url, authority, program.write_weights(PROGRAM_ID, authority.pubkey(), account, offset, data)
-    )
 
 
 def test_stories260k_publish_seal_verify_and_rerun_sends_nothing(cli, art260k, stories260k):
@@ -102,12 +78,15 @@ def test_stories260k_publish_seal_verify_and_rerun_sends_nothing(cli, art260k, s
     assert report["ok"] and report["differences"] == []
     code, out, _ = cli("verify", model, str(art260k), keypair=False)
     lines = out.splitlines()
-    assert code == 0 and lines[-1].startswith(f"verified {model}")
-    # First the program it trusts: the localnet's preloaded build, which nobody can upgrade.
-    assert lines[0] == f"program        {LOCALNET_PROGRAM_ID}"
-    assert lines[1].startswith(f"program sha256 {shipped_programs()[0].sha256} ")
-    assert lines[2] == "upgrade auth.  none: nobody can change the program"
-    assert lines[4].startswith(f"trusted node   {cli.url} ")
+    # The verdict and both hashes first.
+    assert code == 0 and lines[0] == f"verified {model}: sealed, every byte matches {art260k}"
+    assert lines[1] == f"declared hash  {stories260k.weights_hash().hex()}  (the model's, sealed)"
+    assert lines[2] == f"artifact hash  {stories260k.weights_hash().hex()}  ({art260k}: the same)"
+    # Then the program it trusts: the localnet's preloaded build, which nobody can upgrade.
+    assert lines[3] == f"program        {LOCALNET_PROGRAM_ID}"
+    assert lines[4].startswith(f"program sha256 {shipped_programs()[0].sha256} ")
+    assert lines[5] == "upgrade auth.  none: nobody can change the program"
+    assert lines[7].startswith(f"trusted node   {cli.url} ")
 
     status = cli.json("status", model, keypair=False)
     assert status["state"] == "sealed"
@@ -130,6 +109,18 @@ def test_a_byte_changed_before_sealing_fails_naming_the_chunk_then_reopen_fixes_
     original = stories260k.sections[1][offset]
     write_bytes_on_chain(cli.url, authority, weight, offset, bytes([original ^ 0x01]))
 
+    # Given the artifact, seal sees the upload is not the artifact's and sends nothing.
+    code, out, err = cli("seal", model, str(art260k))
+    assert code == 1 and out == ""
+    assert err == (
+        f"error: model {model} is not fully uploaded: 1 byte differs in sections [1] from "
+        f"{art260k}; finish with `curta-chain publish {art260k}` before sealing (sealing now "
+        f"would freeze them and end failed); nothing was sent\n"
+    )
+    assert cli.json("status", model, keypair=False)["state"] == "uploading"
+
+    # Sealing begun anyway: the seal ends failed, and with the artifact names the chunk.
+    begin_sealing_on_chain(cli.url, authority, Pubkey.from_string(model))
     code, out, _ = cli("seal", model, str(art260k))
     assert code == 1
     start = offset // HASH_CHUNK_SIZE * HASH_CHUNK_SIZE
@@ -293,7 +284,10 @@ def test_an_unreachable_node_gives_up_with_a_one_line_error(capsys, tmp_path, ar
     down = Cli(capsys, "http://127.0.0.1:9", path)
     code, _, err = down("publish", str(art260k), "--rpc-timeout", "0.5")
     assert code == 1
-    assert err.startswith("error: http://127.0.0.1:9: no usable answer for")
+    assert err == (
+        "error: http://127.0.0.1:9: connection refused: no RPC node is listening there "
+        "(start one with `curta-chain localnet`)\n"
+    )
     assert len(err.strip().splitlines()) == 1
 
 

@@ -32,7 +32,7 @@ def run(capsys, *args: str) -> tuple[int, str, str]:
 
 
 def run_json(capsys, *args: str) -> dict:
-    code, out, err = run(capsys, *args, "--output", "json")
+    code, out, err = run(capsys, *args, "--output", "json-compact")
     assert code == 0, err
     return json.loads(out)
 
@@ -124,7 +124,7 @@ def test_a_non_utf8_prompt_from_the_command_line(tmp_path, art260k):
 
 def chain_cli(capsys, url: str, keypair: Path, *args: str) -> dict:
     capsys.readouterr()
-    code = main([*args, "-u", url, "-k", str(keypair), "--output", "json"])
+    code = main([*args, "-u", url, "-k", str(keypair), "--output", "json-compact"])
     out, err = capsys.readouterr()
     assert code == 0, err
     return json.loads(out.strip().splitlines()[-1])

@@ -466,8 +466,8 @@ def cli_command(*args: str) -> list[str]:
 
 
 def run_cli(*args: str, timeout: float = 300) -> tuple[int, dict[str, Any] | None, str]:
-    """Run ``curta-chain *args --output json``; return (exit code, last JSON line, stderr)."""
-    done = run_plain(*args, "--output", "json", timeout=timeout)
+    """Run ``curta-chain *args --output json-compact``; return (exit code, the JSON, stderr)."""
+    done = run_plain(*args, "--output", "json-compact", timeout=timeout)
     lines = done.stdout.strip().splitlines()
     return done.returncode, json.loads(lines[-1]) if lines else None, done.stderr
 
@@ -484,9 +484,9 @@ def run_plain(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[s
 
 
 def start_cli(*args: str) -> subprocess.Popen[str]:
-    """Start ``curta-chain *args --output json`` in the background."""
+    """Start ``curta-chain *args --output json-compact`` in the background."""
     return subprocess.Popen(
-        cli_command(*args, "--output", "json"),
+        cli_command(*args, "--output", "json-compact"),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

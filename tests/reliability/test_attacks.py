@@ -188,6 +188,7 @@ def test_1_a_fabricated_sealed_model_under_a_stand_in_does_not_verify(
     trusting = ("--program-hash", STANDIN.sha256)
     done = run_plain("verify", str(fake.model), str(art_file), *under_standin, *trusting)
     lines = done.stdout.splitlines()
+    lines = lines[next(i for i, line in enumerate(lines) if line.startswith("program  ")) :]
     assert lines[1].endswith("NOT a shipped build)") and lines[4].startswith("WARNING: ")
     record(ROW.format(1, "a fabricated sealed model under a stand-in"), lost_lamports=0)
 
@@ -261,7 +262,7 @@ def test_3_prefunded_addresses_are_allocated_and_assigned_and_publish_goes_on(
             f"and assigned with its own signature, topped up by "
             f"{max(0, planned[str(address)]['rent'] - lamports):,}"
         ) in done.stdout
-    assert done.stdout.strip().splitlines()[-1] == str(model)
+    assert f"Model: {model}" in done.stdout.splitlines()
     assert (
         before - balance(localnet.url, victim.pubkey())
         == dry["plan"]["rent_lamports"] + dry["plan"]["fee_lamports"]
@@ -348,8 +349,11 @@ def test_4_rent_is_the_runtimes_formula_whatever_size():
 def verify_lines(
     url: str, model: str, art: Path, config: Path, *extra: str
 ) -> tuple[int, list[str]]:
+    """verify's exit code and its lines from the program's on (after the verdict and hashes)."""
     done = run_plain("verify", model, str(art), "-u", url, "-C", str(config), *extra)
-    return done.returncode, (done.stdout + done.stderr).splitlines()
+    lines = (done.stdout + done.stderr).splitlines()
+    start = next((i for i, line in enumerate(lines) if line.startswith("program  ")), 0)
+    return done.returncode, lines[start:]
 
 
 def test_5_an_upgrade_that_swaps_the_program_is_reported_and_require_final_refuses_it(

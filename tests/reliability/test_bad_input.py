@@ -549,7 +549,7 @@ CASES: dict[str, Case] = {
     ),
     "url nobody listens": (
         with_url("http://127.0.0.1:9", "--rpc-timeout", "0.5"),
-        r"http://127.0.0.1:9: no usable answer for",
+        r"http://127.0.0.1:9: connection refused: no RPC node is listening there",
     ),
     "rpc timeout zero": (
         lambda ctx: ctx.chain("publish", ctx.art(), "--rpc-timeout", "0"),
@@ -675,7 +675,7 @@ CASES: dict[str, Case] = {
             "-k",
             str(ctx.file("poor.json", json.dumps(list(bytes(Keypair()))).encode())),
         ],
-        r"payer \w+ has 0.000000000 SOL; deploying needs 0.10\d+ SOL \(short by 0.10\d+ "
+        r"payer \w+ has 0.000000000 SOL; deploying needs 0\.\d+ SOL \(short by 0\.\d+ "
         r"SOL\); nothing was sent",
     ),
     # -- deploy ---------------------------------------------------------------------------

@@ -144,7 +144,7 @@ def test_the_largest_model_end_to_end_over_the_localnet(largest: Artifact, local
         write = program.write_weights(P, owner.pubkey(), plan.weight_accounts[17], last, flipped)
         await Sender(client, owner).send([TxSpec((write,))])
         started = time.monotonic()
-        failed = await seal(client, P, owner, address, largest)
+        failed = await seal(client, P, owner, address, largest, check_upload=False)
         timings["failed seal"] = time.monotonic() - started
         assert failed.state == ModelState.FAILED
         assert failed.first_bad_chunk is not None and failed.first_bad_chunk.section == 17

@@ -1,0 +1,62 @@
+"""The progress display on a real 80-column terminal (a pty): publish and seal a 16 MB model.
+
+Every frame the bar draws must fit in 79 columns (the 80th makes some terminals wrap), so
+each redraw overwrites the last instead of scrolling a new line; a seal interrupted and
+rerun says it resumed and ends with the bar full.
+"""
+
+import re
+
+from pty_helper import Terminal, curta
+
+from curta_chain.chain.cluster import write_keypair
+
+ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+
+
+def frames(text: str) -> list[str]:
+    return [f for f in re.split(r"[\r\n]", ANSI.sub("", text)) if f.strip()]
+
+
+def bar_frames(text: str, label: str) -> list[str]:
+    return [f for f in frames(text) if re.match(rf"{label} +\d+% ", f)]
+
+
+def test_publish_and_seal_on_an_80_column_terminal(localnet, fund, tmp_path, stories15m):
+    art, keypair = tmp_path / "m.curta", tmp_path / "id.json"
+    art.write_bytes(stories15m.data)
+    write_keypair(fund(localnet.url, 200), keypair)
+    via = ["-u", localnet.url, "-k", str(keypair)]
+
+    publish = Terminal(curta("publish", str(art), *via), columns=80, cwd=tmp_path)
+    out = publish.finish()
+    assert publish.process.returncode == 0, out
+    uploads = bar_frames(out, "upload")
+    assert len(uploads) >= 3, out  # redrawn on a timer, in place
+    assert max(len(f) for f in uploads) <= 79
+    assert uploads[-1].startswith("upload 100% [")
+    # The bar's frames are joined by carriage returns: it added one line, not one a redraw.
+    bar_text = ANSI.sub("", out)[out.index("upload") :]
+    assert bar_text.split("\n", 1)[0].count("\r") >= len(uploads) - 1
+    model = re.search(r"^Model: (\w+)", ANSI.sub("", out), re.MULTILINE)[1]
+
+    seal = Terminal(curta("seal", model, *via), columns=80, cwd=tmp_path)
+    seal.expect_match(r"seal +[2-9]\d% \[")  # the seal is a fifth of the way through
+    seal.interrupt()
+    out = seal.finish()
+    assert seal.process.returncode == 130
+    assert f"error: interrupted; rerun `curta-chain seal {model}` to resume" in ANSI.sub("", out)
+    assert max(len(f) for f in bar_frames(out, "seal")) <= 79
+
+    again = Terminal(curta("seal", model, *via), columns=80, cwd=tmp_path)
+    out = again.finish()
+    assert again.process.returncode == 0, out
+    text = ANSI.sub("", out)
+    resumed = r"resuming the seal at chunk \d+ of 256 \(section \d"
+    assert any(re.match(resumed, f) for f in frames(out))
+    seals = bar_frames(out, "seal")
+    first = int(re.match(r"seal +(\d+)%", seals[0])[1])
+    assert first >= 20  # the bar starts where the chain is
+    assert seals[-1].startswith("seal 100% [##")
+    assert max(len(f) for f in seals) <= 79
+    assert f"sealed {model}" in text

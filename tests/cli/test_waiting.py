@@ -1,0 +1,209 @@
+"""Never waiting in silence: fast failures, waits that say what they wait for, Ctrl-C.
+
+A node that has never answered is not there: a refused connection or a host name that
+does not resolve fails within a second or two. A node that answered and then stopped is
+waited for, saying so. A resume hint is given only once something was sent.
+"""
+
+import asyncio
+import contextlib
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import pytest
+from solana.rpc.api import Client
+from solders.keypair import Keypair
+
+from curta_chain.chain.cluster import load_keypair, write_keypair
+from curta_chain.chain.transport import FIRST_CONTACT_GRACE, HttpTransport
+from curta_chain.errors import RpcError
+from curta_chain.localnet import start_in_thread
+
+
+def free_port() -> int:
+    """A port nothing listens on (it was free a moment ago)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+PUBLISH_HINT = "rerun `curta-chain publish` with the same artifact and keypair to resume"
+
+
+def curta(*args: str, **kwargs) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "curta_chain", *args], capture_output=True, text=True, **kwargs
+    )
+
+
+class Recorder:
+    """A reporter that remembers what it was told to wait for."""
+
+    def __init__(self) -> None:
+        self.waits: list[str] = []
+
+    @contextlib.contextmanager
+    def waiting(self, what: str):
+        recorder = self
+
+        class Handle:
+            def update(self, what: str) -> None:
+                recorder.waits.append(what)
+
+        self.waits.append(what)
+        yield Handle()
+
+
+def post_once(url: str, **kwargs) -> float:
+    async def run() -> None:
+        transport = HttpTransport(url, **kwargs)
+        try:
+            await transport.post({"jsonrpc": "2.0", "id": 1, "method": "getHealth"})
+        finally:
+            await transport.aclose()
+
+    started = time.monotonic()
+    asyncio.run(run())
+    return time.monotonic() - started
+
+
+def test_a_refused_connection_fails_within_two_seconds_with_one_line():
+    url = f"http://127.0.0.1:{free_port()}"
+    started = time.monotonic()
+    with pytest.raises(RpcError) as refused:
+        post_once(url)
+    assert FIRST_CONTACT_GRACE <= time.monotonic() - started < 2 + FIRST_CONTACT_GRACE
+    assert str(refused.value) == (
+        f"{url}: connection refused: no RPC node is listening there "
+        f"(start one with `curta-chain localnet`)"
+    )
+
+
+def test_a_host_name_that_does_not_resolve_fails_at_once():
+    started = time.monotonic()
+    with pytest.raises(RpcError, match=r"cannot resolve the host curta-chain-test\.invalid"):
+        post_once("http://curta-chain-test.invalid:8899")
+    assert time.monotonic() - started < 5  # one resolver round trip, no retries
+
+
+def test_a_node_that_answered_and_stopped_is_waited_for_saying_so():
+    handle = start_in_thread()
+    recorder = Recorder()
+
+    async def run() -> None:
+        transport = HttpTransport(handle.url, give_up_after=2.0, reporter=recorder)
+        try:
+            await transport.post({"jsonrpc": "2.0", "id": 1, "method": "getHealth"})
+            handle.stop()
+            await transport.post({"jsonrpc": "2.0", "id": 2, "method": "getHealth"})
+        finally:
+            await transport.aclose()
+
+    started = time.monotonic()
+    with pytest.raises(RpcError, match=r"no usable answer for 1\.\d s \(last: connection refused"):
+        asyncio.run(run())
+    assert 1.5 < time.monotonic() - started < 5
+    host = handle.url.removeprefix("http://")
+    assert recorder.waits[0] == f"{host} to answer (connection refused)"
+
+
+def test_publish_against_nothing_fails_fast_with_no_resume_hint(tmp_path, stories260k):
+    art, keypair = tmp_path / "m.curta", tmp_path / "id.json"
+    art.write_bytes(stories260k.data)
+    write_keypair(Keypair(), keypair)
+    url = f"http://127.0.0.1:{free_port()}"
+    started = time.monotonic()
+    out = curta("publish", str(art), "-u", url, "-k", str(keypair), "--rpc-timeout", "5")
+    assert time.monotonic() - started < 10  # the interpreter's start-up, then ~1 s
+    assert out.returncode == 1 and out.stdout == ""
+    assert out.stderr.startswith(f"error: {url}: connection refused") and "rerun" not in out.stderr
+    assert out.stderr.count("\n") == 1
+
+
+def test_devnet_unreachable_here_fails_at_once(tmp_path):
+    # No network but the package registries here: -u d must not retry for a minute.
+    started = time.monotonic()
+    out = curta("status", "11111111111111111111111111111111", "-u", "d", "-C", "/dev/null")
+    assert time.monotonic() - started < 15
+    assert out.returncode == 1 and out.stderr.startswith("error: https://api.devnet.solana.com")
+    assert out.stderr.count("\n") == 1
+
+
+class Silent:
+    """A port whose kernel completes connections that nobody ever answers."""
+
+    def __enter__(self) -> str:
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(16)
+        return f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+
+    def __exit__(self, *exc) -> None:
+        self.sock.close()
+
+
+def interrupt_after(argv: list[str], seconds: float) -> tuple[int, str, str]:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "curta_chain", *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    time.sleep(seconds)
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=60)
+    return process.returncode, out, err
+
+
+def test_ctrl_c_before_anything_was_sent_gives_no_resume_hint():
+    with Silent() as url:
+        code, out, err = interrupt_after(
+            ["status", "11111111111111111111111111111111", "-u", url], 2.0
+        )
+    assert (code, out, err) == (130, "", "error: interrupted\n")
+
+
+def test_ctrl_c_mid_upload_says_how_to_resume(localnet, fund, tmp_path, stories15m):
+    art, keypair = tmp_path / "m.curta", tmp_path / "id.json"
+    art.write_bytes(stories15m.data)
+    write_keypair(fund(localnet.url, 200), keypair)
+    argv = ["publish", str(art), "-u", localnet.url, "-k", str(keypair), "--output", "json"]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "curta_chain", *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    # Wait until the accounts exist (their rent has left the payer): writes come next.
+    payer = load_keypair(keypair).pubkey()
+    client = Client(localnet.url)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and client.get_balance(payer).value > 150 * 10**9:
+        time.sleep(0.1)
+    time.sleep(1.0)
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 130 and out == ""
+    assert err == f"error: interrupted; {PUBLISH_HINT}\n"
+
+
+def test_publish_with_a_wallet_as_program_id_fails_within_two_seconds(
+    localnet, fund, tmp_path, stories260k
+):
+    # It once sent every write and gave up after nearly five minutes.
+    art, keypair = tmp_path / "m.curta", tmp_path / "id.json"
+    art.write_bytes(stories260k.data)
+    payer = fund(localnet.url, 10)
+    write_keypair(payer, keypair)
+    before = Client(localnet.url).get_balance(payer.pubkey()).value
+    argv = ["publish", str(art), "-u", localnet.url, "-k", str(keypair)]
+    started = time.monotonic()
+    out = curta(*argv, "--program-id", str(payer.pubkey()))
+    seconds = time.monotonic() - started
+    assert out.returncode == 1 and out.stdout == "" and out.stderr.count("\n") == 1
+    assert f"program {payer.pubkey()} is not an executable program" in out.stderr
+    assert seconds < 2.0 + 2.0  # the check, plus the interpreter's start-up on a busy machine
+    assert Client(localnet.url).get_balance(payer.pubkey()).value == before
