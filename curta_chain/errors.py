@@ -21,6 +21,7 @@ names the file, field, offset or account at fault and what was expected. The CLI
     │   ├── ProgramCheckError       the program id does not hold a shipped build (or is unknown)
     │   └── NodeMismatchError       a node's answer breaks the runtime's rules or another node's
     ├── RpcError                    the RPC node answered with an error or not at all
+    │   ├── RpcCallError            the node answered a call with a JSON-RPC error object
     │   └── SendGaveUpError         the sender exhausted its retries; the work is resumable
     ├── NotConfirmedError           real money was not confirmed for spending; nothing was sent
     ├── LocalnetError               the embedded localnet cannot start or serve
@@ -29,6 +30,8 @@ names the file, field, offset or account at fault and what was expected. The CLI
 Foreign exceptions (OSError, httpx errors, solders parse errors) are mapped to these at
 the boundary where they happen, chained with ``from``.
 """
+
+from typing import Any
 
 
 class CurtaError(Exception):
@@ -87,6 +90,20 @@ class MirrorMismatchError(ChainError):
 
 class RpcError(CurtaError):
     """The RPC node answered with an error, or could not be reached."""
+
+
+class RpcCallError(RpcError):
+    """The node answered a call with a JSON-RPC error object.
+
+    Attributes:
+        code: the error's code (-32002: a transaction refused by preflight).
+        data: the error's ``data``, if any (a preflight failure's TransactionError and logs).
+    """
+
+    def __init__(self, method: str, error: dict[str, Any]):
+        self.code = error.get("code")
+        self.data = error.get("data")
+        super().__init__(f"{method}: RPC error {self.code}: {error.get('message', '')}")
 
 
 class SendGaveUpError(RpcError):

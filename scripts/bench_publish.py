@@ -30,16 +30,21 @@ from solders.transaction import Transaction
 
 from curta_chain import program
 from curta_chain.artifact.synthetic import synthetic_artifact
-from curta_chain.chain import specs
-from curta_chain.chain.plan import model_keypair
+from curta_chain.chain.context import ChainContext
+from curta_chain.chain.plan import NewAccount, model_keypair, weight_keypair
 from curta_chain.chain.publish import plan_publish, publish
 from curta_chain.chain.rpc import RpcClient
 from curta_chain.chain.seal import seal
-from curta_chain.chain.sender import Sender, sign
+from curta_chain.chain.specs import Transactions, sign
 from curta_chain.chain.transport import HttpTransport
-from curta_chain.constants import LAMPORTS_PER_SOL, LOCALNET_PROGRAM_ID
+from curta_chain.constants import LAMPORTS_PER_SOL, LOCALNET_PROGRAM_ID, WEIGHT_HEADER_SIZE
 
 PROGRAM_ID = Pubkey.from_string(LOCALNET_PROGRAM_ID)
+
+
+def transactions(authority: Keypair) -> Transactions:
+    """The curta transactions of ``authority``, who also pays (no compute budget)."""
+    return Transactions(PROGRAM_ID, authority.pubkey(), authority.pubkey())
 
 
 def start_localnet(port: int) -> subprocess.Popen[str]:
@@ -72,22 +77,18 @@ async def airdrop(client: RpcClient, who: Pubkey, sol: int) -> None:
 
 async def pipelined(url: str, artifact, authority: Keypair) -> dict[str, float]:
     client = RpcClient(HttpTransport(url), "confirmed")
-    budget = specs.Budget()
+    ctx = ChainContext(client, PROGRAM_ID, authority)
     try:
         await airdrop(client, authority.pubkey(), 1000)
-        plan = await plan_publish(client, PROGRAM_ID, authority, artifact, budget)
-        sender = Sender(client, authority)
+        plan = await plan_publish(ctx, artifact)
         # Accounts first (not timed), then the writes alone.
-        setup = replace(plan, writes=())
-        await publish(client, PROGRAM_ID, authority, artifact, setup, budget, sender=sender)
-        plan = await plan_publish(client, PROGRAM_ID, authority, artifact, budget)
+        await publish(ctx, artifact, replace(plan, writes=()))
+        plan = await plan_publish(ctx, artifact)
         started = time.perf_counter()
-        result = await publish(
-            client, PROGRAM_ID, authority, artifact, plan, budget, sender=Sender(client, authority)
-        )
+        result = await publish(ctx, artifact, plan)
         write_seconds = time.perf_counter() - started
         started = time.perf_counter()
-        sealed = await seal(client, PROGRAM_ID, authority, plan.model, artifact)
+        sealed = await seal(ctx, plan.model, artifact)
         seal_seconds = time.perf_counter() - started
         assert sealed.state == program.ModelState.SEALED, sealed.describe()
         return {
@@ -106,12 +107,11 @@ async def pipelined(url: str, artifact, authority: Keypair) -> dict[str, float]:
 async def naive_setup(url: str, artifact, authority: Keypair):
     """Create and bind a second model's accounts; return its plan (writes to send)."""
     client = RpcClient(HttpTransport(url), "confirmed")
-    budget = specs.Budget()
+    ctx = ChainContext(client, PROGRAM_ID, authority)
     try:
         await airdrop(client, authority.pubkey(), 1000)
-        plan = await plan_publish(client, PROGRAM_ID, authority, artifact, budget)
-        setup = replace(plan, writes=())
-        await publish(client, PROGRAM_ID, authority, artifact, setup, budget)
+        plan = await plan_publish(ctx, artifact)
+        await publish(ctx, artifact, replace(plan, writes=()))
         return plan
     finally:
         await client.aclose()
@@ -119,9 +119,7 @@ async def naive_setup(url: str, artifact, authority: Keypair):
 
 def naive(url: str, artifact, authority: Keypair, plan, sample: int) -> float:
     client = Client(url, commitment="confirmed")
-    write_specs = specs.write_specs(
-        PROGRAM_ID, authority.pubkey(), plan, artifact.sections, specs.Budget()
-    )
+    write_specs = transactions(authority).writes(plan, artifact.sections)
     started = time.perf_counter()
     for spec in write_specs[:sample]:
         blockhash = client.get_latest_blockhash().value.blockhash
@@ -138,42 +136,27 @@ def in_process(artifact, authority: Keypair, plan) -> float:
     svm = LiteSVM()
     svm.add_program(PROGRAM_ID, program.PROGRAM_BINARY.read_bytes())
     svm.airdrop(authority.pubkey(), 1000 * LAMPORTS_PER_SOL)
-    budget = specs.Budget()
+    txs = transactions(authority)
     blockhash = svm.latest_blockhash()
     model_kp = model_keypair(authority, plan.weights_hash, plan.scope)
-    setup = [
-        specs.create_model_spec(
-            PROGRAM_ID,
-            authority,
-            model_kp,
-            plan.weights_hash,
-            plan.section_lengths,
-            svm.minimum_balance_for_rent_exemption(program.MODEL_ACCOUNT_SIZE),
-            budget,
-        )
-    ]
-    from curta_chain.chain.plan import weight_keypair
-    from curta_chain.constants import WEIGHT_HEADER_SIZE
-
+    size = program.MODEL_ACCOUNT_SIZE
+    funding = NewAccount(plan.model, size, svm.minimum_balance_for_rent_exemption(size))
+    setup = [txs.create_model(model_kp, plan.weights_hash, plan.section_lengths, funding)]
     for i, length in enumerate(plan.section_lengths):
         kp = weight_keypair(authority, plan.weights_hash, plan.scope, i)
-        rent = svm.minimum_balance_for_rent_exemption(WEIGHT_HEADER_SIZE + length)
-        setup.append(
-            specs.bind_spec(PROGRAM_ID, authority, plan.model, kp, i, length, rent, budget)
-        )
+        size = WEIGHT_HEADER_SIZE + length
+        funding = NewAccount(kp.pubkey(), size, svm.minimum_balance_for_rent_exemption(size))
+        setup.append(txs.bind(plan.model, kp, i, funding))
     for spec in setup:
         result = svm.send_transaction(sign(spec, authority, blockhash))
         assert not hasattr(result, "err"), result
-    txs = [
-        sign(s, authority, blockhash)
-        for s in specs.write_specs(PROGRAM_ID, authority.pubkey(), plan, artifact.sections, budget)
-    ]
+    signed = [sign(s, authority, blockhash) for s in txs.writes(plan, artifact.sections)]
     started = time.perf_counter()
-    for tx in txs:
+    for tx in signed:
         result = svm.send_transaction(tx)
     elapsed = time.perf_counter() - started
     assert not hasattr(result, "err"), result
-    return len(txs) / elapsed
+    return len(signed) / elapsed
 
 
 def main() -> None:

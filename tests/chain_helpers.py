@@ -8,7 +8,8 @@ from solders.pubkey import Pubkey
 
 from curta_chain import program
 from curta_chain.chain.rpc import RpcClient
-from curta_chain.chain.sender import Sender, TxSpec
+from curta_chain.chain.sender import Sender
+from curta_chain.chain.specs import TxSpec
 from curta_chain.chain.transport import HttpTransport
 from curta_chain.constants import LOCALNET_PROGRAM_ID
 

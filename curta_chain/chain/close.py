@@ -14,17 +14,16 @@ it closed, and the rerun the rest.
 import time
 from dataclasses import dataclass
 
-from solders.keypair import Keypair
 from solders.pubkey import Pubkey
 from solders.system_program import TransferParams, transfer
 
-from curta_chain.chain import specs
 from curta_chain.chain.accounts import ZERO_KEY, require_model
-from curta_chain.chain.rpc import RpcClient
-from curta_chain.chain.sender import Sender, TxSpec, estimate_fees
+from curta_chain.chain.context import ChainContext
+from curta_chain.chain.fees import estimate_fees
+from curta_chain.chain.specs import TxSpec
 from curta_chain.errors import AccountError
 from curta_chain.program import ModelAccount, ModelState
-from curta_chain.reporting import NullReporter, Reporter, counted
+from curta_chain.reporting import counted
 
 
 def resume_hint(address: Pubkey) -> str:
@@ -61,72 +60,56 @@ class CloseResult:
         }
 
 
-async def close_cost(
-    client: RpcClient,
-    program_id: Pubkey,
-    authority: Pubkey,
-    address: Pubkey,
-    budget: specs.Budget | None = None,
-    payer: Keypair | None = None,
-) -> int:
-    """The fees closing the model from where it stands costs (``payer`` pays them).
+async def close_cost(ctx: ChainContext, address: Pubkey) -> int:
+    """The fees closing the model from where it stands costs (``ctx.payer`` pays them).
 
     Raises:
         AccountError: there is no curta model at ``address``.
     """
-    model = await require_model(client, program_id, address)
-    weights, last = specs.close_specs(
-        program_id, authority, address, _bound(model), budget or specs.Budget()
-    )
+    model = await require_model(ctx.client, ctx.program_id, address)
+    weights, last = ctx.transactions.closes(address, _bound(model))
     kinds = [(last, 1)] + ([(weights[0], len(weights))] if weights else [])
-    return await estimate_fees(client, payer.pubkey() if payer else authority, kinds)
+    return await estimate_fees(ctx.client, ctx.payer.pubkey(), kinds)
 
 
-async def close(
-    client: RpcClient,
-    program_id: Pubkey,
-    authority: Keypair,
-    address: Pubkey,
-    budget: specs.Budget | None = None,
-    reporter: Reporter | None = None,
-    sender: Sender | None = None,
-    recipient: Pubkey | None = None,
-) -> CloseResult:
+async def close(ctx: ChainContext, address: Pubkey, recipient: Pubkey | None = None) -> CloseResult:
     """Close every weight account still bound to ``address``, then the model itself.
 
-    ``recipient`` (default: the authority) receives the lamports; ``sender`` (default: one
-    paying with the authority) decides who pays the fees.
+    ``recipient`` (default: the authority) receives the lamports; ``ctx.payer`` pays the fees.
 
     Raises:
-        AccountError: the model is missing, not a model, sealed, or not ``authority``'s.
+        AccountError: the model is missing, not a model, sealed, or not ``ctx.authority``'s.
         ProgramError: the program refused a close (named from the IDL).
     """
-    budget = budget or specs.Budget()
-    reporter = reporter or NullReporter()
-    sender = sender or Sender(client, authority, resume_hint=resume_hint(address))
-    recipient = recipient or authority.pubkey()
+    client, authority = ctx.client, ctx.authority.pubkey()
+    sender = ctx.sender_for(resume_hint(address))
+    recipient = recipient or authority
     started = time.monotonic()
-    model = await require_model(client, program_id, address)
+    model = await require_model(client, ctx.program_id, address)
     if model.state == ModelState.SEALED:
         raise AccountError(f"model {address} is sealed: a sealed model never changes")
-    if model.authority != authority.pubkey():
+    if model.authority != authority:
         raise AccountError(f"model {address} belongs to {model.authority}; pass its keypair")
     bound = _bound(model)
     infos = await client.accounts([address, *(account for _, account in bound)], head=0)
     held = [info.lamports if info is not None else 0 for info in infos]
     before = await client.balance(recipient)
-    confirmed_before = sender.stats.confirmed
-    weights, last = specs.close_specs(program_id, authority.pubkey(), address, bound, budget)
-    if recipient != authority.pubkey():
+    weights, last = ctx.transactions.closes(address, bound)
+    if recipient != authority:
         weights = [
-            _passing_on(spec, authority.pubkey(), recipient, lamports)
+            _passing_on(spec, authority, recipient, lamports)
             for spec, lamports in zip(weights, held[1:], strict=True)
         ]
-        last = _passing_on(last, authority.pubkey(), recipient, held[0])
+        last = _passing_on(last, authority, recipient, held[0])
+    landed = 0
     if weights:
-        await sender.send(weights, what=f"{counted(len(weights), 'weight account')} to close")
-        reporter.line(f"closed {counted(len(weights), 'weight account')} of {address}")
-    await sender.send([last], what="the model's close")
+        sent = await sender.send(
+            weights, what=f"{counted(len(weights), 'weight account')} to close"
+        )
+        landed += sent.confirmed
+        ctx.reporter.line(f"closed {counted(len(weights), 'weight account')} of {address}")
+    sent = await sender.send([last], what="the model's close")
+    landed += sent.confirmed
     after = await client.balance(recipient)
     return CloseResult(
         model=address,
@@ -134,9 +117,9 @@ async def close(
         lamports_closed=sum(held),
         recipient=recipient,
         lamports_returned=after - before,
-        transactions=sender.stats.confirmed - confirmed_before,
+        transactions=landed,
         seconds=time.monotonic() - started,
-        last_signature=sender.stats.last_signature or None,
+        last_signature=sent.last_signature or None,
     )
 
 

@@ -24,16 +24,17 @@ from solders.keypair import Keypair
 from solders.pubkey import Pubkey
 from solders.system_program import ID as SYSTEM_PROGRAM_ID
 
-from curta_chain.chain import loader, specs
+from curta_chain.chain import loader
+from curta_chain.chain.context import ChainContext
+from curta_chain.chain.fees import estimate_fees, require_funds
 from curta_chain.chain.plan import NewAccount, WritePiece, derive_keypair, differing_pieces
 from curta_chain.chain.program_check import DeployedProgram, read_program
 from curta_chain.chain.rent import checked_rent, plan_new_accounts
 from curta_chain.chain.rpc import RpcClient
-from curta_chain.chain.sender import Sender, TxSpec, estimate_fees
+from curta_chain.chain.specs import Budget, TxSpec, new_account
 from curta_chain.constants import LAMPORTS_PER_SOL
-from curta_chain.errors import AccountError, InsufficientFundsError, ProgramCheckError
+from curta_chain.errors import AccountError, ProgramCheckError
 from curta_chain.program import ShippedProgram
-from curta_chain.reporting import NullReporter, Reporter
 
 RESUME_HINT = "rerun `curta-chain deploy` with the same keypair (and --program-keypair) to resume"
 """What a give-up tells the user: deploying resumes from the buffer on the chain."""
@@ -200,22 +201,21 @@ class DeployResult:
 
 
 async def plan_deploy(
-    client: RpcClient,
-    payer: Keypair,
-    program: Keypair,
-    build: ShippedProgram,
-    final: bool,
-    budget: specs.Budget,
+    ctx: ChainContext, program: Keypair, build: ShippedProgram, final: bool
 ) -> DeployPlan:
     """Read what the chain holds at the program's and the buffer's addresses; plan the rest.
+
+    ``ctx.payer`` pays and is the buffer's and the program's upgrade authority;
+    ``ctx.program_id`` is ``program``'s address.
 
     Raises:
         AccountError: an address holds something this deploy cannot use or resume from.
         ProgramCheckError: the program id holds another program, or one we may not finalize.
         NodeMismatchError: the node asks more rent than the runtime's formula gives.
     """
+    client, payer, budget = ctx.client, ctx.payer, ctx.budget
     genesis_hash = await client.genesis_hash()
-    program_id = program.pubkey()
+    program_id = _program_id(ctx, program)
     buffer = buffer_keypair(payer, genesis_hash, program_id, build).pubkey()
     chunk = loader.max_write_chunk(budget.limit_compute or budget.compute_unit_price is not None)
     elf = build.elf
@@ -244,8 +244,17 @@ async def plan_deploy(
             client, [(program_id, loader.PROGRAM_ACCOUNT_SIZE)]
         )
         plan = await _buffer(client, payer, replace(draft, new_program=new_program))
-    fees = await estimate_fees(client, payer.pubkey(), _fee_kinds(payer, program, plan, budget))
+    kinds = _fee_kinds(
+        payer, program, buffer_keypair(payer, genesis_hash, program_id, build), plan, budget
+    )
+    fees = await estimate_fees(client, payer.pubkey(), kinds)
     return replace(plan, fee_lamports=fees)
+
+
+def _program_id(ctx: ChainContext, program: Keypair) -> Pubkey:
+    if ctx.program_id != program.pubkey():
+        raise ValueError(f"the context's program id {ctx.program_id} is not {program.pubkey()}")
+    return ctx.program_id
 
 
 async def _deployed(client: RpcClient, payer: Keypair, draft: DeployPlan) -> DeployPlan:
@@ -297,9 +306,8 @@ async def _buffer(client: RpcClient, payer: Keypair, draft: DeployPlan) -> Deplo
 
 
 def _fee_kinds(
-    payer: Keypair, program: Keypair, plan: DeployPlan, budget: specs.Budget
+    payer: Keypair, program: Keypair, buffer: Keypair, plan: DeployPlan, budget: Budget
 ) -> list[tuple[TxSpec, int]]:
-    buffer = Keypair()  # any signer: a fee depends on how many sign, not on who
     kinds: list[tuple[TxSpec, int]] = []
     if plan.new_buffer is not None:
         kinds.append((_buffer_spec(payer, buffer, plan, budget), 1))
@@ -310,46 +318,26 @@ def _fee_kinds(
     return kinds
 
 
-def _buffer_spec(payer: Keypair, buffer: Keypair, plan: DeployPlan, budget: specs.Budget) -> TxSpec:
+def _buffer_spec(payer: Keypair, buffer: Keypair, plan: DeployPlan, budget: Budget) -> TxSpec:
     assert plan.new_buffer is not None
-    account = plan.new_buffer
-    create = specs.new_account(
-        payer.pubkey(),
-        buffer.pubkey(),
-        account.size,
-        loader.LOADER_V3,
-        account.rent,
-        account.existing,
-    )
+    create = new_account(payer.pubkey(), plan.new_buffer, loader.LOADER_V3)
     init = loader.initialize_buffer(buffer.pubkey(), payer.pubkey())
     return TxSpec((*budget.instructions(BUFFER_CU), *create, init), (buffer,))
 
 
-def _write_spec(
-    payer: Keypair, plan: DeployPlan, piece: WritePiece, budget: specs.Budget
-) -> TxSpec:
+def _write_spec(payer: Keypair, plan: DeployPlan, piece: WritePiece, budget: Budget) -> TxSpec:
     data = plan.build.elf[piece.offset : piece.offset + piece.length]
     write = loader.write(plan.buffer, payer.pubkey(), piece.offset, data)
     return TxSpec((*budget.instructions(WRITE_CU), write), (), piece.length)
 
 
-def _deploy_spec(
-    payer: Keypair, program: Keypair, plan: DeployPlan, budget: specs.Budget
-) -> TxSpec:
+def _deploy_spec(payer: Keypair, program: Keypair, plan: DeployPlan, budget: Budget) -> TxSpec:
     """Create the program and deploy (and make it final), or only make it final."""
     final = loader.set_upgrade_authority(plan.program_id, payer.pubkey(), None)
     if plan.new_program is None:
         return TxSpec((*budget.instructions(SET_AUTHORITY_CU), final))
-    account = plan.new_program
     ixs: list[Instruction] = [
-        *specs.new_account(
-            payer.pubkey(),
-            program.pubkey(),
-            account.size,
-            loader.LOADER_V3,
-            account.rent,
-            account.existing,
-        ),
+        *new_account(payer.pubkey(), plan.new_program, loader.LOADER_V3),
         loader.deploy_with_max_data_len(
             payer.pubkey(), program.pubkey(), plan.buffer, payer.pubkey(), len(plan.build.elf)
         ),
@@ -359,55 +347,40 @@ def _deploy_spec(
     return TxSpec((*budget.instructions(DEPLOY_CU), *ixs), (program,))
 
 
-async def check_deploy_funds(client: RpcClient, payer: Pubkey, plan: DeployPlan) -> None:
+async def check_deploy_funds(ctx: ChainContext, plan: DeployPlan) -> None:
     """Raise unless the payer can carry the deploy through.
 
     Raises:
         InsufficientFundsError: the balance is short; names by how much.
     """
-    balance = await client.balance(payer)
-    if balance < plan.funds_needed:
-        short = plan.funds_needed - balance
-        raise InsufficientFundsError(
-            f"payer {payer} has {balance / LAMPORTS_PER_SOL:.9f} SOL; deploying needs "
-            f"{plan.funds_needed / LAMPORTS_PER_SOL:.9f} SOL (short by "
-            f"{short / LAMPORTS_PER_SOL:.9f} SOL); nothing was sent"
-        )
+    await require_funds(ctx.client, ctx.payer.pubkey(), plan.funds_needed, "deploying needs")
 
 
-async def deploy(
-    client: RpcClient,
-    payer: Keypair,
-    program: Keypair,
-    plan: DeployPlan,
-    budget: specs.Budget,
-    reporter: Reporter | None = None,
-    sender: Sender | None = None,
-) -> DeployResult:
+async def deploy(ctx: ChainContext, program: Keypair, plan: DeployPlan) -> DeployResult:
     """Carry out ``plan``; return the program as the chain then holds it.
 
     Raises:
         ProgramCheckError: after the deploy, the program does not hold the build.
         SendGaveUpError: the node stayed unreachable; rerunning resumes from the buffer.
     """
-    reporter = reporter or NullReporter()
-    sender = sender or Sender(client, payer, resume_hint=RESUME_HINT)
+    client, payer, budget, reporter = ctx.client, ctx.payer, ctx.budget, ctx.reporter
+    sender = ctx.sender_for(RESUME_HINT)
     started = time.monotonic()
-    confirmed_before = sender.stats.confirmed
+    landed = 0
     genesis_hash = await client.genesis_hash()
     if plan.new_buffer is not None:
         buffer = buffer_keypair(payer, genesis_hash, plan.program_id, plan.build)
-        await sender.send([_buffer_spec(payer, buffer, plan, budget)])
+        landed += (await sender.send([_buffer_spec(payer, buffer, plan, budget)])).confirmed
         reporter.line(f"created buffer {plan.buffer}")
     if plan.writes:
         writes = [_write_spec(payer, plan, piece, budget) for piece in plan.writes]
         bar = reporter.progress("write", sum(p.length for p in plan.writes), len(writes))
         try:
-            await sender.send(writes, bar)
+            landed += (await sender.send(writes, bar)).confirmed
         finally:
             bar.close()
     if plan.new_program is not None or plan.set_final:
-        await sender.send([_deploy_spec(payer, program, plan, budget)])
+        landed += (await sender.send([_deploy_spec(payer, program, plan, budget)])).confirmed
     deployed = await read_program(client, plan.program_id)
     if plan.build.sha256 not in deployed.hashes or (plan.final and deployed.upgradeable):
         raise ProgramCheckError(
@@ -415,6 +388,4 @@ async def deploy(
             f"{deployed.upgrade_authority} after the deploy, not {plan.build.name}"
             + (" with none" if plan.final else "")
         )
-    return DeployResult(
-        plan, deployed, sender.stats.confirmed - confirmed_before, time.monotonic() - started
-    )
+    return DeployResult(plan, deployed, landed, time.monotonic() - started)

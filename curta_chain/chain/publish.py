@@ -8,25 +8,31 @@ frozen (a rerun after a crash reopens only the rest); a sealing or sealed one ta
 (``frozen_differences`` says whether its frozen bytes are the artifact's), and a closing one
 is refused.
 
-With a fee payer other than the authority (``Sender.payer``), the fee payer pays the fees
-and the rent of what is created, as ``solana program deploy --fee-payer`` does; the
-authority signs what it must.
+Planning is split as the data flows: ``read_state`` reads what the chain holds (the only
+I/O), ``plan_from_state`` decides what to create, reopen and write from it alone (pure, so
+unit tests build states by hand), and ``plan_publish`` adds the fees the node asks.
+
+With a fee payer other than the authority (``ChainContext.fee_payer``), the fee payer pays
+the fees and the rent of what is created, as ``solana program deploy --fee-payer`` does;
+the authority signs what it must.
 """
 
 import asyncio
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from solders.keypair import Keypair
 from solders.pubkey import Pubkey
 from solders.system_program import ID as SYSTEM_PROGRAM_ID
 
 from curta_chain import program
 from curta_chain.artifact import Artifact
-from curta_chain.chain import specs
 from curta_chain.chain.accounts import ZERO_KEY, read_model, read_section, read_weight_header
+from curta_chain.chain.context import ChainContext
+from curta_chain.chain.fees import estimate_fees, require_funds
 from curta_chain.chain.plan import (
     ClusterScope,
+    NewAccount,
     PublishPlan,
     WritePiece,
     differing_pieces,
@@ -36,11 +42,11 @@ from curta_chain.chain.plan import (
 )
 from curta_chain.chain.rent import plan_new_accounts
 from curta_chain.chain.rpc import RpcClient
-from curta_chain.chain.sender import Sender, TxSpec, estimate_fees
-from curta_chain.constants import LAMPORTS_PER_SOL, WEIGHT_HEADER_SIZE
-from curta_chain.errors import AccountError, InsufficientFundsError
+from curta_chain.chain.specs import TxSpec
+from curta_chain.constants import WEIGHT_HEADER_SIZE
+from curta_chain.errors import AccountError
 from curta_chain.program import ModelState
-from curta_chain.reporting import NullReporter, Reporter, counted
+from curta_chain.reporting import counted
 
 RESUME_HINT = "rerun `curta-chain publish` with the same artifact and keypair to resume"
 """What a give-up tells the user: publishing resumes from the chain alone."""
@@ -103,155 +109,192 @@ class PublishResult:
         }
 
 
-async def plan_publish(
-    client: RpcClient,
-    program_id: Pubkey,
-    authority: Keypair,
-    artifact: Artifact,
-    budget: specs.Budget,
-    fee_payer: Pubkey | None = None,
-) -> PublishPlan:
-    """Read what the chain holds for this artifact and authority; plan the rest.
+@dataclass(frozen=True)
+class PublishState:
+    """What the chain holds for one artifact and authority: all a plan is made from.
 
-    Addresses are derived for this cluster (its genesis hash, read from ``client``) and
-    ``program_id``. Rent is the runtime's formula, checked against the node's answer.
-    ``fee_payer`` (default: the authority) is who the fees are computed for.
+    ``read_state`` reads it; ``plan_from_state`` plans from it without the network.
+    """
+
+    scope: ClusterScope
+    model_address: Pubkey
+    derived_weights: tuple[Pubkey, ...]
+    """Each section's derived weight account address (used where a slot is unbound)."""
+    model: program.ModelAccount | None
+    """The model at its derived address; None while nothing (or only lamports) is there."""
+    sections: tuple[bytes | None, ...]
+    """The chain's bytes of each section; None where nothing was read (a new account, or a
+    model that takes no writes)."""
+    frozen: tuple[int, ...]
+    """A failed model's sections whose weight account is still frozen."""
+    funding: tuple[NewAccount, ...]
+    """The accounts a plan may create: each one's checked rent and the lamports it holds."""
+
+
+async def read_state(ctx: ChainContext, artifact: Artifact) -> PublishState:
+    """Read what the chain holds for ``artifact`` under ``ctx``'s authority and program.
+
+    Addresses are derived for this cluster (its genesis hash, read from the node) and the
+    program. Rent is the runtime's formula, checked against the node's answer. A model that
+    is not this artifact's, or takes no writes, has none of its bytes read.
 
     Raises:
         AccountError: a derived address holds something that is not this model's.
         NodeMismatchError: the node asks more rent than the runtime's formula gives.
     """
+    client, authority = ctx.client, ctx.authority
     weights_hash = artifact.weights_hash()
     lengths = tuple(len(s) for s in artifact.sections)
-    scope = ClusterScope(await client.genesis_hash(), program_id)
+    scope = ClusterScope(await client.genesis_hash(), ctx.program_id)
     model_address = model_keypair(authority, weights_hash, scope).pubkey()
-    model = await _existing_model(client, program_id, model_address)
-    payload = budget.write_payload()
-    derived = [
+    derived = tuple(
         weight_keypair(authority, weights_hash, scope, i).pubkey() for i in range(len(lengths))
-    ]
-
-    reopen: tuple[int, ...] = ()
+    )
+    model = await _existing_model(client, ctx.program_id, model_address)
+    sections: list[bytes | None] = [None] * len(lengths)
+    frozen: tuple[int, ...] = ()
+    unbound: list[tuple[Pubkey, int]] = []
     if model is None:
-        state, accounts, create = "new", tuple(derived), tuple(range(len(lengths)))
-        chain_sections: list[bytes | None] = [None] * len(lengths)
+        unbound.append((model_address, program.MODEL_ACCOUNT_SIZE))
+        unbound += [(derived[i], WEIGHT_HEADER_SIZE + n) for i, n in enumerate(lengths)]
+    elif model.state != ModelState.CLOSING and (
+        _mismatch(model_address, model, authority.pubkey(), weights_hash, lengths) is None
+    ):
+        slots = model.sections
+        bound = [i for i, slot in enumerate(slots) if slot.weight_account != ZERO_KEY]
+        unbound += [
+            (derived[i], WEIGHT_HEADER_SIZE + lengths[i])
+            for i in range(len(lengths))
+            if i not in bound
+        ]
+        if model.state in (ModelState.UPLOADING, ModelState.FAILED):  # those take writes
+            read = await asyncio.gather(
+                *(read_section(client, slots[i].weight_account, lengths[i]) for i in bound)
+            )
+            sections = [None] * len(lengths)
+            for i, data in zip(bound, read, strict=True):
+                sections[i] = data
+        if model.state == ModelState.FAILED:
+            still = await _frozen_sections(
+                client, ctx.program_id, tuple(slots[i].weight_account for i in bound)
+            )
+            frozen = tuple(bound[i] for i in still)
+    funding = await plan_new_accounts(client, unbound) if unbound else ()
+    return PublishState(scope, model_address, derived, model, tuple(sections), frozen, funding)
+
+
+def plan_from_state(
+    state: PublishState, artifact: Artifact, authority: Pubkey, payload: int
+) -> PublishPlan:
+    """Plan publishing ``artifact`` from what the chain holds; no network, fees left at 0.
+
+    ``payload`` is the weight bytes one write carries (``Budget.write_payload``).
+
+    Raises:
+        AccountError: the model at the derived address is another authority's, declares
+            another hash or other section lengths, or is being closed.
+    """
+    weights_hash = artifact.weights_hash()
+    lengths = tuple(len(s) for s in artifact.sections)
+    model, address = state.model, state.model_address
+    if model is None:
+        status, accounts, create = "new", state.derived_weights, tuple(range(len(lengths)))
+        chain_sections: Sequence[bytes | None] = state.sections
     else:
-        _check_model_matches(model_address, model, authority.pubkey(), weights_hash, lengths)
+        mismatch = _mismatch(address, model, authority, weights_hash, lengths)
+        if mismatch is not None:
+            raise AccountError(mismatch)
         if model.state == ModelState.CLOSING:
             raise AccountError(
-                f"model {model_address} is being closed: finish `curta-chain close "
-                f"{model_address}`, then publish again"
+                f"model {address} is being closed: finish `curta-chain close "
+                f"{address}`, then publish again"
             )
-        state = model.state.name.lower()
+        status = model.state.name.lower()
         accounts = tuple(
-            slot.weight_account if slot.weight_account != ZERO_KEY else derived[i]
+            slot.weight_account if slot.weight_account != ZERO_KEY else state.derived_weights[i]
             for i, slot in enumerate(model.sections)
         )
         create = tuple(i for i, s in enumerate(model.sections) if s.weight_account == ZERO_KEY)
-        if model.state == ModelState.FAILED:
-            reopen = await _frozen_sections(client, program_id, accounts)
-        if model.state in (ModelState.SEALING, ModelState.SEALED):
-            # Nothing to write: sealed is final, and a seal under way is left to finish (a
-            # failed one is reopened by the next publish).
-            chain_sections = list(artifact.sections)
-        else:
-            chain_sections = await asyncio.gather(
-                *(
-                    _none() if i in create else read_section(client, accounts[i], lengths[i])
-                    for i in range(len(lengths))
-                )
-            )
+        # Sealed is final, and a seal under way is left to finish (a failed one is reopened
+        # by the next publish): neither takes writes.
+        takes_writes = model.state in (ModelState.UPLOADING, ModelState.FAILED)
+        chain_sections = state.sections if takes_writes else list(artifact.sections)
     writes = interleave(
         [
             differing_pieces(i, bytes(section), chain_sections[i], payload)
             for i, section in enumerate(artifact.sections)
         ]
     )
-    sizes = [(accounts[i], WEIGHT_HEADER_SIZE + lengths[i]) for i in create]
-    if model is None:
-        sizes.insert(0, (model_address, program.MODEL_ACCOUNT_SIZE))
-    draft = PublishPlan(
-        model=model_address,
+    created = ([address] if model is None else []) + [accounts[i] for i in create]
+    funding = {account.address: account for account in state.funding}
+    return PublishPlan(
+        model=address,
         weights_hash=weights_hash,
-        scope=scope,
+        scope=state.scope,
         section_lengths=lengths,
         weight_accounts=accounts,
-        state=state,
+        state=status,
         create_model=model is None,
-        reopen_sections=reopen,
+        reopen_sections=state.frozen
+        if model is not None and model.state == ModelState.FAILED
+        else (),
         create_sections=create,
         writes=tuple(writes),
         payload_per_write=payload,
-        new_accounts=await plan_new_accounts(client, sizes),
+        new_accounts=tuple(funding[a] for a in created),
         fee_lamports=0,
     )
-    fees = await _fees(
-        client, program_id, authority, draft, artifact, budget, fee_payer or authority.pubkey()
-    )
-    return replace(draft, fee_lamports=fees)
 
 
-async def check_funds(client: RpcClient, payer: Pubkey, plan: PublishPlan) -> int:
+async def plan_publish(ctx: ChainContext, artifact: Artifact) -> PublishPlan:
+    """Read what the chain holds for this artifact and authority; plan the rest, with fees.
+
+    ``ctx.payer`` is who the fees are computed for.
+
+    Raises:
+        AccountError: a derived address holds something that is not this model's.
+        NodeMismatchError: the node asks more rent than the runtime's formula gives.
+    """
+    state = await read_state(ctx, artifact)
+    plan = plan_from_state(state, artifact, ctx.authority.pubkey(), ctx.budget.write_payload())
+    return replace(plan, fee_lamports=await _fees(ctx, plan, artifact))
+
+
+async def check_funds(ctx: ChainContext, plan: PublishPlan) -> int:
     """Return the payer's balance.
 
     Raises:
         InsufficientFundsError: the balance is below the plan's cost; names the shortfall.
     """
-    balance = await client.balance(payer)
-    if balance < plan.cost_lamports:
-        short = plan.cost_lamports - balance
-        raise InsufficientFundsError(
-            f"payer {payer} has {balance / LAMPORTS_PER_SOL:.9f} SOL; publishing costs "
-            f"{plan.cost_lamports / LAMPORTS_PER_SOL:.9f} SOL (short by "
-            f"{short / LAMPORTS_PER_SOL:.9f} SOL); nothing was sent"
-        )
-    return balance
+    return await require_funds(
+        ctx.client, ctx.payer.pubkey(), plan.cost_lamports, "publishing costs"
+    )
 
 
-async def publish(
-    client: RpcClient,
-    program_id: Pubkey,
-    authority: Keypair,
-    artifact: Artifact,
-    plan: PublishPlan,
-    budget: specs.Budget,
-    reporter: Reporter | None = None,
-    sender: Sender | None = None,
-) -> PublishResult:
+async def publish(ctx: ChainContext, artifact: Artifact, plan: PublishPlan) -> PublishResult:
     """Carry out ``plan``: create the model, reopen it if failed, create and bind, upload.
 
-    ``sender`` (default: one paying with ``authority``) decides who pays: its payer pays
-    the fees and the rent; the authority must be the payer or one of its cosigners.
+    ``ctx.payer`` pays the fees and the rent; the authority cosigns when it is not the payer.
     """
-    reporter = reporter or NullReporter()
-    sender = sender or Sender(client, authority, resume_hint=RESUME_HINT, reporter=reporter)
-    funder = sender.payer.pubkey()
+    reporter, authority = ctx.reporter, ctx.authority
+    sender = ctx.sender_for(RESUME_HINT)
+    txs = ctx.transactions
     started = time.monotonic()
-    confirmed_before = sender.stats.confirmed
-    lengths = plan.section_lengths
+    landed = 0
     signatures = PublishSignatures()
     if plan.create_model:
         model_kp = model_keypair(authority, plan.weights_hash, plan.scope)
-        funding = plan.new_account(plan.model)
-        spec = specs.create_model_spec(
-            program_id,
-            authority,
-            model_kp,
-            plan.weights_hash,
-            lengths,
-            funding.rent,
-            budget,
-            existing=funding.existing,
-            funder=funder,
+        spec = txs.create_model(
+            model_kp, plan.weights_hash, plan.section_lengths, plan.new_account(plan.model)
         )
-        await sender.send([spec], what="the model account's creation")
-        signatures = replace(signatures, create_model=sender.stats.last_signature)
+        sent = await sender.send([spec], what="the model account's creation")
+        landed += sent.confirmed
+        signatures = replace(signatures, create_model=sent.last_signature)
         reporter.line(f"created model {plan.model}")
     if plan.reopen_sections:
-        await sender.send(
-            specs.reopen_specs(program_id, authority.pubkey(), plan, budget), what="the reopen"
-        )
-        signatures = replace(signatures, reopen=sender.stats.last_signature)
+        sent = await sender.send(txs.reopens(plan), what="the reopen")
+        landed += sent.confirmed
+        signatures = replace(signatures, reopen=sent.last_signature)
         reporter.line(
             f"reopened failed model {plan.model} for rewriting "
             f"({counted(len(plan.reopen_sections), 'weight account')})"
@@ -260,27 +303,14 @@ async def publish(
         binds: list[TxSpec] = []
         for i in plan.create_sections:
             kp = weight_keypair(authority, plan.weights_hash, plan.scope, i)
-            funding = plan.new_account(kp.pubkey())
-            binds.append(
-                specs.bind_spec(
-                    program_id,
-                    authority,
-                    plan.model,
-                    kp,
-                    i,
-                    lengths[i],
-                    funding.rent,
-                    budget,
-                    existing=funding.existing,
-                    funder=funder,
-                )
-            )
-        await sender.send(binds, what=f"{len(binds)} weight accounts' creation")
-        signatures = replace(signatures, bind=tuple(sender.stats.signatures[-len(binds) :]))
+            binds.append(txs.bind(plan.model, kp, i, plan.new_account(kp.pubkey())))
+        sent = await sender.send(binds, what=f"{len(binds)} weight accounts' creation")
+        landed += sent.confirmed
+        signatures = replace(signatures, bind=tuple(sent.signatures))
         reporter.line(f"created and bound {len(binds)} weight accounts")
     if plan.writes:
-        writes = specs.write_specs(program_id, authority.pubkey(), plan, artifact.sections, budget)
-        total = sum(lengths)
+        writes = txs.writes(plan, artifact.sections)
+        total = sum(plan.section_lengths)
         done = total - plan.write_bytes if plan.state != "new" else 0
         if done:
             reporter.note(
@@ -289,13 +319,12 @@ async def publish(
             )
         bar = reporter.progress("upload", done + plan.write_bytes, len(writes), done_bytes=done)
         try:
-            await sender.send(writes, bar)
+            sent = await sender.send(writes, bar)
         finally:
             bar.close()
-        signatures = replace(signatures, writes=len(writes), last_write=sender.stats.last_signature)
-    return PublishResult(
-        plan, sender.stats.confirmed - confirmed_before, time.monotonic() - started, signatures
-    )
+        landed += sent.confirmed
+        signatures = replace(signatures, writes=len(writes), last_write=sent.last_signature)
+    return PublishResult(plan, landed, time.monotonic() - started, signatures)
 
 
 async def frozen_differences(
@@ -319,26 +348,28 @@ async def frozen_differences(
     ]
 
 
-def _check_model_matches(
+def _mismatch(
     address: Pubkey,
     model: program.ModelAccount,
     authority: Pubkey,
     weights_hash: bytes,
     lengths: tuple[int, ...],
-) -> None:
+) -> str | None:
+    """Why the model at ``address`` is not this artifact's under ``authority`` (None: it is)."""
     if model.authority != authority:
-        raise AccountError(f"model {address} belongs to {model.authority}, not to {authority}")
+        return f"model {address} belongs to {model.authority}, not to {authority}"
     if model.declared_hash != weights_hash:
-        raise AccountError(
+        return (
             f"model {address} declares hash {model.declared_hash.hex()}, the artifact's is "
             f"{weights_hash.hex()}"
         )
     chain_lengths = tuple(slot.length for slot in model.sections)
     if chain_lengths != lengths:
-        raise AccountError(
+        return (
             f"model {address} has section lengths {list(chain_lengths)}, "
             f"the artifact {list(lengths)}"
         )
+    return None
 
 
 async def _existing_model(
@@ -354,10 +385,6 @@ async def _existing_model(
         raise
 
 
-async def _none() -> None:
-    return None
-
-
 async def _frozen_sections(
     client: RpcClient, program_id: Pubkey, accounts: tuple[Pubkey, ...]
 ) -> tuple[int, ...]:
@@ -368,56 +395,23 @@ async def _frozen_sections(
     return tuple(i for i, header in enumerate(headers) if header.frozen)
 
 
-async def _fees(
-    client: RpcClient,
-    program_id: Pubkey,
-    authority: Keypair,
-    plan: PublishPlan,
-    artifact: Artifact,
-    budget: specs.Budget,
-    fee_payer: Pubkey,
-) -> int:
+async def _fees(ctx: ChainContext, plan: PublishPlan, artifact: Artifact) -> int:
     """Ask the node what each kind of transaction in the plan costs, times how many."""
+    txs, authority = ctx.transactions, ctx.authority
     kinds: list[tuple[TxSpec, int]] = []
     if plan.create_model:
         kp = model_keypair(authority, plan.weights_hash, plan.scope)
-        spec = specs.create_model_spec(
-            program_id,
-            authority,
-            kp,
-            plan.weights_hash,
-            plan.section_lengths,
-            0,
-            budget,
-            funder=fee_payer,
-        )
-        kinds.append((spec, 1))
+        funding = NewAccount(kp.pubkey(), program.MODEL_ACCOUNT_SIZE, 0)
+        kinds.append((txs.create_model(kp, plan.weights_hash, plan.section_lengths, funding), 1))
     if plan.create_sections:
         i = plan.create_sections[0]
         kp = weight_keypair(authority, plan.weights_hash, plan.scope, i)
-        spec = specs.bind_spec(
-            program_id,
-            authority,
-            plan.model,
-            kp,
-            i,
-            plan.section_lengths[i],
-            0,
-            budget,
-            funder=fee_payer,
-        )
-        kinds.append((spec, len(plan.create_sections)))
+        funding = NewAccount(kp.pubkey(), WEIGHT_HEADER_SIZE + plan.section_lengths[i], 0)
+        kinds.append((txs.bind(plan.model, kp, i, funding), len(plan.create_sections)))
     if plan.writes:
-        (spec,) = specs.write_specs(
-            program_id,
-            authority.pubkey(),
-            replace(plan, writes=plan.writes[:1]),
-            artifact.sections,
-            budget,
-        )
+        (spec,) = txs.writes(replace(plan, writes=plan.writes[:1]), artifact.sections)
         kinds.append((spec, len(plan.writes)))
     if plan.reopen_sections:
-        first = replace(plan, reopen_sections=plan.reopen_sections[:1])
-        (spec,) = specs.reopen_specs(program_id, authority.pubkey(), first, budget)
+        (spec,) = txs.reopens(replace(plan, reopen_sections=plan.reopen_sections[:1]))
         kinds.append((spec, len(plan.reopen_sections)))
-    return await estimate_fees(client, fee_payer, kinds)
+    return await estimate_fees(ctx.client, ctx.payer.pubkey(), kinds)

@@ -2,7 +2,10 @@
 
 ``RpcClient`` builds each request body, hands it to a transport (which alone owns HTTP)
 and turns the answer into plain Python values or a ``CurtaError``. Batches go out as one
-JSON-RPC batch request, which a validator answers in one round trip.
+JSON-RPC batch request, which a validator answers in one round trip. An error object the
+node answers with is an ``RpcCallError``; what a failed transaction means to our program is
+the program layer's to say (``program.transaction_error``), as anchorpy translates errors in
+its program namespace, not in its RPC client.
 """
 
 import base64
@@ -14,8 +17,8 @@ from solders.hash import Hash
 from solders.message import Message
 from solders.pubkey import Pubkey
 
-from curta_chain.constants import MAX_SIGNATURE_STATUSES, SEND_TRANSACTION_PREFLIGHT_FAILURE
-from curta_chain.errors import ChainError, ProgramError, RpcError
+from curta_chain.constants import MAX_SIGNATURE_STATUSES
+from curta_chain.errors import ChainError, RpcCallError, RpcError
 
 MAX_ACCOUNTS_PER_CALL = 100
 """getMultipleAccounts answers at most 100 keys."""
@@ -52,40 +55,6 @@ class SignatureStatus:
     slot: int
     confirmation: str | None
     err: Any
-
-
-class RpcCallError(RpcError):
-    """The node answered a call with a JSON-RPC error object."""
-
-    def __init__(self, method: str, error: dict[str, Any]):
-        self.code = error.get("code")
-        self.data = error.get("data")
-        super().__init__(f"{method}: RPC error {self.code}: {error.get('message', '')}")
-
-
-def transaction_error(err: Any, logs: Sequence[str] = ()) -> ChainError:
-    """Turn a TransactionError as JSON (from a status or a preflight) into our error.
-
-    A custom error of the curta program becomes the ``ProgramError`` named in the IDL. A
-    custom code the IDL does not name comes from another program of the transaction (the
-    System Program's 0 is AccountAlreadyInUse), so it is not called a curta error.
-    """
-    from curta_chain.program import error_name, program_error
-
-    if isinstance(err, dict) and "InstructionError" in err:
-        index, inner = err["InstructionError"]
-        if isinstance(inner, dict) and "Custom" in inner:
-            code = int(inner["Custom"])
-            if error_name(code) is not None:
-                return program_error(code)
-            return ProgramError(
-                f"instruction {index} failed: custom program error {code}, not a curta "
-                f"program error{f' ({logs[-1]})' if logs else ''}",
-                code=code,
-            )
-        return ProgramError(f"instruction {index} failed: {inner}", name=str(inner))
-    detail = f" ({logs[-1]})" if logs else ""
-    return ChainError(f"transaction failed: {err}{detail}")
 
 
 class RpcClient:
@@ -296,26 +265,27 @@ class RpcClient:
 
     # Writes.
 
-    def send_call(self, transaction: bytes) -> tuple[str, list[Any]]:
-        """The sendTransaction call for a signed transaction; preflight is skipped."""
-        return (
-            "sendTransaction",
-            [
-                base64.b64encode(transaction).decode(),
-                {"encoding": "base64", "skipPreflight": True, "maxRetries": 0},
-            ],
-        )
+    def send_call(self, transaction: bytes, preflight: bool = False) -> tuple[str, list[Any]]:
+        """The sendTransaction call for a signed transaction (for ``batch``).
 
-    async def send_checked(self, transaction: bytes) -> str:
-        """Send with preflight: a failing simulation raises the program's named error."""
-        params = [
-            base64.b64encode(transaction).decode(),
-            {"encoding": "base64", "preflightCommitment": self.commitment},
-        ]
-        try:
-            return str(await self.call("sendTransaction", params))
-        except RpcCallError as exc:
-            raise preflight_error(exc) from exc
+        Without ``preflight`` the node neither simulates it nor retries it: the sender
+        watches statuses and re-signs itself.
+        """
+        config: dict[str, Any] = {"encoding": "base64"}
+        if preflight:
+            config["preflightCommitment"] = self.commitment
+        else:
+            config.update(skipPreflight=True, maxRetries=0)
+        return "sendTransaction", [base64.b64encode(transaction).decode(), config]
+
+    async def send_transaction(self, transaction: bytes, preflight: bool = True) -> str:
+        """Send one signed transaction; return its signature.
+
+        Raises:
+            RpcCallError: the node refused it (-32002 carries a failed preflight's
+                TransactionError and logs: ``program.preflight_error`` names it).
+        """
+        return str(await self.call(*self.send_call(transaction, preflight)))
 
     async def request_airdrop(self, pubkey: Pubkey, lamports: int) -> str:
         """Ask the node's faucet for ``lamports``; return the airdrop's signature."""
@@ -331,14 +301,6 @@ class RpcClient:
     async def aclose(self) -> None:
         """Close the transport."""
         await self.transport.aclose()
-
-
-def preflight_error(exc: RpcCallError) -> RpcError | ChainError:
-    """Map a failed preflight (-32002, with the TransactionError in ``data``) to our error."""
-    data = exc.data if isinstance(exc.data, dict) else {}
-    if exc.code == SEND_TRANSACTION_PREFLIGHT_FAILURE and data.get("err") is not None:
-        return transaction_error(data["err"], data.get("logs") or ())
-    return exc
 
 
 def _result(method: str, answer: Any) -> Any:

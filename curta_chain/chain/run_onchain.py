@@ -17,10 +17,9 @@ nothing changed); the flow then re-reads the chain and checks it against the mir
 import hashlib
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
-from solders.compute_budget import set_compute_unit_limit, set_compute_unit_price
 from solders.hash import Hash
 from solders.instruction import Instruction
 from solders.keypair import Keypair
@@ -29,19 +28,19 @@ from solders.system_program import CreateAccountParams, create_account
 
 from curta_chain import program
 from curta_chain.artifact import Artifact
-from curta_chain.chain import specs
 from curta_chain.chain.accounts import require_model
+from curta_chain.chain.context import ChainContext
 from curta_chain.chain.fetch import fetch_artifact
 from curta_chain.chain.rent import checked_rent
 from curta_chain.chain.rpc import RpcClient
-from curta_chain.chain.sender import Sender, TxSpec, sign, wait_for_signature
+from curta_chain.chain.sender import Sender, wait_for_signature
+from curta_chain.chain.specs import TxSpec, sign
 from curta_chain.constants import MAX_COMPUTE_UNITS, MAX_TRANSACTION_SIZE
 from curta_chain.errors import AccountError, InputError, MirrorMismatchError, ProgramError
 from curta_chain.inference import IntModel, SamplingSettings, Tokenizer, plan_run
 from curta_chain.program import FinishReason, ModelAccount, ModelState, Region, RunAccount, RunState
 from curta_chain.program.run_account import opened_run_data
 from curta_chain.program.run_mirror import Logged, RunMirror
-from curta_chain.reporting import NullReporter, Reporter
 
 OPEN_RUN_CU_BASE = 60_000
 OPEN_RUN_CU_PER_TOKEN = 14
@@ -141,31 +140,34 @@ class OnChainRun:
 class _Flow:
     """What every transaction of a run needs."""
 
-    client: RpcClient
+    ctx: ChainContext
     processed: RpcClient
-    program_id: Pubkey
-    payer: Keypair
+    sender: Sender
     model: Pubkey
     model_account: ModelAccount
     artifact: Artifact
-    sender: Sender
-    budget: specs.Budget
     on_piece: Callable[[bytes], None]
     signatures: list[str] = field(default_factory=list)
     opened: bool = False
+
+    @property
+    def payer(self) -> Keypair:
+        return self.ctx.payer
+
+    @property
+    def program_id(self) -> Pubkey:
+        return self.ctx.program_id
 
     def step_weights(self, sections: Sequence[int]) -> list[Pubkey]:
         slots = self.model_account.sections
         return [slots[0].weight_account, *(slots[i].weight_account for i in sections)]
 
-    def compute_budget(self, units: int) -> list[Instruction]:
-        out = [set_compute_unit_limit(units)]
-        if self.budget.compute_unit_price is not None:
-            out.append(set_compute_unit_price(self.budget.compute_unit_price))
-        return out
+    def compute_budget(self, units: int) -> tuple[Instruction, ...]:
+        """A run's transactions always set their own limit (and the price, if any)."""
+        return replace(self.ctx.budget, limit_compute=True).instructions(units)
 
     async def read_run(self, address: Pubkey, client: RpcClient | None = None) -> bytes | None:
-        info = await (client or self.client).account(address)
+        info = await (client or self.ctx.client).account(address)
         if info is None:
             return None
         if info.owner != self.program_id:
@@ -173,43 +175,36 @@ class _Flow:
         return info.data
 
     async def land(self, spec: TxSpec) -> None:
-        await self.sender.send([spec], commitment="processed")
-        self.signatures.append(self.sender.stats.last_signature)
+        sent = await self.sender.send([spec], commitment="processed")
+        self.signatures.append(sent.last_signature)
 
 
 async def run_on_chain(
-    client: RpcClient,
-    program_id: Pubkey,
-    payer: Keypair,
+    ctx: ChainContext,
     model: Pubkey,
     prompt: str,
     steps: int | None,
     settings: SamplingSettings,
-    budget: specs.Budget | None = None,
-    reporter: Reporter | None = None,
     on_piece: Callable[[bytes], None] | None = None,
-    sender: Sender | None = None,
     confirm: Callable[[int, int], None] | None = None,
     close: bool = False,
 ) -> OnChainRun:
     """Open (or find) the run account and crank it to its end, mirroring every step.
 
+    ``ctx.payer`` pays the rent and fees, opens the run and gets the rent back on close;
+    of ``ctx.budget`` only the compute-unit price counts (each step sets its own limit).
+
     Args:
-        client: the node.
-        program_id: the curta program.
-        payer: pays the rent and fees, opens the run, and gets the rent back on close.
+        ctx: the node, the program, the payer, the budget, the reporter (and sender).
         model: a sealed model.
         prompt: the text (tokenized on chain; the mirror tokenizes it too).
         steps: tokens to generate (None: as ``curta-chain run`` chooses).
         settings: temperature, top-p and seed.
-        budget: a compute-unit price, if any.
-        reporter: where progress lines go.
         on_piece: called with the prompt's bytes once the run is open, then with each
             generated token's bytes as its step lands.
-        sender: the transaction sender (one is made if not given).
         confirm: called before a new run is opened with the rent it locks and its size in
             bytes; it raises to stop before anything is sent.
-        close: close the finished run account, rent back to ``payer`` (by default it stays:
+        close: close the finished run account, rent back to the payer (by default it stays:
             it is the chain's record of what the model said).
 
     Raises:
@@ -219,11 +214,10 @@ async def run_on_chain(
         MirrorMismatchError: the chain's run account differs from the mirror's.
         ProgramError: the program refused a transaction (named from the IDL).
     """
+    client, program_id, payer, reporter = ctx.client, ctx.program_id, ctx.payer, ctx.reporter
     started = time.monotonic()
     if settings.greedy:
         settings = SamplingSettings(0, 0, 0)  # neither top-p nor the seed changes a token
-    budget = budget or specs.Budget()
-    reporter = reporter or NullReporter()
     model_account = await require_model(client, program_id, model)
     if model_account.state != ModelState.SEALED:
         raise AccountError(
@@ -237,15 +231,12 @@ async def run_on_chain(
     text = prompt.encode()
     keypair = run_keypair(payer, model, text, capacity, settings)
     flow = _Flow(
-        client=client,
+        ctx=ctx,
         processed=RpcClient(client.transport, "processed"),
-        program_id=program_id,
-        payer=payer,
+        sender=ctx.sender_for(resume_hint(model)),
         model=model,
         model_account=model_account,
         artifact=artifact,
-        sender=sender or Sender(client, payer, resume_hint=resume_hint(model)),
-        budget=budget,
         on_piece=on_piece or (lambda piece: None),
     )
     opened = opened_run_data(
@@ -397,7 +388,7 @@ async def _step_units(flow: _Flow, result: OnChainRun) -> list[int]:
             ("getTransaction", [sig, {"encoding": "json", "commitment": "confirmed"}])
             for sig in steps[i : i + TRANSACTIONS_PER_BATCH]
         ]
-        for answer in await flow.client.batch(calls):
+        for answer in await flow.ctx.client.batch(calls):
             meta = answer.get("meta") if isinstance(answer, dict) else None
             if meta is None:
                 raise AccountError("a step transaction's compute units could not be read back")

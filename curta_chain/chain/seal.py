@@ -24,18 +24,14 @@ import numpy as np
 from solders.keypair import Keypair
 from solders.pubkey import Pubkey
 
-from curta_chain import program
-from curta_chain.artifact import Artifact, HashStep, hash_steps
-from curta_chain.chain import specs
-from curta_chain.chain.accounts import read_bound_sections, require_model
+from curta_chain.artifact import INITIAL_HASH, Artifact, HashStep, hash_steps
+from curta_chain.chain.accounts import ZERO_KEY, read_bound_sections, require_model
+from curta_chain.chain.context import ChainContext
+from curta_chain.chain.fees import estimate_fees
 from curta_chain.chain.rpc import RpcClient
-from curta_chain.chain.sender import Sender, estimate_fees, wait_for_signature
-from curta_chain.constants import HASH_CHUNK_SIZE
+from curta_chain.chain.sender import wait_for_signature
 from curta_chain.errors import AccountError, MirrorMismatchError
 from curta_chain.program import ModelAccount, ModelState
-from curta_chain.reporting import NullReporter, Reporter
-
-ZERO_HASH = bytes(32)
 
 
 def resume_hint(address: Pubkey) -> str:
@@ -103,54 +99,37 @@ class SealResult:
         }
 
 
-async def seal_cost(
-    client: RpcClient,
-    program_id: Pubkey,
-    payer: Keypair,
-    address: Pubkey,
-    budget: specs.Budget | None = None,
-    authority: Pubkey | None = None,
-) -> tuple[int, int]:
+async def seal_cost(ctx: ChainContext, address: Pubkey) -> tuple[int, int]:
     """(transactions, fee lamports) that sealing the model from where it stands sends.
 
-    ``payer`` pays the fees; ``authority`` (default: the payer) begins the seal.
+    ``ctx.payer`` pays the fees; ``ctx.authority`` begins the seal.
 
     Raises:
         AccountError: there is no curta model at ``address``.
     """
-    budget = budget or specs.Budget()
-    model = await require_model(client, program_id, address)
+    model = await require_model(ctx.client, ctx.program_id, address)
     if model.state not in (ModelState.UPLOADING, ModelState.SEALING):
         return 0, 0
-    total = sum(-(-slot.length // HASH_CHUNK_SIZE) for slot in model.sections)
-    steps = total - model.chunks_hashed
-    account = model.sections[0].weight_account
-    kinds = [(specs.seal_step_spec(program_id, address, account, 0, budget), steps)]
+    steps = model.total_chunks - model.chunks_hashed
+    txs = ctx.transactions
+    kinds = [(txs.seal_step(address, model.sections[0].weight_account, 0), steps)]
     if model.state == ModelState.UPLOADING:
-        ix = program.begin_sealing(program_id, authority or payer.pubkey(), address)
-        kinds.append((specs.authority_spec(ix, specs.BEGIN_SEALING_CU, budget), 1))
-    fee = await estimate_fees(client, payer.pubkey(), kinds)
+        kinds.append((txs.begin_sealing(address), 1))
+    fee = await estimate_fees(ctx.client, ctx.payer.pubkey(), kinds)
     return steps + int(model.state == ModelState.UPLOADING), fee
 
 
 async def seal(
-    client: RpcClient,
-    program_id: Pubkey,
-    payer: Keypair,
+    ctx: ChainContext,
     address: Pubkey,
     artifact: Artifact | None = None,
-    budget: specs.Budget | None = None,
-    reporter: Reporter | None = None,
-    sender: Sender | None = None,
-    authority: Keypair | None = None,
     check_upload: bool = True,
 ) -> SealResult:
     """Begin sealing if the model is still uploading, then crank it to sealed or failed.
 
-    ``payer`` pays the fees; ``authority`` (default: the payer) begins the seal, and must
-    then be the payer or one of the sender's cosigners. Anyone may crank the steps. With
-    the artifact and ``check_upload``, an upload that is not the artifact's is refused
-    before anything is sent; without ``check_upload`` it is sealed, to end failed.
+    ``ctx.payer`` pays the fees; ``ctx.authority`` begins the seal (anyone may crank the
+    steps). With the artifact and ``check_upload``, an upload that is not the artifact's is
+    refused before anything is sent; without ``check_upload`` it is sealed, to end failed.
 
     Raises:
         AccountError: the model is missing, not a model, or not ready to seal; or, given
@@ -158,16 +137,16 @@ async def seal(
         MirrorMismatchError: the chain's running hash or cursor disagrees with the mirror.
         ProgramError: the program refused a step (named from the IDL).
     """
-    budget = budget or specs.Budget()
-    reporter = reporter or NullReporter()
-    sender = sender or Sender(client, payer, resume_hint=resume_hint(address), reporter=reporter)
-    authority = authority or payer
+    client, program_id, reporter = ctx.client, ctx.program_id, ctx.reporter
+    sender = ctx.sender_for(resume_hint(address))
+    txs = ctx.transactions
     started = time.monotonic()
+    landed = 0
     model = await require_model(client, program_id, address)
     _check_sealable(address, model)
     begin_signature = None
     if model.state == ModelState.UPLOADING:
-        _check_authority(address, model, authority)
+        _check_authority(address, model, ctx.authority)
         if artifact is not None and check_upload:
             with reporter.waiting("the chain's bytes to be read and compared with the artifact"):
                 await _check_uploaded(client, program_id, address, model, artifact)
@@ -178,66 +157,75 @@ async def seal(
                 f"seal ends failed and `curta-chain publish` must reopen and rewrite them (give "
                 f"`seal` the artifact to check the bytes first)"
             )
-        model = await _begin(client, program_id, authority, address, model, budget, sender)
-        begin_signature = sender.stats.last_signature
+        _check_bound(address, model)
+        began = await sender.send([txs.begin_sealing(address)], what="the seal's beginning")
+        landed += began.confirmed
+        begin_signature = began.last_signature
+        model = await require_model(client, program_id, address)
         reporter.line(f"began sealing {address}: each section freezes as the seal enters it")
     with reporter.waiting("the weight accounts' bytes to be read"):
         sections = await read_bound_sections(client, program_id, address, model)
-    steps = list(hash_steps(sections))
+    mirror = SealMirror(list(hash_steps(sections)))
     expected = _expected_steps(artifact, sections)
+    mirror.check(model)
     done = model.chunks_hashed
-    _check(model, steps, done)
     if done and model.state == ModelState.SEALING:
-        step = steps[done]
+        step = mirror.steps[done]
         reporter.note(
-            f"resuming the seal at chunk {done + 1} of {len(steps)} "
+            f"resuming the seal at chunk {done + 1} of {len(mirror.steps)} "
             f"(section {step.section} offset {step.offset:,})"
         )
-    steps_before = sender.stats.confirmed
     # Each step is checked as soon as it is processed: waiting a slot for every one of
     # them to be confirmed would make sealing 16 MB take minutes. The last step is then
     # waited for at the caller's commitment, so the result stands at that commitment.
     processed = RpcClient(client.transport, "processed")
+    last_step = ""
     bar = reporter.progress(
         "seal",
         sum(len(s) for s in sections),
-        len(steps),
-        done_bytes=sum(step.length for step in steps[:done]),
+        len(mirror.steps),
+        done_bytes=sum(step.length for step in mirror.steps[:done]),
         done_transactions=done,
     )
     try:
         while model.state == ModelState.SEALING:
-            step = steps[done]
+            step = mirror.steps[done]
             account = model.sections[step.section].weight_account
-            spec = specs.seal_step_spec(program_id, address, account, done, budget)
-            await sender.send([spec], commitment="processed")
+            sent = await sender.send(
+                [txs.seal_step(address, account, done)], commitment="processed"
+            )
+            landed += sent.confirmed
+            last_step = sent.last_signature
             model = await require_model(processed, program_id, address)
             done += 1
-            _check(model, steps, done)
+            mirror.check(model, done)
             bar.advance(step.length, 1)
     finally:
         bar.close()
-    stepped = sender.stats.confirmed > steps_before
-    if stepped:
+    if last_step:
         with reporter.waiting(f"the last seal step to be {client.commitment}"):
-            await wait_for_signature(client, sender.stats.last_signature)
+            await wait_for_signature(client, last_step)
         model = await require_model(client, program_id, address)
-        _check(model, steps, done)
+        mirror.check(model, done)
     first_bad = next(
-        (mine for mine, want in zip(steps, expected, strict=False) if mine.running != want.running),
+        (
+            mine
+            for mine, want in zip(mirror.steps, expected, strict=False)
+            if mine.running != want.running
+        ),
         None,
     )
     return SealResult(
         model=address,
         state=model.state,
-        transactions=sender.stats.confirmed,
-        chunks=len(steps),
+        transactions=landed,
+        chunks=len(mirror.steps),
         seconds=time.monotonic() - started,
         declared_hash=model.declared_hash,
         running_hash=model.running_hash,
         first_bad_chunk=first_bad,
         begin_signature=begin_signature,
-        last_signature=sender.stats.last_signature if stepped else None,
+        last_signature=last_step or None,
     )
 
 
@@ -283,31 +271,12 @@ def _differing_bytes(ours: bytes, theirs: bytes) -> int:
 
 
 def _check_bound(address: Pubkey, model: ModelAccount) -> None:
-    unbound = [
-        i for i, slot in enumerate(model.sections) if slot.weight_account == Pubkey.default()
-    ]
+    unbound = [i for i, slot in enumerate(model.sections) if slot.weight_account == ZERO_KEY]
     if unbound:
         raise AccountError(
             f"model {address}: sections {unbound} have no weight account yet; finish "
             f"`curta-chain publish` first"
         )
-
-
-async def _begin(
-    client: RpcClient,
-    program_id: Pubkey,
-    authority: Keypair,
-    address: Pubkey,
-    model: ModelAccount,
-    budget: specs.Budget,
-    sender: Sender,
-) -> ModelAccount:
-    _check_bound(address, model)
-    ix = program.begin_sealing(program_id, authority.pubkey(), address)
-    await sender.send(
-        [specs.authority_spec(ix, specs.BEGIN_SEALING_CU, budget)], what="the seal's beginning"
-    )
-    return await require_model(client, program_id, address)
 
 
 def _check_sealable(address: Pubkey, model: ModelAccount) -> None:
@@ -330,38 +299,60 @@ def _expected_steps(artifact: Artifact | None, chain: list[bytes]) -> list[HashS
     return list(hash_steps(artifact.sections))
 
 
-def _check(model: ModelAccount, steps: list[HashStep], done: int) -> None:
-    """Raise unless the model is exactly where the mirror is after ``done`` steps."""
-    if model.chunks_hashed != done:
-        raise MirrorMismatchError(
-            f"the model has hashed {model.chunks_hashed} chunks; the mirror expected {done}"
-        )
-    running = steps[done - 1].running if done else ZERO_HASH
-    where = f"after {_describe(steps[done - 1])}" if done else "before the first chunk"
-    if model.running_hash != running:
-        raise MirrorMismatchError(
-            f"running hash {where} is {model.running_hash.hex()} on chain, "
-            f"{running.hex()} in the mirror"
-        )
-    if done < len(steps):
-        if model.state != ModelState.SEALING:
+@dataclass(frozen=True)
+class SealMirror:
+    """Every step of the seal, computed here: what the model must hold after each one.
+
+    ``check`` compares the model account with the mirror after ``model.chunks_hashed``
+    steps: the chunk count the caller expects (``done``, when given), the running hash, the
+    state, and the cursor (where the next chunk starts).
+    """
+
+    steps: list[HashStep]
+
+    def check(self, model: ModelAccount, done: int | None = None) -> None:
+        """Raise unless the model is exactly where the mirror is after ``done`` steps.
+
+        ``done`` defaults to the model's own count (a seal resuming from the chain).
+
+        Raises:
+            MirrorMismatchError: the chunk count, running hash, state or cursor differs;
+                the message names the section and byte range after which it differs.
+        """
+        steps = self.steps
+        done = model.chunks_hashed if done is None else done
+        if model.chunks_hashed != done or done > len(steps):
             raise MirrorMismatchError(
-                f"the model is {model.state.name.lower()} {where}; "
-                f"{len(steps) - done} chunks remain"
+                f"the model has hashed {model.chunks_hashed} chunks; the mirror expected "
+                f"{min(done, len(steps))}"
             )
-        nxt = steps[done]
-        if (model.cursor_section, model.cursor_offset) != (nxt.section, nxt.offset):
+        running = steps[done - 1].running if done else INITIAL_HASH
+        where = f"after {_describe(steps[done - 1])}" if done else "before the first chunk"
+        if model.running_hash != running:
             raise MirrorMismatchError(
-                f"{where} the chain's cursor is section {model.cursor_section} offset "
-                f"{model.cursor_offset}; the mirror's is section {nxt.section} offset {nxt.offset}"
+                f"running hash {where} is {model.running_hash.hex()} on chain, "
+                f"{running.hex()} in the mirror"
             )
-        return
-    final = ModelState.SEALED if running == model.declared_hash else ModelState.FAILED
-    if model.state != final:
-        raise MirrorMismatchError(
-            f"after the last chunk the model is {model.state.name.lower()}; "
-            f"the mirror says {final.name.lower()}"
-        )
+        if done < len(steps):
+            if model.state != ModelState.SEALING:
+                raise MirrorMismatchError(
+                    f"the model is {model.state.name.lower()} {where}; "
+                    f"{len(steps) - done} chunks remain"
+                )
+            nxt = steps[done]
+            if (model.cursor_section, model.cursor_offset) != (nxt.section, nxt.offset):
+                raise MirrorMismatchError(
+                    f"{where} the chain's cursor is section {model.cursor_section} offset "
+                    f"{model.cursor_offset}; the mirror's is section {nxt.section} "
+                    f"offset {nxt.offset}"
+                )
+            return
+        final = ModelState.SEALED if running == model.declared_hash else ModelState.FAILED
+        if model.state != final:
+            raise MirrorMismatchError(
+                f"after the last chunk the model is {model.state.name.lower()}; "
+                f"the mirror says {final.name.lower()}"
+            )
 
 
 def _describe(step: HashStep) -> str:

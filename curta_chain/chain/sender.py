@@ -12,30 +12,28 @@ caller's specs decide what is sent; the sender never invents work.
 
 The payer signs every transaction and pays its fee; ``cosigners`` (the model's authority,
 when ``--fee-payer`` names someone else) sign those whose instructions need them. What the
-sender waits for, and every signature it lands, go to the reporter and ``stats``.
+sender waits for goes to the reporter; what one ``send`` landed is the ``SendStats`` it
+returns (a sender keeps no running totals, so one sender serves any number of sends).
+
+Statuses are read in one place, ``StatusPoller``: the sender's rounds and
+``wait_for_signature`` (a transaction the node sent itself, an airdrop) both use it.
 """
 
 import asyncio
 import contextlib
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from solders.hash import Hash
-from solders.instruction import Instruction
 from solders.keypair import Keypair
-from solders.message import Message
-from solders.pubkey import Pubkey
-from solders.transaction import Transaction
 
-from curta_chain.chain.rpc import RpcCallError, RpcClient, preflight_error, transaction_error
-from curta_chain.constants import (
-    COMMITMENT_RANK,
-    MAX_TRANSACTION_SIZE,
-    SEND_TRANSACTION_PREFLIGHT_FAILURE,
-)
-from curta_chain.errors import ChainError, RpcError, SendGaveUpError
+from curta_chain.chain.rpc import RpcClient, SignatureStatus
+from curta_chain.chain.specs import TxSpec, sign
+from curta_chain.constants import COMMITMENT_RANK, MAX_TRANSACTION_SIZE
+from curta_chain.errors import ChainError, RpcCallError, RpcError, SendGaveUpError
+from curta_chain.program import preflight_error, transaction_error
 from curta_chain.reporting import NullReporter, Progress, Reporter
 
 CONFIRM_TIMEOUT = 60.0
@@ -44,65 +42,111 @@ FRESH_BLOCKHASH_WAIT = 60.0
 """Seconds a new sender waits for the node's next blockhash (one slot, normally)."""
 BLOCKHASH_MAX_AGE = 10.0
 """Seconds a blockhash is used for new transactions (it stays valid for ~60 s)."""
+WINDOW = 2_048
+"""Transactions in flight at once: enough to cover a slot or two of confirmation latency at
+~2,000 writes/s; also what a crash can make land twice (same bytes, one fee each)."""
+BATCH_SIZE = 128
+"""sendTransaction calls per JSON-RPC batch request."""
+POLL_INTERVAL = 0.05
+"""Seconds between two status polls while nothing new reached the commitment."""
 
-
-@dataclass(frozen=True)
-class TxSpec:
-    """One transaction to land: its instructions, signers besides the payer, bytes carried."""
-
-    instructions: tuple[Instruction, ...]
-    signers: tuple[Keypair, ...] = ()
-    payload_bytes: int = 0
-
-
-async def estimate_fees(
-    client: RpcClient, payer: Pubkey, kinds: Sequence[tuple[TxSpec, int]]
-) -> int:
-    """What the node says ``count`` transactions like each spec cost, summed.
-
-    The fee is what validators charge, whatever the node says: a node that inflates it only
-    makes the cost shown (and the funds check) higher.
-    """
-    if not kinds:
-        return 0
-    blockhash, _ = await client.latest_blockhash()
-    fees = await asyncio.gather(
-        *(
-            client.fee_for_message(Message.new_with_blockhash(spec.instructions, payer, blockhash))
-            for spec, _ in kinds
-        )
-    )
-    return sum(fee * count for fee, (_, count) in zip(fees, kinds, strict=True))
-
-
-def sign(
-    spec: TxSpec, payer: Keypair, blockhash: Hash, cosigners: Sequence[Keypair] = ()
-) -> Transaction:
-    """Sign ``spec`` with its payer, its own signers and the cosigners it needs.
-
-    The payer pays the fee; of ``cosigners``, only those the instructions name as signers
-    sign (a seal step needs none, a write needs the authority).
-    """
-    message = Message.new_with_blockhash(spec.instructions, payer.pubkey(), blockhash)
-    required = set(message.account_keys[: message.header.num_required_signatures])
-    keys: dict[object, Keypair] = {}
-    for keypair in (payer, *spec.signers, *cosigners):
-        if keypair.pubkey() in required:
-            keys.setdefault(keypair.pubkey(), keypair)
-    return Transaction(list(keys.values()), message, blockhash)
+Clock = Callable[[], float]
 
 
 @dataclass
 class SendStats:
-    """What a ``send`` did."""
+    """What one ``send`` did (each call returns its own)."""
 
     confirmed: int = 0
-    last_signature: str = ""
     signatures: list[str] = field(default_factory=list)
     """Every confirmed transaction's signature, in the order they were confirmed."""
     sent: int = 0
+    """sendTransaction calls answered (a re-signed transaction counts each time)."""
     resigned: int = 0
     seconds: float = 0.0
+
+    @property
+    def last_signature(self) -> str:
+        """The last confirmed transaction's signature ("" when none was)."""
+        return self.signatures[-1] if self.signatures else ""
+
+
+@dataclass
+class StatusPoller:
+    """Reads signature statuses and says which reached a commitment: the one status poller.
+
+    A status with an error raises it, translated through the program's IDL.
+    """
+
+    client: RpcClient
+    interval: float = POLL_INTERVAL
+    clock: Clock = time.monotonic
+
+    async def poll(self, signatures: Sequence[str], wanted: int) -> tuple[list[bool | None], int]:
+        """One round: for each signature, None (unseen), False (seen, not yet), True (there).
+
+        Also returns the block height, which tells an unseen transaction's blockhash expired.
+
+        Raises:
+            ChainError: a transaction failed (a ``ProgramError`` when the program refused it).
+        """
+        statuses, height = await asyncio.gather(
+            self.client.signature_statuses(signatures), self.client.block_height()
+        )
+        return [_reached(status, wanted) for status in statuses], height
+
+    async def wait(self, signature: str, commitment: str, timeout: float) -> None:
+        """Return once ``signature`` reached ``commitment``.
+
+        Raises:
+            ChainError: the transaction failed.
+            RpcError: it did not reach ``commitment`` within ``timeout`` seconds.
+        """
+        wanted = COMMITMENT_RANK[commitment]
+        deadline = self.clock() + timeout
+        while True:
+            (status,) = await self.client.signature_statuses([signature])
+            if _reached(status, wanted):
+                return
+            if self.clock() >= deadline:
+                raise RpcError(f"{signature} was not {commitment} within {timeout:.0f} s")
+            await asyncio.sleep(self.interval)
+
+
+def _reached(status: SignatureStatus | None, wanted: int) -> bool | None:
+    if status is None:
+        return None
+    if status.err is not None:
+        raise transaction_error(status.err)
+    return COMMITMENT_RANK.get(status.confirmation or "processed", 0) >= wanted
+
+
+async def wait_for_signature(
+    client: RpcClient, signature: str, timeout: float = CONFIRM_TIMEOUT
+) -> None:
+    """Wait until a transaction (one the node sent itself, an airdrop) reaches our commitment.
+
+    Raises:
+        ChainError: the transaction failed.
+        RpcError: it was not confirmed within ``timeout`` seconds.
+    """
+    await StatusPoller(client).wait(signature, client.commitment, timeout)
+
+
+async def send_checked(client: RpcClient, transaction: bytes) -> str:
+    """Send signed bytes with preflight; a failing simulation raises the program's error.
+
+    Raises:
+        ProgramError: the program refused the transaction in simulation (named from the IDL).
+        RpcCallError: the node refused it for another reason.
+    """
+    try:
+        return await client.send_transaction(transaction, preflight=True)
+    except RpcCallError as exc:
+        translated = preflight_error(exc)
+        if translated is None:
+            raise
+        raise translated from exc
 
 
 @dataclass
@@ -116,24 +160,41 @@ class _Flight:
 
 @dataclass
 class Sender:
-    """Lands a list of transactions through an ``RpcClient`` as fast as the node allows."""
+    """Lands a list of transactions through an ``RpcClient`` as fast as the node allows.
+
+    Attributes:
+        client: the node.
+        payer: signs every transaction and pays its fee.
+        resume_hint: what a give-up tells the user to do.
+        reporter: where waits are shown.
+        cosigners: signers besides the payer, each signing the transactions that name it.
+        window: transactions in flight at once.
+        batch_size: sendTransaction calls per JSON-RPC batch.
+        max_attempts: signings of one transaction before the sender gives up.
+        poll_interval: seconds between status polls.
+        concurrency: batch requests on the wire at once.
+        clock: monotonic seconds (how old a blockhash is, how long a wait lasts).
+    """
 
     client: RpcClient
     payer: Keypair
     resume_hint: str = "rerun the same command to resume"
     reporter: Reporter = field(default_factory=NullReporter)
     cosigners: tuple[Keypair, ...] = ()
-    # In flight at once: enough to cover a slot or two of confirmation latency at ~2,000
-    # writes/s; also what a crash can make land twice (same bytes, one fee each).
-    window: int = 2048
-    batch_size: int = 128
+    window: int = WINDOW
+    batch_size: int = BATCH_SIZE
     max_attempts: int = 5
-    poll_interval: float = 0.05
+    poll_interval: float = POLL_INTERVAL
     concurrency: int = 4
-    stats: SendStats = field(default_factory=SendStats)
-    _blockhash: Hash | None = None
-    _last_valid: int = 0
-    _fetched_at: float = 0.0
+    clock: Clock = time.monotonic
+    _blockhash: Hash | None = field(default=None, init=False, repr=False)
+    _last_valid: int = field(default=0, init=False, repr=False)
+    _fetched_at: float = field(default=0.0, init=False, repr=False)
+
+    @property
+    def poller(self) -> StatusPoller:
+        """The status poller this sender's rounds use."""
+        return StatusPoller(self.client, self.poll_interval, self.clock)
 
     async def send(
         self,
@@ -147,17 +208,21 @@ class Sender:
         Without a ``progress`` display, a wait that lasts is shown as waiting for ``what``
         (say, "the model account's creation") to be confirmed.
 
+        Returns:
+            What this call did: its confirmations, signatures, sends and re-signings.
+
         Raises:
             ProgramError: a transaction failed in the program (the error named in the IDL).
             SendGaveUpError: the node stayed unreachable, or a transaction did not land after
                 ``max_attempts`` signings; the message says how to resume.
         """
-        started = time.monotonic()
-        confirmed_before = self.stats.confirmed
+        started = self.clock()
+        stats = SendStats()
         level = commitment or self.client.commitment
         wanted = COMMITMENT_RANK[level]
         queue: deque[_Flight] = deque(_Flight(spec, 0) for spec in specs)
         in_flight: dict[str, _Flight] = {}
+        poller = self.poller
         label = what or f"{len(specs):,} transaction{'s' if len(specs) != 1 else ''}"
         # A progress display shows the wait itself (rate, ETA, stalls).
         shown = (
@@ -169,23 +234,23 @@ class Sender:
             with shown:
                 while queue or in_flight:
                     await self._refresh_blockhash()
-                    await self._send_round(queue, in_flight)
-                    done = await self._poll_round(queue, in_flight, progress, wanted)
+                    await self._send_round(queue, in_flight, stats)
+                    done = await self._poll_round(queue, in_flight, progress, wanted, poller, stats)
                     if not done and in_flight:
                         await asyncio.sleep(self.poll_interval)
         except RpcError as exc:
             if isinstance(exc, SendGaveUpError) or not self.client.sends:
                 raise  # a give-up says how to resume; with nothing sent there is no resuming
             # Counted from the confirmations: a group being sent is in neither queue nor map.
-            unconfirmed = len(specs) - (self.stats.confirmed - confirmed_before)
+            unconfirmed = len(specs) - stats.confirmed
             raise SendGaveUpError(
                 f"gave up with {unconfirmed} of {len(specs)} transactions not "
                 f"confirmed: {exc}; {self.resume_hint}"
             ) from exc
-        self.stats.seconds += time.monotonic() - started
-        return self.stats
+        stats.seconds = self.clock() - started
+        return stats
 
-    def _prepare(self, flight: _Flight) -> _Flight:
+    def _prepare(self, flight: _Flight, stats: SendStats) -> _Flight:
         if flight.attempts >= self.max_attempts:
             raise SendGaveUpError(
                 f"a transaction did not land after {self.max_attempts} signings; {self.resume_hint}"
@@ -198,7 +263,7 @@ class Sender:
                 f"a transaction is {len(wire)} bytes, over the {MAX_TRANSACTION_SIZE}-byte limit"
             )
         if flight.attempts:
-            self.stats.resigned += 1
+            stats.resigned += 1
         flight.attempts += 1
         flight.signature = str(tx.signatures[0])
         flight.wire = wire
@@ -208,9 +273,9 @@ class Sender:
     async def _refresh_blockhash(self, force: bool = False) -> None:
         if self._blockhash is None:
             await self._first_blockhash()
-        elif force or time.monotonic() - self._fetched_at > BLOCKHASH_MAX_AGE:
+        elif force or self.clock() - self._fetched_at > BLOCKHASH_MAX_AGE:
             self._blockhash, self._last_valid = await self.client.latest_blockhash()
-            self._fetched_at = time.monotonic()
+            self._fetched_at = self.clock()
 
     async def _first_blockhash(self) -> None:
         """Take a blockhash newer than the one current when this sender starts.
@@ -222,22 +287,24 @@ class Sender:
         ours for a replay of it. The next blockhash rules that out, for one slot's wait.
         """
         current, _ = await self.client.latest_blockhash()
-        deadline = time.monotonic() + FRESH_BLOCKHASH_WAIT
+        deadline = self.clock() + FRESH_BLOCKHASH_WAIT
         with self.reporter.waiting("the node's next block (a fresh blockhash)"):
             while True:
                 blockhash, last_valid = await self.client.latest_blockhash()
                 if blockhash != current:
                     break
-                if time.monotonic() > deadline:
+                if self.clock() > deadline:
                     raise RpcError(
                         f"{self.client.url}: the blockhash did not change in "
                         f"{FRESH_BLOCKHASH_WAIT:.0f} s: is the node producing blocks?"
                     )
                 await asyncio.sleep(self.poll_interval)
         self._blockhash, self._last_valid = blockhash, last_valid
-        self._fetched_at = time.monotonic()
+        self._fetched_at = self.clock()
 
-    async def _send_round(self, queue: deque[_Flight], in_flight: dict[str, _Flight]) -> None:
+    async def _send_round(
+        self, queue: deque[_Flight], in_flight: dict[str, _Flight], stats: SendStats
+    ) -> None:
         """Sign and send up to the window, one batch request per group.
 
         Signing the next group overlaps the node's work on the previous one: each request
@@ -257,7 +324,7 @@ class Sender:
         try:
             while queue and room > 0:
                 group = [
-                    self._prepare(queue.popleft())
+                    self._prepare(queue.popleft(), stats)
                     for _ in range(min(self.batch_size, room, len(queue)))
                 ]
                 room -= len(group)
@@ -271,18 +338,14 @@ class Sender:
         stale_blockhash = False
         for (group, _), results in zip(sending, answers, strict=True):
             for flight, result in zip(group, results, strict=True):
-                self.stats.sent += 1
+                stats.sent += 1
                 if not isinstance(result, RpcCallError) or _already_processed(result):
                     in_flight[flight.signature] = flight
                 elif _blockhash_unknown(result):
                     stale_blockhash = True
                     queue.appendleft(flight)
-                elif (
-                    result.code == SEND_TRANSACTION_PREFLIGHT_FAILURE
-                    and isinstance(result.data, dict)
-                    and result.data.get("err")
-                ):
-                    raise preflight_error(result)
+                elif (refused := preflight_error(result)) is not None:
+                    raise refused from result
                 else:
                     queue.append(flight)  # a refusal we do not understand: bounded retry
         if stale_blockhash:
@@ -294,54 +357,28 @@ class Sender:
         in_flight: dict[str, _Flight],
         progress: Progress | None,
         wanted: int,
+        poller: StatusPoller,
+        stats: SendStats,
     ) -> int:
         if not in_flight:
             return 0
         signatures = list(in_flight)
-        statuses, height = await asyncio.gather(
-            self.client.signature_statuses(signatures), self.client.block_height()
-        )
+        reached, height = await poller.poll(signatures, wanted)
         done = 0
-        for signature, status in zip(signatures, statuses, strict=True):
+        for signature, there in zip(signatures, reached, strict=True):
             flight = in_flight[signature]
-            if status is None:
+            if there is None:
                 if height > flight.last_valid_height:
                     del in_flight[signature]  # expired unseen: it can never land now
                     queue.append(flight)
-                continue
-            if status.err is not None:
-                raise transaction_error(status.err)
-            if COMMITMENT_RANK.get(status.confirmation or "processed", 0) >= wanted:
+            elif there:
                 del in_flight[signature]
                 done += 1
-                self.stats.confirmed += 1
-                self.stats.last_signature = signature
-                self.stats.signatures.append(signature)
+                stats.confirmed += 1
+                stats.signatures.append(signature)
                 if progress is not None:
                     progress.advance(flight.spec.payload_bytes, 1)
         return done
-
-
-async def wait_for_signature(
-    client: RpcClient, signature: str, timeout: float = CONFIRM_TIMEOUT
-) -> None:
-    """Wait until a transaction the node sent itself (an airdrop) reaches our commitment.
-
-    Raises:
-        ChainError: the transaction failed.
-        RpcError: it was not confirmed within ``timeout`` seconds.
-    """
-    wanted = COMMITMENT_RANK[client.commitment]
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        (status,) = await client.signature_statuses([signature])
-        if status is not None:
-            if status.err is not None:
-                raise transaction_error(status.err)
-            if COMMITMENT_RANK.get(status.confirmation or "processed", 0) >= wanted:
-                return
-        await asyncio.sleep(0.1)
-    raise RpcError(f"{signature} was not confirmed within {timeout:.0f} s")
 
 
 def _already_processed(error: RpcCallError) -> bool:

@@ -18,7 +18,7 @@ import contextlib
 import json
 import socket
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 from urllib.parse import urlparse
 
@@ -38,7 +38,17 @@ CONNECT_TIMEOUT = 10.0
 
 
 class HttpTransport:
-    """POSTs JSON-RPC payloads to one URL, retrying transient failures with backoff."""
+    """POSTs JSON-RPC payloads to one URL, retrying transient failures with backoff.
+
+    Args:
+        url: the node's JSON-RPC URL.
+        timeout: seconds one HTTP request may take.
+        give_up_after: seconds of failures of a node that answered before.
+        max_connections: connections kept open to the node.
+        reporter: told what a wait is for.
+        http: httpx's transport (tests pass an ``httpx.MockTransport``).
+        clock, sleep: monotonic seconds and the backoff's sleep (tests pass fakes).
+    """
 
     def __init__(
         self,
@@ -48,10 +58,14 @@ class HttpTransport:
         give_up_after: float = GIVE_UP_AFTER,
         max_connections: int = 8,
         reporter: Reporter | None = None,
+        http: httpx.AsyncBaseTransport | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ):
         self.url = url
         self._give_up_after = give_up_after
         self._reporter = reporter or NullReporter()
+        self._clock, self._sleep = clock, sleep
         self.answered = False
         """Whether the node has ever given a usable answer."""
         self._client = httpx.AsyncClient(
@@ -60,6 +74,7 @@ class HttpTransport:
                 max_connections=max_connections, max_keepalive_connections=max_connections
             ),
             headers={"content-type": "application/json"},
+            transport=http,
         )
         self.requests = 0
         self.retries = 0
@@ -72,7 +87,7 @@ class HttpTransport:
                 never answered, or it gave no usable answer for ``give_up_after`` seconds.
         """
         body = json.dumps(payload, separators=(",", ":")).encode()
-        started = time.monotonic()
+        started = self._clock()
         delay = 0.1
         with contextlib.ExitStack() as stack:
             waiting: Waiting | None = None
@@ -97,9 +112,9 @@ class HttpTransport:
                         return answer
                 except (httpx.TransportError, json.JSONDecodeError, UnicodeDecodeError) as exc:
                     if not self.answered:
-                        self._fail_fast(exc, time.monotonic() - started)
+                        self._fail_fast(exc, self._clock() - started)
                     wait, problem, failure = delay, _describe(exc), exc
-                elapsed = time.monotonic() - started
+                elapsed = self._clock() - started
                 if elapsed + wait > self._give_up_after:
                     if failure is not None and not self.answered:
                         self._fail_fast(failure, float("inf"))
@@ -114,7 +129,7 @@ class HttpTransport:
                 else:
                     waiting.update(what)
                 self.retries += 1
-                await asyncio.sleep(wait)
+                await self._sleep(wait)
                 delay = min(delay * 2, 5.0)
 
     def _fail_fast(self, exc: Exception, elapsed: float) -> None:

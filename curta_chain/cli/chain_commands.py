@@ -31,14 +31,12 @@ from curta_chain.cli.running import (
 from curta_chain.reporting import counted
 
 if TYPE_CHECKING:
-    from solders.keypair import Keypair
     from solders.pubkey import Pubkey
 
     from curta_chain.artifact import Artifact
-    from curta_chain.chain import specs
+    from curta_chain.chain.context import ChainContext
     from curta_chain.chain.plan import PublishPlan
     from curta_chain.chain.rpc import RpcClient
-    from curta_chain.chain.sender import Sender
     from curta_chain.chain.session import Connection
     from curta_chain.chain.verify import VerifyReport
     from curta_chain.program import ModelAccount
@@ -172,24 +170,21 @@ def _add_model_and_artifact(parser: argparse.ArgumentParser, artifact_help: str)
     parser.add_argument("artifact", type=Path, nargs="?", metavar="ARTIFACT", help=artifact_help)
 
 
-def _signers_and_budget(
-    args: argparse.Namespace, target: Cluster
-) -> "tuple[Keypair, Keypair, specs.Budget]":
-    """The authority (``-k``), the fee payer (``--fee-payer``, else ``-k``) and the budget."""
-    authority, payer = target.keypair(), target.fee_payer()
-    return authority, payer, budget_for(args, target.url, payer.pubkey() != authority.pubkey())
+def _context(args: argparse.Namespace, target: Cluster, chain: "Connection") -> "ChainContext":
+    """What publish, seal and close run with: the checked program and the signers.
 
+    The authority is ``-k``, the fee payer ``--fee-payer`` (else ``-k``); then the budget
+    and the reporter.
+    """
+    from curta_chain.chain.context import ChainContext
 
-def _sender(
-    client: "RpcClient", target: Cluster, authority: "Keypair", resume_hint: str
-) -> "Sender":
-    """A sender paying with ``--fee-payer`` (else ``-k``), the authority cosigning."""
-    from curta_chain.chain.sender import Sender
-
-    payer = target.fee_payer()
-    cosigners = () if payer.pubkey() == authority.pubkey() else (authority,)
-    return Sender(
-        client, payer, resume_hint=resume_hint, reporter=target.reporter, cosigners=cosigners
+    return ChainContext(
+        chain.client,
+        chain.program_id,
+        target.keypair(),
+        fee_payer=target.fee_payer(),
+        budget=budget_for(args, target.url),
+        reporter=target.reporter,
     )
 
 
@@ -224,12 +219,10 @@ def _publish(args: argparse.Namespace) -> int:
     async def body(target: Cluster, chain: "Connection") -> int:
         from curta_chain.cli.confirm import confirm_spend
 
-        client, program_id = chain.client, chain.program_id
-        authority, payer, budget = _signers_and_budget(args, target)
+        ctx = _context(args, target, chain)
+        client, payer = ctx.client, ctx.payer
         with reporter.waiting(f"{target.url} to show what it holds of this model"):
-            plan = await plan_publish(
-                client, program_id, authority, artifact, budget, payer.pubkey()
-            )
+            plan = await plan_publish(ctx, artifact)
         sol = plan.cost_lamports / LAMPORTS_PER_SOL
         reporter.line(f"Plan for model {plan.model} ({plan.state}):")
         reporter.line(
@@ -263,20 +256,11 @@ def _publish(args: argparse.Namespace) -> int:
                 reporter.line(f"Model: {plan.model}")
                 reporter.line(f"Next: {after}")
             return 0
-        await check_funds(client, payer.pubkey(), plan)
+        await check_funds(ctx, plan)
         confirm_spend(
             args, client.url, chain.genesis_hash, plan.cost_lamports, f"publishing {plan.model}"
         )
-        result = await publish(
-            client,
-            program_id,
-            authority,
-            artifact,
-            plan,
-            budget,
-            reporter,
-            _sender(client, target, authority, RESUME_HINT),
-        )
+        result = await publish(ctx, artifact, plan)
         after = _next(args, "seal", plan.model, args.artifact)
         if not emit(args, {**result.to_json(), "next": after}):
             reporter.line(
@@ -335,28 +319,16 @@ def _seal(args: argparse.Namespace) -> int:
     async def body(target: Cluster, chain: "Connection") -> int:
         from curta_chain.cli.confirm import confirm_spend
 
-        client, program_id = chain.client, chain.program_id
-        authority, payer, budget = _signers_and_budget(args, target)
-        transactions, fee = await seal_cost(
-            client, program_id, payer, address, budget, authority.pubkey()
-        )
+        ctx = _context(args, target, chain)
+        client = ctx.client
+        transactions, fee = await seal_cost(ctx, address)
         if transactions and not chain.localnet:
             reporter.line(
                 f"sealing {address}: {counted(transactions, 'transaction')}, "
                 f"fees {fee / LAMPORTS_PER_SOL:.9f} SOL on {target.url}"
             )
             confirm_spend(args, client.url, chain.genesis_hash, fee, f"sealing {address}")
-        result = await seal(
-            client,
-            program_id,
-            payer,
-            address,
-            artifact,
-            budget,
-            reporter,
-            _sender(client, target, authority, hint),
-            authority,
-        )
+        result = await seal(ctx, address, artifact)
         sealed = result.state == ModelState.SEALED
         artifact_word = args.artifact or "ARTIFACT"
         after = (
@@ -521,12 +493,11 @@ async def _model_status(
         for entry, count in zip(sections, counts, strict=True):
             entry["bytes_matching"] = count
     model_info = infos[address]
-    total_chunks = sum(-(-slot.length // 65_536) for slot in model.sections)
     return {
         "model": str(address),
         "program": str(program_id),
         **_model_fields(model),
-        "total_chunks": total_chunks,
+        "total_chunks": model.total_chunks,
         "lamports": sum(info.lamports for info in infos.values() if info is not None),
         "model_lamports": model_info.lamports if model_info else 0,
         "artifact_hash_matches": (
@@ -657,27 +628,21 @@ def _close(args: argparse.Namespace) -> int:
         from curta_chain.cli.confirm import confirm_spend
         from curta_chain.constants import LAMPORTS_PER_SOL
 
-        client, program_id = chain.client, chain.program_id
-        authority, payer, budget = _signers_and_budget(args, target)
+        ctx = _context(args, target, chain)
         recipient = (
-            authority.pubkey()
+            ctx.authority.pubkey()
             if args.recipient is None
             else target.signers.pubkey(args.recipient, "--recipient")
         )
-        fee = await close_cost(client, program_id, authority.pubkey(), address, budget, payer)
+        fee = await close_cost(ctx, address)
         confirm_spend(
-            args, client.url, chain.genesis_hash, fee, f"closing {address} (its rent comes back)"
+            args,
+            ctx.client.url,
+            chain.genesis_hash,
+            fee,
+            f"closing {address} (its rent comes back)",
         )
-        result = await close(
-            client,
-            program_id,
-            authority,
-            address,
-            budget,
-            reporter,
-            _sender(client, target, authority, hint),
-            recipient,
-        )
+        result = await close(ctx, address, recipient)
         if not emit(args, result.to_json()):
             reporter.line(
                 f"closed {address} and {counted(result.closed_accounts - 1, 'weight account')}: "

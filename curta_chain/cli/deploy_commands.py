@@ -50,6 +50,7 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
 
 def _deploy(args: argparse.Namespace) -> int:
     from curta_chain.chain import cluster
+    from curta_chain.chain.context import ChainContext
     from curta_chain.chain.deploy import (
         RESUME_HINT,
         check_deploy_funds,
@@ -73,18 +74,20 @@ def _deploy(args: argparse.Namespace) -> int:
         choice = await select_build(client)
         build = choice.program
         program = program_keypair or default_program_keypair(payer, genesis_hash)
-        budget = budget_for(args, target.url)
-        plan = await plan_deploy(client, payer, program, build, args.final, budget)
+        ctx = ChainContext(
+            client, program.pubkey(), payer, budget=budget_for(args, target.url), reporter=reporter
+        )
+        plan = await plan_deploy(ctx, program, build, args.final)
         for line in (choice.reason, *plan.describe()):
             reporter.line(line)
         if args.dry_run:
             emit(args, {"dry_run": True, "plan": plan.to_json()})
             return 0
         if plan.transactions:
-            await check_deploy_funds(client, payer.pubkey(), plan)
+            await check_deploy_funds(ctx, plan)
             what = f"deploying {plan.program_id}"
             confirm_spend(args, client.url, genesis_hash, plan.cost_lamports, what)
-        result = await deploy(client, payer, program, plan, budget, reporter)
+        result = await deploy(ctx, program, plan)
         config = target.config.path or cluster.default_config_path()
         try:
             cluster.record_program_id(config, genesis_hash, str(plan.program_id))

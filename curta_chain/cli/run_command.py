@@ -9,7 +9,6 @@ import codecs
 import os
 import sys
 import time
-from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -198,6 +197,7 @@ def _run_on_chain(args: argparse.Namespace, settings: "SamplingSettings") -> int
             sys.stdout.flush()
 
     async def main(target: Cluster, chain: "Connection") -> int:
+        from curta_chain.chain.context import ChainContext
         from curta_chain.cli.confirm import confirm_spend
 
         def confirm(rent: int, size: int) -> None:
@@ -207,19 +207,20 @@ def _run_on_chain(args: argparse.Namespace, settings: "SamplingSettings") -> int
             )
             confirm_spend(args, chain.client.url, chain.genesis_hash, rent, what)
 
-        payer = target.keypair()
+        ctx = ChainContext(
+            chain.client,
+            chain.program_id,
+            target.keypair(),
+            budget=budget_for(args, target.url),
+            reporter=reporter,
+        )
         runs.append(
             await run_on_chain(
-                chain.client,
-                chain.program_id,
-                payer,
+                ctx,
                 address,
                 args.prompt,
                 args.steps,
                 settings,
-                # The run's steps set their own compute-unit limits: only the price is ours.
-                replace(budget_for(args, target.url), limit_compute=False),
-                reporter,
                 show,
                 confirm=confirm,
                 close=args.close_run,

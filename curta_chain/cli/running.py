@@ -39,9 +39,7 @@ def add_price_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def budget_for(
-    args: argparse.Namespace, url: str, separate_fee_payer: bool = False
-) -> "specs.Budget":
+def budget_for(args: argparse.Namespace, url: str) -> "specs.Budget":
     """Compute-budget instructions off loopback; the price ``--with-compute-unit-price``."""
     from curta_chain.chain import specs
     from curta_chain.chain.cluster import is_loopback
@@ -50,11 +48,7 @@ def budget_for(
     price = args.with_compute_unit_price
     if price is not None and not 0 <= price <= U64_MAX:
         raise ConfigError(f"--with-compute-unit-price {price}: expected a count 0 to {U64_MAX}")
-    return specs.Budget(
-        limit_compute=not is_loopback(url),
-        compute_unit_price=price,
-        separate_fee_payer=separate_fee_payer,
-    )
+    return specs.Budget(limit_compute=not is_loopback(url), compute_unit_price=price)
 
 
 def run_on_cluster(
@@ -85,8 +79,7 @@ def run_with_client(
     """
     import asyncio
 
-    from curta_chain.chain.rpc import RpcCallError
-    from curta_chain.errors import RpcError, SendGaveUpError
+    from curta_chain.errors import RpcCallError, RpcError, SendGaveUpError
 
     target = target or resolve(args)
     clients: list[RpcClient] = []

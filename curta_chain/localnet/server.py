@@ -39,6 +39,43 @@ def _error(code: int, message: str, request_id: Any = None) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "error": {"code": code, "message": message}, "id": request_id}
 
 
+def answer(localnet: Localnet, item: Any) -> tuple[dict[str, Any] | None, bool]:
+    """Run one JSON-RPC request against ``localnet``: its response and whether it wrote.
+
+    The response is None for a notification (a request without an id). No HTTP and no
+    durability here: ``RpcServer`` adds both (a write is answered once it is on disk).
+    """
+    if (
+        not isinstance(item, dict)
+        or item.get("jsonrpc") != "2.0"
+        or not isinstance(item.get("method"), str)
+    ):
+        request_id = item.get("id") if isinstance(item, dict) else None
+        return _error(INVALID_REQUEST, "Invalid request", request_id), False
+    notification = "id" not in item
+    request_id = item.get("id")
+    method = METHODS.get(item["method"])
+    if method is None:
+        response = _error(METHOD_NOT_FOUND, "Method not found", request_id)
+        return (None if notification else response), False
+    params = item.get("params")
+    if params is None:
+        params = []
+    if not isinstance(params, list):
+        response = _error(INVALID_PARAMS, "Invalid params: expected an array", request_id)
+        return (None if notification else response), False
+    writes = item["method"] in WRITE_METHODS
+    try:
+        result = method(localnet, params)
+    except RpcMethodError as exc:
+        response = {"jsonrpc": "2.0", "error": exc.to_json(), "id": request_id}
+    except Exception as exc:  # a bug must cost one answer, never the server
+        response = _error(INTERNAL_ERROR, f"Internal error: {exc!r}", request_id)
+    else:
+        response = {"jsonrpc": "2.0", "result": result, "id": request_id}
+    return (None if notification else response), writes
+
+
 class RpcServer:
     """Dispatches JSON-RPC requests to ``METHODS`` and makes writes durable before answering."""
 
@@ -96,36 +133,7 @@ class RpcServer:
         )
 
     def _call(self, item: Any) -> tuple[dict[str, Any] | None, bool]:
-        """Run one request; return its response (None for a notification) and if it wrote."""
-        if (
-            not isinstance(item, dict)
-            or item.get("jsonrpc") != "2.0"
-            or not isinstance(item.get("method"), str)
-        ):
-            request_id = item.get("id") if isinstance(item, dict) else None
-            return _error(INVALID_REQUEST, "Invalid request", request_id), False
-        notification = "id" not in item
-        request_id = item.get("id")
-        method = METHODS.get(item["method"])
-        if method is None:
-            answer = _error(METHOD_NOT_FOUND, "Method not found", request_id)
-            return (None if notification else answer), False
-        params = item.get("params")
-        if params is None:
-            params = []
-        if not isinstance(params, list):
-            answer = _error(INVALID_PARAMS, "Invalid params: expected an array", request_id)
-            return (None if notification else answer), False
-        writes = item["method"] in WRITE_METHODS
-        try:
-            result = method(self.localnet, params)
-        except RpcMethodError as exc:
-            answer = {"jsonrpc": "2.0", "error": exc.to_json(), "id": request_id}
-        except Exception as exc:  # a bug must cost one answer, never the server
-            answer = _error(INTERNAL_ERROR, f"Internal error: {exc!r}", request_id)
-        else:
-            answer = {"jsonrpc": "2.0", "result": result, "id": request_id}
-        return (None if notification else answer), writes
+        return answer(self.localnet, item)
 
     async def wait_durable(self, seq: int) -> None:
         """Return once every ledger record up to ``seq`` is fsynced.

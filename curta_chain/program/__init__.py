@@ -19,7 +19,12 @@ from curta_chain.program.builds import (
     shipped_program_for,
     shipped_programs,
 )
-from curta_chain.program.errors import custom_error_code, error_name, program_error
+from curta_chain.program.errors import (
+    error_name,
+    preflight_error,
+    program_error,
+    transaction_error,
+)
 from curta_chain.program.idl import IDL_PATH, load_idl
 from curta_chain.program.instructions import (
     MAX_WRITE_PAYLOAD,
@@ -71,11 +76,11 @@ __all__ = [
     "close_run",
     "close_weight_account",
     "create_model",
-    "custom_error_code",
     "error_name",
     "load_idl",
     "max_write_payload",
     "open_run",
+    "preflight_error",
     "program_error",
     "reopen",
     "run_account_size",
@@ -85,5 +90,6 @@ __all__ = [
     "shipped_program_for",
     "shipped_programs",
     "step",
+    "transaction_error",
     "write_weights",
 ]

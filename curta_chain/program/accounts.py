@@ -15,7 +15,7 @@ from typing import Any
 from construct import ConstructError
 from solders.pubkey import Pubkey
 
-from curta_chain.constants import MAX_SECTIONS, WEIGHT_HEADER_SIZE
+from curta_chain.constants import HASH_CHUNK_SIZE, MAX_SECTIONS, WEIGHT_HEADER_SIZE
 from curta_chain.errors import AccountError
 from curta_chain.program.idl import accounts_coder, types_coder
 
@@ -103,6 +103,11 @@ class ModelAccount:
     chunks_hashed: int
     sections: tuple[SectionSlot, ...]
     seal_slot: int
+
+    @property
+    def total_chunks(self) -> int:
+        """The seal steps the model takes: each section in chunks of at most 64 KiB."""
+        return sum(-(-slot.length // HASH_CHUNK_SIZE) for slot in self.sections)
 
     @classmethod
     def from_bytes(cls, data: bytes) -> ModelAccount:

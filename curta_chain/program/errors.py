@@ -1,13 +1,17 @@
-"""Program errors: the IDL's error table, and the custom code inside a runtime or RPC error."""
+"""Program errors: the IDL's error table, and a failed transaction translated through it.
+
+As anchorpy's ``translate_error`` does for its programs: a custom error code the IDL names
+becomes a ``ProgramError`` carrying that name, chained ``from`` the RPC error it came in.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import cache
 from typing import Any
 
-from solders.transaction_status import InstructionErrorCustom, TransactionErrorInstructionError
-
-from curta_chain.errors import ProgramError
+from curta_chain.constants import SEND_TRANSACTION_PREFLIGHT_FAILURE
+from curta_chain.errors import ChainError, ProgramError, RpcCallError
 from curta_chain.program.idl import load_idl
 
 
@@ -38,31 +42,37 @@ def program_error(code: int) -> ProgramError:
     return ProgramError(f"curta program error {code} {name}: {msg}", code=code, name=name)
 
 
-def custom_error_code(error: Any) -> int | None:
-    """Find the custom error code in a transaction error, or None when there is none.
+def transaction_error(err: Any, logs: Sequence[str] = ()) -> ChainError:
+    """Turn a TransactionError as JSON (from a status or a preflight) into our error.
 
-    Accepts solders' ``TransactionErrorInstructionError`` (LiteSVM's
-    ``FailedTransactionMetadata.err()``, RPC responses), anything carrying one as ``.err``
-    (a ``FailedTransactionMetadata``, a simulation or preflight-failure result), and the JSON
-    form an RPC node sends (``{"InstructionError": [0, {"Custom": 6005}]}``).
+    A custom error of the curta program becomes the ``ProgramError`` named in the IDL. A
+    custom code the IDL does not name comes from another program of the transaction (the
+    System Program's 0 is AccountAlreadyInUse), so it is not called a curta error.
+    """
+    if isinstance(err, dict) and "InstructionError" in err:
+        index, inner = err["InstructionError"]
+        if isinstance(inner, dict) and "Custom" in inner:
+            code = int(inner["Custom"])
+            if error_name(code) is not None:
+                return program_error(code)
+            return ProgramError(
+                f"instruction {index} failed: custom program error {code}, not a curta "
+                f"program error{f' ({logs[-1]})' if logs else ''}",
+                code=code,
+            )
+        return ProgramError(f"instruction {index} failed: {inner}", name=str(inner))
+    detail = f" ({logs[-1]})" if logs else ""
+    return ChainError(f"transaction failed: {err}{detail}")
 
-    Args:
-        error: the transaction error in any of those forms.
+
+def preflight_error(exc: RpcCallError) -> ChainError | None:
+    """The error a failed preflight stands for (-32002 with the TransactionError in ``data``).
 
     Returns:
-        The custom code, or None.
+        The translated error, or None when ``exc`` is no preflight failure (the node
+        refused the transaction for another reason: keep ``exc``).
     """
-    if isinstance(error, InstructionErrorCustom):
-        return error.code
-    if isinstance(error, TransactionErrorInstructionError):
-        inner = error.err
-        return inner.code if isinstance(inner, InstructionErrorCustom) else None
-    inner = getattr(error, "err", None)
-    if inner is not None:
-        return custom_error_code(inner() if callable(inner) else inner)
-    if isinstance(error, dict):
-        pair = error.get("InstructionError")
-        if isinstance(pair, list | tuple) and len(pair) == 2 and isinstance(pair[1], dict):
-            code = pair[1].get("Custom")
-            return code if isinstance(code, int) else None
+    data = exc.data if isinstance(exc.data, dict) else {}
+    if exc.code == SEND_TRANSACTION_PREFLIGHT_FAILURE and data.get("err") is not None:
+        return transaction_error(data["err"], data.get("logs") or ())
     return None

@@ -7,7 +7,8 @@ import pytest
 from solders.keypair import Keypair
 from solders.pubkey import Pubkey
 
-from curta_chain.chain import loader, specs
+from curta_chain.chain import loader
+from curta_chain.chain.context import ChainContext
 from curta_chain.chain.deploy import deploy, plan_deploy
 from curta_chain.chain.program_check import (
     _identify,
@@ -57,8 +58,8 @@ def test_an_upgradeable_deploy_is_read_through_its_program_data(localnet, fund):
     async def run():
         client = RpcClient(HttpTransport(localnet.url))
         try:
-            plan = await plan_deploy(client, payer, program, BUILD, False, specs.Budget())
-            await deploy(client, payer, program, plan, specs.Budget())
+            ctx = ChainContext(client, program.pubkey(), payer)
+            await deploy(ctx, program, await plan_deploy(ctx, program, BUILD, False))
         finally:
             await client.aclose()
 

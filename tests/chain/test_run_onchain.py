@@ -15,9 +15,11 @@ from solders.pubkey import Pubkey
 
 from curta_chain.artifact import Artifact
 from curta_chain.chain.cluster import load_keypair, write_keypair
+from curta_chain.chain.context import ChainContext
 from curta_chain.chain.rpc import RpcClient
 from curta_chain.chain.run_onchain import run_keypair, run_on_chain
-from curta_chain.chain.sender import Sender, TxSpec
+from curta_chain.chain.sender import Sender
+from curta_chain.chain.specs import TxSpec
 from curta_chain.chain.transport import HttpTransport
 from curta_chain.cli import main
 from curta_chain.constants import LOCALNET_PROGRAM_ID, MAX_COMPUTE_UNITS
@@ -163,10 +165,10 @@ def test_a_step_landed_by_another_sender_first_is_taken_in_stride(
         try:
             sender = RacingSender(client, payer)
             sender.rival, sender.race_at = Sender(client, rival), (3, 7, 8)
+            ctx = ChainContext(client, PROGRAM_ID, payer, sender=sender)
             return await run_on_chain(
-                client, PROGRAM_ID, payer, Pubkey.from_string(model), PROMPT, 12, settings,
-                on_piece=pieces.append, sender=sender,
-            )  # fmt: skip
+                ctx, Pubkey.from_string(model), PROMPT, 12, settings, on_piece=pieces.append
+            )
         finally:
             await client.aclose()
 

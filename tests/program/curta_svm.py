@@ -19,6 +19,7 @@ from solders.message import Message
 from solders.pubkey import Pubkey
 from solders.system_program import CreateAccountParams, create_account
 from solders.transaction import Transaction
+from svm_errors import custom_error_code
 
 from curta_chain.chain.loaded_data import loaded_accounts_data_size
 from curta_chain.constants import (
@@ -39,7 +40,6 @@ from curta_chain.program import (
     close_model,
     close_weight_account,
     create_model,
-    custom_error_code,
     error_name,
     reopen,
     seal_step,

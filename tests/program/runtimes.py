@@ -37,9 +37,10 @@ from solders.system_program import ID as SYSTEM_PROGRAM
 from solders.system_program import CreateAccountParams, create_account
 from solders.sysvar import CLOCK, RENT
 from solders.transaction import Transaction
+from svm_errors import custom_error_code
 
 from curta_chain.chain.features import FEATURE_IDS
-from curta_chain.program import custom_error_code, error_name
+from curta_chain.program import error_name
 
 NODE_RUNNER_DIR = Path(__file__).resolve().parents[1] / "litesvm_node"
 NODE = shutil.which("node")

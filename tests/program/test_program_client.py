@@ -22,6 +22,7 @@ from solders.transaction_status import (
     InstructionErrorFieldless,
     TransactionErrorInstructionError,
 )
+from svm_errors import custom_error_code
 
 import curta_chain.program as program
 from curta_chain.constants import LOCALNET_PROGRAM_ID, MAX_TRANSACTION_SIZE, WEIGHT_HEADER_SIZE
@@ -36,7 +37,6 @@ from curta_chain.program import (
     WeightHeader,
     bind_weight_account,
     create_model,
-    custom_error_code,
     load_idl,
     max_write_payload,
     program_error,

@@ -30,6 +30,7 @@ from solders.message import Message
 from solders.pubkey import Pubkey
 from solders.signature import Signature
 from solders.transaction import Transaction
+from svm_errors import custom_error_code
 
 from curta_chain.artifact import Artifact
 from curta_chain.constants import WEIGHT_HEADER_SIZE
@@ -45,7 +46,6 @@ from curta_chain.program import (
     close_run,
     close_weight_account,
     create_model,
-    custom_error_code,
     error_name,
     load_idl,
     open_run,

@@ -8,7 +8,6 @@ holds the upgrade authority of, and sends the stand-in's rewrite and drain instr
 
 import asyncio
 import struct
-import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TypeVar
@@ -18,10 +17,13 @@ from solders.keypair import Keypair
 from solders.pubkey import Pubkey
 
 from curta_chain.chain import loader, specs
+from curta_chain.chain.context import ChainContext
 from curta_chain.chain.deploy import deploy, plan_deploy
+from curta_chain.chain.plan import NewAccount
 from curta_chain.chain.rent import rent_exempt_minimum
 from curta_chain.chain.rpc import RpcClient
-from curta_chain.chain.sender import Sender, TxSpec
+from curta_chain.chain.sender import Sender
+from curta_chain.chain.specs import TxSpec
 from curta_chain.chain.transport import HttpTransport
 from curta_chain.program import ShippedProgram, shipped_programs
 
@@ -52,13 +54,24 @@ def deploy_program(
     program = program or Keypair()
 
     async def work(client: RpcClient) -> Pubkey:
-        plan = await plan_deploy(client, payer, program, build, False, specs.Budget())
-        await deploy(client, payer, program, plan, specs.Budget())
+        ctx = ChainContext(client, program.pubkey(), payer)
+        await deploy(ctx, program, await plan_deploy(ctx, program, build, False))
         return program.pubkey()
 
     address = on_chain(url, work)
-    time.sleep(0.5)  # deployed code runs from the next slot on
+    next_slot(url)  # deployed code runs from the next slot on
     return address
+
+
+def next_slot(url: str) -> None:
+    """Return once the node's processed slot is past the one it is at now."""
+
+    async def work(client: RpcClient) -> None:
+        now = await client.call("getSlot", [{"commitment": "processed"}])
+        while await client.call("getSlot", [{"commitment": "processed"}]) <= now:
+            await asyncio.sleep(0.05)
+
+    on_chain(url, work)
 
 
 def upgrade_program(url: str, authority: Keypair, program_id: Pubkey, elf: bytes) -> None:
@@ -66,9 +79,8 @@ def upgrade_program(url: str, authority: Keypair, program_id: Pubkey, elf: bytes
     buffer = Keypair()
     size = loader.BUFFER_METADATA_SIZE + len(elf)
     payer = authority.pubkey()
-    create = specs.new_account(
-        payer, buffer.pubkey(), size, loader.LOADER_V3, rent_exempt_minimum(size)
-    )
+    funding = NewAccount(buffer.pubkey(), size, rent_exempt_minimum(size))
+    create = specs.new_account(payer, funding, loader.LOADER_V3)
     chunk = loader.max_write_chunk()
     txs = [
         [TxSpec((*create, loader.initialize_buffer(buffer.pubkey(), payer)), (buffer,))],
@@ -85,7 +97,7 @@ def upgrade_program(url: str, authority: Keypair, program_id: Pubkey, elf: bytes
             await sender.send(batch)
 
     on_chain(url, work)
-    time.sleep(0.5)
+    next_slot(url)  # the upgraded code runs from the next slot on
 
 
 def rewrite(
@@ -121,8 +133,7 @@ def drain(url: str, payer: Keypair, standin: Pubkey, account: Pubkey) -> None:
 def new_owned_account(url: str, payer: Keypair, owner: Pubkey, size: int) -> Pubkey:
     """Create an account of ``size`` zero bytes owned by ``owner``; return its address."""
     account = Keypair()
-    create = specs.new_account(
-        payer.pubkey(), account.pubkey(), size, owner, rent_exempt_minimum(size)
-    )
+    funding = NewAccount(account.pubkey(), size, rent_exempt_minimum(size))
+    create = specs.new_account(payer.pubkey(), funding, owner)
     on_chain(url, lambda client: Sender(client, payer).send([TxSpec(create, (account,))]))
     return account.pubkey()

@@ -53,12 +53,9 @@ import httpx
 from solders.transaction import Transaction, VersionedTransaction
 
 from curta_chain.chain.loader import LOADER_V3
-from curta_chain.chain.sender import Sender
 from curta_chain.localnet.fees import LAMPORTS_PER_SIGNATURE
 from curta_chain.program.idl import instruction_coder
 
-WINDOW = Sender.__dataclass_fields__["window"].default
-"""The sender's default in-flight window, which the CLI uses."""
 _KINDS = {sighash: name for name, sighash in instruction_coder().sighashes.items()}
 _WRITE_ARGS = struct.Struct("<II")
 _LOADER_KINDS = {

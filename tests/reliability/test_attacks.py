@@ -42,7 +42,8 @@ from curta_chain.artifact import Artifact, decode_artifact
 from curta_chain.chain import cluster
 from curta_chain.chain.plan import ClusterScope, model_keypair, weight_keypair
 from curta_chain.chain.rent import rent_exempt_minimum
-from curta_chain.chain.sender import Sender, TxSpec
+from curta_chain.chain.sender import Sender
+from curta_chain.chain.specs import TxSpec
 from curta_chain.chain.verify import verify
 from curta_chain.constants import (
     LAMPORTS_PER_SOL,
@@ -348,12 +349,16 @@ def test_4_rent_is_the_runtimes_formula_whatever_size():
 
 def verify_lines(
     url: str, model: str, art: Path, config: Path, *extra: str
-) -> tuple[int, list[str]]:
-    """verify's exit code and its lines from the program's on (after the verdict and hashes)."""
+) -> tuple[int, list[str], list[str]]:
+    """verify's exit code, its lines from the program's on, and the causes before them.
+
+    verify prints its verdict and hashes, the causes of a failure, the differing ranges,
+    then the program it trusts.
+    """
     done = run_plain("verify", model, str(art), "-u", url, "-C", str(config), *extra)
     lines = (done.stdout + done.stderr).splitlines()
     start = next((i for i, line in enumerate(lines) if line.startswith("program  ")), 0)
-    return done.returncode, lines[start:]
+    return done.returncode, lines[start:], lines[:start]
 
 
 def test_5_an_upgrade_that_swaps_the_program_is_reported_and_require_final_refuses_it(
@@ -371,12 +376,12 @@ def test_5_an_upgrade_that_swaps_the_program_is_reported_and_require_final_refus
     code, _, err = run_cli("seal", model, *via)
     assert code == 0, err
 
-    code, lines = verify_lines(localnet.url, model, art_file, config)
+    code, lines, _ = verify_lines(localnet.url, model, art_file, config)
     assert code == 0
     assert lines[0] == f"program        {program}" and lines[3].startswith("last deployed  slot ")
     assert lines[4].startswith(f"WARNING: the program can still be upgraded by {owner.pubkey()}")
     deployed_at = lines[3]
-    code, lines = verify_lines(localnet.url, model, art_file, config, "--require-final")
+    code, lines, _ = verify_lines(localnet.url, model, art_file, config, "--require-final")
     assert code == 1 and f"the program can still be upgraded by {owner.pubkey()}" in "\n".join(
         lines
     )
@@ -384,7 +389,7 @@ def test_5_an_upgrade_that_swaps_the_program_is_reported_and_require_final_refus
     # The swap: a stand-in, a sealed byte rewritten (and the model's hashes to match a
     # doctored artifact), then curta.so again.
     upgrade_program(localnet.url, owner, program, STANDIN.elf)
-    code, lines = verify_lines(localnet.url, model, art_file, config)
+    code, lines, _ = verify_lines(localnet.url, model, art_file, config)
     assert code == 1 and len(lines) == 1 and "not a build shipped with curta-chain" in lines[0]
     doctored = doctor(stories260k)
     state = ModelAccount.from_bytes(
@@ -399,14 +404,14 @@ def test_5_an_upgrade_that_swaps_the_program_is_reported_and_require_final_refus
     fake_art = tmp_path / "doctored.curta"
     fake_art.write_bytes(doctored.data)
 
-    code, lines = verify_lines(localnet.url, model, fake_art, config)
+    code, lines, causes = verify_lines(localnet.url, model, fake_art, config)
     assert lines[1].endswith("shipped build sbpf-v0)")  # the program is curta.so again...
     assert lines[3] != deployed_at  # ...but it was deployed again after the seal
     assert lines[4].startswith(f"WARNING: the program can still be upgraded by {owner.pubkey()}")
-    assert code == 1 and "after sealing began at slot" in "\n".join(lines)  # so no evidence
-    code, lines = verify_lines(localnet.url, model, fake_art, config, "--require-final")
+    assert code == 1 and "after sealing began at slot" in "\n".join(causes)  # so no evidence
+    code, lines, _ = verify_lines(localnet.url, model, fake_art, config, "--require-final")
     assert code == 1
-    code, _ = verify_lines(localnet.url, model, art_file, config)
+    code, _, _ = verify_lines(localnet.url, model, art_file, config)
     assert code == 1  # and the real artifact's bytes are no longer there
     record(ROW.format(5, "an upgrade swaps the program and back"), lost_lamports=0)
 
@@ -424,7 +429,7 @@ def test_5_under_a_final_program_the_swap_cannot_happen(localnet, fund, tmp_path
     assert code == 0, err
     with pytest.raises(ProgramError, match=r"^instruction 0 failed: Immutable$"):
         upgrade_program(localnet.url, owner, program, STANDIN.elf)
-    code, lines = verify_lines(
+    code, lines, _ = verify_lines(
         localnet.url, published["model"], art_file, config, "--require-final"
     )
     assert code == 0, lines

@@ -37,8 +37,10 @@ from curta_chain.artifact.synthetic import tezw_bytes
 from curta_chain.chain import loader, specs
 from curta_chain.chain.cluster import record_program_id, write_keypair
 from curta_chain.chain.deploy import buffer_keypair, default_program_keypair
+from curta_chain.chain.plan import NewAccount
 from curta_chain.chain.rent import rent_exempt_minimum
-from curta_chain.chain.sender import Sender, TxSpec
+from curta_chain.chain.sender import Sender
+from curta_chain.chain.specs import TxSpec
 from curta_chain.constants import LAMPORTS_PER_SOL, LOCALNET_GENESIS_HASH, LOCALNET_PROGRAM_ID
 from curta_chain.errors import ArtifactError
 from curta_chain.localnet import LocalnetHandle, start_in_thread
@@ -117,9 +119,8 @@ class Ctx:
         program = default_program_keypair(payer, LOCALNET_GENESIS_HASH).pubkey()
         buffer = buffer_keypair(payer, LOCALNET_GENESIS_HASH, program, CURTA)
         size = loader.BUFFER_METADATA_SIZE + len(CURTA.elf)
-        create = specs.new_account(
-            payer.pubkey(), buffer.pubkey(), size, loader.LOADER_V3, rent_exempt_minimum(size)
-        )
+        funding = NewAccount(buffer.pubkey(), size, rent_exempt_minimum(size))
+        create = specs.new_account(payer.pubkey(), funding, loader.LOADER_V3)
         init = loader.initialize_buffer(buffer.pubkey(), Keypair().pubkey())
         spec = TxSpec((*create, init), (buffer,))
         on_chain(self.world.url, lambda client: Sender(client, payer).send([spec]))

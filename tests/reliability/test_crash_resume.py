@@ -8,7 +8,7 @@ Then the same command is rerun to completion, sealed and verified, and the books
 checked:
 
 - the write bytes sent again across both runs (every write delivered minus the plan's
-  bytes) are at most one in-flight window of writes (``Sender.window`` x payload); here
+  bytes) are at most one in-flight window of writes (``sender.WINDOW`` x payload); here
   they are zero, as the localnet applies what it accepts before it answers;
 - every transaction that landed succeeded (a second create of an account would fail), and
   the model and each weight account were created exactly once;
@@ -31,7 +31,6 @@ from pathlib import Path
 import pytest
 from fault_proxy import (
     LAMPORTS_PER_SIGNATURE,
-    WINDOW,
     FaultProxy,
     Request,
     account_states,
@@ -46,6 +45,7 @@ from solders.keypair import Keypair
 
 from curta_chain.artifact import Artifact
 from curta_chain.chain.cluster import write_keypair
+from curta_chain.chain.sender import WINDOW
 from curta_chain.constants import HASH_CHUNK_SIZE
 
 

@@ -30,7 +30,8 @@ from solders.pubkey import Pubkey
 from curta_chain.chain import cluster, loader
 from curta_chain.chain.plan import differing_pieces
 from curta_chain.chain.program_check import read_program
-from curta_chain.chain.sender import Sender, TxSpec
+from curta_chain.chain.sender import Sender
+from curta_chain.chain.specs import TxSpec
 
 PIECES = len(differing_pieces(0, CURTA.elf, None, loader.max_write_chunk()))
 

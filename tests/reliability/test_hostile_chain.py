@@ -3,7 +3,7 @@
 One embedded localnet serves the whole module. An owner publishes stories260K with the
 real ``publish`` (left uploading) and a set of small models in every state; an attacker
 holds funds and a model of his own. Each refusal case is sent twice: once with preflight
-(``RpcClient.send_checked``), which must raise the program's error named from the IDL and
+(``sender.send_checked``), which must raise the program's error named from the IDL and
 charge nobody, and once without (the ``Sender``, as publish sends), where the transaction
 lands, fails with the same named error, and its fee payer pays exactly the fee. In both,
 every model and weight account keeps its lamports, owner and bytes. The last test has the
@@ -39,13 +39,14 @@ from curta_chain import program
 from curta_chain.artifact import Artifact, ModelConfig, hash_steps
 from curta_chain.artifact.convert import convert_llama2c_bytes
 from curta_chain.artifact.synthetic import llama2c_checkpoint_bytes, llama2c_tokenizer_bytes
-from curta_chain.chain import specs
 from curta_chain.chain.cluster import write_keypair
-from curta_chain.chain.plan import model_keypair, weight_keypair
+from curta_chain.chain.context import ChainContext
+from curta_chain.chain.plan import NewAccount, model_keypair, weight_keypair
 from curta_chain.chain.publish import plan_publish, publish
-from curta_chain.chain.rpc import RpcCallError, RpcClient
+from curta_chain.chain.rpc import RpcClient
 from curta_chain.chain.seal import seal
-from curta_chain.chain.sender import Sender, TxSpec, wait_for_signature
+from curta_chain.chain.sender import Sender, send_checked, wait_for_signature
+from curta_chain.chain.specs import Budget, Transactions, TxSpec
 from curta_chain.chain.transport import HttpTransport
 from curta_chain.chain.verify import verify
 from curta_chain.cli import main
@@ -55,14 +56,14 @@ from curta_chain.constants import (
     MAX_COMPUTE_UNITS,
     WEIGHT_HEADER_SIZE,
 )
-from curta_chain.errors import ChainError, ProgramError
+from curta_chain.errors import ChainError, ProgramError, RpcCallError
 from curta_chain.localnet import start_in_thread
 from curta_chain.program import ModelAccount, ModelState, RunState, run_account_size
 from curta_chain.program.run_account import PromptKind
 from curta_chain.program.run_mirror import RunMirror
 
 PROGRAM_ID = Pubkey.from_string(LOCALNET_PROGRAM_ID)
-BUDGET = specs.Budget()
+BUDGET = Budget()
 T = TypeVar("T")
 
 
@@ -140,19 +141,15 @@ async def make_model(
     declared = declared if declared is not None else list(hash_steps(sections))[-1].running
     model = Model(Keypair(), [Keypair() for _ in sections], lengths)
     rent = await client.rent_exempt_minimum(program.MODEL_ACCOUNT_SIZE)
-    create = specs.create_model_spec(
-        PROGRAM_ID, authority, model.key, declared, lengths, rent, BUDGET
-    )
+    funding = NewAccount(model.address, program.MODEL_ACCOUNT_SIZE, rent)
+    create = txs(authority).create_model(model.key, declared, lengths, funding)
     await sender.send([create])
     bound = range(len(sections)) if bind is None else bind
     binds = []
     for i in bound:
         rent = await client.rent_exempt_minimum(WEIGHT_HEADER_SIZE + lengths[i])
-        binds.append(
-            specs.bind_spec(
-                PROGRAM_ID, authority, model.address, model.weights[i], i, lengths[i], rent, BUDGET
-            )
-        )
+        funding = NewAccount(model.accounts[i], WEIGHT_HEADER_SIZE + lengths[i], rent)
+        binds.append(txs(authority).bind(model.address, model.weights[i], i, funding))
     await sender.send(binds)
     writes = [
         TxSpec((program.write_weights(PROGRAM_ID, authority.pubkey(), w.pubkey(), at, s[at:end]),))
@@ -171,10 +168,15 @@ async def make_model(
         steps = len(list(hash_steps(sections)))
     for index, step in enumerate(list(hash_steps(sections))[:steps]):
         account = model.accounts[step.section]
-        spec = specs.seal_step_spec(PROGRAM_ID, model.address, account, index, BUDGET)
+        spec = txs(authority).seal_step(model.address, account, index)
         await sender.send([spec])
     assert (await read(client, model.address)).state == state
     return model
+
+
+def txs(authority: Keypair, budget: Budget = BUDGET) -> Transactions:
+    """The curta transactions of ``authority``, who also pays."""
+    return Transactions(PROGRAM_ID, authority.pubkey(), authority.pubkey(), budget)
 
 
 async def read(client: RpcClient, address: Pubkey) -> ModelAccount:
@@ -215,7 +217,7 @@ def step_spec(model: Model, run: Pubkey, sections: Sequence[int], expected: int)
     return TxSpec((*BUDGET_RUN.instructions(MAX_COMPUTE_UNITS), ix))
 
 
-BUDGET_RUN = specs.Budget(limit_compute=True)
+BUDGET_RUN = Budget(limit_compute=True)
 
 
 async def open_run(
@@ -275,8 +277,9 @@ def world(stories260k: Artifact) -> Iterator[World]:
             owner, attacker = world.owner, world.attacker
             owner_sends, attacker_sends = Sender(client, owner), Sender(client, attacker)
             # The victim: stories260K through the real publish path, left uploading.
-            plan = await plan_publish(client, PROGRAM_ID, owner, stories260k, BUDGET)
-            await publish(client, PROGRAM_ID, owner, stories260k, plan, BUDGET, sender=owner_sends)
+            ctx = ChainContext(client, PROGRAM_ID, owner, sender=owner_sends)
+            plan = await plan_publish(ctx, stories260k)
+            await publish(ctx, stories260k, plan)
             world.models["A"] = Model(
                 model_keypair(owner, plan.weights_hash, plan.scope),
                 [weight_keypair(owner, plan.weights_hash, plan.scope, i) for i in range(2)],
@@ -722,7 +725,7 @@ def test_refused_with_its_named_error_and_nothing_changes(world: World, case: st
         fee = await client.fee_for_message(tx.message)
         with pytest.raises(ProgramError) as refused:
             if mode == "preflight":
-                await client.send_checked(bytes(tx))
+                await send_checked(client, bytes(tx))
             else:  # as the sender sends: it lands, fails in the program and pays its fee
                 await wait_for_signature(client, await send_raw(client, bytes(tx), False))
         return refused.value, fee
@@ -746,8 +749,8 @@ def test_refused_with_its_named_error_and_nothing_changes(world: World, case: st
 async def send_raw(client: RpcClient, wire: bytes, preflight: bool) -> str:
     """Send signed bytes as they are: with preflight through ``send_checked``, else skipped."""
     if preflight:
-        return await client.send_checked(wire)
-    return str(await client.call(*client.send_call(wire)))
+        return await send_checked(client, wire)
+    return await client.send_transaction(wire, preflight=False)
 
 
 async def landed(
@@ -756,7 +759,7 @@ async def landed(
     """Sign, send with preflight, wait for it; return the transaction's bytes for replay."""
     blockhash, _ = await client.latest_blockhash()
     tx = Transaction([payer, *signers], Message(instructions, payer.pubkey()), blockhash)
-    signature = await client.send_checked(bytes(tx))
+    signature = await send_checked(client, bytes(tx))
     await wait_for_signature(client, signature)
     return bytes(tx)
 
@@ -785,11 +788,13 @@ def test_every_lifecycle_transaction_replayed_is_already_processed_and_runs_once
         """Create, bind, write, begin and seal, one landed transaction each; their bytes."""
         me = owner.pubkey()
         rent = await client.rent_exempt_minimum(program.MODEL_ACCOUNT_SIZE)
-        spec = specs.create_model_spec(P, owner, model, declared, lengths, rent, BUDGET)
+        funding = NewAccount(model.pubkey(), program.MODEL_ACCOUNT_SIZE, rent)
+        spec = txs(owner).create_model(model, declared, lengths, funding)
         wires = [await landed(client, owner, *spec.instructions, signers=[model])]
         for i, weight in enumerate(weights):
             rent = await client.rent_exempt_minimum(WEIGHT_HEADER_SIZE + lengths[i])
-            spec = specs.bind_spec(P, owner, model.pubkey(), weight, i, lengths[i], rent, BUDGET)
+            funding = NewAccount(weight.pubkey(), WEIGHT_HEADER_SIZE + lengths[i], rent)
+            spec = txs(owner).bind(model.pubkey(), weight, i, funding)
             wires.append(await landed(client, owner, *spec.instructions, signers=[weight]))
         # Two writes to the same bytes: the first is overwritten, then replayed below.
         first = await landed(client, owner, write(P, me, weights[0].pubkey(), 0, b"stale"))
@@ -851,12 +856,12 @@ def test_the_same_steps_signed_afresh_are_refused_and_no_rent_is_taken_twice(wor
         rent = await client.rent_exempt_minimum(program.MODEL_ACCOUNT_SIZE)
         # A compute-unit limit makes these other transactions than the landed ones: the
         # same instructions under the same blockhash would be the same signature.
-        fresh = specs.Budget(limit_compute=True)
-        again = specs.create_model_spec(P, owner, built.key, declared, lengths, rent, fresh)
+        fresh = txs(owner, Budget(limit_compute=True))
+        funding = NewAccount(built.address, program.MODEL_ACCOUNT_SIZE, rent)
+        again = fresh.create_model(built.key, declared, lengths, funding)
         rent_w = await client.rent_exempt_minimum(WEIGHT_HEADER_SIZE + lengths[0])
-        rebind = specs.bind_spec(
-            P, owner, built.address, built.weights[0], 0, lengths[0], rent_w, fresh
-        )
+        funding = NewAccount(built.accounts[0], WEIGHT_HEADER_SIZE + lengths[0], rent_w)
+        rebind = fresh.bind(built.address, built.weights[0], 0, funding)
         keys = [owner.pubkey(), built.address, *built.accounts]
         for spec in (again, rebind):
             before = await chain_view(client, keys)
@@ -932,13 +937,13 @@ def test_after_every_attack_the_owner_seals_and_verifies_while_a_stranger_cranks
         model = await read(client, a.address)
         assert (model.state, model.bound_count, model.chunks_hashed) == (ModelState.UPLOADING, 2, 0)
         # Nothing the attacks did left a byte to rewrite: a rerun of publish plans nothing.
-        plan = await plan_publish(client, P, world.owner, world.art, BUDGET)
+        plan = await plan_publish(ChainContext(client, P, world.owner), world.art)
         assert (plan.model, plan.transactions) == (a.address, 0)
         # The owner begins sealing; the attacker cranks every step (sealStep is open to
         # anyone) and can only produce the hash the bytes give.
         owner_before = await client.balance(world.owner.pubkey())
         await land(client, world.owner, [TxSpec((begin(P, world.owner.pubkey(), a.address),))])
-        result = await seal(client, P, world.attacker, a.address, world.art)
+        result = await seal(ChainContext(client, P, world.attacker), a.address, world.art)
         assert result.state == ModelState.SEALED
         assert result.running_hash == world.art.weights_hash()
         assert await client.balance(world.owner.pubkey()) == owner_before - 5_000
@@ -985,12 +990,13 @@ def test_a_reseal_after_a_reopen_within_one_slot_is_not_taken_for_a_replay():
             first, me = sections[0][:1], owner.pubkey()
             flipped = bytes([first[0] ^ 1])
             await land(client, owner, [TxSpec((write(P, me, model.accounts[0], 0, flipped),))])
-            assert (await seal(client, P, owner, model.address)).state == ModelState.FAILED
+            ctx = ChainContext(client, P, owner)
+            assert (await seal(ctx, model.address)).state == ModelState.FAILED
             fix = [
                 TxSpec((reopen(P, me, model.address, w, i),)) for i, w in enumerate(model.accounts)
             ]
             await land(client, owner, [*fix, TxSpec((write(P, me, model.accounts[0], 0, first),))])
-            assert (await seal(client, P, owner, model.address)).state == ModelState.SEALED
+            assert (await seal(ctx, model.address)).state == ModelState.SEALED
 
         async def run() -> None:
             client = RpcClient(HttpTransport(handle.url), "processed")

@@ -21,12 +21,14 @@ from solders.pubkey import Pubkey
 
 from curta_chain import program
 from curta_chain.artifact import Artifact
-from curta_chain.chain import specs
 from curta_chain.chain.close import close
+from curta_chain.chain.context import ChainContext
+from curta_chain.chain.plan import NewAccount
 from curta_chain.chain.publish import plan_publish, publish
 from curta_chain.chain.rpc import RpcClient
 from curta_chain.chain.seal import seal
-from curta_chain.chain.sender import Sender, TxSpec, wait_for_signature
+from curta_chain.chain.sender import Sender, wait_for_signature
+from curta_chain.chain.specs import Transactions, TxSpec
 from curta_chain.chain.transport import HttpTransport
 from curta_chain.chain.verify import verify
 from curta_chain.constants import (
@@ -75,16 +77,19 @@ def test_attack_2_a_model_over_64_mib_no_longer_locks_its_rent():
     async def work(client: RpcClient) -> None:
         owner = await funded(client, 600)
         sender = Sender(client, owner)
+        # A refusal is seen as soon as it is processed: its fee shows there first.
+        processed = RpcClient(client.transport, "processed")
         model, weights = Keypair(), [Keypair() for _ in lengths]
-        budget = specs.Budget()
+        txs = Transactions(P, owner.pubkey(), owner.pubkey())
         rent_model = await client.rent_exempt_minimum(program.MODEL_ACCOUNT_SIZE)
-        create = specs.create_model_spec(P, owner, model, bytes(32), lengths, rent_model, budget)
-        await sender.send([create])
-        rent_weight = await client.rent_exempt_minimum(WEIGHT_HEADER_SIZE + MAX_SECTION_SIZE)
+        funding = NewAccount(model.pubkey(), program.MODEL_ACCOUNT_SIZE, rent_model)
+        await sender.send([txs.create_model(model, bytes(32), lengths, funding)])
+        size = WEIGHT_HEADER_SIZE + MAX_SECTION_SIZE
+        rent_weight = await client.rent_exempt_minimum(size)
         await sender.send(
             [
-                specs.bind_spec(P, owner, model.pubkey(), w, i, n, rent_weight, budget)
-                for i, (w, n) in enumerate(zip(weights, lengths, strict=True))
+                txs.bind(model.pubkey(), w, i, NewAccount(w.pubkey(), size, rent_weight))
+                for i, w in enumerate(weights)
             ]
         )
         rent = rent_model + 7 * rent_weight
@@ -94,25 +99,24 @@ def test_attack_2_a_model_over_64_mib_no_longer_locks_its_rent():
 
         # The old beginSealing, reopen and closeModel named every weight account: 73 MB of
         # data. Such a transaction lands failed before running and pays its fee.
-        before = await client.balance(me)
+        before = await processed.balance(me)
         every = [AccountMeta(k, False, True) for k in accounts]
         begin = program.begin_sealing(P, me, address)
         old = Instruction(P, begin.data, [*begin.accounts, *every])
         with pytest.raises(ChainError) as refused:
             await Sender(client, owner).send([TxSpec((old,))])
         assert str(refused.value) == "transaction failed: MaxLoadedAccountsDataSizeExceeded"
-        assert await client.balance(me) == before - SIGNATURE_FEE
+        assert await processed.balance(me) == before - SIGNATURE_FEE
         assert (await read(client, address)).state == ModelState.UPLOADING
 
         # Now: begin (the model alone), two seal steps (a weight account each), then close,
         # one weight account a transaction: every lamport of rent comes back.
         await sender.send([TxSpec((begin,))])
         for index in range(2):
-            step = specs.seal_step_spec(P, address, accounts[0], index, budget)
-            await sender.send([step])
+            await sender.send([txs.seal_step(address, accounts[0], index)])
         assert (await read(client, address)).frozen_count == 1
         before = await client.balance(me)
-        result = await close(client, P, owner, address)
+        result = await close(ChainContext(client, P, owner), address)
         assert (result.closed_accounts, result.transactions) == (8, 8)
         assert await client.balance(me) == before + rent - 8 * SIGNATURE_FEE
         assert result.lamports_returned == rent - 8 * SIGNATURE_FEE
@@ -130,11 +134,11 @@ def test_the_largest_model_end_to_end_over_the_localnet(largest: Artifact, local
 
     async def work(client: RpcClient) -> None:
         owner = await funded(client, 1_000)
-        budget = specs.Budget()
+        ctx = ChainContext(client, P, owner)
         started = time.monotonic()
-        plan = await plan_publish(client, P, owner, largest, budget)
+        plan = await plan_publish(ctx, largest)
         assert len(plan.section_lengths) == 18 and plan.create_model
-        published = await publish(client, P, owner, largest, plan, budget)
+        published = await publish(ctx, largest, plan)
         timings["publish"] = time.monotonic() - started
         address = plan.model
 
@@ -144,17 +148,17 @@ def test_the_largest_model_end_to_end_over_the_localnet(largest: Artifact, local
         write = program.write_weights(P, owner.pubkey(), plan.weight_accounts[17], last, flipped)
         await Sender(client, owner).send([TxSpec((write,))])
         started = time.monotonic()
-        failed = await seal(client, P, owner, address, largest, check_upload=False)
+        failed = await seal(ctx, address, largest, check_upload=False)
         timings["failed seal"] = time.monotonic() - started
         assert failed.state == ModelState.FAILED
         assert failed.first_bad_chunk is not None and failed.first_bad_chunk.section == 17
 
         # publish again: 18 reopens (one weight account each) and the one write that differs.
         started = time.monotonic()
-        again = await plan_publish(client, P, owner, largest, budget)
+        again = await plan_publish(ctx, largest)
         assert (again.reopen_sections, len(again.writes)) == (tuple(range(18)), 1)
-        await publish(client, P, owner, largest, again, budget)
-        sealed = await seal(client, P, owner, address, largest)
+        await publish(ctx, largest, again)
+        sealed = await seal(ctx, address, largest)
         timings["reopen and seal"] = time.monotonic() - started
         assert sealed.state == ModelState.SEALED
         assert sealed.running_hash == largest.weights_hash()

@@ -18,7 +18,6 @@ from dataclasses import dataclass
 import pytest
 from fault_proxy import (
     LAMPORTS_PER_SIGNATURE,
-    WINDOW,
     FaultProxy,
     Request,
     balance,
@@ -31,6 +30,7 @@ from fault_proxy import (
 
 from curta_chain.artifact import Artifact
 from curta_chain.chain.cluster import write_keypair
+from curta_chain.chain.sender import WINDOW
 from curta_chain.constants import HASH_CHUNK_SIZE
 
 KILL_INTO_BATCH = 0.005
