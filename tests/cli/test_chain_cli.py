@@ -43,7 +43,8 @@ class User:
         return json.loads(out)
 
     def balance(self, who: Pubkey | None = None) -> int:
-        return Client(self.url).get_balance(who or self.keypair.pubkey()).value
+        # Confirmed, as the CLI waits for: a finalized read would lag 32 slots behind.
+        return Client(self.url, "confirmed").get_balance(who or self.keypair.pubkey()).value
 
 
 @pytest.fixture

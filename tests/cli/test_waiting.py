@@ -12,6 +12,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 
 import pytest
 from solana.rpc.api import Client
@@ -158,6 +159,18 @@ def interrupt_after(argv: list[str], seconds: float) -> tuple[int, str, str]:
     return process.returncode, out, err
 
 
+def wait_for_balance(
+    client: Client, who, condition: Callable[[int], bool], process: subprocess.Popen[str]
+) -> int:
+    """Poll ``who``'s balance until ``condition`` holds (or the process ended); return it."""
+    while True:
+        lamports = client.get_balance(who).value
+        if condition(lamports):
+            return lamports
+        assert process.poll() is None, process.communicate()
+        time.sleep(0.05)
+
+
 def test_ctrl_c_before_anything_was_sent_gives_no_resume_hint():
     with Silent() as url:
         code, out, err = interrupt_after(
@@ -177,13 +190,12 @@ def test_ctrl_c_mid_upload_says_how_to_resume(localnet, fund, tmp_path, stories1
         stderr=subprocess.PIPE,
         text=True,
     )
-    # Wait until the accounts exist (their rent has left the payer): writes come next.
+    # Interrupt once writes are landing: the accounts' rent has left the payer, and then
+    # at least one write's fee. Read at processed: that is where the chain is now.
     payer = load_keypair(keypair).pubkey()
-    client = Client(localnet.url)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and client.get_balance(payer).value > 150 * 10**9:
-        time.sleep(0.1)
-    time.sleep(1.0)
+    client = Client(localnet.url, "processed")
+    created = wait_for_balance(client, payer, lambda lamports: lamports < 150 * 10**9, process)
+    wait_for_balance(client, payer, lambda lamports: lamports < created, process)
     process.send_signal(signal.SIGINT)
     out, err = process.communicate(timeout=60)
     assert process.returncode == 130 and out == ""
