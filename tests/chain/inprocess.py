@@ -1,0 +1,93 @@
+"""The embedded localnet in this process, answered through its method table: no HTTP.
+
+``LocalnetTransport`` is a ``Transport`` (``curta_chain.chain.rpc``) that hands each
+JSON-RPC request to ``curta_chain.localnet.server.answer``, the code that answers over HTTP,
+so LiteSVM executes every transaction and the answers have the validator's shapes. Its time
+is a ``ManualClock`` that each request moves on by one slot: slots pass as a client works,
+every run sees the same slots, and nothing sleeps or reads a wall clock. A status is
+confirmed from the request after the one that landed it.
+
+Faults are injected by subclasses that override ``forward`` (one request in, its answer
+out), as ``tests/reliability/fault_proxy.py`` does over HTTP.
+"""
+
+from typing import Any
+
+from solders.keypair import Keypair
+from solders.pubkey import Pubkey
+
+from curta_chain.chain.context import ChainContext
+from curta_chain.chain.rpc import RpcClient
+from curta_chain.chain.sender import Sender
+from curta_chain.chain.specs import Budget
+from curta_chain.constants import LAMPORTS_PER_SOL, LOCALNET_PROGRAM_ID
+from curta_chain.localnet import Localnet, ManualClock
+from curta_chain.localnet.clock import SLOT_SECONDS
+from curta_chain.localnet.server import answer
+
+PROGRAM_ID = Pubkey.from_string(LOCALNET_PROGRAM_ID)
+GENESIS_TIME = 1_750_000_000.0
+
+
+class LocalnetTransport:
+    """A localnet answering in-process, one slot per request.
+
+    Attributes:
+        localnet: the chain (LiteSVM, the curta program preloaded).
+        clock: its time; ``slots(n)`` moves it by hand.
+        methods: every method asked, in order.
+    """
+
+    url = "inprocess://localnet"
+
+    def __init__(self, tick: float = SLOT_SECONDS):
+        self.clock = ManualClock(GENESIS_TIME)
+        self.localnet = Localnet(now=self.clock)
+        self.tick = tick
+        self.methods: list[str] = []
+
+    async def post(self, payload: dict[str, Any] | list[dict[str, Any]]) -> Any:
+        """Answer a request or a batch, as the HTTP server would."""
+        self.clock.advance(self.tick)
+        if isinstance(payload, list):
+            answers = [self.forward(item) for item in payload]
+            return [a for a in answers if a is not None]
+        return self.forward(payload)
+
+    def forward(self, request: dict[str, Any]) -> Any:
+        """One request's answer (None for a notification)."""
+        self.methods.append(request.get("method", ""))
+        return answer(self.localnet, request)[0]
+
+    async def aclose(self) -> None:
+        """Nothing to release: the test's fixture closes the localnet."""
+
+    def slots(self, count: int) -> None:
+        """Let ``count`` slots pass."""
+        self.clock.advance(count * SLOT_SECONDS)
+
+    def fund(self, sol: float = 100) -> Keypair:
+        """A new keypair holding ``sol`` SOL, straight from the faucet."""
+        keypair = Keypair()
+        self.localnet.airdrop(keypair.pubkey(), int(sol * LAMPORTS_PER_SOL))
+        return keypair
+
+    def sender(self, payer: Keypair, **options: Any) -> Sender:
+        """A sender that polls without pausing and counts time on this node's clock."""
+        options.setdefault("poll_interval", 0.0)
+        return Sender(RpcClient(self, "confirmed"), payer, clock=self.clock, **options)
+
+    def context(
+        self,
+        authority: Keypair,
+        fee_payer: Keypair | None = None,
+        budget: Budget | None = None,
+        **options: Any,
+    ) -> ChainContext:
+        """A chain context on this node, its sender as ``sender`` makes them."""
+        sender = self.sender(fee_payer or authority, **options)
+        if fee_payer is not None and fee_payer != authority:
+            sender.cosigners = (authority,)
+        return ChainContext(
+            sender.client, PROGRAM_ID, authority, budget=budget or Budget(), sender=sender
+        )

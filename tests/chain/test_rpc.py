@@ -1,0 +1,170 @@
+"""RpcClient: request shapes and answers, against the localnet in-process and canned answers.
+
+The localnet gives real answers (slices of an account, statuses 256 a call, context slots);
+a ``Canned`` transport gives the malformed ones no honest node sends.
+"""
+
+from typing import Any
+
+import pytest
+from inprocess import PROGRAM_ID
+from solders.hash import Hash
+from solders.keypair import Keypair
+from solders.message import Message
+from solders.pubkey import Pubkey
+from solders.signature import Signature
+from solders.system_program import TransferParams, transfer
+
+from curta_chain.chain import rpc
+from curta_chain.chain.rpc import RpcClient
+from curta_chain.constants import LAMPORTS_PER_SOL
+from curta_chain.errors import ChainError, RpcCallError, RpcError
+
+
+class Canned:
+    """A transport that answers each post with the next canned answer."""
+
+    url = "canned://node"
+
+    def __init__(self, *answers: Any) -> None:
+        self.answers = list(answers)
+        self.posted: list[Any] = []
+
+    async def post(self, payload: Any) -> Any:
+        self.posted.append(payload)
+        answer = self.answers.pop(0)
+        return answer(payload) if callable(answer) else answer
+
+    async def aclose(self) -> None:
+        pass
+
+
+def reversed_batch(payload: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A batch answered in reverse order (JSON-RPC allows any order)."""
+    return [{"jsonrpc": "2.0", "id": r["id"], "result": r["method"]} for r in reversed(payload)]
+
+
+@pytest.mark.asyncio
+async def test_a_batch_is_matched_by_id_and_an_error_object_is_its_item():
+    def answers(payload):
+        out = reversed_batch(payload)
+        out[0] = {"jsonrpc": "2.0", "id": out[0]["id"], "error": {"code": -32602, "message": "no"}}
+        return out
+
+    client = RpcClient(Canned(answers))
+    results = await client.batch([("getSlot", []), ("getHealth", []), ("getVersion", [])])
+    assert results[:2] == ["getSlot", "getHealth"]
+    assert isinstance(results[2], RpcCallError) and results[2].code == -32602
+    assert str(results[2]) == "getVersion: RPC error -32602: no"
+    assert await client.batch([]) == []
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    ("answer", "message"),
+    [
+        ({"jsonrpc": "2.0", "id": 1, "result": 1}, "expected a JSON-RPC batch answer"),
+        ([], "the batch answer lacks request 1"),
+    ],
+)
+async def test_a_batch_answer_that_is_not_one_is_an_rpc_error(answer, message):
+    with pytest.raises(RpcError, match=message):
+        await RpcClient(Canned(answer)).batch([("getSlot", [])])
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(
+    ("answer", "error", "message"),
+    [
+        ("<html>", RpcError, "getSlot: expected a JSON-RPC answer, got '<html>'"),
+        ({"jsonrpc": "2.0", "id": 1}, RpcError, "getSlot: the answer has neither result nor error"),
+        (
+            {"jsonrpc": "2.0", "id": 1, "error": {"code": -32005, "message": "behind"}},
+            RpcCallError,
+            "getSlot: RPC error -32005: behind",
+        ),
+        ({"jsonrpc": "2.0", "id": 1, "error": None}, RpcCallError, "getSlot: RPC error None: "),
+    ],
+)
+async def test_a_call_turns_every_answer_into_a_result_or_our_error(answer, error, message):
+    with pytest.raises(error) as raised:
+        await RpcClient(Canned(answer)).call("getSlot", [])
+    assert str(raised.value) == message
+
+
+@pytest.mark.asyncio
+async def test_account_data_is_read_in_slices_and_must_be_all_there(node, monkeypatch):
+    monkeypatch.setattr(rpc, "ACCOUNT_SLICE", 1_000)
+    client = RpcClient(node, "processed")
+    program = PROGRAM_ID  # an account with data: the program the localnet preloads
+    whole = await client.account(program)
+    assert whole is not None and whole.executable and len(whole.data) > 3_000
+    before = node.methods.count("getAccountInfo")
+    part = await client.account_data(program, 500, 2_600)
+    assert part == whole.data[500:3_100]
+    assert node.methods.count("getAccountInfo") - before == 3  # 1,000 + 1,000 + 600 bytes
+    with pytest.raises(ChainError, match=r"expected 10 bytes at \d+, got 0"):
+        await client.account_data(program, len(whole.data), 10)
+    with pytest.raises(ChainError, match="does not exist"):
+        await client.account_data(Keypair().pubkey(), 0, 10)
+
+
+@pytest.mark.asyncio
+async def test_statuses_go_256_and_accounts_100_a_call(node):
+    client = RpcClient(node)
+    before = node.methods.count("getSignatureStatuses")
+    statuses = await client.signature_statuses([str(Signature.new_unique()) for _ in range(300)])
+    assert statuses == [None] * 300
+    assert node.methods.count("getSignatureStatuses") - before == 2
+    before = node.methods.count("getMultipleAccounts")
+    assert await client.accounts([Keypair().pubkey() for _ in range(150)]) == [None] * 150
+    assert node.methods.count("getMultipleAccounts") - before == 2
+
+
+@pytest.mark.asyncio
+async def test_reads_keep_the_highest_context_slot_and_ask_for_a_minimum(node):
+    client = RpcClient(node, "processed")
+    payer = node.fund()
+    await client.balance(payer.pubkey())
+    assert client.context_slot == 0  # getBalance is no account read
+    await client.account(payer.pubkey())
+    seen = client.context_slot
+    assert seen > 0
+    ahead = RpcClient(node, "processed", min_context_slot=seen + 1_000)
+    with pytest.raises(RpcCallError, match="Minimum context slot has not been reached"):
+        await ahead.account(payer.pubkey())
+
+
+@pytest.mark.asyncio
+async def test_the_genesis_hash_is_asked_once_and_fees_and_rent_come_from_the_node(node):
+    client = RpcClient(node)
+    assert await client.genesis_hash() == await client.genesis_hash()
+    assert node.methods.count("getGenesisHash") == 1
+    payer = node.fund()
+    blockhash, last_valid = await client.latest_blockhash()
+    assert last_valid > await client.block_height()
+    ix = transfer(TransferParams(from_pubkey=payer.pubkey(), to_pubkey=payer.pubkey(), lamports=1))
+    message = Message.new_with_blockhash([ix], payer.pubkey(), blockhash)
+    assert await client.fee_for_message(message) == 5_000
+    stale = Message.new_with_blockhash([ix], payer.pubkey(), Hash.new_unique())
+    with pytest.raises(RpcError, match="getFeeForMessage: the blockhash is unknown to the node"):
+        await client.fee_for_message(stale)
+    assert await client.rent_exempt_minimum(0) == 890_880
+    assert await client.balance(payer.pubkey()) == 100 * LAMPORTS_PER_SOL
+
+
+@pytest.mark.asyncio
+async def test_an_account_in_another_encoding_is_refused():
+    value = {"data": ["AA==", "base58"], "owner": str(Pubkey.default()), "lamports": 1}
+    answer = {"jsonrpc": "2.0", "id": 1, "result": {"context": {"slot": 1}, "value": value}}
+    with pytest.raises(RpcError, match="unexpected account data encoding 'base58'"):
+        await RpcClient(Canned(answer)).account(Pubkey.default())
+
+
+def test_a_send_call_skips_preflight_and_retries_or_asks_for_it():
+    client = RpcClient(Canned(), "confirmed")
+    method, (encoded, config) = client.send_call(b"\1\2")
+    assert (method, encoded) == ("sendTransaction", "AQI=")
+    assert config == {"encoding": "base64", "skipPreflight": True, "maxRetries": 0}
+    _, (_, config) = client.send_call(b"\1\2", preflight=True)
+    assert config == {"encoding": "base64", "preflightCommitment": "confirmed"}

@@ -1,0 +1,245 @@
+"""seal and its mirror, against the localnet in this process.
+
+The mirror's check is a pure function of the model account and the steps it computed:
+each way a model can disagree is built by hand. Then whole seals: one that ends sealed,
+one resumed from the chain, a write landing in a section the seal has not entered yet
+(the mirror stops it), an upload that is not the artifact's (refused before sending).
+"""
+
+from dataclasses import replace
+from typing import Any
+
+import pytest
+from inprocess import PROGRAM_ID, LocalnetTransport
+from solders.keypair import Keypair
+
+from curta_chain import program
+from curta_chain.artifact import INITIAL_HASH, Artifact, hash_steps
+from curta_chain.chain.context import ChainContext
+from curta_chain.chain.plan import PublishPlan
+from curta_chain.chain.publish import plan_publish, publish
+from curta_chain.chain.seal import SealMirror, seal, seal_cost
+from curta_chain.chain.sender import Sender
+from curta_chain.chain.specs import TxSpec
+from curta_chain.errors import AccountError, MirrorMismatchError
+from curta_chain.program import ModelAccount, ModelState, SectionSlot
+from curta_chain.reporting import NullReporter
+
+SECTIONS = [bytes(range(256)) * 274, b"tail" * 3]  # 70,144 and 12 bytes: chunks 2 + 1
+STEPS = list(hash_steps(SECTIONS))
+
+
+def model_at(done: int, **changes: Any) -> ModelAccount:
+    """The model as the program leaves it after ``done`` steps of sealing ``SECTIONS``."""
+    final = done == len(STEPS)
+    cursor = (len(SECTIONS), 0) if final else (STEPS[done].section, STEPS[done].offset)
+    fields: dict[str, Any] = dict(
+        authority=Keypair().pubkey(),
+        declared_hash=STEPS[-1].running,
+        running_hash=STEPS[done - 1].running if done else INITIAL_HASH,
+        state=ModelState.SEALED if final else ModelState.SEALING,
+        section_count=2,
+        bound_count=2,
+        frozen_count=2,
+        cursor_section=cursor[0],
+        cursor_offset=cursor[1],
+        chunks_hashed=done,
+        sections=tuple(SectionSlot(Keypair().pubkey(), len(s)) for s in SECTIONS),
+        seal_slot=7,
+    )
+    return ModelAccount(**{**fields, **changes})
+
+
+MIRROR = SealMirror(STEPS)
+ONES = b"\1" * 32
+
+
+@pytest.mark.parametrize("done", range(len(STEPS) + 1))
+def test_the_mirror_accepts_the_model_after_each_step(done: int):
+    MIRROR.check(model_at(done))
+    MIRROR.check(model_at(done), done)
+
+
+def test_the_mirror_accepts_a_failed_end_when_the_hash_is_not_the_declared_one():
+    MIRROR.check(model_at(3, declared_hash=bytes(32), state=ModelState.FAILED))
+
+
+@pytest.mark.parametrize(
+    ("model", "done", "message"),
+    [
+        (model_at(2), 1, "the model has hashed 2 chunks; the mirror expected 1"),
+        (
+            model_at(3, chunks_hashed=4),
+            None,
+            "the model has hashed 4 chunks; the mirror expected 3",
+        ),
+        (
+            model_at(1, running_hash=bytes(32)),
+            1,
+            f"running hash after section 0 bytes 0..65536 is {bytes(32).hex()} on chain, "
+            f"{STEPS[0].running.hex()} in the mirror",
+        ),
+        (
+            model_at(0, running_hash=ONES),
+            0,
+            f"running hash before the first chunk is {ONES.hex()} on chain, "
+            f"{INITIAL_HASH.hex()} in the mirror",
+        ),
+        (
+            model_at(1, cursor_section=1, cursor_offset=0),
+            1,
+            "after section 0 bytes 0..65536 the chain's cursor is section 1 offset 0; the "
+            "mirror's is section 0 offset 65536",
+        ),
+        (
+            model_at(2, state=ModelState.SEALED),
+            2,
+            "the model is sealed after section 0 bytes 65536..70144; 1 chunks remain",
+        ),
+        (
+            model_at(3, state=ModelState.FAILED),
+            3,
+            "after the last chunk the model is failed; the mirror says sealed",
+        ),
+    ],
+)
+def test_every_disagreement_is_a_mirror_mismatch_naming_where(model, done, message):
+    with pytest.raises(MirrorMismatchError) as mismatch:
+        MIRROR.check(model, done)
+    assert str(mismatch.value) == message
+
+
+# -- whole seals -----------------------------------------------------------------------------
+
+
+async def published(
+    node: LocalnetTransport, artifact: Artifact
+) -> tuple[ChainContext, PublishPlan]:
+    ctx = node.context(node.fund())
+    plan = await plan_publish(ctx, artifact)
+    await publish(ctx, artifact, plan)
+    return ctx, plan
+
+
+@pytest.mark.asyncio
+async def test_a_seal_ends_sealed_and_a_reused_sender_counts_only_its_own(node, tiny):
+    ctx, plan = await published(node, tiny)
+    assert await seal_cost(ctx, plan.model) == (3, 15_000)  # begin + one chunk per section
+    result = await seal(ctx, plan.model, tiny)
+    assert (result.state, result.transactions, result.chunks) == (ModelState.SEALED, 3, 2)
+    assert result.running_hash == tiny.weights_hash() == result.declared_hash
+    assert result.begin_signature and result.last_signature
+    assert result.first_bad_chunk is None
+    again = await seal(ctx, plan.model, tiny)  # the same context and sender
+    assert (again.state, again.transactions, again.last_signature) == (ModelState.SEALED, 0, None)
+    assert await seal_cost(ctx, plan.model) == (0, 0)
+
+
+@pytest.mark.asyncio
+async def test_a_seal_cut_short_resumes_from_the_chain(node, tiny):
+    ctx, plan = await published(node, tiny)
+    txs = ctx.transactions
+    sender = ctx.sender_for("")
+    await sender.send([txs.begin_sealing(plan.model)])
+    await sender.send([txs.seal_step(plan.model, plan.weight_accounts[0], 0)])
+    notes: list[str] = []
+    ctx = replace(ctx, reporter=Notes(notes))
+    result = await seal(ctx, plan.model, tiny)
+    assert (result.state, result.transactions, result.begin_signature) == (
+        ModelState.SEALED,
+        1,
+        None,
+    )
+    assert "resuming the seal at chunk 2 of 2 (section 1 offset 0)" in notes
+
+
+class Notes(NullReporter):
+    """A reporter that keeps the lines and notes it is told."""
+
+    def __init__(self, into: list[str]) -> None:
+        self.into = into
+
+    def line(self, text: str) -> None:
+        self.into.append(text)
+
+    def note(self, text: str) -> None:
+        self.into.append(text)
+
+
+class WritesAfterTheFirstStep(Sender):
+    """Lands a write into section 1 right after the seal's first step: the authority
+    changes bytes the seal has not reached yet (it cannot know the model is sealing)."""
+
+    write: TxSpec | None = None
+    calls: int = 0
+
+    async def send(self, specs, progress=None, commitment=None, what=None):  # type: ignore[override]
+        stats = await super().send(specs, progress, commitment, what)
+        self.calls += 1
+        if self.calls == 2 and self.write is not None:  # begin, then step 0
+            await super().send([self.write])
+        return stats
+
+
+@pytest.mark.asyncio
+async def test_a_write_into_a_section_not_yet_entered_stops_the_seal_naming_it(node, tiny):
+    ctx, plan = await published(node, tiny)
+    sender = WritesAfterTheFirstStep(ctx.client, ctx.authority, poll_interval=0.0, clock=node.clock)
+    flipped = bytes([tiny.sections[1][0] ^ 1])
+    sender.write = TxSpec(
+        (
+            program.write_weights(
+                PROGRAM_ID, ctx.authority.pubkey(), plan.weight_accounts[1], 0, flipped
+            ),
+        )
+    )
+    ctx = replace(ctx, sender=sender)
+    with pytest.raises(MirrorMismatchError) as mismatch:
+        await seal(ctx, plan.model, tiny)
+    length = len(tiny.sections[1])
+    assert str(mismatch.value).startswith(f"running hash after section 1 bytes 0..{length} is ")
+    assert str(mismatch.value).endswith(" in the mirror")
+
+
+@pytest.mark.asyncio
+async def test_an_upload_that_is_not_the_artifact_s_is_refused_before_anything_is_sent(node, tiny):
+    ctx, plan = await published(node, tiny)
+    flipped = bytes([tiny.sections[0][100] ^ 1])
+    write = program.write_weights(
+        PROGRAM_ID, ctx.authority.pubkey(), plan.weight_accounts[0], 100, flipped
+    )
+    await ctx.sender_for("").send([TxSpec((write,))])
+    before = node.methods.count("sendTransaction")
+    with pytest.raises(AccountError) as refused:
+        await seal(ctx, plan.model, tiny)
+    assert f"model {plan.model} is not fully uploaded: 1 byte differs in sections [0]" in str(
+        refused.value
+    )
+    assert node.methods.count("sendTransaction") == before
+    # Told to seal anyway, it ends failed, naming the first chunk that differs.
+    failed = await seal(ctx, plan.model, tiny, check_upload=False)
+    assert failed.state == ModelState.FAILED
+    assert failed.first_bad_chunk is not None and failed.first_bad_chunk.section == 0
+    assert failed.describe().endswith(
+        f"first differing chunk: section 0 bytes 0..{len(tiny.sections[0])}"
+    )
+
+
+@pytest.mark.asyncio
+async def test_only_the_authority_begins_a_seal(node, tiny):
+    ctx, plan = await published(node, tiny)
+    stranger = node.context(node.fund())
+    with pytest.raises(AccountError, match=r"only its authority \w+ can begin sealing"):
+        await seal(stranger, plan.model)
+    await ctx.sender_for("").send([ctx.transactions.begin_sealing(plan.model)])
+    cranked = await seal(stranger, plan.model)  # anyone may crank a seal under way
+    assert (cranked.state, cranked.transactions) == (ModelState.SEALED, 2)
+
+
+@pytest.mark.asyncio
+async def test_seal_refuses_what_is_not_a_model(node):
+    ctx = node.context(node.fund())
+    with pytest.raises(AccountError, match="no such account"):
+        await seal(ctx, Keypair().pubkey())
+    with pytest.raises(AccountError, match="is not a curta model: owned by 1111"):
+        await seal(ctx, ctx.authority.pubkey())

@@ -1,0 +1,319 @@
+"""The sender against the localnet in this process: landing, expiry and re-signing, the
+node's refusals, giving up, and what each ``send`` reports.
+
+Transfers of a few lamports stand for any transaction; the curta program's own refusals
+come in as named errors.
+"""
+
+import base64
+from typing import Any
+
+import pytest
+from inprocess import PROGRAM_ID, LocalnetTransport
+from solders.keypair import Keypair
+from solders.signature import Signature
+from solders.system_program import TransferParams, transfer
+from solders.transaction import Transaction
+
+from curta_chain import program
+from curta_chain.chain.rpc import RpcClient
+from curta_chain.chain.sender import (
+    FRESH_BLOCKHASH_WAIT,
+    Sender,
+    StatusPoller,
+    send_checked,
+    wait_for_signature,
+)
+from curta_chain.chain.specs import TxSpec, sign
+from curta_chain.constants import LAMPORTS_PER_SOL
+from curta_chain.errors import ChainError, ProgramError, RpcCallError, RpcError, SendGaveUpError
+from curta_chain.localnet.clock import MAX_PROCESSING_AGE
+
+EXPIRY = MAX_PROCESSING_AGE + 2
+"""Slots after which a blockhash taken now is expired."""
+
+
+def transfers(payer: Keypair, count: int) -> list[TxSpec]:
+    """``count`` transfers to new addresses, each its own transaction."""
+    return [
+        TxSpec(
+            (
+                transfer(
+                    TransferParams(
+                        from_pubkey=payer.pubkey(), to_pubkey=Keypair().pubkey(), lamports=10**6
+                    )
+                ),
+            )
+        )
+        for _ in range(count)
+    ]
+
+
+def sent_to(node: LocalnetTransport) -> list[str]:
+    """The sendTransaction requests the node was asked."""
+    return [m for m in node.methods if m == "sendTransaction"]
+
+
+@pytest.mark.asyncio
+async def test_a_send_lands_every_spec_and_reports_only_itself(node):
+    payer = node.fund()
+    sender = node.sender(payer)
+    first = await sender.send(transfers(payer, 5))
+    second = await sender.send(transfers(payer, 3))
+    assert (first.confirmed, first.sent, first.resigned) == (5, 5, 0)
+    assert (second.confirmed, second.sent, second.resigned) == (3, 3, 0)
+    assert len(set(first.signatures + second.signatures)) == 8
+    assert second.last_signature == second.signatures[-1]
+    statuses = await sender.client.signature_statuses(first.signatures + second.signatures)
+    assert all(s is not None and s.confirmation in ("confirmed", "finalized") for s in statuses)
+    assert sender.client.sends == 8
+
+
+@pytest.mark.asyncio
+async def test_the_window_and_batches_bound_what_is_in_flight(node):
+    batches: list[int] = []
+
+    class Counting(LocalnetTransport):
+        async def post(self, payload: Any) -> Any:
+            if isinstance(payload, list) and payload[0]["method"] == "sendTransaction":
+                batches.append(len(payload))
+            return await super().post(payload)
+
+    counting = Counting()
+    payer = counting.fund()
+    stats = await counting.sender(payer, window=5, batch_size=2).send(transfers(payer, 12))
+    assert stats.confirmed == 12
+    assert max(batches) == 2 and sum(batches) == 12
+    counting.localnet.close()
+
+
+class Dropping(LocalnetTransport):
+    """Answers a send with its signature but never delivers it; then its blockhash expires.
+
+    ``drop`` is how many sendTransaction requests to lose (None: every one). Once a batch
+    with a lost one is answered, the slots a blockhash lives pass.
+    """
+
+    def __init__(self, drop: int | None) -> None:
+        super().__init__()
+        self.drop, self.dropped, self.lost = drop, 0, False
+
+    async def post(self, payload: Any) -> Any:
+        answers = await super().post(payload)
+        if self.lost:
+            self.lost = False
+            self.slots(EXPIRY)  # it would have had to land by now
+        return answers
+
+    def forward(self, request: dict[str, Any]) -> Any:
+        losing = self.drop is None or self.dropped < self.drop
+        if request["method"] != "sendTransaction" or not losing:
+            return super().forward(request)
+        self.dropped += 1
+        self.lost = True
+        wire = base64.b64decode(request["params"][0])
+        signature = str(Transaction.from_bytes(wire).signatures[0])
+        return {"jsonrpc": "2.0", "result": signature, "id": request["id"]}
+
+
+@pytest.mark.asyncio
+async def test_a_transaction_lost_before_the_node_is_signed_again_once_expired():
+    node = Dropping(drop=2)
+    payer = node.fund()
+    stats = await node.sender(payer).send(transfers(payer, 3))
+    assert (stats.confirmed, stats.resigned, stats.sent) == (3, 2, 5)
+    # The lost signatures never landed: each transfer ran once.
+    lost = await RpcClient(node).signature_statuses(stats.signatures)
+    assert all(s is not None for s in lost)
+    node.localnet.close()
+
+
+@pytest.mark.asyncio
+async def test_a_transaction_that_never_lands_is_given_up_on_saying_how_to_resume():
+    node = Dropping(drop=None)
+    payer = node.fund()
+    sender = node.sender(payer, max_attempts=3, resume_hint="rerun me")
+    with pytest.raises(SendGaveUpError) as gave_up:
+        await sender.send(transfers(payer, 1))
+    assert str(gave_up.value) == "a transaction did not land after 3 signings; rerun me"
+    assert node.dropped == 3
+    node.localnet.close()
+
+
+class Preflighting(LocalnetTransport):
+    """A node that simulates every transaction, whatever ``skipPreflight`` says.
+
+    With ``twice``, each transaction is delivered twice (a retrying network): the second
+    answer is the node's AlreadyProcessed. With ``expire_first``, the first batch of sends
+    arrives after its blockhash expired: BlockhashNotFound.
+    """
+
+    def __init__(self, twice: bool = False, expire_first: bool = False) -> None:
+        super().__init__()
+        self.twice, self.expire_first = twice, expire_first
+        self.errors: list[str] = []
+
+    async def post(self, payload: Any) -> Any:
+        sends = isinstance(payload, list) and payload[0]["method"] == "sendTransaction"
+        if self.expire_first and sends:
+            self.expire_first = False
+            self.slots(EXPIRY)
+        return await super().post(payload)
+
+    def forward(self, request: dict[str, Any]) -> Any:
+        if request["method"] == "sendTransaction":
+            request["params"][1] = {"encoding": "base64"}
+            if self.twice:
+                super().forward(request)
+            out = super().forward(request)
+            if "error" in out:
+                self.errors.append(out["error"]["data"]["err"])
+            return out
+        return super().forward(request)
+
+
+@pytest.mark.asyncio
+async def test_already_processed_is_taken_as_sent():
+    node = Preflighting(twice=True)
+    payer = node.fund()
+    stats = await node.sender(payer).send(transfers(payer, 4))
+    assert (stats.confirmed, stats.resigned) == (4, 0)
+    assert node.errors == ["AlreadyProcessed"] * 4
+    node.localnet.close()
+
+
+@pytest.mark.asyncio
+async def test_an_unknown_blockhash_takes_a_fresh_one_and_sends_again():
+    node = Preflighting(expire_first=True)
+    payer = node.fund()
+    stats = await node.sender(payer).send(transfers(payer, 3))
+    assert (stats.confirmed, stats.resigned, stats.sent) == (3, 3, 6)
+    assert node.errors == ["BlockhashNotFound"] * 3
+    node.localnet.close()
+
+
+@pytest.mark.asyncio
+async def test_a_refused_preflight_is_the_program_error_chained_from_the_rpc_error():
+    node = Preflighting()
+    payer = node.fund()
+    nowhere = Keypair().pubkey()  # no account: not the program's
+    write = program.write_weights(PROGRAM_ID, payer.pubkey(), nowhere, 0, b"x")
+    with pytest.raises(ProgramError) as refused:
+        await node.sender(payer).send([TxSpec((write,))])
+    assert refused.value.name == "WrongAccountOwner"
+    assert isinstance(refused.value.__cause__, RpcCallError)
+    assert refused.value.__cause__.code == -32002
+    node.localnet.close()
+
+
+@pytest.mark.asyncio
+async def test_a_program_refusal_that_landed_is_named_from_the_idl(node):
+    payer = node.fund()
+    write = program.write_weights(PROGRAM_ID, payer.pubkey(), Keypair().pubkey(), 0, b"x")
+    with pytest.raises(ProgramError) as refused:
+        await node.sender(payer).send([TxSpec((write,))])
+    assert (refused.value.name, refused.value.code) == ("WrongAccountOwner", 6005)
+    assert str(refused.value).startswith("curta program error 6005 WrongAccountOwner: ")
+
+
+@pytest.mark.asyncio
+async def test_send_checked_names_the_program_error_or_keeps_the_node_s(node):
+    payer = node.fund()
+    client = RpcClient(node)
+    blockhash, _ = await client.latest_blockhash()
+    write = program.write_weights(PROGRAM_ID, payer.pubkey(), Keypair().pubkey(), 0, b"x")
+    wire = bytes(sign(TxSpec((write,)), payer, blockhash))
+    with pytest.raises(ProgramError, match="WrongAccountOwner"):
+        await send_checked(client, wire)
+    with pytest.raises(RpcCallError) as garbled:
+        await send_checked(client, wire[:-1] + bytes([wire[-1] ^ 1]))
+    assert garbled.value.code == -32003  # the signature no longer verifies
+
+
+@pytest.mark.asyncio
+async def test_a_transaction_over_1232_bytes_is_refused_before_sending(node):
+    payer = node.fund()
+    write = program.write_weights(PROGRAM_ID, payer.pubkey(), Keypair().pubkey(), 0, bytes(1_200))
+    with pytest.raises(ChainError, match=r"a transaction is \d+ bytes, over the 1232-byte limit"):
+        await node.sender(payer).send([TxSpec((write,))])
+    assert sent_to(node) == []
+
+
+class GoneAfter(LocalnetTransport):
+    """A node that stops answering after ``sends`` sendTransaction batches."""
+
+    def __init__(self, sends: int) -> None:
+        super().__init__()
+        self.sends = sends
+
+    async def post(self, payload: Any) -> Any:
+        if self.sends <= 0:
+            raise RpcError(f"{self.url}: no usable answer for 60.0 s (last: connection refused)")
+        if isinstance(payload, list) and payload[0]["method"] == "sendTransaction":
+            self.sends -= 1
+        return await super().post(payload)
+
+
+@pytest.mark.asyncio
+async def test_a_node_gone_after_a_send_is_a_give_up_that_says_how_to_resume():
+    node = GoneAfter(sends=1)
+    payer = node.fund()
+    sender = node.sender(payer, batch_size=2, concurrency=1, resume_hint="rerun to resume")
+    with pytest.raises(SendGaveUpError) as gave_up:
+        await sender.send(transfers(payer, 4))
+    assert str(gave_up.value) == (
+        "gave up with 4 of 4 transactions not confirmed: inprocess://localnet: no usable "
+        "answer for 60.0 s (last: connection refused); rerun to resume"
+    )
+    node.localnet.close()
+
+
+@pytest.mark.asyncio
+async def test_a_node_gone_before_anything_was_sent_is_no_give_up():
+    node = GoneAfter(sends=0)
+    payer = node.fund()
+    with pytest.raises(RpcError) as failed:
+        await node.sender(payer).send(transfers(payer, 1))
+    assert not isinstance(failed.value, SendGaveUpError)
+    node.localnet.close()
+
+
+@pytest.mark.asyncio
+async def test_a_node_whose_blockhash_never_changes_is_reported(node):
+    payer = node.fund()
+    node.tick = 0.0  # time stands still on the node
+    ticks = iter(range(0, 10_000))
+    sender = Sender(RpcClient(node), payer, poll_interval=0.0, clock=lambda: float(next(ticks)))
+    with pytest.raises(RpcError, match="the blockhash did not change in 60 s"):
+        await sender.send(transfers(payer, 1))
+    assert FRESH_BLOCKHASH_WAIT == 60.0
+
+
+@pytest.mark.asyncio
+async def test_wait_for_signature_waits_for_the_commitment_and_times_out(node):
+    client = RpcClient(node, "confirmed")
+    who = Keypair().pubkey()
+    await wait_for_signature(client, await client.request_airdrop(who, LAMPORTS_PER_SOL))
+    assert await client.balance(who) == LAMPORTS_PER_SOL
+
+    ticks = iter(range(0, 10_000))
+    poller = StatusPoller(client, 0.0, lambda: float(next(ticks)))
+    with pytest.raises(RpcError, match=r"^\w+ was not confirmed within 5 s$"):
+        await poller.wait(str(Signature.new_unique()), "confirmed", 5.0)
+
+
+@pytest.mark.asyncio
+async def test_the_poller_raises_a_failed_transaction(node):
+    payer = node.fund()
+    write = program.write_weights(PROGRAM_ID, payer.pubkey(), Keypair().pubkey(), 0, b"x")
+    client = RpcClient(node)
+    blockhash, _ = await client.latest_blockhash()
+    signature = await client.send_transaction(
+        bytes(sign(TxSpec((write,)), payer, blockhash)), preflight=False
+    )
+    with pytest.raises(ProgramError, match="WrongAccountOwner"):
+        await wait_for_signature(client, signature)
+    with pytest.raises(ProgramError, match="WrongAccountOwner"):
+        await StatusPoller(client).poll([signature], 0)
+    reached, height = await StatusPoller(client).poll([str(Signature.new_unique())], 0)
+    assert reached == [None] and height > 0

@@ -1,0 +1,178 @@
+"""HttpTransport: retries, rate limits and fast failures, on httpx's MockTransport.
+
+Time is a fake clock that only the transport's own sleeps move, so every retry schedule
+and give-up is exact and takes no time. ``tests/cli/test_waiting.py`` runs the same
+failures end to end against real sockets.
+"""
+
+import contextlib
+import json
+import socket
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+import pytest
+
+from curta_chain.chain.transport import FIRST_CONTACT_GRACE, HttpTransport
+from curta_chain.errors import RpcError
+
+OK = {"jsonrpc": "2.0", "id": 1, "result": "ok"}
+REQUEST = {"jsonrpc": "2.0", "id": 1, "method": "getHealth"}
+
+
+class FakeTime:
+    """A clock that stands still but for the sleeps the transport takes."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.sleeps: list[float] = []
+
+    def __call__(self) -> float:
+        return self.now
+
+    async def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+
+class Waits:
+    """A reporter that records what it was told to wait for."""
+
+    def __init__(self) -> None:
+        self.shown: list[str] = []
+
+    def waiting(self, what: str) -> Any:
+        shown = self.shown
+
+        class Handle:
+            def update(self, what: str) -> None:
+                shown.append(what)
+
+        @contextlib.contextmanager
+        def wait():
+            shown.append(what)
+            yield Handle()
+
+        return wait()
+
+
+def transport(
+    responses: list[Callable[[httpx.Request], httpx.Response] | httpx.Response],
+    url: str = "http://127.0.0.1:8899",
+    **options: Any,
+) -> tuple[HttpTransport, FakeTime, list[httpx.Request]]:
+    """A transport whose node gives ``responses`` in turn (the last one forever)."""
+    time, seen = FakeTime(), []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        answer = responses.pop(0) if len(responses) > 1 else responses[0]
+        return answer(request) if callable(answer) else answer
+
+    made = HttpTransport(
+        url, http=httpx.MockTransport(handler), clock=time, sleep=time.sleep, **options
+    )
+    return made, time, seen
+
+
+def refused(request: httpx.Request) -> httpx.Response:
+    raise httpx.ConnectError("refused", request=request) from ConnectionRefusedError(111, "no")
+
+
+def unresolvable(request: httpx.Request) -> httpx.Response:
+    raise httpx.ConnectError("dns", request=request) from socket.gaierror(-2, "Name unknown")
+
+
+@pytest.mark.asyncio
+async def test_a_post_sends_compact_json_and_returns_the_answer():
+    made, time, seen = transport([httpx.Response(200, json=OK)])
+    assert await made.post(REQUEST) == OK
+    assert seen[0].content == json.dumps(REQUEST, separators=(",", ":")).encode()
+    assert seen[0].headers["content-type"] == "application/json"
+    assert (made.answered, made.requests, made.retries, time.sleeps) == (True, 1, 0, [])
+    await made.aclose()
+
+
+@pytest.mark.asyncio
+async def test_429_waits_what_retry_after_asks_and_5xx_backs_off():
+    made, time, _ = transport(
+        [
+            httpx.Response(429, headers={"retry-after": "3"}),
+            httpx.Response(503),
+            httpx.Response(500),
+            httpx.Response(429, headers={"retry-after": "soon"}),  # not seconds: back off
+            httpx.Response(429, headers={"retry-after": "3600"}),  # capped at a minute
+            httpx.Response(200, json=OK),
+        ],
+        give_up_after=120.0,
+    )
+    assert await made.post(REQUEST) == OK
+    # The backoff doubles with each retry, a Retry-After's included.
+    assert time.sleeps == [3.0, 0.2, 0.4, 0.8, 60.0]
+    assert made.retries == 5
+    await made.aclose()
+
+
+@pytest.mark.asyncio
+async def test_a_cut_answer_is_retried_and_another_status_is_no_answer_at_all():
+    made, time, _ = transport(
+        [httpx.Response(200, content=b'{"jsonrpc": "2.'), httpx.Response(200, json=OK)]
+    )
+    assert await made.post(REQUEST) == OK and time.sleeps == [0.1]
+    made, _, seen = transport([httpx.Response(404, text="no such path\n")])
+    with pytest.raises(RpcError) as failed:
+        await made.post(REQUEST)
+    assert str(failed.value) == "http://127.0.0.1:8899: HTTP 404: no such path"
+    assert len(seen) == 1
+
+
+@pytest.mark.asyncio
+async def test_a_node_that_answered_then_stopped_is_waited_for_then_given_up_on():
+    waits = Waits()
+    made, time, _ = transport(
+        [httpx.Response(200, json=OK), refused], give_up_after=2.0, reporter=waits
+    )
+    await made.post(REQUEST)
+    with pytest.raises(RpcError) as gave_up:
+        await made.post(REQUEST)
+    assert str(gave_up.value) == (
+        "http://127.0.0.1:8899: no usable answer for 1.5 s (last: connection refused)"
+    )
+    assert time.sleeps == [0.1, 0.2, 0.4, 0.8]
+    assert waits.shown[0] == "127.0.0.1:8899 to answer (connection refused)"
+
+
+@pytest.mark.asyncio
+async def test_a_node_that_never_answered_and_refuses_fails_after_the_grace():
+    made, time, _ = transport([refused])
+    with pytest.raises(RpcError) as failed:
+        await made.post(REQUEST)
+    assert str(failed.value) == (
+        "http://127.0.0.1:8899: connection refused: no RPC node is listening there "
+        "(start one with `curta-chain localnet`)"
+    )
+    assert FIRST_CONTACT_GRACE <= time.now < FIRST_CONTACT_GRACE + 1 and not made.answered
+    made, _, _ = transport([refused], url="https://node.example:443")
+    with pytest.raises(RpcError, match=r"no RPC node is listening there$"):
+        await made.post(REQUEST)
+
+
+@pytest.mark.asyncio
+async def test_a_host_that_does_not_resolve_fails_at_once():
+    made, time, seen = transport([unresolvable], url="http://curta-chain-test.invalid:8899")
+    with pytest.raises(RpcError) as failed:
+        await made.post(REQUEST)
+    assert str(failed.value) == (
+        "http://curta-chain-test.invalid:8899: cannot resolve the host "
+        "curta-chain-test.invalid: Name unknown"
+    )
+    assert (len(seen), time.sleeps) == (1, [])
+
+
+@pytest.mark.asyncio
+async def test_a_node_that_never_answers_usefully_is_given_up_on_naming_the_last_problem():
+    made, time, _ = transport([httpx.Response(502)], give_up_after=1.0)
+    with pytest.raises(RpcError, match=r"no usable answer for 0\.7 s \(last: HTTP 502\)$"):
+        await made.post(REQUEST)
+    assert time.sleeps == [0.1, 0.2, 0.4]
