@@ -9,11 +9,14 @@ from pathlib import Path
 from curta_chain.errors import InputError
 
 
-def atomic_write(path: str | os.PathLike[str], chunks: bytes | Iterable[bytes]) -> None:
+def atomic_write(
+    path: str | os.PathLike[str], chunks: bytes | Iterable[bytes], mode: int | None = None
+) -> None:
     """Write ``chunks`` to ``path`` through a temporary file in the same folder.
 
     The temporary file is fsynced and renamed over ``path``; on any failure it is removed,
-    so an interrupted write leaves nothing behind.
+    so an interrupted write leaves nothing behind. ``mode`` (say ``0o600`` for a secret) is
+    the file's mode from its creation on; by default, what an ordinary ``open()`` gives.
 
     Raises:
         InputError: the folder cannot be written.
@@ -25,10 +28,12 @@ def atomic_write(path: str | os.PathLike[str], chunks: bytes | Iterable[bytes]) 
     except OSError as exc:
         raise InputError(f"{target}: cannot write: {exc.strerror}") from exc
     try:
-        # mkstemp makes the file 0600; give it the mode an ordinary open() would.
-        umask = os.umask(0)
-        os.umask(umask)
-        os.fchmod(fd, 0o666 & ~umask)
+        # mkstemp makes the file 0600: keep it so, or give it what an ordinary open() would.
+        if mode is None:
+            umask = os.umask(0)
+            os.umask(umask)
+            mode = 0o666 & ~umask
+        os.fchmod(fd, mode)
         with os.fdopen(fd, "wb") as out:
             if isinstance(chunks, bytes | bytearray | memoryview):
                 out.write(chunks)

@@ -29,3 +29,17 @@ def test_a_failing_writer_leaves_the_old_file_and_no_temporary(tmp_path):
 def test_an_unwritable_folder_is_one_line_error(tmp_path):
     with pytest.raises(InputError, match="cannot write"):
         atomic_write(tmp_path / "missing" / "out.bin", b"x")
+
+
+def test_a_secret_is_never_readable_by_others_not_even_while_it_is_written(tmp_path):
+    target = tmp_path / "id.json"
+    seen: list[int] = []
+
+    def chunks():
+        (temporary,) = [p for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+        seen.append(temporary.stat().st_mode & 0o777)
+        yield b"[1, 2, 3]"
+
+    atomic_write(target, chunks(), mode=0o600)
+    assert seen == [0o600]
+    assert target.stat().st_mode & 0o777 == 0o600

@@ -1,20 +1,20 @@
-"""Connecting to a cluster: which one it is, which program to trust there, and checking it.
+"""Connecting to a cluster: which one it is, and checking the program to trust there.
 
 Every chain command starts here, before it sends anything. The cluster is known by its
-genesis hash (never by its URL): the embedded localnet reports a fixed one. The program id
-is ``--program-id``, else the one ``curta-chain deploy`` recorded for this genesis hash in
-the Solana CLI config, else (on the embedded localnet only) the program it preloads. Then
-the program account is read and its bytes must be a shipped build (or a hash the user
+genesis hash (never by its URL): the embedded localnet reports a fixed one. Which program
+id to use on it is the caller's to say (the command line takes ``--program-id``, else what
+``deploy`` recorded in the Solana CLI config: ``cli.solana_config.resolve_program_id``).
+Then the program account is read and its bytes must be a shipped build (or a hash the user
 names); anything else is refused with one line.
 """
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from solders.pubkey import Pubkey
 
-from curta_chain.chain.cluster import CliConfig, is_localnet, resolve_program_id
+from curta_chain.chain.cluster import is_localnet
 from curta_chain.chain.program_check import DeployedProgram, check_program, read_program
 from curta_chain.chain.rpc import RpcClient
 from curta_chain.errors import ConfigError, ProgramCheckError
@@ -69,16 +69,15 @@ def parse_address(text: str, what: str) -> Pubkey:
 
 async def connect(
     client: RpcClient,
-    config: CliConfig,
-    program_id: str | None = None,
+    program_id: Callable[[str], tuple[str, str]],
     trusted_hashes: Sequence[str] = (),
 ) -> Connection:
     """Find the cluster's program, read it, and refuse it unless it is a shipped build.
 
     Args:
         client: the cluster's RPC client.
-        config: the Solana CLI config (its ``curta_program_ids``).
-        program_id: ``--program-id``, if given.
+        program_id: given the cluster's genesis hash, the program id to use there and where
+            it came from ("--program-id", the config key, the embedded localnet).
         trusted_hashes: ``--program-hash`` values: builds trusted besides the shipped ones.
 
     Raises:
@@ -86,7 +85,7 @@ async def connect(
         ProgramCheckError: the program is missing, not executable, or not a trusted build.
     """
     genesis_hash = await client.genesis_hash()
-    text, source = resolve_program_id(program_id, config, genesis_hash, client.url)
+    text, source = program_id(genesis_hash)
     address = parse_address(text, "--program-id" if source == "--program-id" else source)
     try:
         program = await read_program(client, address)

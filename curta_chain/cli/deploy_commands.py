@@ -49,7 +49,6 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
 
 
 def _deploy(args: argparse.Namespace) -> int:
-    from curta_chain.chain import cluster
     from curta_chain.chain.context import ChainContext
     from curta_chain.chain.deploy import (
         RESUME_HINT,
@@ -60,12 +59,14 @@ def _deploy(args: argparse.Namespace) -> int:
     )
     from curta_chain.chain.features import select_build
     from curta_chain.cli.confirm import confirm_spend
+    from curta_chain.cli.keypairs import load_keypair
+    from curta_chain.cli.solana_config import default_config_path, record_program_id
     from curta_chain.errors import ConfigError, CurtaError
 
     reporter = make_reporter(args)
     target = resolve(args, reporter)
     program_keypair = (
-        cluster.load_keypair(args.program_keypair.expanduser()) if args.program_keypair else None
+        load_keypair(args.program_keypair.expanduser()) if args.program_keypair else None
     )
 
     async def body(target: Cluster, client: "RpcClient") -> int:
@@ -88,9 +89,9 @@ def _deploy(args: argparse.Namespace) -> int:
             what = f"deploying {plan.program_id}"
             confirm_spend(args, client.url, genesis_hash, plan.cost_lamports, what)
         result = await deploy(ctx, program, plan)
-        config = target.config.path or cluster.default_config_path()
+        config = target.config.path or default_config_path()
         try:
-            cluster.record_program_id(config, genesis_hash, str(plan.program_id))
+            record_program_id(config, genesis_hash, str(plan.program_id))
         except CurtaError as exc:
             raise ConfigError(
                 f"program {plan.program_id} is deployed, but recording it failed ({exc}); "

@@ -117,7 +117,7 @@ def _new(args: argparse.Namespace) -> int:
     import json
     import sys
 
-    from curta_chain.chain.cluster import write_keypair
+    from curta_chain.cli.keypairs import write_keypair
     from curta_chain.cli.signers import keypair_from_seed_phrase, new_seed_phrase
 
     path = None if args.no_outfile else _outfile(args)
@@ -164,7 +164,7 @@ def _pubkey(args: argparse.Namespace) -> int:
 
 
 def _recover(args: argparse.Namespace) -> int:
-    from curta_chain.chain.cluster import write_keypair
+    from curta_chain.cli.keypairs import write_keypair
     from curta_chain.errors import ConfigError
 
     if not (args.signer == "ASK" or args.signer.startswith("prompt:")):

@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from curta_chain.chain import cluster
+from curta_chain.cli import solana_config
 from curta_chain.cli.signers import Signers
-from curta_chain.constants import GIVE_UP_AFTER
+from curta_chain.constants import COMMITMENTS, GIVE_UP_AFTER
 from curta_chain.errors import ConfigError
 from curta_chain.reporting import ConsoleReporter, Reporter
 
@@ -107,7 +107,7 @@ def add_cluster_options(
             help="signer that pays the transaction fees (default: the -k keypair)",
         )
     parser.add_argument(
-        "--commitment", choices=cluster.COMMITMENTS, help="default: confirmed, or the config's"
+        "--commitment", choices=COMMITMENTS, help="default: confirmed, or the config's"
     )
     if program:
         add_program_options(parser)
@@ -167,10 +167,10 @@ def add_config_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def signers_for(args: argparse.Namespace, config: cluster.CliConfig | None = None) -> Signers:
+def signers_for(args: argparse.Namespace, config: solana_config.CliConfig | None = None) -> Signers:
     """The signer resolver for these options (the config's keypair is the default)."""
     return Signers(
-        config or cluster.read_cli_config(args.config),
+        config or solana_config.read_cli_config(args.config),
         skip_seed_phrase_validation=getattr(args, "skip_seed_phrase_validation", False),
     )
 
@@ -189,7 +189,7 @@ class Cluster:
     program_id: str | None = None
     """``--program-id`` as given (None: from the config or the localnet)."""
     program_hashes: tuple[str, ...] = ()
-    config: cluster.CliConfig = field(default_factory=cluster.CliConfig)
+    config: solana_config.CliConfig = field(default_factory=solana_config.CliConfig)
 
     def client(self, url: str | None = None, min_context_slot: int | None = None) -> "RpcClient":
         """A fresh RPC client for this cluster (create it inside the running event loop)."""
@@ -205,8 +205,13 @@ class Cluster:
         """Find and check the curta program on this cluster (see ``session.connect``)."""
         from curta_chain.chain.session import connect
 
+        def program_id(genesis_hash: str) -> tuple[str, str]:
+            return solana_config.resolve_program_id(
+                self.program_id, self.config, genesis_hash, client.url
+            )
+
         with self.reporter.waiting(f"{self.url} to show the curta program"):
-            return await connect(client, self.config, self.program_id, self.program_hashes)
+            return await connect(client, program_id, self.program_hashes)
 
     def keypair(self) -> "Keypair":
         """The ``-k`` signer (the default keypair when none was named)."""
@@ -223,13 +228,13 @@ def resolve(args: argparse.Namespace, reporter: Reporter | None = None) -> Clust
     """Resolve the shared options against the Solana CLI config."""
     from curta_chain.chain.session import parse_program_hashes
 
-    config = cluster.read_cli_config(args.config, getattr(args, "config_may_be_new", False))
+    config = solana_config.read_cli_config(args.config, getattr(args, "config_may_be_new", False))
     program_id = getattr(args, "program_id", None)
     if program_id is not None:
         parse_pubkey(program_id, "--program-id")
     return Cluster(
-        url=cluster.resolve_url(args.url, config),
-        commitment=cluster.resolve_commitment(args.commitment, config),
+        url=solana_config.resolve_url(args.url, config),
+        commitment=solana_config.resolve_commitment(args.commitment, config),
         signers=signers_for(args, config),
         keypair_spec=getattr(args, "keypair", None),
         fee_payer_spec=getattr(args, "fee_payer", None),

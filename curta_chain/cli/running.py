@@ -112,8 +112,8 @@ def run_with_client(
 
 def resolve_url(text: str, option: str) -> str:
     """A second URL option (``--cross-check``): a moniker or URL, as ``-u`` takes."""
-    from curta_chain.chain.cluster import CliConfig
-    from curta_chain.chain.cluster import resolve_url as resolve_cluster_url
+    from curta_chain.cli.solana_config import CliConfig
+    from curta_chain.cli.solana_config import resolve_url as resolve_cluster_url
     from curta_chain.errors import ConfigError
 
     try:

@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qs, urlparse
 
-from curta_chain.chain.cluster import CliConfig, keypair_from_json, keypair_path, load_keypair
+from curta_chain.cli.keypairs import keypair_from_json, load_keypair
+from curta_chain.cli.solana_config import CliConfig, keypair_path
 from curta_chain.errors import KeypairError
 
 if TYPE_CHECKING:

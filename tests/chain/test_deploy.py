@@ -13,10 +13,11 @@ import sys
 from solders.keypair import Keypair
 
 from curta_chain.artifact import Artifact
-from curta_chain.chain import cluster, loader
+from curta_chain.chain import loader
 from curta_chain.chain.deploy import default_program_keypair
 from curta_chain.chain.plan import differing_pieces
 from curta_chain.chain.rent import rent_exempt_minimum
+from curta_chain.cli import keypairs, solana_config
 from curta_chain.constants import LOCALNET_GENESIS_HASH, LOCALNET_PROGRAM_ID
 from curta_chain.program import shipped_programs
 
@@ -53,7 +54,7 @@ def test_deploy_then_publish_seal_and_verify_under_the_program_it_deployed(
 ):
     payer = fund(localnet.url, 50)
     key = tmp_path / "id.json"
-    cluster.write_keypair(payer, key)
+    keypairs.write_keypair(payer, key)
     config = tmp_path / "config.yml"
     via = ("-u", localnet.url, "-k", str(key), "-C", config)
     art = tmp_path / "stories260K.curta"
@@ -79,7 +80,8 @@ def test_deploy_then_publish_seal_and_verify_under_the_program_it_deployed(
     assert lines[1] == f"deploy {build} to program {program_id}"
     assert f"deployed {BUILD.name} to {program_id} (upgradeable by {payer.pubkey()})" in lines
     assert before - balance(localnet.url, payer) == dry["cost_lamports"]
-    assert dict(cluster.read_cli_config(config).program_ids) == {LOCALNET_GENESIS_HASH: program_id}
+    recorded = solana_config.read_cli_config(config).program_ids
+    assert dict(recorded) == {LOCALNET_GENESIS_HASH: program_id}
 
     published = run_json("publish", str(art), *via)
     assert run_json("seal", published["model"], *via)["state"] == "sealed"
@@ -124,9 +126,9 @@ def test_deploy_then_publish_seal_and_verify_under_the_program_it_deployed(
 def test_deploy_final_never_leaves_an_upgrade_authority(localnet, fund, tmp_path):
     payer = fund(localnet.url, 10)
     key, program_key = tmp_path / "id.json", tmp_path / "program.json"
-    cluster.write_keypair(payer, key)
+    keypairs.write_keypair(payer, key)
     program = Keypair()
-    cluster.write_keypair(program, program_key)
+    keypairs.write_keypair(program, program_key)
     via = ("-u", localnet.url, "-k", str(key), "-C", str(tmp_path / "c.yml"))
     result = run_json("deploy", "--final", "--program-keypair", str(program_key), *via)
     assert result["program_id"] == str(program.pubkey())
@@ -142,7 +144,7 @@ def test_a_prefunded_program_address_is_deployed_to_all_the_same(localnet, fund,
     program = default_program_keypair(payer, LOCALNET_GENESIS_HASH)
     Client(localnet.url).request_airdrop(program.pubkey(), 890_880)
     key = tmp_path / "id.json"
-    cluster.write_keypair(payer, key)
+    keypairs.write_keypair(payer, key)
     via = ("-u", localnet.url, "-k", str(key), "-C", str(tmp_path / "c.yml"))
     done = run("deploy", *via)
     assert done.returncode == 0, done.stderr
@@ -165,7 +167,7 @@ def test_the_localnet_program_needs_no_deploy(localnet, tmp_path):
 def test_a_config_that_cannot_be_written_still_says_where_the_program_is(localnet, fund, tmp_path):
     payer = fund(localnet.url, 10)
     key = tmp_path / "id.json"
-    cluster.write_keypair(payer, key)
+    keypairs.write_keypair(payer, key)
     config = "/proc/curta-chain/config.yml"  # reads as absent; never writable, even by root
     done = run("deploy", "-u", localnet.url, "-k", str(key), "-C", config)
     program = default_program_keypair(payer, LOCALNET_GENESIS_HASH).pubkey()

@@ -14,7 +14,6 @@ from solders.compute_budget import set_compute_unit_limit
 from solders.pubkey import Pubkey
 
 from curta_chain.artifact import Artifact
-from curta_chain.chain.cluster import load_keypair, write_keypair
 from curta_chain.chain.context import ChainContext
 from curta_chain.chain.rpc import RpcClient
 from curta_chain.chain.run_onchain import run_keypair, run_on_chain
@@ -22,6 +21,7 @@ from curta_chain.chain.sender import Sender
 from curta_chain.chain.specs import TxSpec
 from curta_chain.chain.transport import HttpTransport
 from curta_chain.cli import main
+from curta_chain.cli.keypairs import load_keypair, write_keypair
 from curta_chain.constants import LOCALNET_PROGRAM_ID, MAX_COMPUTE_UNITS
 from curta_chain.inference import IntModel, SamplingSettings, Tokenizer, generate, plan_run
 from curta_chain.program import RunAccount

@@ -10,8 +10,8 @@ from solders.pubkey import Pubkey
 
 from curta_chain import program
 from curta_chain.artifact import Artifact, read_artifact
-from curta_chain.chain.cluster import write_keypair
 from curta_chain.cli import main
+from curta_chain.cli.keypairs import write_keypair
 from curta_chain.constants import HASH_CHUNK_SIZE, LOCALNET_PROGRAM_ID
 from curta_chain.program import shipped_programs
 
@@ -180,7 +180,7 @@ def test_verify_against_another_artifact_names_section_and_offset(cli, art260k, 
 
 
 def cli_keypair(cli: Cli) -> Keypair:
-    from curta_chain.chain.cluster import load_keypair
+    from curta_chain.cli.keypairs import load_keypair
 
     return load_keypair(cli.keypair_path)
 

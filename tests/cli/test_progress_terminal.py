@@ -9,7 +9,7 @@ import re
 
 from pty_helper import Terminal, curta
 
-from curta_chain.chain.cluster import write_keypair
+from curta_chain.cli.keypairs import write_keypair
 
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 

@@ -11,13 +11,14 @@ from mnemonic import Mnemonic
 from pty_helper import Terminal, curta
 from solders.keypair import Keypair
 
-from curta_chain.chain.cluster import CliConfig, load_keypair, write_keypair
+from curta_chain.cli.keypairs import load_keypair, write_keypair
 from curta_chain.cli.signers import (
     Signers,
     derivation_path,
     keypair_from_seed_phrase,
     ledger_unreachable,
 )
+from curta_chain.cli.solana_config import CliConfig
 from curta_chain.errors import KeypairError
 
 PHRASE = " ".join(["abandon"] * 11 + ["about"])

@@ -18,8 +18,8 @@ import pytest
 from solana.rpc.api import Client
 from solders.keypair import Keypair
 
-from curta_chain.chain.cluster import load_keypair, write_keypair
 from curta_chain.chain.transport import FIRST_CONTACT_GRACE, HttpTransport
+from curta_chain.cli.keypairs import load_keypair, write_keypair
 from curta_chain.errors import RpcError
 from curta_chain.localnet import start_in_thread
 

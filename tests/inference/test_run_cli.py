@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from curta_chain.artifact import Artifact
-from curta_chain.chain.cluster import write_keypair
 from curta_chain.cli import main
+from curta_chain.cli.keypairs import write_keypair
 from curta_chain.inference import SamplingSettings, Tokenizer, generate, plan_run
 
 PROMPT = "Once upon a time"

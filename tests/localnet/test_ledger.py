@@ -16,8 +16,8 @@ from localnet_helpers import (
 )
 from solders.pubkey import Pubkey
 
-from curta_chain.chain.cluster import write_keypair
 from curta_chain.cli import main
+from curta_chain.cli.keypairs import write_keypair
 from curta_chain.constants import LOCALNET_GENESIS_HASH
 from curta_chain.errors import LocalnetError
 from curta_chain.localnet import Localnet, start_in_thread

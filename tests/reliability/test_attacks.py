@@ -39,12 +39,12 @@ from solders.pubkey import Pubkey
 from solders.system_program import TransferParams, transfer
 
 from curta_chain.artifact import Artifact, decode_artifact
-from curta_chain.chain import cluster
 from curta_chain.chain.plan import ClusterScope, model_keypair, weight_keypair
 from curta_chain.chain.rent import rent_exempt_minimum
 from curta_chain.chain.sender import Sender
 from curta_chain.chain.specs import TxSpec
 from curta_chain.chain.verify import verify
+from curta_chain.cli import keypairs, solana_config
 from curta_chain.constants import (
     LAMPORTS_PER_SOL,
     LOCALNET_GENESIS_HASH,
@@ -76,7 +76,7 @@ def one_line(err: str) -> str:
 
 def keyfile(keypair: Keypair, folder: Path, name: str) -> Path:
     path = folder / name
-    cluster.write_keypair(keypair, path)
+    keypairs.write_keypair(keypair, path)
     return path
 
 
@@ -138,7 +138,7 @@ def test_1_a_stand_in_at_the_program_id_is_refused_before_anything_is_sent(
     )
     # Told to use it with --program-id, or finding it recorded in the config for this cluster.
     config = tmp_path / "config.yml"
-    cluster.record_program_id(config, LOCALNET_GENESIS_HASH, str(standin))
+    solana_config.record_program_id(config, LOCALNET_GENESIS_HASH, str(standin))
     for how in (("--program-id", str(standin)), ("-C", str(config))):
         for command in ("publish", "close", "seal"):
             target = str(art_file) if command == "publish" else str(Keypair().pubkey())

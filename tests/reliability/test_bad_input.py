@@ -35,12 +35,13 @@ from curta_chain.artifact import Artifact, decode_artifact
 from curta_chain.artifact.layout import BLOCK_NAMES
 from curta_chain.artifact.synthetic import tezw_bytes
 from curta_chain.chain import loader, specs
-from curta_chain.chain.cluster import record_program_id, write_keypair
 from curta_chain.chain.deploy import buffer_keypair, default_program_keypair
 from curta_chain.chain.plan import NewAccount
 from curta_chain.chain.rent import rent_exempt_minimum
 from curta_chain.chain.sender import Sender
 from curta_chain.chain.specs import TxSpec
+from curta_chain.cli.keypairs import write_keypair
+from curta_chain.cli.solana_config import record_program_id
 from curta_chain.constants import LAMPORTS_PER_SOL, LOCALNET_GENESIS_HASH, LOCALNET_PROGRAM_ID
 from curta_chain.errors import ArtifactError
 from curta_chain.localnet import LocalnetHandle, start_in_thread

@@ -44,8 +44,8 @@ from fault_proxy import (
 from solders.keypair import Keypair
 
 from curta_chain.artifact import Artifact
-from curta_chain.chain.cluster import write_keypair
 from curta_chain.chain.sender import WINDOW
+from curta_chain.cli.keypairs import write_keypair
 from curta_chain.constants import HASH_CHUNK_SIZE
 
 

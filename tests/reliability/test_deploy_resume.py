@@ -27,11 +27,12 @@ from fault_proxy import (
 from solders.keypair import Keypair
 from solders.pubkey import Pubkey
 
-from curta_chain.chain import cluster, loader
+from curta_chain.chain import loader
 from curta_chain.chain.plan import differing_pieces
 from curta_chain.chain.program_check import read_program
 from curta_chain.chain.sender import Sender
 from curta_chain.chain.specs import TxSpec
+from curta_chain.cli import keypairs
 
 PIECES = len(differing_pieces(0, CURTA.elf, None, loader.max_write_chunk()))
 
@@ -60,7 +61,7 @@ KILL_POINTS = [
 def test_kill_9_mid_deploy_then_the_rerun_resumes_from_the_buffer(localnet, fund, tmp_path, point):
     payer = fund(localnet.url, 10)
     key = tmp_path / "id.json"
-    cluster.write_keypair(payer, key)
+    keypairs.write_keypair(payer, key)
     proxy = FaultProxy(localnet.url, serialize=True).start()
     try:
         via = ("-u", proxy.url, "-k", str(key), "-C", str(tmp_path / "config.yml"))

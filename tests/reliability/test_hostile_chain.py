@@ -39,7 +39,6 @@ from curta_chain import program
 from curta_chain.artifact import Artifact, ModelConfig, hash_steps
 from curta_chain.artifact.convert import convert_llama2c_bytes
 from curta_chain.artifact.synthetic import llama2c_checkpoint_bytes, llama2c_tokenizer_bytes
-from curta_chain.chain.cluster import write_keypair
 from curta_chain.chain.context import ChainContext
 from curta_chain.chain.plan import NewAccount, model_keypair, weight_keypair
 from curta_chain.chain.publish import plan_publish, publish
@@ -50,6 +49,7 @@ from curta_chain.chain.specs import Budget, Transactions, TxSpec
 from curta_chain.chain.transport import HttpTransport
 from curta_chain.chain.verify import verify
 from curta_chain.cli import main
+from curta_chain.cli.keypairs import write_keypair
 from curta_chain.constants import (
     LAMPORTS_PER_SOL,
     LOCALNET_PROGRAM_ID,

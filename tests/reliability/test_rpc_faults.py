@@ -33,7 +33,7 @@ from fault_proxy import (
 from solders.keypair import Keypair
 
 from curta_chain.artifact import Artifact
-from curta_chain.chain.cluster import write_keypair
+from curta_chain.cli.keypairs import write_keypair
 from curta_chain.constants import LAMPORTS_PER_SOL
 from curta_chain.localnet import start_in_thread
 from curta_chain.program import ModelAccount

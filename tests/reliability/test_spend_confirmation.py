@@ -19,7 +19,7 @@ from fault_proxy import FaultProxy, balance, cli_command, record, run_cli, run_p
 from solders.keypair import Keypair
 
 from curta_chain.artifact import Artifact
-from curta_chain.chain import cluster
+from curta_chain.cli import keypairs
 from curta_chain.constants import LAMPORTS_PER_SOL, LOCALNET_PROGRAM_ID
 
 DEVNET_GENESIS = "EtWTRABZaYq6iMfeYKouRu166VU2xqa1wcaWoxPkrZBG"
@@ -43,7 +43,7 @@ def payer(localnet, fund) -> Keypair:
 @pytest.fixture
 def via(devnet, payer, tmp_path) -> tuple[str, ...]:
     key = tmp_path / "id.json"
-    cluster.write_keypair(payer, key)
+    keypairs.write_keypair(payer, key)
     return ("-u", devnet.url, "-k", str(key), "--program-id", LOCALNET_PROGRAM_ID)
 
 

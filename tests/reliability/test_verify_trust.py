@@ -16,7 +16,7 @@ from fault_proxy import FaultProxy, run_cli, run_plain
 from solders.keypair import Keypair
 
 from curta_chain.artifact import Artifact
-from curta_chain.chain import cluster
+from curta_chain.cli import keypairs
 from curta_chain.program import MODEL_ACCOUNT_SIZE
 
 DEVNET_GENESIS = "EtWTRABZaYq6iMfeYKouRu166VU2xqa1wcaWoxPkrZBG"
@@ -28,7 +28,7 @@ def sealed(localnet, fund, tmp_path, stories260k: Artifact) -> Iterator[tuple[st
     art = tmp_path / "stories260K.curta"
     art.write_bytes(stories260k.data)
     key = tmp_path / "id.json"
-    cluster.write_keypair(fund(localnet.url, 20), key)
+    keypairs.write_keypair(fund(localnet.url, 20), key)
     via = ("-u", localnet.url, "-k", str(key))
     code, published, err = run_cli("publish", str(art), *via)
     assert code == 0, err

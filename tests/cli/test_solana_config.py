@@ -1,29 +1,30 @@
+"""The Solana CLI's config file, monikers and commitment, and its keypair files."""
+
 import json
 from pathlib import Path
 
 import pytest
 from solders.keypair import Keypair
 
-from curta_chain.chain import cluster
+from curta_chain.cli import keypairs
+from curta_chain.cli import solana_config as sc
 from curta_chain.constants import LOCALNET_GENESIS_HASH, LOCALNET_PROGRAM_ID
 from curta_chain.errors import ConfigError, KeypairError
 
 
 def test_monikers_and_urls_resolve():
-    empty = cluster.CliConfig()
-    assert cluster.resolve_url(None, empty) == "http://127.0.0.1:8899"
-    assert cluster.resolve_url("devnet", empty) == "https://api.devnet.solana.com"
-    assert cluster.resolve_url("m", empty) == "https://api.mainnet-beta.solana.com"
-    assert cluster.resolve_url("http://127.0.0.1:9000", empty) == "http://127.0.0.1:9000"
-    assert cluster.resolve_url(None, cluster.CliConfig(json_rpc_url="testnet")).endswith(
-        "testnet.solana.com"
-    )
+    empty = sc.CliConfig()
+    assert sc.resolve_url(None, empty) == "http://127.0.0.1:8899"
+    assert sc.resolve_url("devnet", empty) == "https://api.devnet.solana.com"
+    assert sc.resolve_url("m", empty) == "https://api.mainnet-beta.solana.com"
+    assert sc.resolve_url("http://127.0.0.1:9000", empty) == "http://127.0.0.1:9000"
+    assert sc.resolve_url(None, sc.CliConfig(json_rpc_url="testnet")).endswith("testnet.solana.com")
 
 
 @pytest.mark.parametrize("bad", ["ftp://x", "devnett", "http://", "http://h:port"])
 def test_a_bad_url_names_itself(bad):
     with pytest.raises(ConfigError, match="--url"):
-        cluster.resolve_url(bad, cluster.CliConfig())
+        sc.resolve_url(bad, sc.CliConfig())
 
 
 def test_config_file_gives_defaults(tmp_path):
@@ -33,13 +34,11 @@ def test_config_file_gives_defaults(tmp_path):
         'keypair_path: /tmp/id.json\naddress_labels:\n  "111": System Program\n'
         "commitment: finalized\n"
     )
-    config = cluster.read_cli_config(path)
-    assert config == cluster.CliConfig(
-        "http://127.0.0.1:7777", "/tmp/id.json", "finalized", path=path
-    )
-    assert cluster.resolve_commitment(None, config) == "finalized"
-    assert cluster.resolve_commitment("processed", config) == "processed"
-    assert str(cluster.keypair_path(None, config)) == "/tmp/id.json"
+    config = sc.read_cli_config(path)
+    assert config == sc.CliConfig("http://127.0.0.1:7777", "/tmp/id.json", "finalized", path=path)
+    assert sc.resolve_commitment(None, config) == "finalized"
+    assert sc.resolve_commitment("processed", config) == "processed"
+    assert str(sc.keypair_path(None, config)) == "/tmp/id.json"
 
 
 def test_missing_default_config_is_empty_a_named_one_and_malformed_config_are_refused(
@@ -47,32 +46,32 @@ def test_missing_default_config_is_empty_a_named_one_and_malformed_config_are_re
 ):
     monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.config/solana/cli/config.yml there
     default = tmp_path / ".config" / "solana" / "cli" / "config.yml"
-    assert cluster.read_cli_config() == cluster.CliConfig(path=default)
+    assert sc.read_cli_config() == sc.CliConfig(path=default)
     absent = tmp_path / "absent.yml"
     with pytest.raises(ConfigError, match=r"absent\.yml: no such Solana CLI config file \(-C\)"):
-        cluster.read_cli_config(absent)
+        sc.read_cli_config(absent)
     # deploy names the file it will create.
-    assert cluster.read_cli_config(absent, may_be_new=True) == cluster.CliConfig(path=absent)
+    assert sc.read_cli_config(absent, may_be_new=True) == sc.CliConfig(path=absent)
     bad = tmp_path / "bad.yml"
     bad.write_text("json_rpc_url http://x\n")
     with pytest.raises(ConfigError, match=r"bad\.yml:1: expected 'key: value'"):
-        cluster.read_cli_config(bad)
+        sc.read_cli_config(bad)
     binary = tmp_path / "binary.yml"
     binary.write_bytes(b"\xff\xfe\x00")
     with pytest.raises(ConfigError, match="cannot read"):
-        cluster.read_cli_config(binary)
+        sc.read_cli_config(binary)
 
 
 def test_bad_commitment_is_refused():
     with pytest.raises(ConfigError, match="commitment 'final'"):
-        cluster.resolve_commitment("final", cluster.CliConfig())
+        sc.resolve_commitment("final", sc.CliConfig())
 
 
 def test_keypair_round_trip(tmp_path):
     keypair = Keypair()
     path = tmp_path / "id.json"
-    cluster.write_keypair(keypair, path)
-    assert cluster.load_keypair(path) == keypair
+    keypairs.write_keypair(keypair, path)
+    assert keypairs.load_keypair(path) == keypair
     assert path.stat().st_mode & 0o777 == 0o600
 
 
@@ -89,7 +88,7 @@ def test_not_a_keypair_is_refused(tmp_path, content, message):
     path = tmp_path / "id.json"
     path.write_text(content)
     with pytest.raises(KeypairError, match=message):
-        cluster.load_keypair(path)
+        keypairs.load_keypair(path)
 
 
 def test_mismatched_keypair_halves_are_refused(tmp_path):
@@ -97,12 +96,12 @@ def test_mismatched_keypair_halves_are_refused(tmp_path):
     path = tmp_path / "id.json"
     path.write_text(json.dumps(list(bytes(a)[:32] + bytes(b)[32:])))
     with pytest.raises(KeypairError, match="does not match"):
-        cluster.load_keypair(path)
+        keypairs.load_keypair(path)
 
 
 def test_missing_keypair_is_named(tmp_path):
     with pytest.raises(KeypairError, match=r"absent\.json: no such keypair file"):
-        cluster.load_keypair(tmp_path / "absent.json")
+        keypairs.load_keypair(tmp_path / "absent.json")
 
 
 DEVNET_GENESIS = "EtWTRABZaYq6iMfeYKouRu166VU2xqa1wcaWoxPkrZBG"
@@ -116,14 +115,14 @@ def test_deploy_records_the_program_per_cluster_and_keeps_every_other_line(tmp_p
     )
     path.write_text(original)
     program = str(Keypair().pubkey())
-    cluster.record_program_id(path, DEVNET_GENESIS, program)
-    cluster.record_program_id(path, LOCALNET_GENESIS_HASH, LOCALNET_PROGRAM_ID)
+    sc.record_program_id(path, DEVNET_GENESIS, program)
+    sc.record_program_id(path, LOCALNET_GENESIS_HASH, LOCALNET_PROGRAM_ID)
     again = str(Keypair().pubkey())
-    cluster.record_program_id(path, DEVNET_GENESIS, again)  # a redeploy replaces the entry
+    sc.record_program_id(path, DEVNET_GENESIS, again)  # a redeploy replaces the entry
     text = path.read_text()
     assert text.startswith(original)
     assert text.count("curta_program_ids:") == 1
-    config = cluster.read_cli_config(path)
+    config = sc.read_cli_config(path)
     assert dict(config.program_ids) == {
         DEVNET_GENESIS: again,
         LOCALNET_GENESIS_HASH: LOCALNET_PROGRAM_ID,
@@ -134,19 +133,19 @@ def test_deploy_records_the_program_per_cluster_and_keeps_every_other_line(tmp_p
 
 def test_a_missing_config_is_created_by_recording(tmp_path):
     path = tmp_path / "new" / "config.yml"
-    cluster.record_program_id(path, DEVNET_GENESIS, LOCALNET_PROGRAM_ID)
-    assert dict(cluster.read_cli_config(path).program_ids) == {DEVNET_GENESIS: LOCALNET_PROGRAM_ID}
+    sc.record_program_id(path, DEVNET_GENESIS, LOCALNET_PROGRAM_ID)
+    assert dict(sc.read_cli_config(path).program_ids) == {DEVNET_GENESIS: LOCALNET_PROGRAM_ID}
 
 
 def test_the_program_id_comes_from_the_flag_the_config_or_the_localnet_only():
-    recorded = cluster.CliConfig(program_ids=((DEVNET_GENESIS, "P1"),), path=Path("c.yml"))
+    recorded = sc.CliConfig(program_ids=((DEVNET_GENESIS, "P1"),), path=Path("c.yml"))
     url = "https://api.devnet.solana.com"
-    assert cluster.resolve_program_id("P0", recorded, DEVNET_GENESIS, url) == ("P0", "--program-id")
-    assert cluster.resolve_program_id(None, recorded, DEVNET_GENESIS, url) == (
+    assert sc.resolve_program_id("P0", recorded, DEVNET_GENESIS, url) == ("P0", "--program-id")
+    assert sc.resolve_program_id(None, recorded, DEVNET_GENESIS, url) == (
         "P1",
         "curta_program_ids in c.yml",
     )
-    assert cluster.resolve_program_id(None, recorded, LOCALNET_GENESIS_HASH, url)[0] == (
+    assert sc.resolve_program_id(None, recorded, LOCALNET_GENESIS_HASH, url)[0] == (
         LOCALNET_PROGRAM_ID
     )
     # Any other cluster has no built-in id, whatever its URL says.
@@ -155,7 +154,7 @@ def test_the_program_id_comes_from_the_flag_the_config_or_the_localnet_only():
         ("5eykt4UsFv8P8NJdTREpY1vzqKqZKvdpKuc147dw2N9d", "http://127.0.0.1:8899"),
     ):
         with pytest.raises(ConfigError) as caught:
-            cluster.resolve_program_id(None, cluster.CliConfig(), genesis, where)
+            sc.resolve_program_id(None, sc.CliConfig(), genesis, where)
         assert str(caught.value) == (
             f"no curta program is known for the cluster at {where} (genesis {genesis}): "
             f"deploy one with `curta-chain deploy -u {where}`, or pass --program-id ADDRESS"

@@ -1,0 +1,64 @@
+"""Keypair files in the Solana CLI's JSON format: an array of 64 byte values.
+
+A keypair file holds a secret: it is written readable by its owner only, from the moment
+it exists (never world-readable, not even until a chmod).
+"""
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from curta_chain.errors import KeypairError
+from curta_chain.fsutil import atomic_write
+
+if TYPE_CHECKING:  # solders is imported when a keypair is read: `--help` stays fast.
+    from solders.keypair import Keypair
+
+
+def load_keypair(path: Path) -> "Keypair":
+    """Load a keypair in the Solana CLI's JSON format: an array of 64 byte values.
+
+    Raises:
+        KeypairError: the file is missing, unreadable or not such an array, or its public
+            half does not match its secret half.
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError as exc:
+        raise KeypairError(
+            f"{path}: no such keypair file; make one with `curta-chain keygen new -o {path}`"
+        ) from exc
+    except (OSError, UnicodeDecodeError) as exc:
+        raise KeypairError(f"{path}: cannot read the keypair: {exc}") from exc
+    return keypair_from_json(text, str(path))
+
+
+def keypair_from_json(text: str, what: str) -> "Keypair":
+    """Parse the Solana CLI's keypair JSON (an array of 64 bytes); ``what`` names the source.
+
+    Raises:
+        KeypairError: ``text`` is not such an array, or its halves do not match.
+    """
+    from solders.keypair import Keypair
+
+    try:
+        values = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise KeypairError(f"{what}: not a keypair: expected a JSON array of 64 bytes") from exc
+    if (
+        not isinstance(values, list)
+        or len(values) != 64
+        or not all(isinstance(v, int) and 0 <= v <= 255 for v in values)
+    ):
+        raise KeypairError(f"{what}: not a keypair: expected a JSON array of 64 bytes")
+    try:
+        return Keypair.from_bytes(bytes(values))
+    except ValueError as exc:
+        raise KeypairError(
+            f"{what}: not a keypair: its public key does not match its secret"
+        ) from exc
+
+
+def write_keypair(keypair: "Keypair", path: Path) -> None:
+    """Write ``keypair`` in the Solana CLI's JSON format, readable by its owner only."""
+    atomic_write(path, json.dumps(list(bytes(keypair))).encode(), mode=0o600)
