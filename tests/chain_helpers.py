@@ -1,4 +1,8 @@
-"""Changing a model on chain behind the CLI's back, for tests: one instruction at a time."""
+"""Changing a model on chain behind the CLI's back, for tests: one instruction at a time.
+
+And ``next_slot``: waiting for the node's next slot (a program deployed or upgraded runs
+from the slot after), instead of sleeping a slot's length.
+"""
 
 import asyncio
 
@@ -14,6 +18,21 @@ from curta_chain.chain.transport import HttpTransport
 from curta_chain.constants import LOCALNET_PROGRAM_ID
 
 PROGRAM_ID = Pubkey.from_string(LOCALNET_PROGRAM_ID)
+
+
+def next_slot(url: str) -> None:
+    """Return once the node's processed slot is past the one it is at now."""
+
+    async def run() -> None:
+        client = RpcClient(HttpTransport(url), "processed")
+        try:
+            now = await client.call("getSlot", [{"commitment": "processed"}])
+            while await client.call("getSlot", [{"commitment": "processed"}]) <= now:
+                await asyncio.sleep(0.05)
+        finally:
+            await client.aclose()
+
+    asyncio.run(run())
 
 
 def land(url: str, authority: Keypair, ix: Instruction) -> None:

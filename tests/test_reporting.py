@@ -6,7 +6,7 @@ calling ``refresh()`` where the timer would; one runs the real timer.
 
 import io
 import re
-import time
+import threading
 
 import pytest
 
@@ -189,18 +189,32 @@ def test_a_result_line_is_printed_above_the_live_line():
 
 
 class TerminalStream(io.StringIO):
+    """A terminal's stderr that counts the redraws (carriage returns) written to it."""
+
+    def __init__(self, redraws_wanted: int = 0) -> None:
+        super().__init__()
+        self.wanted, self.redrawn = redraws_wanted, threading.Event()
+
     def isatty(self) -> bool:
         return True
 
+    def write(self, text: str) -> int:
+        written = super().write(text)
+        if self.wanted and self.getvalue().count("\r") >= self.wanted:
+            self.redrawn.set()
+        return written
+
 
 def test_the_timer_redraws_while_nothing_advances():
-    err = TerminalStream()
+    err = TerminalStream(redraws_wanted=3)
     console = ConsoleReporter(io.StringIO(), err)
     bar = console.progress("seal", 100, 10)
-    time.sleep(1.0)
-    redraws = err.getvalue().count("\r")
-    bar.close()
-    assert redraws >= 2  # at ~0.25 s a tick, allowing for a loaded machine
+    try:
+        # Nothing advances the bar: only the timer thread draws (a tick is ~0.25 s; the
+        # wait ends on the third draw, the deadline only bounds a broken timer).
+        assert err.redrawn.wait(timeout=60)
+    finally:
+        bar.close()
 
 
 def test_durations_read_as_a_person_reads_them():

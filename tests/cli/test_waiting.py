@@ -1,8 +1,11 @@
 """Never waiting in silence: fast failures, waits that say what they wait for, Ctrl-C.
 
 A node that has never answered is not there: a refused connection or a host name that
-does not resolve fails within a second or two. A node that answered and then stopped is
-waited for, saying so. A resume hint is given only once something was sent.
+does not resolve fails with one line, without the retries a node that answered before
+gets. A node that answered and then stopped is waited for, saying so. A resume hint is
+given only once something was sent. How long each takes is exact in
+``tests/chain/test_transport.py`` (a fake clock) and measured by
+``scripts/bench_cli_startup.py``; here they run against real sockets and processes.
 """
 
 import asyncio
@@ -18,7 +21,7 @@ import pytest
 from solana.rpc.api import Client
 from solders.keypair import Keypair
 
-from curta_chain.chain.transport import FIRST_CONTACT_GRACE, HttpTransport
+from curta_chain.chain.transport import HttpTransport
 from curta_chain.cli.keypairs import load_keypair, write_keypair
 from curta_chain.errors import RpcError
 from curta_chain.localnet import start_in_thread
@@ -58,7 +61,7 @@ class Recorder:
         yield Handle()
 
 
-def post_once(url: str, **kwargs) -> float:
+def post_once(url: str, **kwargs) -> None:
     async def run() -> None:
         transport = HttpTransport(url, **kwargs)
         try:
@@ -66,17 +69,13 @@ def post_once(url: str, **kwargs) -> float:
         finally:
             await transport.aclose()
 
-    started = time.monotonic()
     asyncio.run(run())
-    return time.monotonic() - started
 
 
-def test_a_refused_connection_fails_within_two_seconds_with_one_line():
+def test_a_refused_connection_fails_with_one_line():
     url = f"http://127.0.0.1:{free_port()}"
-    started = time.monotonic()
     with pytest.raises(RpcError) as refused:
         post_once(url)
-    assert FIRST_CONTACT_GRACE <= time.monotonic() - started < 2 + FIRST_CONTACT_GRACE
     assert str(refused.value) == (
         f"{url}: connection refused: no RPC node is listening there "
         f"(start one with `curta-chain localnet`)"
@@ -84,10 +83,8 @@ def test_a_refused_connection_fails_within_two_seconds_with_one_line():
 
 
 def test_a_host_name_that_does_not_resolve_fails_at_once():
-    started = time.monotonic()
     with pytest.raises(RpcError, match=r"cannot resolve the host curta-chain-test\.invalid"):
         post_once("http://curta-chain-test.invalid:8899")
-    assert time.monotonic() - started < 5  # one resolver round trip, no retries
 
 
 def test_a_node_that_answered_and_stopped_is_waited_for_saying_so():
@@ -103,10 +100,9 @@ def test_a_node_that_answered_and_stopped_is_waited_for_saying_so():
         finally:
             await transport.aclose()
 
-    started = time.monotonic()
+    # Retried for give_up_after (by the transport's own count), then given up on.
     with pytest.raises(RpcError, match=r"no usable answer for 1\.\d s \(last: connection refused"):
         asyncio.run(run())
-    assert 1.5 < time.monotonic() - started < 5
     host = handle.url.removeprefix("http://")
     assert recorder.waits[0] == f"{host} to answer (connection refused)"
 
@@ -116,9 +112,7 @@ def test_publish_against_nothing_fails_fast_with_no_resume_hint(tmp_path, storie
     art.write_bytes(stories260k.data)
     write_keypair(Keypair(), keypair)
     url = f"http://127.0.0.1:{free_port()}"
-    started = time.monotonic()
     out = curta("publish", str(art), "-u", url, "-k", str(keypair), "--rpc-timeout", "5")
-    assert time.monotonic() - started < 10  # the interpreter's start-up, then ~1 s
     assert out.returncode == 1 and out.stdout == ""
     assert out.stderr.startswith(f"error: {url}: connection refused") and "rerun" not in out.stderr
     assert out.stderr.count("\n") == 1
@@ -126,9 +120,7 @@ def test_publish_against_nothing_fails_fast_with_no_resume_hint(tmp_path, storie
 
 def test_devnet_unreachable_here_fails_at_once(tmp_path):
     # No network but the package registries here: -u d must not retry for a minute.
-    started = time.monotonic()
     out = curta("status", "11111111111111111111111111111111", "-u", "d", "-C", "/dev/null")
-    assert time.monotonic() - started < 15
     assert out.returncode == 1 and out.stderr.startswith("error: https://api.devnet.solana.com")
     assert out.stderr.count("\n") == 1
 
@@ -136,24 +128,31 @@ def test_devnet_unreachable_here_fails_at_once(tmp_path):
 class Silent:
     """A port whose kernel completes connections that nobody ever answers."""
 
-    def __enter__(self) -> str:
+    def __enter__(self) -> "Silent":
         self.sock = socket.socket()
         self.sock.bind(("127.0.0.1", 0))
         self.sock.listen(16)
-        return f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}"
+        return self
+
+    def connected(self) -> None:
+        """Return once a client has connected (and waits for an answer that never comes)."""
+        self.sock.settimeout(120)
+        self.sock.accept()
 
     def __exit__(self, *exc) -> None:
         self.sock.close()
 
 
-def interrupt_after(argv: list[str], seconds: float) -> tuple[int, str, str]:
+def interrupt_when(argv: list[str], ready: Callable[[], None]) -> tuple[int, str, str]:
+    """Run the CLI, and press Ctrl-C once ``ready`` returns."""
     process = subprocess.Popen(
         [sys.executable, "-m", "curta_chain", *argv],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
-    time.sleep(seconds)
+    ready()
     process.send_signal(signal.SIGINT)
     out, err = process.communicate(timeout=60)
     return process.returncode, out, err
@@ -172,9 +171,9 @@ def wait_for_balance(
 
 
 def test_ctrl_c_before_anything_was_sent_gives_no_resume_hint():
-    with Silent() as url:
-        code, out, err = interrupt_after(
-            ["status", "11111111111111111111111111111111", "-u", url], 2.0
+    with Silent() as silent:
+        code, out, err = interrupt_when(
+            ["status", "11111111111111111111111111111111", "-u", silent.url], silent.connected
         )
     assert (code, out, err) == (130, "", "error: interrupted\n")
 
@@ -202,7 +201,7 @@ def test_ctrl_c_mid_upload_says_how_to_resume(localnet, fund, tmp_path, stories1
     assert err == f"error: interrupted; {PUBLISH_HINT}\n"
 
 
-def test_publish_with_a_wallet_as_program_id_fails_within_two_seconds(
+def test_publish_with_a_wallet_as_program_id_fails_before_sending_anything(
     localnet, fund, tmp_path, stories260k
 ):
     # It once sent every write and gave up after nearly five minutes.
@@ -210,12 +209,10 @@ def test_publish_with_a_wallet_as_program_id_fails_within_two_seconds(
     art.write_bytes(stories260k.data)
     payer = fund(localnet.url, 10)
     write_keypair(payer, keypair)
-    before = Client(localnet.url).get_balance(payer.pubkey()).value
+    client = Client(localnet.url, "processed")  # where a fee would show at once
+    before = client.get_balance(payer.pubkey()).value
     argv = ["publish", str(art), "-u", localnet.url, "-k", str(keypair)]
-    started = time.monotonic()
     out = curta(*argv, "--program-id", str(payer.pubkey()))
-    seconds = time.monotonic() - started
     assert out.returncode == 1 and out.stdout == "" and out.stderr.count("\n") == 1
     assert f"program {payer.pubkey()} is not an executable program" in out.stderr
-    assert seconds < 2.0 + 2.0  # the check, plus the interpreter's start-up on a busy machine
-    assert Client(localnet.url).get_balance(payer.pubkey()).value == before
+    assert client.get_balance(payer.pubkey()).value == before == 10 * 10**9

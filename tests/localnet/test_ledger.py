@@ -1,9 +1,9 @@
 import json
 import threading
-import time
 
 import httpx
 import pytest
+from chain_helpers import next_slot
 from localnet_helpers import (
     PROCESSED,
     advance_slots,
@@ -170,6 +170,8 @@ def test_kill_9_during_writes_keeps_every_acknowledged_change(tmp_path, localnet
     acknowledged: dict[Pubkey, int] = {}
     signatures: list[str] = []
     failures: list[BaseException] = []
+    streaming = threading.Event()
+    """Set once 100 transfers are acknowledged: the node is killed with more on the way."""
 
     def stream() -> None:
         n = 0
@@ -198,12 +200,14 @@ def test_kill_9_during_writes_keeps_every_acknowledged_change(tmp_path, localnet
                     if "result" in answer:
                         acknowledged[to] = lamports
                         signatures.append(answer["result"])
+                        if len(acknowledged) >= 100:
+                            streaming.set()
                     else:
                         failures.append(AssertionError(answer))
 
     writer = threading.Thread(target=stream)
     writer.start()
-    time.sleep(2.0)
+    assert streaming.wait(timeout=120), failures
     node.kill()
     writer.join()
     assert not failures
@@ -266,16 +270,15 @@ def test_a_deployed_program_survives_snapshots_and_a_restart(tmp_path, fund, cap
         write_keypair(fund(handle.url, 50), key)
         via = ["-k", str(key), "-C", str(work / "config.yml"), "--output", "json"]
         assert main(["deploy", "-u", handle.url, *via]) == 0
-        time.sleep(0.5)  # let the last snapshot land
     finally:
-        handle.stop()
+        handle.stop()  # it drains the ledger: the last snapshot is written
     assert sorted(ledger.glob("snapshot-*.bin"))
     handle = start_in_thread(ledger=ledger)
     try:
         capsys.readouterr()
         assert main(["deploy", "--dry-run", "-u", handle.url, *via]) == 0
         assert json.loads(capsys.readouterr().out)["plan"]["state"] == "deployed"
-        time.sleep(0.5)  # a program runs from the slot after it is loaded
+        next_slot(handle.url)  # a program runs from the slot after it is loaded
         assert main(["publish", str(art), "-u", handle.url, *via]) == 0  # it runs
     finally:
         handle.stop()

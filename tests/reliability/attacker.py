@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TypeVar
 
+from chain_helpers import next_slot
 from solders.instruction import AccountMeta, Instruction
 from solders.keypair import Keypair
 from solders.pubkey import Pubkey
@@ -61,17 +62,6 @@ def deploy_program(
     address = on_chain(url, work)
     next_slot(url)  # deployed code runs from the next slot on
     return address
-
-
-def next_slot(url: str) -> None:
-    """Return once the node's processed slot is past the one it is at now."""
-
-    async def work(client: RpcClient) -> None:
-        now = await client.call("getSlot", [{"commitment": "processed"}])
-        while await client.call("getSlot", [{"commitment": "processed"}]) <= now:
-            await asyncio.sleep(0.05)
-
-    on_chain(url, work)
 
 
 def upgrade_program(url: str, authority: Keypair, program_id: Pubkey, elf: bytes) -> None:

