@@ -6,8 +6,10 @@ holds funds and a model of his own. Each refusal case is sent twice: once with p
 (``sender.send_checked``), which must raise the program's error named from the IDL and
 charge nobody, and once without (the ``Sender``, as publish sends), where the transaction
 lands, fails with the same named error, and its fee payer pays exactly the fee. In both,
-every model and weight account keeps its lamports, owner and bytes. The last test has the
-owner seal and verify stories260K after all of it.
+every model and weight account keeps its lamports, owner and bytes. The last tests have the
+owner seal and verify stories260K after all of it, and the owner's run go on to its end:
+each lands every attack itself first (so it also stands alone), and they are the only tests
+that change the victims.
 
 Runs take part too: the owner publishes and seals another copy of stories260K, the attacker
 a tiny model, and each opens runs of theirs (the owner's: one under way, one finished, one
@@ -913,7 +915,8 @@ def test_a_tampered_transaction_is_dropped_by_signature_check(world: World):
 def test_the_cli_with_another_keypair_stops_before_spending(world: World, capsys, tmp_path: Path):
     path = tmp_path / "attacker.json"
     write_keypair(world.attacker, path)
-    a, owner = world.models["A"].address, world.owner.pubkey()
+    # B: uploading, the owner's, and no test ever changes it.
+    a, owner = world.models["B"].address, world.owner.pubkey()
     before = snapshot(world)
     expected = {
         "close": f"error: model {a} belongs to {owner}; pass its keypair\n",
@@ -930,10 +933,46 @@ def test_the_cli_with_another_keypair_stops_before_spending(world: World, capsys
         record(FOREIGN_CLI, lost_lamports=0, resent_bytes=0)
 
 
-def test_after_every_attack_the_owner_seals_and_verifies_while_a_stranger_cranks(world: World):
-    a = world.models["A"]
+async def land_every_attack(client: RpcClient, world: World) -> None:
+    """Land every case of the refusal table, all at once: each is refused by its name.
+
+    What the last test comes after, whatever ran before it (or did not). It returns once
+    every refusal is confirmed, so the fees they cost show in confirmed balances.
+    """
+    blockhash, _ = await client.latest_blockhash()
+    expected: dict[str, str] = {}
+    for build, name in CASES.values():
+        expected[await send_raw(client, bytes(sign(build(world), blockhash)), False)] = name
+    signatures = list(expected)
+    while True:
+        statuses = await client.signature_statuses(signatures)
+        if all(s is not None and s.confirmation in ("confirmed", "finalized") for s in statuses):
+            break
+        await asyncio.sleep(0.05)
+    refused = [program.transaction_error(s.err) for s in statuses if s is not None]
+    assert [getattr(e, "name", None) for e in refused] == list(expected.values())
+
+
+RUN_AFTERWARDS = "hostile: after all of it, the owner's run goes on to its end, mirrored"
+
+
+def test_after_every_attack_the_run_ends_and_the_victim_seals_while_a_stranger_cranks(
+    world: World,
+):
+    # The only test that changes the victims (A sealed, R1 finished): it comes last.
+    a, mirror = world.models["A"], world.mirror
+    assert mirror is not None
 
     async def work(client: RpcClient) -> None:
+        await land_every_attack(client, world)
+        info = await client.account(world.runs["R1"].pubkey())
+        assert info is not None
+        mirror.compare(info.data, mirror.header)  # nothing the attacks did changed it
+        # The attacker may crank it too (anyone may): he can only compute the same tokens.
+        await crank(Sender(client, world.attacker), world.models["R"], world.runs["R1"], mirror)
+        assert mirror.header.state == RunState.FINISHED
+        record(RUN_AFTERWARDS, lost_lamports=0, resent_bytes=0)
+
         model = await read(client, a.address)
         assert (model.state, model.bound_count, model.chunks_hashed) == (ModelState.UPLOADING, 2, 0)
         # Nothing the attacks did left a byte to rewrite: a rerun of publish plans nothing.
@@ -950,25 +989,6 @@ def test_after_every_attack_the_owner_seals_and_verifies_while_a_stranger_cranks
         report = await verify(client, P, a.address, world.art)
         assert report.ok, report.differences
         record(AFTERWARDS, lost_lamports=0, resent_bytes=0)
-
-    on_chain(world.url, work)
-
-
-RUN_AFTERWARDS = "hostile: after all of it, the owner's run goes on to its end, mirrored"
-
-
-def test_after_every_attack_the_owners_run_goes_on_to_the_end(world: World):
-    mirror = world.mirror
-    assert mirror is not None
-
-    async def work(client: RpcClient) -> None:
-        info = await client.account(world.runs["R1"].pubkey())
-        assert info is not None
-        mirror.compare(info.data, mirror.header)  # nothing the attacks did changed it
-        # The attacker may crank it too (anyone may): he can only compute the same tokens.
-        await crank(Sender(client, world.attacker), world.models["R"], world.runs["R1"], mirror)
-        assert mirror.header.state == RunState.FINISHED
-        record(RUN_AFTERWARDS, lost_lamports=0, resent_bytes=0)
 
     on_chain(world.url, work)
 
