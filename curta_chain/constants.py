@@ -17,7 +17,7 @@ WEIGHT_HEADER_SIZE: Final = 2_048
 MAX_SECTION_SIZE: Final = MAX_ACCOUNT_SIZE - WEIGHT_HEADER_SIZE  # 10,483,712
 MAX_SECTIONS: Final = 18
 
-# The weights hash: a SHA-256 chain over chunks restarting at each section.
+# The weights hash: one SHA-256 chain over chunks of at most 64 KiB, cut at each section's end.
 HASH_CHUNK_SIZE: Final = 65_536
 
 # Rent, as the runtime computes it (agave's solana-rent defaults, the same on every cluster):

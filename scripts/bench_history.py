@@ -17,11 +17,8 @@ import resource
 import sys
 import threading
 import time
-from pathlib import Path
 
 import httpx
-
-sys.path.insert(0, str(Path(__file__).parent))
 from bench_localnet import Setup, encode, request
 
 from curta_chain.constants import MAX_ACCOUNT_SIZE, WEIGHT_HEADER_SIZE

@@ -16,12 +16,13 @@ import hashlib
 import re
 import struct
 import subprocess
-import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from build_program import CFLAGS, CLANG, PROGRAM_DIR, WARNINGS
+from sbpf_link import link
 from solders.account import Account
 from solders.compute_budget import set_compute_unit_limit
 from solders.instruction import AccountMeta, Instruction
@@ -32,22 +33,15 @@ from solders.pubkey import Pubkey
 from solders.system_program import CreateAccountParams, create_account
 from solders.transaction import Transaction
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "programs" / "curta"))
-sys.path.insert(0, str(ROOT / "scripts"))
-
-from build_program import CFLAGS, CLANG, PROGRAM_DIR  # noqa: E402
-from sbpf_link import link  # noqa: E402
-
-from curta_chain.artifact import Artifact, weights_hash  # noqa: E402
-from curta_chain.artifact.convert import convert_llama2c_bytes  # noqa: E402
-from curta_chain.artifact.synthetic import STORIES15M, llama2c_checkpoint_bytes  # noqa: E402
-from curta_chain.constants import (  # noqa: E402
+from curta_chain.artifact import Artifact, weights_hash
+from curta_chain.artifact.convert import convert_llama2c_bytes
+from curta_chain.artifact.synthetic import STORIES15M, llama2c_checkpoint_bytes
+from curta_chain.constants import (
     HASH_CHUNK_SIZE,
     LOCALNET_PROGRAM_ID,
     MAX_COMPUTE_UNITS,
 )
-from curta_chain.program import (  # noqa: E402
+from curta_chain.program import (
     PROGRAM_BINARY,
     RUN_HEADER_SIZE,
     ModelAccount,
@@ -62,9 +56,10 @@ from curta_chain.program import (  # noqa: E402
     run_account_size,
     step,
 )
-from curta_chain.program.run_mirror import RunMirror  # noqa: E402
+from curta_chain.program.run_mirror import RunMirror
 
 PROGRAM_ID = Pubkey.from_string(LOCALNET_PROGRAM_ID)
+ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT.parent / "shared" / "data" / "llama2c"
 PUBLISHED_RUST_CU_PER_MAC = 25
 HARNESS = r"""
@@ -94,7 +89,8 @@ def kernel_program() -> bytes:
         for source in (PROGRAM_DIR / "src" / "matvec.c", harness):
             obj = Path(tmp) / (source.stem + ".o")
             subprocess.run(
-                [CLANG, *CFLAGS, "-mcpu=v2", "-c", str(source), "-o", str(obj)], check=True
+                [CLANG, *CFLAGS, *WARNINGS, "-mcpu=v2", "-c", str(source), "-o", str(obj)],
+                check=True,
             )
             objects.append(obj.read_bytes())
         return link(objects, ["matvec.c", "harness.c"])

@@ -17,28 +17,32 @@ import sys
 import tempfile
 from pathlib import Path
 
+try:
+    from sbpf_link import link
+except ModuleNotFoundError as missing:  # the venv lacks setup.sh's path file
+    raise SystemExit(
+        f"{missing}: programs/curta is not on this environment's path; run bash scripts/setup.sh"
+    ) from missing
+
+from curta_chain.errors import BuildError, InputError
+from curta_chain.fsutil import atomic_write
+from curta_chain.program.builds import BUILDS, ProgramBuild
+from curta_chain.program.builds import PROGRAM_DIR as DEFAULT_OUT_DIR
+
 ROOT = Path(__file__).resolve().parent.parent
 PROGRAM_DIR = ROOT / "programs" / "curta"
-sys.path.insert(0, str(PROGRAM_DIR))
-sys.path.insert(0, str(ROOT))
-
-from sbpf_link import link  # noqa: E402
-
-from curta_chain.errors import BuildError, InputError  # noqa: E402
-from curta_chain.fsutil import atomic_write  # noqa: E402
-from curta_chain.program.builds import BUILDS, ProgramBuild  # noqa: E402
-from curta_chain.program.builds import PROGRAM_DIR as DEFAULT_OUT_DIR  # noqa: E402
-
 CLANG = "clang-14"
 CFLAGS = [
     "-target", "bpf", "-O2", "-std=c11",
     "-ffreestanding", "-fno-builtin", "-fno-stack-protector", "-fno-addrsig",
-    "-Wall", "-Wextra", "-Werror",
     # Schedule in source order: the matvec kernel (src/matvec.c) is written in the order
     # that needs the fewest registers; LLVM's default BPF scheduler hoists its loads and
     # spills. Other code changes by a unit or two at most (scripts/bench_program_cu.py).
     "-mllvm", "-pre-RA-sched=source",
 ]  # fmt: skip
+"""How every object is compiled (then ``-mcpu``): the build's and the linker tests' code."""
+WARNINGS = ["-Wall", "-Wextra", "-Werror"]
+"""The program's sources (and the tests' stand-in) compile without a warning."""
 
 
 def _run(argv: list[str], cwd: Path) -> None:
@@ -60,7 +64,7 @@ def _compile_and_link(
         objects = []
         for source in sources:
             obj = Path(tmp) / (source.stem + ".o")
-            flags = [*CFLAGS, f"-mcpu={cpu}", *extra_flags]
+            flags = [*CFLAGS, *WARNINGS, f"-mcpu={cpu}", *extra_flags]
             _run([CLANG, *flags, "-c", str(source), "-o", str(obj)], PROGRAM_DIR)
             objects.append(obj.read_bytes())
         return link(objects, [str(s) for s in sources], sbpf_version)

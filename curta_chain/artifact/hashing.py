@@ -1,7 +1,8 @@
-"""The weights hash: a SHA-256 chain over 65,536-byte chunks that restarts at each section.
+"""The weights hash: one SHA-256 chain over chunks of at most 65,536 bytes.
 
-``running = sha256(running || chunk)``, starting from 32 zero bytes; the last chunk of a
-section ends at the section's end. Chunks are hashed in place through memoryviews, so the
+``running = sha256(running || chunk)``, starting from 32 zero bytes and carried from one
+section to the next; the chunks start again at each section, whose last chunk ends where
+the section ends. Chunks are hashed in place through memoryviews, so the
 chain costs one pass over the bytes plus one 32-byte update per chunk.
 """
 

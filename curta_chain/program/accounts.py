@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
+from anchorpy.coder.accounts import ACCOUNT_DISCRIMINATOR_SIZE
+from anchorpy.program.common import NamedInstruction as NamedAccount
 from construct import ConstructError
 from solders.pubkey import Pubkey
 
@@ -22,8 +24,7 @@ from curta_chain.program.idl import accounts_coder, types_coder
 MODEL_ACCOUNT_SIZE = 856
 """A model account's size: discriminator, fields, 18 section slots of 40 bytes, seal slot."""
 
-_DISCRIMINATOR_SIZE = 8
-MODEL_AUTHORITY_OFFSET = _DISCRIMINATOR_SIZE
+MODEL_AUTHORITY_OFFSET = ACCOUNT_DISCRIMINATOR_SIZE
 """Where a model account's authority starts: right after the discriminator."""
 
 
@@ -53,9 +54,9 @@ def decode_account(name: str, data: bytes, size: int, what: str) -> Any:
     coder = accounts_coder()
     if len(data) < size:
         raise AccountError(f"{what}: {len(data)} bytes, expected at least {size}")
-    if data[:_DISCRIMINATOR_SIZE] != coder.acc_name_to_discriminator[name]:
+    if data[:ACCOUNT_DISCRIMINATOR_SIZE] != coder.acc_name_to_discriminator[name]:
         raise AccountError(
-            f"{what}: discriminator {data[:_DISCRIMINATOR_SIZE].hex()} at offset 0, "
+            f"{what}: discriminator {data[:ACCOUNT_DISCRIMINATOR_SIZE].hex()} at offset 0, "
             f"expected {coder.acc_name_to_discriminator[name].hex()} ({name})"
         )
     try:
@@ -66,9 +67,7 @@ def decode_account(name: str, data: bytes, size: int, what: str) -> Any:
 
 def encode_account(name: str, fields: dict[str, Any]) -> bytes:
     """Encode ``fields`` as the IDL account ``name``, its discriminator first."""
-    coder = accounts_coder()
-    body = coder._accounts_layout[name].build(fields)
-    return coder.acc_name_to_discriminator[name] + body
+    return accounts_coder().build(NamedAccount(data=fields, name=name))
 
 
 @dataclass(frozen=True)

@@ -1,14 +1,9 @@
 import os
-import sys
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from curta_svm import Chain
 from runtimes import NodeRuntime, Runtime, node_runner_missing
-
-# The linker and its checks are scripts beside the C source, not part of the package.
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "programs" / "curta"))
 
 
 @pytest.fixture

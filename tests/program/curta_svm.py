@@ -51,7 +51,7 @@ CU_LIMIT = 1_400_000
 
 
 def weights_hash(sections: Sequence[bytes]) -> bytes:
-    """The CURTAW01 weights hash: sha256 chain over 64 KiB chunks restarting at each section."""
+    """The CURTAW01 weights hash: one sha256 chain over 64 KiB chunks, cut at section ends."""
     running = bytes(32)
     for section in sections:
         for start in range(0, len(section), HASH_CHUNK_SIZE):

@@ -6,7 +6,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+import build_program
 import pytest
+from sbpf_link import SYSCALLS, link
 from solders.instruction import Instruction
 from solders.keypair import Keypair
 from solders.litesvm import LiteSVM
@@ -18,14 +20,19 @@ from curta_chain.errors import BuildError
 from curta_chain.program import PROGRAM_BINARY, shipped_programs
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "programs" / "curta"))
-from sbpf_link import SYSCALLS, link  # noqa: E402
 
 CLANG = shutil.which("clang-14")
 needs_clang = pytest.mark.skipif(
     CLANG is None, reason="clang-14 is not installed (CI installs it with apt-get install clang-14)"
 )
-CFLAGS = ["-target", "bpf", "-mcpu=v2", "-O2", "-ffreestanding", "-fno-builtin", "-fno-addrsig"]
+
+
+def cflags(cpu: str) -> list[str]:
+    """The build's own flags (scripts/build_program.py) for ``-mcpu=cpu`` code."""
+    return [*build_program.CFLAGS, f"-mcpu={cpu}"]
+
+
+CFLAGS = cflags("v2")
 
 
 def compile_c(tmp_path: Path, source: str, name: str = "x", flags: list[str] = CFLAGS) -> bytes:
@@ -213,7 +220,7 @@ def test_unknown_relocation_kind_is_refused(tmp_path: Path, kind: int):
         ),
         (
             "unsigned long entrypoint(const unsigned int *p) { return p[0] < p[1]; }",
-            [*CFLAGS[:2], "-mcpu=v3", *CFLAGS[3:]],
+            cflags("v3"),
             "JMP32",
         ),
         ("unsigned long main(void) { return 0; }", CFLAGS, "no global function named 'entrypoint'"),

@@ -1,20 +1,10 @@
 """Compute units per instruction, measured in the real runtime (the README's table)."""
 
-import importlib.util
-from pathlib import Path
-
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "bench_program_cu.py"
-
-
-def load_bench():
-    spec = importlib.util.spec_from_file_location("bench_program_cu", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+import bench_program_cu
 
 
 def test_compute_units_stay_within_budget():
-    rows = dict(load_bench().measure())
+    rows = dict(bench_program_cu.measure())
     for label, units in rows.items():
         print(f"{label:<48} {units:>8,} CU")
     for label in ("sealStep (65,536 bytes)", "sealStep (65,536 bytes, entering a section)"):

@@ -5,12 +5,12 @@ solana-sbpf 0.23; the same sources linked as v0 run in solders' LiteSVM for comp
 """
 
 import hashlib
-import importlib.util
 import struct
 import subprocess
 import sys
 from pathlib import Path
 
+import build_program
 import pytest
 import sbpf_link
 from runtimes import Outcome, Runtime, Session
@@ -18,12 +18,12 @@ from sbpf_alu32 import check_upper_halves
 from sbpf_link import SBPF_V0, SBPF_V3, SYSCALLS, link, murmur3_32
 from solders.instruction import Instruction
 from solders.pubkey import Pubkey
-from test_program_build import CFLAGS, ROOT, compile_c, needs_clang, run, sections
+from test_program_build import CFLAGS, ROOT, cflags, compile_c, needs_clang, run, sections
 
 from curta_chain.errors import BuildError
 from curta_chain.program import BUILDS, shipped_program, shipped_program_for, shipped_programs
 
-V3_CFLAGS = [*CFLAGS[:2], "-mcpu=v3", *CFLAGS[3:]]
+V3_CFLAGS = cflags("v3")
 TEXT_VADDR = 1 << 32
 
 
@@ -206,15 +206,6 @@ def test_linker_command_line_writes_v3(tmp_path: Path, node_all: Runtime):
     assert done.returncode == 2
 
 
-def load_build_script():
-    spec = importlib.util.spec_from_file_location(
-        "build_program", ROOT / "scripts" / "build_program.py"
-    )
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @needs_clang
 def test_the_v3_build_falls_back_to_v2_code_when_the_check_refuses(
     tmp_path: Path, monkeypatch, capsys
@@ -222,7 +213,7 @@ def test_the_v3_build_falls_back_to_v2_code_when_the_check_refuses(
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "a.c").write_text(SIGN_EXTENDED)
     (tmp_path / "src" / "b.c").write_text(IDENTITY)
-    script = load_build_script()
+    script = build_program
     monkeypatch.setattr(script, "PROGRAM_DIR", tmp_path)
     program, cpu = script.build_one(next(b for b in BUILDS if b.sbpf_version == SBPF_V3))
     assert cpu == "v2" and struct.unpack_from("<I", program, 0x30)[0] == SBPF_V3

@@ -1,36 +1,23 @@
 """Inference's compute units in the real runtime: the kernel, and a stories15M-shaped token."""
 
-import importlib.util
 import shutil
-import sys
-from pathlib import Path
 
+import bench_inference
 import pytest
 from run_svm import STEP_CU_CEILING
 
 from curta_chain.artifact import Artifact
 
-SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
-
-
-def load_bench():
-    sys.path.insert(0, str(SCRIPTS))
-    spec = importlib.util.spec_from_file_location("bench_inference", SCRIPTS / "bench_inference.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
-
 
 @pytest.mark.skipif(shutil.which("clang-14") is None, reason="clang-14 builds the kernel harness")
 def test_the_matvec_kernel_takes_at_most_4_compute_units_per_mac():
-    for label, units in load_bench().kernel_rows():
+    for label, units in bench_inference.kernel_rows():
         print(f"{label}: {units:.3f} CU/MAC")
         assert 3 < units <= 4
 
 
 def test_a_stories15m_token_takes_at_most_60_transactions(stories15m: Artifact):
-    bench = load_bench()
+    bench = bench_inference
     stats = bench.run_stats(stories15m, [1], 2)
     (count,) = bench.per_token(stats)
     print(f"{count} step transactions, classifier {stats.classifier_mac_units:.2f} CU/MAC")

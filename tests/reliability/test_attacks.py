@@ -19,7 +19,6 @@ keys and the same library a user has (``attacker.py``):
 
 import dataclasses
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
@@ -460,7 +459,6 @@ def test_the_stand_in_is_what_it_says(localnet, fund):
     reason="clang-14 is not installed (CI installs it with apt-get install clang-14)",
 )
 def test_the_committed_stand_in_is_built_from_its_source():
-    sys.path.insert(0, str(Path(__file__).with_name("standin")))
     from build_standin import build_standin
 
     assert build_standin() == STANDIN.elf

@@ -12,13 +12,11 @@ import sys
 import tempfile
 from pathlib import Path
 
+from build_program import CFLAGS, CLANG, WARNINGS
+from sbpf_link import link
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]
-sys.path.insert(0, str(ROOT / "programs" / "curta"))
-sys.path.insert(0, str(ROOT / "scripts"))
-
-from build_program import CFLAGS, CLANG  # noqa: E402
-from sbpf_link import link  # noqa: E402
 
 SDK = ROOT / "programs" / "curta"
 DEFAULT_OUT = HERE / "standin.so"
@@ -29,7 +27,18 @@ def build_standin() -> bytes:
     with tempfile.TemporaryDirectory(prefix="standin-") as tmp:
         obj = Path(tmp) / "standin.o"
         subprocess.run(
-            [CLANG, *CFLAGS, "-mcpu=v2", "-I", str(SDK), "-c", "standin.c", "-o", str(obj)],
+            [
+                CLANG,
+                *CFLAGS,
+                *WARNINGS,
+                "-mcpu=v2",
+                "-I",
+                str(SDK),
+                "-c",
+                "standin.c",
+                "-o",
+                str(obj),
+            ],
             cwd=HERE,
             check=True,
             capture_output=True,
