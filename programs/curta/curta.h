@@ -10,7 +10,12 @@
 
 #include "curta_sdk.h"
 
-/* Anchor discriminators, read as little-endian u64: sha256("global:<name>")[:8]. */
+/* Every instruction's data and every account's data start with an Anchor discriminator:
+ * 8 bytes, read as a little-endian u64. An instruction's arguments follow it. */
+#define DISCRIMINATOR_SIZE sizeof(uint64_t)
+#define ARGS_OFFSET DISCRIMINATOR_SIZE
+
+/* Instruction discriminators: sha256("global:<name>")[:8]. */
 #define IX_CREATE_MODEL 0xe5d4d482db29e9d4UL
 #define IX_BIND_WEIGHT_ACCOUNT 0xa3e8f1dfcbcb083eUL
 #define IX_WRITE_WEIGHTS 0x3dfe633c34b11a11UL
@@ -155,10 +160,11 @@ uint64_t check_accounts(const SolInput *in, uint64_t count);
 uint64_t check_program_owned(const SolInput *in, const SolAccount *account);
 uint64_t check_signer(const SolAccount *account);
 uint64_t check_writable(const SolAccount *account);
+uint64_t check_model_size(const SolAccount *account);
 uint64_t check_model_layout(const SolAccount *account);
 uint64_t check_model_authority(const Model *model, const SolAccount *authority);
-uint64_t check_authority_and_model(const SolInput *in, uint64_t args_size);
-uint64_t check_authority_model_weight(const SolInput *in);
+uint64_t check_authority_and_model(const SolInput *in, uint64_t count, uint64_t args_size,
+                                   bool authority_receives);
 uint64_t check_slot_weight(const SolAccount *model_account, const SolAccount *weight,
                            uint64_t index);
 

@@ -336,9 +336,11 @@ uint64_t phase_section(const Step *s, uint64_t *needed);
 bool tokenize_phase(Step *s);
 void log_token(const Step *s, uint64_t previous, uint64_t token);
 
-/* sample.c: the SAMPLE phase (the next token, logged) and check_run_account (step.c). */
+/* sample.c: the SAMPLE phase (the next token, logged). step.c: a run account's checks, its
+ * owner and writability, then its size and discriminator (closeRun takes them too). */
 bool sample_phase(Step *s);
-uint64_t check_run_account(const SolInput *in, const SolAccount *account);
+uint64_t check_run_owned(const SolInput *in, const SolAccount *account);
+uint64_t check_run_layout(const SolAccount *account);
 
 /* Processors. */
 uint64_t process_open_run(SolInput *in);

@@ -7,7 +7,7 @@
 #include "../curta.h"
 
 uint64_t process_begin_sealing(SolInput *in) {
-  uint64_t err = check_authority_and_model(in, 0);
+  uint64_t err = check_authority_and_model(in, 2, 0, false);
   if (err) {
     return err;
   }

@@ -5,7 +5,7 @@
  */
 #include "../curta.h"
 
-#define ARGS_SIZE (8 + sizeof(uint32_t))
+#define ARGS_SIZE (ARGS_OFFSET + sizeof(uint32_t))
 
 uint64_t process_bind_weight_account(SolInput *in) {
   uint64_t err = check_accounts(in, 3);
@@ -15,7 +15,7 @@ uint64_t process_bind_weight_account(SolInput *in) {
   if (in->data_len != ARGS_SIZE) {
     return REFUSE(ERR_INVALID_INSTRUCTION_DATA, "InvalidInstructionData: bindWeightAccount");
   }
-  uint64_t index = read_u32(in->data + 8);
+  uint64_t index = read_u32(in->data + ARGS_OFFSET);
   SolAccount *authority = in->accounts[0];
   SolAccount *model_account = in->accounts[1];
   SolAccount *weight = in->accounts[2];
@@ -36,14 +36,14 @@ uint64_t process_bind_weight_account(SolInput *in) {
     return REFUSE(ERR_SECTION_INDEX_OUT_OF_RANGE, "SectionIndexOutOfRange: no such slot");
   }
   SectionSlot *slot = &model->sections[index];
-  if (!words_zero(slot->weight_account, PUBKEY_SIZE / 8)) {
+  if (!words_zero(slot->weight_account, PUBKEY_SIZE / sizeof(uint64_t))) {
     return REFUSE(ERR_SLOT_ALREADY_BOUND, "SlotAlreadyBound: the slot has a weight account");
   }
   if (weight->data_len != WEIGHT_HEADER_SIZE + slot->length) {
     return REFUSE(ERR_WRONG_ACCOUNT_SIZE, "WrongAccountSize: weight account != 2048 + length");
   }
   /* The runtime zero-fills a new account; the header alone tells fresh from used. */
-  if (!words_zero(weight->data, WEIGHT_HEADER_SIZE / 8)) {
+  if (!words_zero(weight->data, WEIGHT_HEADER_SIZE / sizeof(uint64_t))) {
     return REFUSE(ERR_ACCOUNT_NOT_FRESH, "AccountNotFresh: weight account already bound");
   }
 

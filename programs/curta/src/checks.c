@@ -2,7 +2,8 @@
  * checks.c: the account checks every processor shares, each logging its one refusal line.
  *
  * Processors call them in one order: count and duplicates, instruction data, owner,
- * signer/writable, size, discriminator and state, binding.
+ * signer/writable, size, discriminator and state, binding (check_slot_weight: a weight
+ * account's size is its slot's, so it is checked with the binding).
  */
 #include "../curta.h"
 
@@ -46,9 +47,17 @@ uint64_t check_writable(const SolAccount *account) {
   return 0;
 }
 
-uint64_t check_model_layout(const SolAccount *account) {
+uint64_t check_model_size(const SolAccount *account) {
   if (account->data_len != sizeof(Model)) {
     return REFUSE(ERR_WRONG_ACCOUNT_SIZE, "WrongAccountSize: model account is not 856 bytes");
+  }
+  return 0;
+}
+
+uint64_t check_model_layout(const SolAccount *account) {
+  uint64_t err = check_model_size(account);
+  if (err) {
+    return err;
   }
   if (model_of((SolAccount *)account)->discriminator != MODEL_DISCRIMINATOR) {
     return REFUSE(ERR_WRONG_DISCRIMINATOR, "WrongDiscriminator: not a Model account");
@@ -63,34 +72,28 @@ uint64_t check_model_authority(const Model *model, const SolAccount *authority) 
   return 0;
 }
 
-uint64_t check_authority_and_model(const SolInput *in, uint64_t args_size) {
-  /* beginSealing and closeModel (args_size 0), reopen and closeWeightAccount (a u32):
-   * accounts 0 authority (signer) and 1 model (the program's, writable, well formed);
-   * the caller checks state, authority and anything further. */
-  uint64_t err = check_accounts(in, 2);
+uint64_t check_authority_and_model(const SolInput *in, uint64_t count, uint64_t args_size,
+                                   bool authority_receives) {
+  /* The authority's instructions: accounts 0 authority (signer; writable when it receives a
+   * closed account's lamports), 1 model (the program's, writable, well formed) and, with a
+   * `count` of 3, 2 a weight account (the program's, writable), in the documented order.
+   * beginSealing and closeModel take no arguments, reopen and closeWeightAccount a u32. The
+   * caller checks state, authority and the weight account's binding. */
+  uint64_t err = check_accounts(in, count);
   if (err) {
     return err;
   }
-  if (in->data_len != 8 + args_size) {
+  if (in->data_len != ARGS_OFFSET + args_size) {
     return REFUSE(ERR_INVALID_INSTRUCTION_DATA, "InvalidInstructionData: wrong argument bytes");
   }
+  const SolAccount *authority = in->accounts[0];
   const SolAccount *model_account = in->accounts[1];
-  if ((err = check_program_owned(in, model_account)) || (err = check_signer(in->accounts[0])) ||
-      (err = check_writable(model_account)) || (err = check_model_layout(model_account))) {
-    return err;
-  }
-  return 0;
-}
-
-uint64_t check_authority_model_weight(const SolInput *in) {
-  /* reopen and closeWeightAccount(sectionIndex: u32): the authority and the model as above,
-   * then 2 the weight account (the program's, writable). The count is checked first. */
-  uint64_t err = check_accounts(in, 3);
-  if (err || (err = check_authority_and_model(in, sizeof(uint32_t)))) {
-    return err;
-  }
-  const SolAccount *weight = in->accounts[2];
-  if ((err = check_program_owned(in, weight)) || (err = check_writable(weight))) {
+  const SolAccount *weight = count > 2 ? in->accounts[2] : 0;
+  if ((err = check_program_owned(in, model_account)) ||
+      (weight && (err = check_program_owned(in, weight))) || (err = check_signer(authority)) ||
+      (authority_receives && (err = check_writable(authority))) ||
+      (err = check_writable(model_account)) || (weight && (err = check_writable(weight))) ||
+      (err = check_model_layout(model_account))) {
     return err;
   }
   return 0;
@@ -98,11 +101,13 @@ uint64_t check_authority_model_weight(const SolInput *in) {
 
 uint64_t check_slot_weight(const SolAccount *model_account, const SolAccount *weight,
                            uint64_t index) {
-  /* `weight` is the account bound in slot `index` (< section_count) of the model, and its
-   * header says so. Owner and writability were checked by the caller. */
+  /* The binding, the one check of it every instruction naming a weight account makes:
+   * `weight` is the account bound in slot `index` (< section_count) of the model, it has
+   * that slot's size and discriminator, and its header names this model and this slot.
+   * Owner and writability were checked by the caller. */
   const Model *model = model_of((SolAccount *)model_account);
   const SectionSlot *slot = &model->sections[index];
-  if (words_zero(slot->weight_account, PUBKEY_SIZE / 8)) {
+  if (words_zero(slot->weight_account, PUBKEY_SIZE / sizeof(uint64_t))) {
     return REFUSE(ERR_UNBOUND_SLOT, "UnboundSlot: the slot has no weight account");
   }
   if (!pubkey_equal(weight->key, slot->weight_account)) {

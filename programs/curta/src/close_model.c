@@ -6,15 +6,12 @@
 #include "../curta.h"
 
 uint64_t process_close_model(SolInput *in) {
-  uint64_t err = check_authority_and_model(in, 0);
+  uint64_t err = check_authority_and_model(in, 2, 0, true);
   if (err) {
     return err;
   }
   SolAccount *authority = in->accounts[0];
   SolAccount *model_account = in->accounts[1];
-  if ((err = check_writable(authority))) {
-    return err;
-  }
   Model *model = model_of(model_account);
   if (model->state == STATE_SEALED) {
     return REFUSE(ERR_MODEL_SEALED, "ModelSealed: a sealed model never changes");

@@ -10,13 +10,13 @@ uint64_t process_close_run(SolInput *in) {
   if (err) {
     return err;
   }
-  if (in->data_len != 8) {
+  if (in->data_len != DISCRIMINATOR_SIZE) {
     return REFUSE(ERR_INVALID_INSTRUCTION_DATA, "InvalidInstructionData: takes no arguments");
   }
   SolAccount *opener = in->accounts[0];
   SolAccount *run_account = in->accounts[1];
-  if ((err = check_run_account(in, run_account)) || (err = check_signer(opener)) ||
-      (err = check_writable(opener))) {
+  if ((err = check_run_owned(in, run_account)) || (err = check_signer(opener)) ||
+      (err = check_writable(opener)) || (err = check_run_layout(run_account))) {
     return err;
   }
   const Run *run = (const Run *)run_account->data;

@@ -7,19 +7,14 @@
  */
 #include "../curta.h"
 
-#define ARGS_OFFSET 8
-
 uint64_t process_close_weight_account(SolInput *in) {
-  uint64_t err = check_authority_model_weight(in);
+  uint64_t err = check_authority_and_model(in, 3, sizeof(uint32_t), true);
   if (err) {
     return err;
   }
   SolAccount *authority = in->accounts[0];
   SolAccount *model_account = in->accounts[1];
   SolAccount *weight = in->accounts[2];
-  if ((err = check_writable(authority))) {
-    return err;
-  }
   Model *model = model_of(model_account);
   if (model->state == STATE_SEALED) {
     return REFUSE(ERR_MODEL_SEALED, "ModelSealed: a sealed model never changes");

@@ -4,7 +4,6 @@
  */
 #include "../curta.h"
 
-#define ARGS_OFFSET 8
 #define FIXED_ARGS_SIZE (ARGS_OFFSET + HASH_SIZE + sizeof(uint32_t))
 
 uint64_t process_create_model(SolInput *in) {
@@ -23,24 +22,23 @@ uint64_t process_create_model(SolInput *in) {
   if (in->data_len != FIXED_ARGS_SIZE + count * sizeof(uint64_t)) {
     return REFUSE(ERR_INVALID_INSTRUCTION_DATA, "InvalidInstructionData: createModel length");
   }
-  SolAccount *authority = in->accounts[0];
-  SolAccount *model_account = in->accounts[1];
-  if ((err = check_program_owned(in, model_account)) || (err = check_signer(authority)) ||
-      (err = check_signer(model_account)) || (err = check_writable(model_account))) {
-    return err;
-  }
-  if (model_account->data_len != sizeof(Model)) {
-    return REFUSE(ERR_WRONG_ACCOUNT_SIZE, "WrongAccountSize: model account is not 856 bytes");
-  }
-  if (!words_zero(model_account->data, sizeof(Model) / 8)) {
-    return REFUSE(ERR_ACCOUNT_NOT_FRESH, "AccountNotFresh: model account already holds data");
-  }
   const uint8_t *lengths = in->data + FIXED_ARGS_SIZE;
   for (uint64_t i = 0; i < count; i++) {
     uint64_t length = read_u64(lengths + i * sizeof(uint64_t));
     if (length == 0 || length > MAX_SECTION_SIZE) {
       return REFUSE(ERR_BAD_SECTION_LENGTH, "BadSectionLength: 1 to 10483712 bytes a section");
     }
+  }
+  SolAccount *authority = in->accounts[0];
+  SolAccount *model_account = in->accounts[1];
+  if ((err = check_program_owned(in, model_account)) || (err = check_signer(authority)) ||
+      (err = check_signer(model_account)) || (err = check_writable(model_account)) ||
+      (err = check_model_size(model_account))) {
+    return err;
+  }
+  /* The runtime zero-fills a new account: a model with data was created before. */
+  if (!words_zero(model_account->data, sizeof(Model) / sizeof(uint64_t))) {
+    return REFUSE(ERR_ACCOUNT_NOT_FRESH, "AccountNotFresh: model account already holds data");
   }
 
   Model *model = model_of(model_account);

@@ -4,7 +4,7 @@
 #include "../inference.h"
 
 static uint64_t process_instruction(SolInput *in) {
-  if (in->data_len < sizeof(uint64_t)) {
+  if (in->data_len < DISCRIMINATOR_SIZE) {
     return REFUSE(ERR_INVALID_INSTRUCTION_DATA, "InvalidInstructionData: no discriminator");
   }
   switch (read_u64(in->data)) {

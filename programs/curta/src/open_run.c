@@ -10,13 +10,15 @@
  */
 #include "../inference.h"
 
-#define ARG_CAPACITY 8
-#define ARG_TEMPERATURE 12
-#define ARG_TOP_P 16
-#define ARG_SEED 20
-#define ARG_PROMPT_KIND 28
-#define ARG_PROMPT_LENGTH 29
-#define ARG_PROMPT 33
+/* The arguments' offsets: u32 capacity, temperature and top-p, u64 seed, then the prompt's
+ * Borsh enum tag (u8) and length (u32), then its bytes or ids. */
+#define ARG_CAPACITY ARGS_OFFSET
+#define ARG_TEMPERATURE (ARG_CAPACITY + 4)
+#define ARG_TOP_P (ARG_TEMPERATURE + 4)
+#define ARG_SEED (ARG_TOP_P + 4)
+#define ARG_PROMPT_KIND (ARG_SEED + 8)
+#define ARG_PROMPT_LENGTH (ARG_PROMPT_KIND + 1)
+#define ARG_PROMPT (ARG_PROMPT_LENGTH + 4)
 #define TOP_P_ONE (1UL << ACT_BITS)
 
 static uint64_t bad_artifact(void) {
@@ -103,23 +105,11 @@ static uint64_t check_tokenizer(const uint8_t *s0, uint64_t length) {
 static uint64_t check_section_zero(const SolAccount *model_account, const SolAccount *weight) {
   const Model *model = model_of((SolAccount *)model_account);
   const SectionSlot *slot = &model->sections[0];
-  if (!pubkey_equal(weight->key, slot->weight_account)) {
-    return REFUSE(ERR_WRONG_WEIGHT_ACCOUNT,
-                  "WrongWeightAccount: pass the weight account of section zero");
-  }
-  if (weight->data_len != WEIGHT_HEADER_SIZE + slot->length) {
-    return REFUSE(ERR_WRONG_ACCOUNT_SIZE, "WrongAccountSize: weight account size");
-  }
-  const WeightHeader *header = header_of((SolAccount *)weight);
-  if (header->discriminator != WEIGHT_ACCOUNT_DISCRIMINATOR) {
-    return REFUSE(ERR_WRONG_DISCRIMINATOR, "WrongDiscriminator: not a WeightAccount");
-  }
-  if (!pubkey_equal(header->model, model_account->key)) {
-    return REFUSE(ERR_WEIGHT_ACCOUNT_OF_ANOTHER_MODEL,
-                  "WeightAccountOfAnotherModel: weight account bound to another model");
+  uint64_t err = check_slot_weight(model_account, weight, 0);
+  if (err) {
+    return err;
   }
   const uint8_t *s0 = weight->data + WEIGHT_HEADER_SIZE;
-  uint64_t err;
   if ((err = check_config(s0, slot->length, model)) || (err = check_matrices(s0, model)) ||
       (err = check_tokenizer(s0, slot->length))) {
     return err;
@@ -212,7 +202,7 @@ uint64_t process_open_run(SolInput *in) {
   if (run_account->data_len < RUN_HEADER_SIZE) {
     return REFUSE(ERR_WRONG_ACCOUNT_SIZE, "WrongAccountSize: a run account is 512 bytes or more");
   }
-  if (!words_zero(run_account->data, RUN_HEADER_SIZE / 8)) {
+  if (!words_zero(run_account->data, RUN_HEADER_SIZE / sizeof(uint64_t))) {
     return REFUSE(ERR_ACCOUNT_NOT_FRESH, "AccountNotFresh: run account already holds data");
   }
   const Model *model = model_of(model_account);

@@ -6,10 +6,8 @@
  */
 #include "../curta.h"
 
-#define ARGS_OFFSET 8
-
 uint64_t process_reopen(SolInput *in) {
-  uint64_t err = check_authority_model_weight(in);
+  uint64_t err = check_authority_and_model(in, 3, sizeof(uint32_t), false);
   if (err) {
     return err;
   }

@@ -13,7 +13,7 @@ uint64_t process_seal_step(SolInput *in) {
   if (err) {
     return err;
   }
-  if (in->data_len != 8) {
+  if (in->data_len != DISCRIMINATOR_SIZE) {
     return REFUSE(ERR_INVALID_INSTRUCTION_DATA, "InvalidInstructionData: sealStep");
   }
   SolAccount *model_account = in->accounts[0];

@@ -10,10 +10,10 @@
  */
 #include "../inference.h"
 
-#define ARGS_SIZE (8 + sizeof(uint64_t))
+#define ARGS_SIZE (ARGS_OFFSET + sizeof(uint64_t))
 #define FIRST_WEIGHT 2
 
-uint64_t check_run_account(const SolInput *in, const SolAccount *account) {
+uint64_t check_run_owned(const SolInput *in, const SolAccount *account) {
   /* A closed run is an empty account handed back to the system program. */
   if (account->data_len == 0 && !pubkey_equal(account->owner, in->program_id)) {
     return REFUSE(ERR_RUN_CLOSED, "RunClosed: the run account was closed");
@@ -22,6 +22,10 @@ uint64_t check_run_account(const SolInput *in, const SolAccount *account) {
   if ((err = check_program_owned(in, account)) || (err = check_writable(account))) {
     return err;
   }
+  return 0;
+}
+
+uint64_t check_run_layout(const SolAccount *account) {
   if (account->data_len < RUN_HEADER_SIZE) {
     return REFUSE(ERR_WRONG_ACCOUNT_SIZE, "WrongAccountSize: a run account is 512 bytes or more");
   }
@@ -35,7 +39,10 @@ uint64_t check_run_account(const SolInput *in, const SolAccount *account) {
   return 0;
 }
 
-/* One weight account of the step: the model's own, bound to its slot, frozen. */
+/* One weight account of the step: the model's own, bound to its slot, frozen. A step names
+ * its sections by their accounts, so the slot is the one the header claims; a header that
+ * is not a weight account's, or is another model's, is refused as such before the slot is
+ * looked at. Then the binding, as every instruction checks it. */
 static uint64_t check_weight(const SolInput *in, const SolAccount *account,
                              const SolAccount *model_account, uint64_t *section) {
   const Model *model = model_of((SolAccount *)model_account);
@@ -55,13 +62,12 @@ static uint64_t check_weight(const SolInput *in, const SolAccount *account,
                   "WeightAccountOfAnotherModel: weight account bound to another model");
   }
   uint64_t index = header->section_index;
-  if (index >= model->section_count ||
-      !pubkey_equal(account->key, model->sections[index].weight_account)) {
+  if (index >= model->section_count) {
     return REFUSE(ERR_WRONG_WEIGHT_ACCOUNT,
                   "WrongWeightAccount: account is not the weight account of its slot");
   }
-  if (account->data_len != WEIGHT_HEADER_SIZE + model->sections[index].length) {
-    return REFUSE(ERR_WRONG_ACCOUNT_SIZE, "WrongAccountSize: weight account size");
+  if ((err = check_slot_weight(model_account, account, index))) {
+    return err;
   }
   if (!header->frozen) {
     return REFUSE(ERR_WEIGHT_ACCOUNT_NOT_FROZEN, "WeightAccountNotFrozen: not a sealed section");
@@ -74,8 +80,8 @@ static uint64_t check_step_accounts(const SolInput *in, Step *s) {
   SolAccount *run_account = in->accounts[0];
   SolAccount *model_account = in->accounts[1];
   uint64_t err;
-  if ((err = check_run_account(in, run_account)) ||
-      (err = check_program_owned(in, model_account)) ||
+  if ((err = check_run_owned(in, run_account)) ||
+      (err = check_program_owned(in, model_account)) || (err = check_run_layout(run_account)) ||
       (err = check_model_layout(model_account))) {
     return err;
   }
@@ -129,7 +135,7 @@ uint64_t process_step(SolInput *in) {
   if (run->state == RUN_FINISHED) {
     return REFUSE(ERR_RUN_FINISHED, "RunFinished: the run has ended");
   }
-  if (read_u64(in->data + 8) != run->steps) {
+  if (read_u64(in->data + ARGS_OFFSET) != run->steps) {
     return REFUSE(ERR_STEP_OUT_OF_ORDER, "StepOutOfOrder: the step names another step count");
   }
   uint64_t section;

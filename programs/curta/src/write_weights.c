@@ -5,7 +5,7 @@
  */
 #include "../curta.h"
 
-#define FIXED_ARGS_SIZE (8 + 2 * sizeof(uint32_t))
+#define FIXED_ARGS_SIZE (ARGS_OFFSET + 2 * sizeof(uint32_t))
 
 uint64_t process_write_weights(SolInput *in) {
   uint64_t err = check_accounts(in, 2);
@@ -15,8 +15,8 @@ uint64_t process_write_weights(SolInput *in) {
   if (in->data_len < FIXED_ARGS_SIZE) {
     return REFUSE(ERR_INVALID_INSTRUCTION_DATA, "InvalidInstructionData: writeWeights args");
   }
-  uint64_t offset = read_u32(in->data + 8);
-  uint64_t len = read_u32(in->data + 12);
+  uint64_t offset = read_u32(in->data + ARGS_OFFSET);
+  uint64_t len = read_u32(in->data + ARGS_OFFSET + sizeof(uint32_t));
   if (in->data_len != FIXED_ARGS_SIZE + len) {
     return REFUSE(ERR_INVALID_INSTRUCTION_DATA, "InvalidInstructionData: bytes length");
   }
