@@ -43,7 +43,7 @@ class User:
         return json.loads(out)
 
     def balance(self, who: Pubkey | None = None) -> int:
-        return Client(self.url).get_balance(who or self.keypair.pubkey()).value
+        return Client(self.url, "processed").get_balance(who or self.keypair.pubkey()).value
 
 
 @pytest.fixture

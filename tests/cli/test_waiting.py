@@ -179,7 +179,7 @@ def test_ctrl_c_mid_upload_says_how_to_resume(localnet, fund, tmp_path, stories1
     )
     # Wait until the accounts exist (their rent has left the payer): writes come next.
     payer = load_keypair(keypair).pubkey()
-    client = Client(localnet.url)
+    client = Client(localnet.url, "processed")
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and client.get_balance(payer).value > 150 * 10**9:
         time.sleep(0.1)

@@ -349,7 +349,10 @@ def test_4_rent_is_the_runtimes_formula_whatever_size():
 def verify_lines(
     url: str, model: str, art: Path, config: Path, *extra: str
 ) -> tuple[int, list[str]]:
-    """verify's exit code and its lines from the program's on (after the verdict and hashes)."""
+    """verify's exit code and its lines from the program's on (after the verdict and hashes).
+
+    The verdict and its causes come before those lines; ``verify_output`` has them all.
+    """
     done = run_plain("verify", model, str(art), "-u", url, "-C", str(config), *extra)
     lines = (done.stdout + done.stderr).splitlines()
     start = next((i for i, line in enumerate(lines) if line.startswith("program  ")), 0)
@@ -403,7 +406,8 @@ def test_5_an_upgrade_that_swaps_the_program_is_reported_and_require_final_refus
     assert lines[1].endswith("shipped build sbpf-v0)")  # the program is curta.so again...
     assert lines[3] != deployed_at  # ...but it was deployed again after the seal
     assert lines[4].startswith(f"WARNING: the program can still be upgraded by {owner.pubkey()}")
-    assert code == 1 and "after sealing began at slot" in "\n".join(lines)  # so no evidence
+    full = run_plain("verify", model, str(fake_art), "-u", localnet.url, "-C", str(config))
+    assert full.returncode == 1 and "after sealing began at slot" in full.stdout  # no evidence
     code, lines = verify_lines(localnet.url, model, fake_art, config, "--require-final")
     assert code == 1
     code, _ = verify_lines(localnet.url, model, art_file, config)
