@@ -59,3 +59,7 @@ $CLI seal "$MODEL" "$OUT/stories260K.curta" "${CHAIN[@]}" -k "$OUT/id.json"
 echo "== verify"
 $CLI verify "$MODEL" "$OUT/stories260K.curta" "${CHAIN[@]}" --require-final
 $CLI status "$MODEL" "${CHAIN[@]}"
+echo "== run: the sealed model speaks, read from the chain (integers; the stand-in tokenizer's text is noise)"
+$CLI run "$MODEL" "${CHAIN[@]}" --prompt "Once upon a time" --steps 24 --temperature 0
+echo "== run --on-chain: the program computes the same tokens, a step per transaction"
+$CLI run "$MODEL" "${CHAIN[@]}" -k "$OUT/id.json" --on-chain --prompt "Once upon a time" --steps 8 --temperature 0

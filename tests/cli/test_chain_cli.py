@@ -16,8 +16,8 @@ from solders.keypair import Keypair
 from solders.pubkey import Pubkey
 from solders.signature import Signature
 
+from curta_chain.chain.cluster import write_keypair
 from curta_chain.cli import main
-from curta_chain.cli.keypairs import write_keypair
 from curta_chain.constants import LAMPORTS_PER_SOL
 
 
@@ -43,8 +43,7 @@ class User:
         return json.loads(out)
 
     def balance(self, who: Pubkey | None = None) -> int:
-        # Confirmed, as the CLI waits for: a finalized read would lag 32 slots behind.
-        return Client(self.url, "confirmed").get_balance(who or self.keypair.pubkey()).value
+        return Client(self.url, "processed").get_balance(who or self.keypair.pubkey()).value
 
 
 @pytest.fixture

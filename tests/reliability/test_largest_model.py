@@ -115,10 +115,10 @@ def test_attack_2_a_model_over_64_mib_no_longer_locks_its_rent():
         for index in range(2):
             await sender.send([txs.seal_step(address, accounts[0], index)])
         assert (await read(client, address)).frozen_count == 1
-        before = await client.balance(me)
+        before = await processed.balance(me)
         result = await close(ChainContext(client, P, owner), address)
         assert (result.closed_accounts, result.transactions) == (8, 8)
-        assert await client.balance(me) == before + rent - 8 * SIGNATURE_FEE
+        assert await processed.balance(me) == before + rent - 8 * SIGNATURE_FEE
         assert result.lamports_returned == rent - 8 * SIGNATURE_FEE
         assert [await client.account(k) for k in (address, *accounts)] == [None] * 8
 
