@@ -16,8 +16,8 @@ from solders.keypair import Keypair
 from solders.pubkey import Pubkey
 from solders.signature import Signature
 
-from curta_chain.chain.cluster import write_keypair
 from curta_chain.cli import main
+from curta_chain.cli.keypairs import write_keypair
 from curta_chain.constants import LAMPORTS_PER_SOL
 
 
