@@ -16,7 +16,10 @@ from typing import Any
 from solders.keypair import Keypair
 from solders.pubkey import Pubkey
 
+from curta_chain.artifact import Artifact
 from curta_chain.chain.context import ChainContext
+from curta_chain.chain.plan import PublishPlan
+from curta_chain.chain.publish import plan_publish, publish
 from curta_chain.chain.rpc import RpcClient
 from curta_chain.chain.sender import Sender
 from curta_chain.chain.specs import Budget
@@ -91,3 +94,13 @@ class LocalnetTransport:
         return ChainContext(
             sender.client, PROGRAM_ID, authority, budget=budget or Budget(), sender=sender
         )
+
+
+async def published(
+    node: LocalnetTransport, artifact: Artifact
+) -> tuple[ChainContext, PublishPlan]:
+    """Publish ``artifact`` for a freshly funded authority; return its context and plan."""
+    ctx = node.context(node.fund())
+    plan = await plan_publish(ctx, artifact)
+    await publish(ctx, artifact, plan)
+    return ctx, plan

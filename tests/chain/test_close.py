@@ -5,19 +5,12 @@ refused before anything is sent.
 """
 
 import pytest
+from inprocess import published
 from solders.keypair import Keypair
 
 from curta_chain.chain.close import close, close_cost
-from curta_chain.chain.publish import plan_publish, publish
 from curta_chain.chain.seal import seal
 from curta_chain.errors import AccountError
-
-
-async def published(node, tiny):
-    ctx = node.context(node.fund())
-    plan = await plan_publish(ctx, tiny)
-    await publish(ctx, tiny, plan)
-    return ctx, plan
 
 
 @pytest.mark.asyncio

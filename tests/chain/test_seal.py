@@ -10,14 +10,11 @@ from dataclasses import replace
 from typing import Any
 
 import pytest
-from inprocess import PROGRAM_ID, LocalnetTransport
+from inprocess import PROGRAM_ID, published
 from solders.keypair import Keypair
 
 from curta_chain import program
-from curta_chain.artifact import INITIAL_HASH, Artifact, hash_steps
-from curta_chain.chain.context import ChainContext
-from curta_chain.chain.plan import PublishPlan
-from curta_chain.chain.publish import plan_publish, publish
+from curta_chain.artifact import INITIAL_HASH, hash_steps
 from curta_chain.chain.seal import SealMirror, seal, seal_cost
 from curta_chain.chain.sender import Sender
 from curta_chain.chain.specs import TxSpec
@@ -110,15 +107,6 @@ def test_every_disagreement_is_a_mirror_mismatch_naming_where(model, done, messa
 
 
 # -- whole seals -----------------------------------------------------------------------------
-
-
-async def published(
-    node: LocalnetTransport, artifact: Artifact
-) -> tuple[ChainContext, PublishPlan]:
-    ctx = node.context(node.fund())
-    plan = await plan_publish(ctx, artifact)
-    await publish(ctx, artifact, plan)
-    return ctx, plan
 
 
 @pytest.mark.asyncio
