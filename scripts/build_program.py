@@ -1,8 +1,9 @@
 """Build the curta program, SBPF v0 and v3: clang-14 (BPF) per source file, then our linker.
 
 Each build in ``curta_chain.program.builds.BUILDS`` compiles every source with the first
-``-mcpu`` of its list and links the objects for its SBPF version; when the link refuses
-that code (the v3 build's ALU32 check), it tries the next one and says so. The builds are
+``-mcpu`` of its list and links the objects for its SBPF version; when the link refuses one
+source's code (the v3 build's ALU32 check), that source is compiled with the next one and
+the build says so. The builds are
 reproducible: the same sources give the same bytes (the linker keeps no path or timestamp,
 and sources are compiled in sorted order with relative paths).
 
@@ -18,6 +19,7 @@ import tempfile
 from pathlib import Path
 
 try:
+    from sbpf_alu32 import SignExtensionError
     from sbpf_link import link
 except ModuleNotFoundError as missing:  # the venv lacks setup.sh's path file
     raise SystemExit(
@@ -57,35 +59,64 @@ def _run(argv: list[str], cwd: Path) -> None:
         raise BuildError(f"{argv[0]} failed: {detail[0] if detail else done.returncode}")
 
 
-def _compile_and_link(
-    sources: list[Path], cpu: str, sbpf_version: int, extra_flags: tuple[str, ...] = ()
-) -> bytes:
-    with tempfile.TemporaryDirectory(prefix="curta-build-") as tmp:
-        objects = []
-        for source in sources:
-            obj = Path(tmp) / (source.stem + ".o")
-            flags = [*CFLAGS, *WARNINGS, f"-mcpu={cpu}", *extra_flags]
-            _run([CLANG, *flags, "-c", str(source), "-o", str(obj)], PROGRAM_DIR)
-            objects.append(obj.read_bytes())
-        return link(objects, [str(s) for s in sources], sbpf_version)
+def _compile(source: Path, cpu: str, out_dir: Path, extra_flags: tuple[str, ...]) -> bytes:
+    obj = out_dir / f"{source.stem}.{cpu}.o"
+    flags = [*CFLAGS, *WARNINGS, f"-mcpu={cpu}", *extra_flags]
+    _run([CLANG, *flags, "-c", str(source), "-o", str(obj)], PROGRAM_DIR)
+    return obj.read_bytes()
+
+
+def _describe(cpu_of: dict[Path, str]) -> str:
+    """``v3``, or ``v3, v2 for src/a.c, src/b.c``: the -mcpu of most sources, then the rest."""
+    counts = {cpu: sum(1 for c in cpu_of.values() if c == cpu) for cpu in cpu_of.values()}
+    main = max(counts, key=lambda cpu: (counts[cpu], cpu))
+    others = sorted({cpu for cpu in cpu_of.values() if cpu != main})
+    parts = [main]
+    for cpu in others:
+        names = ", ".join(str(s) for s, c in cpu_of.items() if c == cpu)
+        parts.append(f"{cpu} for {names}")
+    return ", ".join(parts)
 
 
 def build_one(build: ProgramBuild, extra_flags: tuple[str, ...] = ()) -> tuple[bytes, str]:
     """Compile every source for ``build`` and link them; return the bytes and the -mcpu used.
 
-    ``extra_flags`` go to clang after the usual ones (``-DCALIBRATE`` for the build that
-    logs every phase's compute units: scripts/bench_program_cu.py --calibrate).
+    Every source starts at the build's first ``-mcpu``. When the v3 link refuses a source's
+    ALU32 code (a sign-extended 32-bit result read as 64 bits: ``sbpf_alu32``), that source
+    alone is compiled again with the next ``-mcpu`` and the link retried, so the sources the
+    proof accepts keep their v3 code. ``extra_flags`` go to clang after the usual ones
+    (``-DCALIBRATE`` for the build that logs every phase's compute units:
+    scripts/bench_program_cu.py --calibrate).
     """
     sources = sorted(p.relative_to(PROGRAM_DIR) for p in (PROGRAM_DIR / "src").glob("*.c"))
     if not sources:
         raise BuildError(f"{PROGRAM_DIR / 'src'}: no C sources")
-    *preferred, last = build.clang_cpus
-    for cpu in preferred:
-        try:
-            return _compile_and_link(sources, cpu, build.sbpf_version, extra_flags), cpu
-        except BuildError as exc:
-            print(f"{build.file_name}: -mcpu={cpu}: {exc}; trying -mcpu={last}", file=sys.stderr)
-    return _compile_and_link(sources, last, build.sbpf_version, extra_flags), last
+    cpu_of = dict.fromkeys(sources, build.clang_cpus[0])
+    with tempfile.TemporaryDirectory(prefix="curta-build-") as tmp:
+        objects: dict[tuple[Path, str], bytes] = {}
+        while True:
+            for source, cpu in cpu_of.items():
+                if (source, cpu) not in objects:
+                    objects[source, cpu] = _compile(source, cpu, Path(tmp), extra_flags)
+            chosen = [objects[source, cpu] for source, cpu in cpu_of.items()]
+            try:
+                return link(chosen, [str(s) for s in sources], build.sbpf_version), _describe(
+                    cpu_of
+                )
+            except SignExtensionError as exc:
+                if exc.obj is None:
+                    raise
+                source = sources[exc.obj]
+                cpus = build.clang_cpus
+                position = cpus.index(cpu_of[source])
+                if position + 1 == len(cpus):
+                    raise
+                cpu_of[source] = cpus[position + 1]
+                print(
+                    f"{build.file_name}: {source}: -mcpu={cpus[position]}: {exc.detail}; "
+                    f"compiling it with -mcpu={cpu_of[source]}",
+                    file=sys.stderr,
+                )
 
 
 def build_program(out_dir: Path = DEFAULT_OUT_DIR) -> dict[str, tuple[bytes, str]]:

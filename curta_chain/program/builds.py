@@ -36,10 +36,10 @@ class ProgramBuild:
     file_name: str
     """The file in this package."""
     clang_cpus: tuple[str, ...]
-    """clang-14's ``-mcpu`` values, tried in order until the link accepts the code.
+    """clang-14's ``-mcpu`` values, tried in order for each source until the link accepts it.
 
     v0 takes v2 code only (no JMP32). v3 prefers v3 code (JMP32 and ALU32, 1 to 3 CU less
-    per instruction) and falls back to v2 code when the linker cannot prove that clang's
+    per instruction) and compiles a source with v2 when the linker cannot prove that clang's
     ALU32 code is exact under SBPF (``programs/curta/sbpf_alu32.py``).
     """
 

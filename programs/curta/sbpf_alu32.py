@@ -39,6 +39,24 @@ _SIZE_DW = 0x18
 _LDDW = 0x18
 _SIGN_EXTENDING = {_OP_ADD: "add32", _OP_SUB: "sub32", _OP_MUL: "mul32"}
 
+
+class SignExtensionError(BuildError):
+    """A sign-extended 32-bit result is read as 64 bits.
+
+    Attributes:
+        detail: what was read where, without the objects' names.
+        source_offset: the ``.text`` byte offset of the ``add32``/``sub32``/``mul32`` that
+            wrote it: the code compiled for ALU32 is there (the linker names its object).
+        obj: the index of the object holding ``source_offset``, set by the linker.
+    """
+
+    def __init__(self, origin: str, detail: str, source_offset: int) -> None:
+        super().__init__(f"{origin}: {detail}: compile with -mcpu=v2")
+        self.detail = detail
+        self.source_offset = source_offset
+        self.obj: int | None = None
+
+
 _State = tuple[int | None, ...]
 """Per register r0..r10: the pc of the instruction whose sign-extended result it holds, or None."""
 _CLEAN: _State = (None,) * 11
@@ -107,11 +125,13 @@ class _Flow:
     def _read64(self, insn: _Insn, state: _State, register: int, how: str) -> None:
         source = state[register]
         if source is not None:
-            raise BuildError(
-                f"{self.origin}: .text+{insn.pc * 8:#x}: {how} reads r{register} as 64 bits, "
+            raise SignExtensionError(
+                self.origin,
+                f".text+{insn.pc * 8:#x}: {how} reads r{register} as 64 bits, "
                 f"but its upper half is the sign extension SBPF v3 gives the "
                 f"{_SIGN_EXTENDING[self.insns[source].op]} at .text+{source * 8:#x} "
-                "(clang assumed zero extension): compile with -mcpu=v2"
+                "(clang assumed zero extension)",
+                source * 8,
             )
 
     def _flow_to(self, pc: int, state: _State, function: int) -> None:
@@ -230,7 +250,8 @@ def check_upper_halves(
         origin: names the objects in messages.
 
     Raises:
-        BuildError: an instruction reads, as 64 bits, a register whose upper half came from
-            ``add32``/``sub32``/``mul32`` on some path; the message names both instructions.
+        SignExtensionError: an instruction reads, as 64 bits, a register whose upper half
+            came from ``add32``/``sub32``/``mul32`` on some path; the message names both
+            instructions.
     """
     _Flow(text, entry_pc, syscall_arguments, origin).run()

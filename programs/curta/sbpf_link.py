@@ -51,7 +51,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sbpf_alu32 import check_upper_halves
+from sbpf_alu32 import SignExtensionError, check_upper_halves
 
 from curta_chain.errors import BuildError, InputError
 from curta_chain.fsutil import atomic_write
@@ -576,9 +576,22 @@ def _resolve(objects: list[_Object], origins: list[str], layout: _Layout) -> _Li
         _finish_v3_calls(text, origin)
         entry_pc = (entry - layout.text_off) // 8
         arguments = {murmur3_32(name.encode()): n for name, n in SYSCALL_ARGUMENTS.items()}
-        check_upper_halves(bytes(text), entry_pc, arguments, origin)
+        try:
+            check_upper_halves(bytes(text), entry_pc, arguments, origin)
+        except SignExtensionError as exc:
+            exc.obj = _object_at(layout, exc.source_offset)
+            raise
         image[layout.text_off : layout.text_off + layout.text_size] = text
     return _Linked(image, layout, entry, syscall_sites)
+
+
+def _object_at(layout: _Layout, text_offset: int) -> int | None:
+    """The index of the object whose code holds byte ``text_offset`` of the linked .text."""
+    at = layout.text_off + text_offset
+    for piece in layout.text:
+        if piece.offset <= at < piece.offset + piece.section.size:
+            return piece.obj
+    return None
 
 
 class _StringTable:
@@ -812,7 +825,8 @@ def link(objects: list[bytes], origins: list[str] | None = None, version: int = 
             several code sections, a relocation kind is unknown, a symbol is undefined
             and not a syscall or defined twice, no ``entrypoint`` function exists, or the
             code uses what the version forbids (v0: JMP32; v3: a sign-extended 32-bit
-            result read as 64 bits).
+            result read as 64 bits, a ``SignExtensionError`` naming the object whose code
+            wrote it).
     """
     if version not in SBPF_VERSIONS:
         raise BuildError(f"SBPF version {version}: this linker writes v0 and v3")

@@ -149,6 +149,9 @@ u64 entrypoint(const unsigned char *input) {
 }
 """
 IDENTITY = "unsigned long identity(unsigned long x) { return x; }"
+COMPARED_32 = """
+unsigned int below(unsigned int a, unsigned int b) { return a + b < b; } /* 32-bit use only */
+"""
 
 
 @needs_clang
@@ -207,17 +210,20 @@ def test_linker_command_line_writes_v3(tmp_path: Path, node_all: Runtime):
 
 
 @needs_clang
-def test_the_v3_build_falls_back_to_v2_code_when_the_check_refuses(
-    tmp_path: Path, monkeypatch, capsys
+def test_the_v3_build_compiles_only_the_refused_source_with_v2(
+    tmp_path: Path, node_all: Runtime, monkeypatch, capsys
 ):
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "a.c").write_text(SIGN_EXTENDED)
     (tmp_path / "src" / "b.c").write_text(IDENTITY)
+    (tmp_path / "src" / "c.c").write_text(COMPARED_32)
     script = build_program
     monkeypatch.setattr(script, "PROGRAM_DIR", tmp_path)
     program, cpu = script.build_one(next(b for b in BUILDS if b.sbpf_version == SBPF_V3))
-    assert cpu == "v2" and struct.unpack_from("<I", program, 0x30)[0] == SBPF_V3
-    assert "curta_v3.so: -mcpu=v3: " in capsys.readouterr().err
+    assert cpu == "v3, v2 for src/a.c" and struct.unpack_from("<I", program, 0x30)[0] == SBPF_V3
+    assert capsys.readouterr().err.startswith("curta_v3.so: src/a.c: -mcpu=v3: .text+0x")
+    data = struct.pack("<II", 0x7FFF_FFFF, 1)  # bit 31 of the sum set: v2 code gets it right
+    assert run_v3(node_all, program, data).code == 7
     assert script.build_one(next(b for b in BUILDS if b.sbpf_version == SBPF_V0))[1] == "v2"
 
 
