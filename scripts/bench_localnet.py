@@ -10,6 +10,8 @@ transactions (1,232 bytes, MAX_WRITE_PAYLOAD bytes of weights each) over HTTP:
 - batch100x4: batches of 100, 4 in flight;
 
 then replays the very same transactions through a bare in-process LiteSVM (sigverify on).
+Beside each mode's rate it prints the localnet process's CPU time per transaction, which
+moves less with machine load than the rates do.
 The last line printed is JSON.
 
     .venv/bin/python scripts/bench_localnet.py [--count 2000] [--ledger] [--section-bytes N]
@@ -24,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from pathlib import Path
 
 import aiohttp
 import httpx
@@ -144,6 +147,12 @@ def request(tx_b64: str, request_id: int) -> dict:
     return {"jsonrpc": "2.0", "id": request_id, "method": "sendTransaction", "params": params}
 
 
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU seconds the process ``pid`` has used (Linux ``/proc``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 async def send_mode(url: str, mode: str, encoded: list[str]) -> float:
     batch = {"single": 1, "concurrent": 1, "batch100": 100, "batch250": 250, "batch100x4": 100}[
         mode
@@ -208,13 +217,18 @@ def main() -> int:
             with httpx.Client(timeout=60) as http:
                 setup = Setup(http, url, section)
                 sent: list[VersionedTransaction] = []
-                rates = {}
+                rates, server_us = {}, {}
                 for mode in MODES:
                     txs = setup.writes(mode, args.count)
                     size = len(bytes(txs[0]))
+                    before = cpu_seconds(node.pid)
                     rates[mode] = asyncio.run(send_mode(url, mode, [encode(tx) for tx in txs]))
+                    server_us[mode] = 1e6 * (cpu_seconds(node.pid) - before) / len(txs)
                     sent += txs
-                    print(f"http {mode:<11} {rates[mode]:8.0f} tx/s  ({args.count} x {size} B)")
+                    print(
+                        f"http {mode:<11} {rates[mode]:8.0f} tx/s  ({args.count} x {size} B), "
+                        f"server {server_us[mode]:5.0f} us CPU a transaction"
+                    )
         finally:
             node.terminate()
             node.wait()
@@ -227,6 +241,7 @@ def main() -> int:
         "weight_account_bytes": WEIGHT_HEADER_SIZE + section,
         "litesvm_in_process_tx_per_s": round(in_process),
         **{f"http_{mode}_tx_per_s": round(rate) for mode, rate in rates.items()},
+        **{f"server_{mode}_us_per_tx": round(us) for mode, us in server_us.items()},
     }
     print(json.dumps(summary))
     return 0

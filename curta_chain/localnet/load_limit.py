@@ -22,6 +22,10 @@ from curta_chain.chain.loaded_data import (
 )
 from curta_chain.constants import MAX_ACCOUNT_SIZE
 
+ACCOUNT_BOUND = TRANSACTION_ACCOUNT_BASE_SIZE + MAX_ACCOUNT_SIZE
+"""The most one account can count for; a program of the upgradeable loader counts twice
+(itself and its program data)."""
+
 
 def loads_too_much(
     message: Message | MessageV0,
@@ -37,9 +41,9 @@ def loads_too_much(
 
     Reading an account copies its data, and most transactions here name a 10 MiB weight
     account, so the count starts from an upper bound: a key whose owner is on record
-    (``owner``) and is not the upgradeable loader brings no programdata and at most 64 bytes
-    plus 10 MiB; every other key is read and counted exactly. Only when that bound passes
-    the limit is every account read.
+    (``owner``) counts at most 64 bytes plus 10 MiB, twice for the upgradeable loader's (a
+    program brings its program data); every other key is read and counted exactly. Only
+    when that bound passes the limit is every account read.
 
     Args:
         message: the transaction's message.
@@ -53,11 +57,16 @@ def loads_too_much(
     wanted = sum(len(t.writable_indexes) + len(t.readonly_indexes) for t in tables)
     if not limit or len(looked_up) != wanted:
         return False
-    bounded = {key for key in keys if owner(key) not in (None, UPGRADEABLE_LOADER_ID)}
-    rest = loaded_accounts_data_size(
-        message, lambda key: None if key in bounded else account(key), looked_up
+    owners = {key: owner(key) for key in keys}
+    bound = sum(
+        ACCOUNT_BOUND * (2 if key_owner == UPGRADEABLE_LOADER_ID else 1)
+        for key_owner in owners.values()
+        if key_owner is not None
     )
-    if rest + len(bounded) * (TRANSACTION_ACCOUNT_BASE_SIZE + MAX_ACCOUNT_SIZE) <= limit:
+    rest = loaded_accounts_data_size(
+        message, lambda key: None if owners.get(key) is not None else account(key), looked_up
+    )
+    if rest + bound <= limit:
         return False
     return loaded_accounts_data_size(message, account, looked_up) > limit
 
