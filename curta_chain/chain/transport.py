@@ -31,7 +31,7 @@ from curta_chain.reporting import NullReporter, Reporter, Waiting
 
 DEFAULT_TIMEOUT = 30.0
 """Seconds one HTTP request may take before it counts as a failed attempt."""
-FIRST_CONTACT_GRACE = 1.0
+FIRST_CONTACT_GRACE = 0.5
 """Seconds a node that has never answered may refuse connections before we give up."""
 CONNECT_TIMEOUT = 10.0
 """Seconds to resolve the host and open a connection."""
