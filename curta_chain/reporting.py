@@ -27,6 +27,8 @@ from collections import deque
 from collections.abc import Callable, Iterator
 from typing import Protocol, TextIO
 
+from curta_chain.constants import LAMPORTS_PER_SOL
+
 TICK = 0.25
 """Seconds between redraws of the live line on a terminal."""
 HEARTBEAT = 5.0
@@ -129,6 +131,11 @@ class NullReporter:
 def counted(count: int, noun: str, plural: str | None = None) -> str:
     """``count`` and ``noun``, plural unless one: "1 write", "16,404 writes"."""
     return f"{count:,} {noun if count == 1 else plural or noun + 's'}"
+
+
+def sol(lamports: int) -> str:
+    """``lamports`` in SOL to the lamport: "1.500000000 SOL"."""
+    return f"{lamports / LAMPORTS_PER_SOL:.9f} SOL"
 
 
 def duration(seconds: float) -> str:

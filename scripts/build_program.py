@@ -16,6 +16,7 @@ import argparse
 import subprocess
 import sys
 import tempfile
+from collections import Counter
 from pathlib import Path
 
 try:
@@ -68,13 +69,10 @@ def _compile(source: Path, cpu: str, out_dir: Path, extra_flags: tuple[str, ...]
 
 def _describe(cpu_of: dict[Path, str]) -> str:
     """``v3``, or ``v3, v2 for src/a.c, src/b.c``: the -mcpu of most sources, then the rest."""
-    counts = {cpu: sum(1 for c in cpu_of.values() if c == cpu) for cpu in cpu_of.values()}
-    main = max(counts, key=lambda cpu: (counts[cpu], cpu))
-    others = sorted({cpu for cpu in cpu_of.values() if cpu != main})
+    (main, _), *others = Counter(cpu_of.values()).most_common()
     parts = [main]
-    for cpu in others:
-        names = ", ".join(str(s) for s, c in cpu_of.items() if c == cpu)
-        parts.append(f"{cpu} for {names}")
+    for cpu, _ in others:
+        parts.append(f"{cpu} for {', '.join(str(s) for s, c in cpu_of.items() if c == cpu)}")
     return ", ".join(parts)
 
 

@@ -32,9 +32,9 @@ from curta_chain.chain.program_check import DeployedProgram, read_program
 from curta_chain.chain.rent import checked_rent, plan_new_accounts
 from curta_chain.chain.rpc import RpcClient
 from curta_chain.chain.specs import Budget, TxSpec, new_account
-from curta_chain.constants import LAMPORTS_PER_SOL
 from curta_chain.errors import AccountError, ProgramCheckError
 from curta_chain.program import ShippedProgram
+from curta_chain.reporting import sol
 
 RESUME_HINT = "rerun `curta-chain deploy` with the same keypair (and --program-keypair) to resume"
 """What a give-up tells the user: deploying resumes from the buffer on the chain."""
@@ -135,8 +135,7 @@ class DeployPlan:
             return [
                 f"program {self.program_id} already holds {build}; "
                 f"one transaction removes its upgrade authority {self.upgrade_authority}",
-                f"cost: {self.cost_lamports / LAMPORTS_PER_SOL:.9f} SOL "
-                f"(fees {self.fee_lamports:,} lamports)",
+                f"cost: {sol(self.cost_lamports)} (fees {self.fee_lamports:,} lamports)",
             ]
         lines = [
             f"deploy {build} to program {self.program_id}",
@@ -155,7 +154,7 @@ class DeployPlan:
             if account is not None and account.existing
         ]
         lines.append(
-            f"cost: {self.cost_lamports / LAMPORTS_PER_SOL:.9f} SOL (rent {self.rent_lamports:,}"
+            f"cost: {sol(self.cost_lamports)} (rent {self.rent_lamports:,}"
             f" that stays with the program + fees {self.fee_lamports:,} lamports; the buffer's"
             f" rent comes back at the deploy)"
         )

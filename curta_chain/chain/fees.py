@@ -12,8 +12,8 @@ from solders.pubkey import Pubkey
 
 from curta_chain.chain.rpc import RpcClient
 from curta_chain.chain.specs import TxSpec
-from curta_chain.constants import LAMPORTS_PER_SOL
 from curta_chain.errors import InsufficientFundsError
+from curta_chain.reporting import sol
 
 
 async def estimate_fees(
@@ -43,11 +43,7 @@ async def require_funds(client: RpcClient, payer: Pubkey, needed: int, doing: st
     balance = await client.balance(payer)
     if balance < needed:
         raise InsufficientFundsError(
-            f"payer {payer} has {_sol(balance)} SOL; {doing} {_sol(needed)} SOL (short by "
-            f"{_sol(needed - balance)} SOL); nothing was sent"
+            f"payer {payer} has {sol(balance)}; {doing} {sol(needed)} (short by "
+            f"{sol(needed - balance)}); nothing was sent"
         )
     return balance
-
-
-def _sol(lamports: int) -> str:
-    return f"{lamports / LAMPORTS_PER_SOL:.9f}"

@@ -28,7 +28,7 @@ from curta_chain.cli.running import (
     run_on_cluster,
     run_with_client,
 )
-from curta_chain.reporting import counted
+from curta_chain.reporting import counted, sol
 
 if TYPE_CHECKING:
     from solders.pubkey import Pubkey
@@ -210,7 +210,6 @@ def _read_artifact(path: Path) -> "Artifact":
 
 def _publish(args: argparse.Namespace) -> int:
     from curta_chain.chain.publish import RESUME_HINT, check_funds, plan_publish, publish
-    from curta_chain.constants import LAMPORTS_PER_SOL
 
     artifact = _read_artifact(args.artifact)
     reporter = make_reporter(args)
@@ -223,7 +222,6 @@ def _publish(args: argparse.Namespace) -> int:
         client, payer = ctx.client, ctx.payer
         with reporter.waiting(f"{target.url} to show what it holds of this model"):
             plan = await plan_publish(ctx, artifact)
-        sol = plan.cost_lamports / LAMPORTS_PER_SOL
         reporter.line(f"Plan for model {plan.model} ({plan.state}):")
         reporter.line(
             f"  {len(plan.section_lengths)} sections, {len(plan.create_sections)} accounts to "
@@ -233,7 +231,7 @@ def _publish(args: argparse.Namespace) -> int:
             f"  {plan.transactions:,} transactions, {plan.payload_per_write:,} bytes a write"
         )
         reporter.line(
-            f"  cost {sol:.9f} SOL: rent {plan.rent_lamports:,} + fees "
+            f"  cost {sol(plan.cost_lamports)}: rent {plan.rent_lamports:,} + fees "
             f"{plan.fee_lamports:,} lamports"
         )
         reporter.line(f"  paid by {payer.pubkey()} on {target.url}")
@@ -307,7 +305,6 @@ async def _nothing_to_publish(
 
 def _seal(args: argparse.Namespace) -> int:
     from curta_chain.chain.seal import resume_hint, seal, seal_cost
-    from curta_chain.constants import LAMPORTS_PER_SOL
     from curta_chain.program import ModelState
 
     artifact = _read_artifact(args.artifact) if args.artifact else None
@@ -325,7 +322,7 @@ def _seal(args: argparse.Namespace) -> int:
         if transactions and not chain.localnet:
             reporter.line(
                 f"sealing {address}: {counted(transactions, 'transaction')}, "
-                f"fees {fee / LAMPORTS_PER_SOL:.9f} SOL on {target.url}"
+                f"fees {sol(fee)} on {target.url}"
             )
             confirm_spend(args, client.url, chain.genesis_hash, fee, f"sealing {address}")
         result = await seal(ctx, address, artifact)
@@ -536,7 +533,6 @@ def _status_next(args: argparse.Namespace, address: "Pubkey", status: dict[str, 
 
 
 def _print_status(reporter: "Reporter", status: dict[str, object]) -> None:
-    from curta_chain.constants import LAMPORTS_PER_SOL
 
     lamports = status["lamports"]
     sections = status["sections"]
@@ -552,7 +548,7 @@ def _print_status(reporter: "Reporter", status: dict[str, object]) -> None:
         ("Sealed chunks", f"{status['chunks_hashed']}/{status['total_chunks']}"),
         (
             "Balance",
-            f"{lamports / LAMPORTS_PER_SOL:.9f} SOL in the model and {bound} weight accounts",
+            f"{sol(lamports)} in the model and {bound} weight accounts",
         ),
     ]
     if status["artifact_hash_matches"] is False:
@@ -604,9 +600,9 @@ def _models(args: argparse.Namespace) -> int:
             return 0
         reporter.line(f"{'Model':<44}  {'State':<9}  {'Sections':>8}  {'Model SOL':>12}  Hash")
         for row in rows:
-            sol = int(row["lamports"]) / LAMPORTS_PER_SOL  # type: ignore[call-overload]
+            in_sol = int(row["lamports"]) / LAMPORTS_PER_SOL  # type: ignore[call-overload]
             reporter.line(
-                f"{row['model']:<44}  {row['state']:<9}  {row['sections']:>8}  {sol:>12.6f}  "
+                f"{row['model']:<44}  {row['state']:<9}  {row['sections']:>8}  {in_sol:>12.6f}  "
                 f"{str(row['declared_hash'])[:16]}"
             )
         reporter.line(f"{counted(len(rows), 'model')} {whose}")
@@ -626,7 +622,6 @@ def _close(args: argparse.Namespace) -> int:
     async def body(target: Cluster, chain: "Connection") -> int:
         from curta_chain.chain.close import close, close_cost
         from curta_chain.cli.confirm import confirm_spend
-        from curta_chain.constants import LAMPORTS_PER_SOL
 
         ctx = _context(args, target, chain)
         recipient = (
@@ -646,7 +641,7 @@ def _close(args: argparse.Namespace) -> int:
         if not emit(args, result.to_json()):
             reporter.line(
                 f"closed {address} and {counted(result.closed_accounts - 1, 'weight account')}: "
-                f"{result.lamports_closed / LAMPORTS_PER_SOL:.9f} SOL to {recipient}"
+                f"{sol(result.lamports_closed)} to {recipient}"
             )
             if result.last_signature:
                 reporter.line(f"Signature: {result.last_signature}")

@@ -10,8 +10,8 @@ import argparse
 import sys
 
 from curta_chain.chain.cluster import is_localnet
-from curta_chain.constants import LAMPORTS_PER_SOL
 from curta_chain.errors import NotConfirmedError
+from curta_chain.reporting import sol
 
 
 def confirm_spend(
@@ -26,13 +26,13 @@ def confirm_spend(
     """
     if is_localnet(genesis_hash) or args.yes:
         return
-    sol = f"{lamports / LAMPORTS_PER_SOL:.9f} SOL"
+    cost = sol(lamports)
     if not sys.stdin.isatty():
         raise NotConfirmedError(
-            f"{url} is not a localnet and there is no terminal to confirm spending {sol} on "
+            f"{url} is not a localnet and there is no terminal to confirm spending {cost} on "
             f"{what}: pass --yes to spend it; nothing was sent"
         )
-    print(f"Spend {sol} on {what} on {url}? [y/N] ", end="", file=sys.stderr, flush=True)
+    print(f"Spend {cost} on {what} on {url}? [y/N] ", end="", file=sys.stderr, flush=True)
     answer = sys.stdin.readline().strip().lower()
     if answer not in ("y", "yes"):
         raise NotConfirmedError(f"not confirmed ({answer or 'no answer'}): nothing was sent")
