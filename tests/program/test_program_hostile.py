@@ -57,6 +57,7 @@ from curta_chain.program import (
     run_account_size,
     seal_step,
     step,
+    write_weights,
 )
 from curta_chain.program.run_account import opened_run_data
 from curta_chain.program.run_mirror import RunMirror
@@ -376,3 +377,54 @@ def test_a_run_a_hostile_model_had_before_the_check_cannot_write_outside_it():
     final = RunAccount.from_bytes(bytes(chain.svm.get_account(run.pubkey()).data))
     assert final.state == RunState.FINISHED
     assert chain.snapshot(keys) == before
+
+
+def wrapped(sections: Sequence[bytes], field: str, index: int) -> list[bytes]:
+    """Section zero with one offset or length set to a value whose sum with its size wraps."""
+    zero = bytearray(sections[0])
+    if field == "block":  # u32: 4-aligned, just below 2^32
+        patch_u32(zero, BLOCKS + 4 * index, 2**32 - 4)
+    elif field == "matrix":  # u64: 8-aligned, offset + rows x row_bytes wraps to 0
+        at = MATRIX_TABLE + 24 * index
+        _, _, rows, row_bytes = struct.unpack_from("<4I", zero, at)
+        struct.pack_into("<Q", zero, at + 16, 2**64 - rows * row_bytes)
+    elif field == "token":  # a token entry's u32 offset, its length 8
+        at = block(zero, 4) + 16 * index
+        struct.pack_into("<II", zero, at + 4, 8, 2**32 - 4)
+    else:  # the section table's length of section `index`
+        struct.pack_into("<Q", zero, 128 + 16 * index + 8, 2**64 - 1)
+    return [bytes(zero), *sections[1:]]
+
+
+def test_every_bounds_check_refuses_the_wrapping_values():
+    chain = Chain()
+    artifact = tiny()
+    matrices = len(artifact.matrices)
+    cases = [
+        *(("block", b) for b in range(7)),
+        *(("matrix", m) for m in (0, 1, matrices - 1)),
+        ("token", 0),
+        ("token", 258),
+        ("section", 0),
+        ("section", 1),
+    ]
+    for field, index in cases:
+        pub = chain.install_sealed(wrapped(artifact.sections, field, index))
+        run = Keypair()
+        size = run_account_size(artifact.config, CAPACITY, PromptKind.TEXT, len(PROMPT))
+        ix = open_run(
+            PROGRAM_ID, chain.authority.pubkey(), run.pubkey(), pub.model.pubkey(),
+            pub.weight_keys[0], CAPACITY, PROMPT,
+        )  # fmt: skip
+        keys = [pub.model.pubkey(), *pub.weight_keys, run.pubkey()]
+        before = chain.snapshot(keys)
+        result = chain.send(
+            [set_compute_unit_limit(CU_LIMIT), chain.new_account(run, size), ix], [run]
+        )
+        assert result.error == "BadArtifact", (field, index, result.logs[-3:])
+        assert chain.snapshot(keys) == before
+    # writeWeights: the largest u32 offset, one byte.
+    pub = chain.publish([bytes(100), bytes(10)], write=False)
+    ix = write_weights(PROGRAM_ID, chain.authority.pubkey(), pub.weight_keys[0], 2**32 - 1, b"x")
+    result = chain.send([ix])
+    assert result.error == "WriteOutOfBounds", result.logs[-3:]
