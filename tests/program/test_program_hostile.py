@@ -47,6 +47,7 @@ from curta_chain.artifact import Artifact, ModelConfig, hash_steps, layout
 from curta_chain.artifact.convert import convert_llama2c_bytes
 from curta_chain.artifact.synthetic import llama2c_checkpoint_bytes, llama2c_tokenizer_bytes
 from curta_chain.constants import HASH_CHUNK_SIZE
+from curta_chain.errors import InputError
 from curta_chain.program import (
     ModelState,
     PromptKind,
@@ -428,3 +429,12 @@ def test_every_bounds_check_refuses_the_wrapping_values():
     ix = write_weights(PROGRAM_ID, chain.authority.pubkey(), pub.weight_keys[0], 2**32 - 1, b"x")
     result = chain.send([ix])
     assert result.error == "WriteOutOfBounds", result.logs[-3:]
+
+
+def test_the_seal_step_builder_takes_one_or_two_weight_accounts():
+    keys = [Keypair().pubkey() for _ in range(3)]
+    for named in ([], keys):
+        with pytest.raises(
+            InputError, match=f"sealStep takes 1 or 2 weight accounts, not {len(named)}"
+        ):
+            seal_step(PROGRAM_ID, keys[0], named, 0)
