@@ -185,6 +185,25 @@ class RpcServer:
         finally:
             self._snapshot_task = None
 
+    async def produce_blocks(self) -> None:
+        """In block mode: produce each slot's block as the slot begins, then publish it.
+
+        Requests produce blocks too (every read ticks the clock); this task makes sure a
+        block is produced, made durable and notified even when nobody asks.
+        """
+        localnet = self.localnet
+        while self.failure is None:
+            await asyncio.sleep(localnet.clock.seconds_to_next_slot())
+            localnet.tick()
+            ledger = localnet.ledger
+            if ledger is not None and ledger.durable_seq < ledger.seq:
+                try:
+                    await self.wait_durable(ledger.seq)
+                except LocalnetError:
+                    return  # _flush reported it and stopped the server
+            if self.pubsub is not None:
+                self.pubsub.publish(localnet.take_landed())
+
     async def drain(self) -> None:
         """Finish queued writes and a running snapshot."""
         if self._snapshot_task is not None:
