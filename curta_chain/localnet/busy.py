@@ -14,7 +14,9 @@ and the prices of those the block held are what getRecentPrioritizationFees repo
 the real ones'). docs/localnet.md describes the whole mode and its flags.
 """
 
+import math
 import random
+import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -168,6 +170,9 @@ class Pending:
     price: int
     cost: int
     writable: Sequence[Pubkey]
+    faucet: bool = False
+    """The localnet's own airdrop: first in its block, and not in the fee statistics (as
+    votes are not), so that airdrops land however full the blocks are."""
 
 
 @dataclass
@@ -212,12 +217,13 @@ class Leader:
         """
         options = self.options
         rng = random.Random(f"{options.seed}:{slot}")
-        offered: list[tuple[int, float, Pending | None]] = []
+        offered: list[tuple[float, float, Pending | None]] = []
         for signature, pending in list(self.queue.items()):
             if not valid(pending.blockhash, slot):
                 del self.queue[signature]
                 continue
-            offered.append((-pending.price, rng.random(), pending))
+            price = math.inf if pending.faucet else pending.price
+            offered.append((-price, rng.random(), pending))
         for price in self._background(slot):
             offered.append((-price, rng.random(), None))
         offered.sort(key=itemgetter(0, 1))
@@ -230,7 +236,7 @@ class Leader:
             if pending is None:
                 if room >= BACKGROUND_TRANSACTION_UNITS:
                     room -= BACKGROUND_TRANSACTION_UNITS
-                    lowest_background = -negative_price
+                    lowest_background = -int(negative_price)
                 continue
             cost = pending.cost
             if cost > room or not self._fits(pending, account_units, account_writes):
@@ -258,6 +264,7 @@ class Leader:
 
     def record(self, slot: int, landed: Sequence[Pending]) -> None:
         """Add the prices of the transactions of ``slot``'s block that landed."""
+        landed = [pending for pending in landed if not pending.faucet]
         if not landed:
             return
         fees = self._fees.get(slot)
@@ -292,7 +299,47 @@ class Leader:
             prices = sorted(self._background(slot), reverse=True)
             held = prices[: self.options.block_cu_limit // BACKGROUND_TRANSACTION_UNITS]
             fees = BlockFees(held[-1] if held else 0)
+            if held:
+                self._keep_fees(slot, fees)
         fee = fees.lowest
         for key in accounts:
             fee = max(fee, fees.by_account.get(key, 0))
         return fee
+
+
+class RateLimit:
+    """A provider's requests-a-second limit over a sliding one-second window.
+
+    Each JSON-RPC call counts, a batch's calls one each; a request that would pass the
+    limit is refused whole and counts nothing.
+
+    Args:
+        per_second: calls allowed in any one second.
+        now: the time source (``time.monotonic``): providers count wall-clock time.
+    """
+
+    WINDOW = 1.0
+
+    def __init__(self, per_second: int, now: Callable[[], float] = time.monotonic):
+        self.per_second = per_second
+        self._now = now
+        self._calls: deque[tuple[float, int]] = deque()
+        self._counted = 0
+
+    def admit(self, calls: int) -> int | None:
+        """Count ``calls`` and return None, or return the whole seconds to wait (Retry-After)."""
+        now = self._now()
+        while self._calls and self._calls[0][0] <= now - self.WINDOW:
+            self._counted -= self._calls.popleft()[1]
+        if self._counted + calls <= self.per_second:
+            self._calls.append((now, calls))
+            self._counted += calls
+            return None
+        # Wait until enough of the window's calls have aged out (at least one second).
+        freed, wait = self._counted, self.WINDOW
+        for at, count in self._calls:
+            freed -= count
+            wait = at + self.WINDOW - now
+            if freed + calls <= self.per_second:
+                break
+        return max(1, math.ceil(wait))

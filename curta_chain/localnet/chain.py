@@ -559,7 +559,7 @@ class Localnet:
         )
 
     def _accept(
-        self, raw: bytes, tx: VersionedTransaction, preflight: bool, droppable: bool = True
+        self, raw: bytes, tx: VersionedTransaction, preflight: bool, faucet: bool = False
     ) -> SendOutcome:
         """Send in the busy mode: check, preflight at once, then drop or queue."""
         slot = self.tick()
@@ -577,13 +577,14 @@ class Localnet:
             refusal = self._simulate(tx, signature, accounts, payer_before, priority)
         if refusal is not None:
             return refusal
-        if droppable and self._drops is not None and self._drops.random() < self.busy.drop_rate:
+        if not faucet and self._drops is not None and self._drops.random() < self.busy.drop_rate:
             return Queued(signature)  # lost on its way to the leader
         if self.leader is None:
             return self._run(raw, tx, message, accounts, payer_before, priority, slot, False)
         cost = scheduling_cost(message, len(accounts.writable), units)
         blockhash = str(message.recent_blockhash)
-        self.leader.enqueue(Pending(signature, raw, tx, blockhash, price, cost, accounts.writable))
+        writable = accounts.writable
+        self.leader.enqueue(Pending(signature, raw, tx, blockhash, price, cost, writable, faucet))
         return Queued(signature)
 
     def _simulate(
@@ -855,8 +856,9 @@ class Localnet:
             attempt += 1
         if not self.busy.changes_sending:
             return self._send_now(bytes(tx), tx, preflight=True)
-        # The faucet is the localnet's own: its transfers go through blocks, never lost.
-        return self._accept(bytes(tx), tx, preflight=True, droppable=False)
+        # The faucet is the localnet's own: its transfers go through blocks, first in
+        # theirs, and are never lost.
+        return self._accept(bytes(tx), tx, preflight=True, faucet=True)
 
     # -- ledger -----------------------------------------------------------------------
 
