@@ -21,6 +21,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from operator import itemgetter
+from typing import TYPE_CHECKING
 
 from solders.message import Message, MessageV0
 from solders.pubkey import Pubkey
@@ -28,6 +29,9 @@ from solders.transaction import VersionedTransaction
 
 from curta_chain.chain.loaded_data import loaded_accounts_data_size_limit
 from curta_chain.localnet.fees import DEFAULT_INSTRUCTION_COMPUTE_UNITS
+
+if TYPE_CHECKING:
+    from curta_chain.localnet.chain import TransactionAccounts
 
 BLOCK_CU_LIMIT = 100_000_000
 """Compute units a block may hold (SIMD-0286)."""
@@ -166,10 +170,16 @@ class Pending:
     signature: str
     raw: bytes
     tx: VersionedTransaction
+    message: Message | MessageV0
     blockhash: str
     price: int
+    """Micro-lamports a compute unit."""
+    priority: int
+    """The priority fee in lamports."""
     cost: int
     writable: Sequence[Pubkey]
+    accounts: "TransactionAccounts | None"
+    """What it loads, when that cannot change before it runs (no lookup tables)."""
     faucet: bool = False
     """The localnet's own airdrop: first in its block, and not in the fee statistics (as
     votes are not), so that airdrops land however full the blocks are."""

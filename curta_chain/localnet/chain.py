@@ -574,7 +574,7 @@ class Localnet:
             tx, message, signature, accounts, payer_before, fee
         )
         if refusal is None and preflight:
-            refusal = self._simulate(tx, signature, accounts, payer_before, priority)
+            refusal = self._simulate(tx, message, signature, accounts, payer_before, priority)
         if refusal is not None:
             return refusal
         if not faucet and self._drops is not None and self._drops.random() < self.busy.drop_rate:
@@ -583,13 +583,30 @@ class Localnet:
             return self._run(raw, tx, message, accounts, payer_before, priority, slot, False)
         cost = scheduling_cost(message, len(accounts.writable), units)
         blockhash = str(message.recent_blockhash)
-        writable = accounts.writable
-        self.leader.enqueue(Pending(signature, raw, tx, blockhash, price, cost, writable, faucet))
+        # Static keys cannot change before the block: only lookups are resolved again then.
+        lookups = isinstance(message, MessageV0) and bool(message.address_table_lookups)
+        known = None if lookups else accounts
+        self.leader.enqueue(
+            Pending(
+                signature,
+                raw,
+                tx,
+                message,
+                blockhash,
+                price,
+                priority,
+                cost,
+                accounts.writable,
+                known,
+                faucet,
+            )
+        )
         return Queued(signature)
 
     def _simulate(
         self,
         tx: VersionedTransaction,
+        message: Message | MessageV0,
         signature: str,
         accounts: TransactionAccounts,
         payer_before: Account | None,
@@ -600,7 +617,7 @@ class Localnet:
         if payer_before is not None:
             looked_up = [*accounts.loaded_writable, *accounts.loaded_readonly]
             owner = self._owners.owner
-            if loads_too_much(tx.message, accounts.keys, looked_up, self.get_account, owner):
+            if loads_too_much(message, accounts.keys, looked_up, self.get_account, owner):
                 return Refused(signature, "MaxLoadedAccountsDataSizeExceeded", [], 0)
             if charge:
                 # The priority fee is charged before the transaction runs, as _execute does.
@@ -619,13 +636,12 @@ class Localnet:
 
     def _run_in_block(self, pending: Pending, slot: int) -> Landed | None:
         """Run a queued transaction in the block of ``slot``; None if it cannot land."""
-        tx = pending.tx
-        message = tx.message
+        tx, message = pending.tx, pending.message
         if pending.signature in self.history.statuses:
             return None  # the same transaction landed meanwhile
-        accounts = self._accounts_of(message)
+        accounts = pending.accounts or self._accounts_of(message)
         payer_before = self.svm.get_account(accounts.keys[0])
-        priority = priority_fee(message)
+        priority = pending.priority
         if payer_before is None or payer_before.lamports < transaction_fee(message, priority):
             return None  # a leader drops what cannot pay its fee
         outcome = self._run(pending.raw, tx, message, accounts, payer_before, priority, slot, False)

@@ -246,7 +246,7 @@ def get_recent_prioritization_fees(localnet: Localnet, params: Params) -> list[d
     """``getRecentPrioritizationFees``: the last 150 slots.
 
     Without blocks no transaction ever needed a price: every slot answers 0. In block mode,
-    each confirmed block answers what it held (``Leader.prioritization_fee``).
+    each block answers what it held (``Leader.prioritization_fee``).
     """
     addresses = optional(params, 0) or []
     if not isinstance(addresses, list) or len(addresses) > MAX_PRIORITIZATION_ADDRESSES:
@@ -255,16 +255,14 @@ def get_recent_prioritization_fees(localnet: Localnet, params: Params) -> list[d
         )
     keys = [pubkey_param(address) for address in addresses]
     slot = localnet.tick()
+    first = max(slot - MAX_PROCESSING_AGE + 1, 0)
     leader = localnet.leader
     if leader is None:
-        first = max(slot - MAX_PROCESSING_AGE + 1, 0)
         return [{"slot": n, "prioritizationFee": 0} for n in range(first, slot + 1)]
-    # The validator's cache holds confirmed blocks only.
-    last = max(slot - 1, 0)
-    first = max(last - MAX_PROCESSING_AGE + 1, 0)
+    # A block is whole from the start of its slot: the current one is answered too.
     return [
         {"slot": n, "prioritizationFee": leader.prioritization_fee(n, keys)}
-        for n in range(first, last + 1)
+        for n in range(first, slot + 1)
     ]
 
 

@@ -1,5 +1,6 @@
 """The busy-cluster mode: blocks, the leader's order, the scheduler's limits, loss."""
 
+import threading
 import time
 from collections.abc import Iterator
 
@@ -10,6 +11,7 @@ from localnet_helpers import (
     advance_slots,
     b64,
     balance,
+    latest_blockhash,
     result,
     rpc,
     send_b64,
@@ -18,6 +20,7 @@ from localnet_helpers import (
 from solders.compute_budget import set_compute_unit_price
 from solders.hash import Hash
 from solders.keypair import Keypair
+from solders.pubkey import Pubkey
 
 from curta_chain.localnet import BusyOptions, Localnet, LocalnetHandle, ManualClock, start_in_thread
 from curta_chain.localnet.clock import SLOT_SECONDS
@@ -276,3 +279,60 @@ def test_past_its_rate_a_provider_answers_429_with_retry_after(clock):
         assert limited.json()["error"] == {"code": 7429, "message": "Rate Limited"}
     finally:
         handle.stop()
+
+
+def test_kill_9_in_block_mode_loses_nothing_told_landed(tmp_path, localnet_process, fund):
+    busy = ("--blocks", "--slot-ms", "100", "--drop-rate", "0.1", "--background-load", "50000000")
+    node = localnet_process(tmp_path / "ledger", extra=busy)
+    payer = fund(node.url, 100)
+    landed: dict[str, tuple[Pubkey, int]] = {}
+    """Transfers a status said had landed (at processed)."""
+    failures: list[BaseException] = []
+    enough = threading.Event()
+
+    def stream() -> None:
+        sent: dict[str, tuple[Pubkey, int]] = {}
+        n = 0
+        with httpx.Client(timeout=30) as http:
+            while True:
+                try:
+                    blockhash = latest_blockhash(node.url)
+                    batch = []
+                    for _ in range(25):
+                        n += 1
+                        to = Pubkey.new_unique()
+                        tx = transfer_tx(payer, to, 1_000_000 + n, blockhash)
+                        sent[str(tx.signatures[0])] = (to, 1_000_000 + n)
+                        params = [b64(tx), {"encoding": "base64"}]
+                        call = {"jsonrpc": "2.0", "id": n, "method": "sendTransaction"}
+                        batch.append({**call, "params": params})
+                    for answer in http.post(node.url, json=batch).json():
+                        if "result" not in answer:
+                            failures.append(AssertionError(answer))
+                    waiting = [s for s in sent if s not in landed][-256:]
+                    status = {"jsonrpc": "2.0", "id": 0, "method": "getSignatureStatuses"}
+                    answer = http.post(node.url, json={**status, "params": [waiting]}).json()
+                except (httpx.HTTPError, ValueError):
+                    return  # the node died under us
+                for signature, value in zip(waiting, answer["result"]["value"], strict=True):
+                    if value is not None:
+                        landed[signature] = sent[signature]
+                if len(landed) >= 100:
+                    enough.set()
+
+    writer = threading.Thread(target=stream)
+    writer.start()
+    assert enough.wait(timeout=120), failures
+    node.kill()
+    writer.join()
+    assert not failures
+
+    node.start()
+    statuses = result(node.url, "getSignatureStatuses", [list(landed)[-256:]])["value"]
+    assert all(status is not None and status["err"] is None for status in statuses)
+    keys = [str(to) for to, _ in landed.values()]
+    for start in range(0, len(keys), 100):
+        values = result(node.url, "getMultipleAccounts", [keys[start : start + 100], PROCESSED])
+        expected = [lamports for _, lamports in list(landed.values())[start : start + 100]]
+        assert [value["lamports"] for value in values["value"]] == expected
+    assert node.stop() == 0
