@@ -22,6 +22,7 @@ from solders.hash import Hash
 from solders.keypair import Keypair
 from solders.pubkey import Pubkey
 
+from curta_chain.cli import main
 from curta_chain.localnet import BusyOptions, Localnet, LocalnetHandle, ManualClock, start_in_thread
 from curta_chain.localnet.clock import SLOT_SECONDS
 from curta_chain.localnet.cluster_methods import get_recent_prioritization_fees
@@ -282,8 +283,10 @@ def test_past_its_rate_a_provider_answers_429_with_retry_after(clock):
 
 
 def test_kill_9_in_block_mode_loses_nothing_told_landed(tmp_path, localnet_process, fund):
-    busy = ("--blocks", "--slot-ms", "100", "--drop-rate", "0.1", "--background-load", "50000000")
+    # The busy profile (blocks, 10% loss, half-full blocks), fast slots, no rate limit.
+    busy = ("--profile", "busy", "--slot-ms", "100", "--rps", "1000000")
     node = localnet_process(tmp_path / "ledger", extra=busy)
+    assert any(line.startswith("Busy cluster: blocks of 100,000,000 CU") for line in node.output)
     payer = fund(node.url, 100)
     landed: dict[str, tuple[Pubkey, int]] = {}
     """Transfers a status said had landed (at processed)."""
@@ -336,3 +339,66 @@ def test_kill_9_in_block_mode_loses_nothing_told_landed(tmp_path, localnet_proce
         expected = [lamports for _, lamports in list(landed.values())[start : start + 100]]
         assert [value["lamports"] for value in values["value"]] == expected
     assert node.stop() == 0
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "error"),
+    [
+        (
+            ["--drop-rate", "1.5"],
+            2,
+            "error: curta-chain localnet: argument --drop-rate: 1.5: expected a fraction from "
+            "0 to 1 (see --help)",
+        ),
+        (
+            ["--rps", "0"],
+            2,
+            "error: curta-chain localnet: argument --rps: 0: expected a whole number of at "
+            "least 1 (see --help)",
+        ),
+        (
+            ["--slot-ms", "fast"],
+            2,
+            "error: curta-chain localnet: argument --slot-ms: fast: expected a number above 0 "
+            "(see --help)",
+        ),
+        (
+            ["--account-write-limit", "5"],
+            1,
+            "error: --account-write-limit needs --blocks (or --profile busy)",
+        ),
+        (
+            ["--validator", "--blocks"],
+            1,
+            "error: the busy-cluster flags work with the embedded localnet only",
+        ),
+    ],
+)
+def test_bad_busy_flags_are_one_line_errors(capsys, args, code, error):
+    try:
+        returned = main(["localnet", "--port", "0", *args])
+    except SystemExit as exc:  # argparse's own refusals
+        returned = exc.code
+    assert returned == code
+    assert capsys.readouterr().err.strip() == error
+
+
+def test_the_same_seed_loses_the_same_transactions_and_without_blocks_the_rest_run_at_once(
+    clock,
+):
+    def survivors(seed: int) -> set[int]:
+        localnet = Localnet(now=clock, busy=BusyOptions(seed=seed, drop_rate=0.5))
+        payer = Keypair()
+        localnet.airdrop(payer.pubkey(), 10**12)  # without blocks: landed at once
+        blockhash = Hash.from_string(localnet.clock.blockhash(localnet.tick()))
+        to = Keypair().pubkey()
+        sent = {n: _send(localnet, transfer_tx(payer, to, n, blockhash)) for n in range(1, 201)}
+        landed = {n for n, signature in sent.items() if localnet.status(signature) is not None}
+        assert localnet.balance_at(to, localnet.tick()) == sum(landed)
+        localnet.close()
+        return landed
+
+    first = survivors(11)
+    assert 60 < len(first) < 140
+    assert survivors(11) == first
+    assert survivors(12) != first
