@@ -269,9 +269,13 @@ def main() -> int:
                         size = len(bytes(txs[0]))
                         before = cpu_seconds(node.pid)
                         rate = asyncio.run(send_mode(url, mode, [encode(tx) for tx in txs]))
-                        setup.wait_landed([str(tx.signatures[0]) for tx in txs])
+                        # The limits are lifted: each block takes the whole queue, so once
+                        # the last one sent has landed all have (checked after the CPU is
+                        # read, so that the check's reads are not counted).
+                        setup.wait_landed([str(txs[-1].signatures[0])])
                         rates[kind][mode] = rate
                         us = 1e6 * (cpu_seconds(node.pid) - before) / len(txs)
+                        setup.wait_landed([str(tx.signatures[0]) for tx in txs])
                         server_us[kind][mode] = us
                         sent += txs
                         print(

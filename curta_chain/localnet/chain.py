@@ -54,9 +54,9 @@ from curta_chain.localnet.busy import NOT_BUSY, BusyOptions, Leader, Pending, sc
 from curta_chain.localnet.clock import SLOT_SECONDS, SLOTS_PER_EPOCH, SlotClock
 from curta_chain.localnet.codec import transaction_error_json
 from curta_chain.localnet.fees import (
-    MICRO_LAMPORTS_PER_LAMPORT,
     compute_budget,
     priority_fee,
+    priority_lamports,
     transaction_fee,
 )
 from curta_chain.localnet.ledger import RECORD_TRANSACTION, Ledger
@@ -568,7 +568,7 @@ class Localnet:
         accounts = self._accounts_of(message)
         payer_before = self.svm.get_account(accounts.keys[0])
         units, price = compute_budget(message)
-        priority = -(-price * units // MICRO_LAMPORTS_PER_LAMPORT)
+        priority = priority_lamports(units, price)
         fee = transaction_fee(message, priority)
         refusal = self._refusal_before_execution(
             tx, message, signature, accounts, payer_before, fee

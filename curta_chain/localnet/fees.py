@@ -46,9 +46,11 @@ def compute_budget(message: Message | MessageV0) -> tuple[int, int]:
 
 def priority_fee(message: Message | MessageV0) -> int:
     """Return the priority fee of ``message`` in lamports (0 without a compute-unit price)."""
-    units, price = compute_budget(message)
-    if price == 0:
-        return 0
+    return priority_lamports(*compute_budget(message))
+
+
+def priority_lamports(units: int, price: int) -> int:
+    """Return the priority fee of a ``units`` limit at ``price`` micro-lamports a unit."""
     return -(-price * units // MICRO_LAMPORTS_PER_LAMPORT)
 
 
