@@ -22,10 +22,12 @@ from solders.hash import Hash
 from solders.keypair import Keypair
 from solders.pubkey import Pubkey
 
+from curta_chain.chain.loaded_data import set_loaded_accounts_data_size_limit
 from curta_chain.cli import main
 from curta_chain.localnet import BusyOptions, Localnet, LocalnetHandle, ManualClock, start_in_thread
 from curta_chain.localnet.clock import SLOT_SECONDS
 from curta_chain.localnet.cluster_methods import get_recent_prioritization_fees
+from curta_chain.localnet.rpc_errors import RpcMethodError
 from curta_chain.localnet.transaction_methods import send_transaction
 
 
@@ -402,3 +404,22 @@ def test_the_same_seed_loses_the_same_transactions_and_without_blocks_the_rest_r
     assert 60 < len(first) < 140
     assert survivors(11) == first
     assert survivors(12) != first
+
+
+def test_the_loaded_data_limit_holds_at_preflight_and_in_the_block(clock):
+    localnet, (payer, _, _) = _chain(clock)
+    blockhash = Hash.from_string(localnet.clock.blockhash(localnet.tick()))
+    # Three accounts of at least 64 bytes each pass a limit of 100 bytes.
+    tight = (set_loaded_accounts_data_size_limit(100),)
+    refused = transfer_tx(payer, Keypair().pubkey(), 1, blockhash, tight)
+    with pytest.raises(RpcMethodError) as preflight:
+        _send(localnet, refused)
+    assert preflight.value.data["err"] == "MaxLoadedAccountsDataSizeExceeded"
+    before = localnet.balance_at(payer.pubkey(), localnet.tick())
+    tx = transfer_tx(payer, Keypair().pubkey(), 2, blockhash, tight)
+    config = {"encoding": "base64", "skipPreflight": True}
+    signature = send_transaction(localnet, [b64(tx), config])
+    assert _next_block(localnet, clock) == [signature]
+    assert localnet.status(signature)[1] == "MaxLoadedAccountsDataSizeExceeded"
+    assert localnet.balance_at(payer.pubkey(), localnet.tick()) == before - 5_000
+    localnet.close()
