@@ -709,6 +709,11 @@ class Localnet:
             self._landed.append(landed)
         return landed
 
+    @property
+    def landed_waiting(self) -> bool:
+        """Whether transactions landed that ``take_landed`` has not handed out yet."""
+        return bool(self._landed)
+
     def take_landed(self) -> list[Landed]:
         """Return and forget the transactions landed since the last call that are durable."""
         durable = self.ledger.durable_seq if self.ledger is not None else 0

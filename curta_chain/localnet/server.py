@@ -120,7 +120,10 @@ class RpcServer:
             answers = [self._call(item) for item in payload]
         else:
             answers = [self._call(payload)]
-        if any(wrote for _, wrote in answers):
+        # In block mode any request may have produced a block (every call looks at the
+        # clock): its notifications go out before an answer can tell of it.
+        produced = self.localnet.leader is not None and self.localnet.landed_waiting
+        if produced or any(wrote for _, wrote in answers):
             try:
                 await self.wait_durable(self.localnet.ledger.seq if self.localnet.ledger else 0)
             except LocalnetError as exc:
