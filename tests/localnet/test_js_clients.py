@@ -6,16 +6,18 @@ Each runs every method and subscription its client exposes, at each commitment w
 applies, and compares the answers with the shapes of Solana's JSON-RPC documentation.
 The localnet runs on a manual clock: a suite asks for slots to pass (``@@{"advance": n}``
 on stdout) and this test moves the clock and answers "ok", so nothing sleeps against
-slot durations. The web3.js and kit suites also run once against the busy mode's blocks
-(``BusyOptions(blocks=True)``, no loss): a suite's sends then move the clock one slot to
-their block (``landed()``). Anchor's ``.rpc()`` waits for its confirmation inside the call,
-which a manual clock never gives in block mode: it runs without blocks only.
+slot durations. Each suite also runs once against the busy mode's blocks
+(``BusyOptions(blocks=True)``, no loss): the web3.js and kit suites' sends then move the
+clock one slot to their block (``landed()``); Anchor's ``.rpc()`` waits for its
+confirmation inside the call, so for it a producer thread moves the clock one slot
+whenever the leader has something queued (a state, not a time).
 """
 
 import json
 import os
 import shutil
 import subprocess
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -187,8 +189,23 @@ def run_suite(script: str, blocks: bool = False) -> dict[str, dict[str, Any]]:
     """Run ``js/<script>`` against a fresh localnet; return each check's outcome by name."""
     clock = ManualClock()
     handle = start_in_thread(now=clock, busy=BusyOptions(blocks=True) if blocks else NOT_BUSY)
+    moving = threading.Lock()  # the suite's advances and the producer's move one clock
+    done = threading.Event()
+
+    def advance(slots: int) -> None:
+        with moving:
+            advance_slots(clock, slots)
+
+    def produce() -> None:
+        while not done.wait(0.02):
+            if handle.call(lambda localnet: bool(localnet.leader and localnet.leader.queue)):
+                advance(1)
+
+    producer = threading.Thread(target=produce, daemon=True)
     try:
         world = build_world(handle.url, handle.ws_url or "", clock, blocks)
+        if blocks and script == "anchor.mjs":
+            producer.start()
         process = subprocess.Popen(
             ["node", str(JS / script), json.dumps(world)],
             cwd=JS,
@@ -207,7 +224,7 @@ def run_suite(script: str, blocks: bool = False) -> dict[str, dict[str, Any]]:
                 continue
             message = json.loads(line[2:])
             if "advance" in message:
-                advance_slots(clock, message["advance"])
+                advance(message["advance"])
                 process.stdin.write("ok\n")
                 process.stdin.flush()
             elif "check" in message:
@@ -219,6 +236,9 @@ def run_suite(script: str, blocks: bool = False) -> dict[str, dict[str, Any]]:
         checks["(client output)"] = {"ok": True, "output": other}
         return checks
     finally:
+        done.set()
+        if producer.is_alive():
+            producer.join()
         handle.stop()
 
 
@@ -228,6 +248,7 @@ SUITES = (
     ("anchor.mjs", False),
     ("web3.mjs", True),
     ("kit.mjs", True),
+    ("anchor.mjs", True),
 )
 
 
