@@ -8,6 +8,7 @@ the shared options and the reporter come from ``options``, the event loop from `
 """
 
 import argparse
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -31,15 +32,14 @@ from curta_chain.cli.running import (
 from curta_chain.reporting import counted, sol
 
 if TYPE_CHECKING:
-    from solders.pubkey import Pubkey
 
     from curta_chain.artifact import Artifact
     from curta_chain.chain.context import ChainContext
     from curta_chain.chain.plan import PublishPlan
     from curta_chain.chain.rpc import RpcClient
     from curta_chain.chain.session import Connection
+    from curta_chain.chain.status import ModelStatus
     from curta_chain.chain.verify import VerifyReport
-    from curta_chain.program import ModelAccount
     from curta_chain.reporting import Reporter
 
 _MODEL_HELP = "the model account's address (publish prints it)"
@@ -234,6 +234,11 @@ def _publish(args: argparse.Namespace) -> int:
             f"  cost {sol(plan.cost_lamports)}: rent {plan.rent_lamports:,} + fees "
             f"{plan.fee_lamports:,} lamports"
         )
+        if plan.rent_lamports:
+            reporter.line(
+                f"  the rent ({sol(plan.rent_lamports)}) comes back on `curta-chain close`, "
+                "until the model is sealed: sealing locks it for good"
+            )
         reporter.line(f"  paid by {payer.pubkey()} on {target.url}")
         for account in plan.prefunded:
             reporter.line(
@@ -241,6 +246,9 @@ def _publish(args: argparse.Namespace) -> int:
                 f"sent: it will be allocated and assigned with its own signature, topped up "
                 f"by {account.transfer:,}"
             )
+        if plan.transactions:
+            # Dry runs too: a plan the payer cannot pay is refused with its shortfall.
+            await check_funds(ctx, plan)
         if args.dry_run:
             emit(args, {"dry_run": True, "plan": plan.to_json()})
             return 0
@@ -254,7 +262,6 @@ def _publish(args: argparse.Namespace) -> int:
                 reporter.line(f"Model: {plan.model}")
                 reporter.line(f"Next: {after}")
             return 0
-        await check_funds(ctx, plan)
         confirm_spend(
             args, client.url, chain.genesis_hash, plan.cost_lamports, f"publishing {plan.model}"
         )
@@ -314,17 +321,32 @@ def _seal(args: argparse.Namespace) -> int:
     hint = resume_hint(address)
 
     async def body(target: Cluster, chain: "Connection") -> int:
+        from curta_chain.chain.funds import require_funds
+        from curta_chain.chain.status import read_status
         from curta_chain.cli.confirm import confirm_spend
 
         ctx = _context(args, target, chain)
         client = ctx.client
         transactions, fee = await seal_cost(ctx, address)
-        if transactions and not chain.localnet:
+        if transactions:
+            held = await read_status(client, chain.program_id, address)
+            locked = (
+                f"its {sol(held.lamports)} of rent (the model and "
+                f"{counted(held.bound, 'weight account')}) is locked for good"
+            )
             reporter.line(
                 f"sealing {address}: {counted(transactions, 'transaction')}, "
                 f"fees {sol(fee)} on {target.url}"
             )
-            confirm_spend(args, client.url, chain.genesis_hash, fee, f"sealing {address}")
+            reporter.line(f"sealing is final: a sealed model can never be closed, so {locked}")
+            await require_funds(client, ctx.payer.pubkey(), fee, "sealing needs")
+            confirm_spend(
+                args,
+                client.url,
+                chain.genesis_hash,
+                fee,
+                f"sealing {address} (final: {locked})",
+            )
         result = await seal(ctx, address, artifact)
         sealed = result.state == ModelState.SEALED
         artifact_word = args.artifact or "ARTIFACT"
@@ -354,8 +376,16 @@ def _verify(args: argparse.Namespace) -> int:
     target = resolve(args, reporter)
     address = parse_pubkey(args.model, "model")
     cross_check = resolve_url(args.cross_check, "--cross-check") if args.cross_check else None
+    if cross_check is not None and cross_check.rstrip("/") == target.url.rstrip("/"):
+        from curta_chain.errors import ConfigError
+
+        raise ConfigError(
+            f"--cross-check {args.cross_check}: that is the node -u reads ({target.url}); "
+            "a cross-check reads every account again from a second, independent node"
+        )
 
     async def body(target: Cluster, chain: "Connection") -> int:
+        chain = await target.follow_owner(chain, address)
         second = target.client(url=cross_check) if cross_check else None
         try:
             with reporter.waiting(f"model {address} and its weight accounts to be read"):
@@ -373,14 +403,26 @@ def _verify(args: argparse.Namespace) -> int:
             if second is not None:
                 await second.aclose()
         if not emit(args, report.to_json()):
-            _print_verify(reporter, report, args.artifact, chain.client.url)
+            lengths = [len(section) for section in artifact.sections]
+            _print_verify(reporter, report, args.artifact, chain.client.url, lengths)
         return 0 if report.ok else 1
 
     return run_on_cluster(args, body, target=target)
 
 
-def _print_verify(reporter: "Reporter", report: "VerifyReport", artifact: Path, url: str) -> None:
-    """The verdict and both hashes first, then the causes, the byte ranges, the program."""
+def _print_verify(
+    reporter: "Reporter",
+    report: "VerifyReport",
+    artifact: Path,
+    url: str,
+    lengths: Sequence[int] = (),
+) -> None:
+    """The verdict and both hashes first, then the causes, where bytes differ, the program.
+
+    Where bytes differ: a strip per section marking where in it they fall, then the ranges.
+    """
+    from curta_chain.cli.pictures import difference_strips
+
     if report.ok:
         reporter.line(f"verified {report.model}: sealed, every byte matches {artifact}")
     else:
@@ -400,7 +442,12 @@ def _print_verify(reporter: "Reporter", report: "VerifyReport", artifact: Path, 
     )
     if report.chain_hash is not None and report.chain_hash != report.declared_hash:
         reporter.line(f"chain hash     {report.chain_hash.hex()}  (the chain's bytes hash to it)")
+    strips = difference_strips(report, lengths)
     for difference in report.differences:
+        if difference.kind == "bytes" and strips:
+            for line in strips:
+                reporter.line(line)
+            strips = []
         reporter.line(str(difference))
     hidden = report.differing_ranges - report.listed_ranges
     if hidden:
@@ -421,110 +468,31 @@ def _status(args: argparse.Namespace) -> int:
     target = resolve(args, reporter)
 
     async def body(target: Cluster, chain: "Connection") -> int:
+        from curta_chain.chain.status import read_status
+
         address = parse_pubkey(args.model, "model")
+        chain = await target.follow_owner(chain, address)
         with reporter.waiting(f"model {address} and its weight accounts to be read"):
-            status = await _model_status(chain.client, chain.program_id, address, artifact)
-        status["next"] = _status_next(args, address, status)
-        if emit(args, status):
-            return 0
-        _print_status(reporter, status)
+            status = await read_status(chain.client, chain.program_id, address, artifact)
+        after = _status_next(args, status)
+        if not emit(args, {**status.to_json(), "next": after}):
+            _print_status(reporter, status, after)
         return 0
 
     return run_on_cluster(args, body, target=target)
 
 
-async def _model_status(
-    client: "RpcClient", program_id: "Pubkey", address: "Pubkey", artifact: "Artifact | None"
-) -> dict[str, object]:
-    """The model, its accounts' lamports and headers, and (with the artifact) bytes matching."""
-    import asyncio
-    import contextlib
+def _status_next(args: argparse.Namespace, status: "ModelStatus") -> str:
+    from curta_chain.program import ModelState
 
-    import numpy as np
-
-    from curta_chain.chain.accounts import ZERO_KEY, read_model, read_section
-    from curta_chain.constants import WEIGHT_HEADER_SIZE
-    from curta_chain.errors import AccountError
-    from curta_chain.program import WeightHeader
-
-    model = await read_model(client, program_id, address)
-    if model is None:
-        raise AccountError(f"{address}: no such account on {client.url}")
-    bound = [slot.weight_account for slot in model.sections if slot.weight_account != ZERO_KEY]
-    infos = dict(
-        zip(
-            [address, *bound],
-            await client.accounts([address, *bound], head=WEIGHT_HEADER_SIZE),
-            strict=True,
-        )
-    )
-    same = artifact is not None and [len(s) for s in artifact.sections] == [
-        slot.length for slot in model.sections
-    ]
-    sections: list[dict[str, object]] = []
-    for index, slot in enumerate(model.sections):
-        info = infos.get(slot.weight_account) if slot.weight_account != ZERO_KEY else None
-        entry: dict[str, object] = {
-            "index": index,
-            "length": slot.length,
-            "weight_account": None if slot.weight_account == ZERO_KEY else str(slot.weight_account),
-            "lamports": info.lamports if info else 0,
-            "frozen": None,
-            "bytes_matching": None,
-        }
-        if info is not None and info.owner == program_id:
-            with contextlib.suppress(AccountError):
-                entry["frozen"] = WeightHeader.from_bytes(info.data).frozen
-        sections.append(entry)
-    if same and artifact is not None:
-
-        async def matching(index: int) -> int:
-            slot = model.sections[index]
-            if slot.weight_account == ZERO_KEY:
-                return 0
-            chain = await read_section(client, slot.weight_account, slot.length)
-            ours = np.frombuffer(bytes(artifact.sections[index]), dtype=np.uint8)
-            return int(np.count_nonzero(np.frombuffer(chain, dtype=np.uint8) == ours))
-
-        counts = await asyncio.gather(*(matching(i) for i in range(len(model.sections))))
-        for entry, count in zip(sections, counts, strict=True):
-            entry["bytes_matching"] = count
-    model_info = infos[address]
-    return {
-        "model": str(address),
-        "program": str(program_id),
-        **_model_fields(model),
-        "total_chunks": model.total_chunks,
-        "lamports": sum(info.lamports for info in infos.values() if info is not None),
-        "model_lamports": model_info.lamports if model_info else 0,
-        "artifact_hash_matches": (
-            None if artifact is None else artifact.weights_hash() == model.declared_hash
-        ),
-        "sections": sections,
-    }
-
-
-def _model_fields(model: "ModelAccount") -> dict[str, object]:
-    fields = model.to_json()
-    fields.pop("sections")
-    return fields
-
-
-def _status_next(args: argparse.Namespace, address: "Pubkey", status: dict[str, object]) -> str:
-    artifact = args.artifact or "ARTIFACT"
-    state = status["state"]
-    sections = status["sections"]
-    assert isinstance(sections, list)
-    if state == "uploading":
-        complete = args.artifact is not None and all(
-            s["bytes_matching"] == s["length"] for s in sections
-        )
-        if complete:
+    artifact, address = args.artifact or "ARTIFACT", status.address
+    if status.state == ModelState.UPLOADING:
+        if status.uploaded:
             return _next(args, "seal", address, artifact)
         return f"{_next(args, 'publish', artifact)} (to finish the upload), then seal"
-    if state == "sealing":
+    if status.state == ModelState.SEALING:
         return f"{_next(args, 'seal', address)} (to finish the seal)"
-    if state == "sealed":
+    if status.state == ModelState.SEALED:
         return _next(args, "verify", address, artifact)
     return (
         f"{_next(args, 'publish', artifact)} (reopens it and rewrites what differs), or "
@@ -532,38 +500,35 @@ def _status_next(args: argparse.Namespace, address: "Pubkey", status: dict[str, 
     )
 
 
-def _print_status(reporter: "Reporter", status: dict[str, object]) -> None:
+def _print_status(reporter: "Reporter", status: "ModelStatus", after: str) -> None:
+    from curta_chain.cli.pictures import section_bar
 
-    lamports = status["lamports"]
-    sections = status["sections"]
-    assert isinstance(lamports, int) and isinstance(sections, list)
-    bound = sum(1 for s in sections if s["weight_account"])
+    model = status.model
     rows = [
-        ("Model", status["model"]),
-        ("Program", status["program"]),
-        ("State", status["state"]),
-        ("Authority", status["authority"]),
-        ("Declared hash", status["declared_hash"]),
-        ("Running hash", status["running_hash"]),
-        ("Sealed chunks", f"{status['chunks_hashed']}/{status['total_chunks']}"),
-        (
-            "Balance",
-            f"{sol(lamports)} in the model and {bound} weight accounts",
-        ),
+        ("Model", str(status.address)),
+        ("Program", str(status.program_id)),
+        ("State", model.state.name.lower()),
+        ("Authority", str(model.authority)),
+        ("Declared hash", model.declared_hash.hex()),
+        ("Running hash", model.running_hash.hex()),
+        ("Sealed chunks", f"{model.chunks_hashed}/{model.total_chunks}"),
+        ("Balance", f"{sol(status.lamports)} in the model and {status.bound} weight accounts"),
     ]
-    if status["artifact_hash_matches"] is False:
+    if status.artifact_hash_matches is False:
         rows.append(("Artifact", "its hash is NOT the declared hash: another artifact"))
     for key, value in rows:
         reporter.line(f"{key + ':':<15} {value}")
-    for s in sections:
-        account = s["weight_account"] or "unbound"
-        frozen = {True: "frozen", False: "open", None: ""}[s["frozen"]]
-        line = f"Section {s['index']:<7} {s['length']:>10,} bytes  {account}  {frozen}"
-        if s["bytes_matching"] is not None:
-            missing = s["length"] - s["bytes_matching"]
+    for line in section_bar(status):
+        reporter.line(line)
+    for s in status.sections:
+        account = s.weight_account or "unbound"
+        frozen = {True: "frozen", False: "open", None: ""}[s.frozen]
+        line = f"Section {s.index:<7} {s.length:>10,} bytes  {account}  {frozen}"
+        if s.bytes_matching is not None:
+            missing = s.length - s.bytes_matching
             line += f"  {f'{missing:,} bytes to upload' if missing else 'uploaded'}"
         reporter.line(line.rstrip())
-    reporter.line(f"{'Next:':<15} {status['next']}")
+    reporter.line(f"{'Next:':<15} {after}")
 
 
 def _models(args: argparse.Namespace) -> int:
@@ -572,7 +537,7 @@ def _models(args: argparse.Namespace) -> int:
 
     async def body(target: Cluster, chain: "Connection") -> int:
         from curta_chain.chain.accounts import find_models
-        from curta_chain.constants import LAMPORTS_PER_SOL
+        from curta_chain.chain.status import model_balances
 
         authority = None
         if not args.all:
@@ -583,27 +548,34 @@ def _models(args: argparse.Namespace) -> int:
             )
         with reporter.waiting(f"{target.url} to list the program's models"):
             found = await find_models(chain.client, chain.program_id, authority)
-        rows = [
-            {
-                "model": str(address),
-                **_model_fields(model),
-                "sections": len(model.sections),
-                "lamports": lamports,
-            }
-            for address, model, lamports in found
-        ]
+            balances = await model_balances(
+                chain.client, [(model, lamports) for _, model, lamports in found]
+            )
+        rows = []
+        for (address, model, own), balance in zip(found, balances, strict=True):
+            fields = model.to_json()
+            fields.pop("sections")
+            rows.append(
+                {
+                    "model": str(address),
+                    **fields,
+                    "sections": len(model.sections),
+                    "lamports": balance,
+                    "model_lamports": own,
+                }
+            )
         if emit(args, {"authority": str(authority) if authority else None, "models": rows}):
             return 0
         whose = f"of {authority}" if authority else "of every authority"
         if not rows:
             reporter.line(f"no models {whose} on {target.url}")
             return 0
-        reporter.line(f"{'Model':<44}  {'State':<9}  {'Sections':>8}  {'Model SOL':>12}  Hash")
+        # The balance is the model's and its weight accounts': what closing it gives back.
+        reporter.line(f"{'Model':<44}  {'State':<9}  {'Sections':>8}  {'Balance SOL':>13}")
         for row in rows:
-            in_sol = int(row["lamports"]) / LAMPORTS_PER_SOL  # type: ignore[call-overload]
+            balance = sol(int(str(row["lamports"]))).removesuffix(" SOL")
             reporter.line(
-                f"{row['model']:<44}  {row['state']:<9}  {row['sections']:>8}  {in_sol:>12.6f}  "
-                f"{str(row['declared_hash'])[:16]}"
+                f"{row['model']:<44}  {row['state']:<9}  {row['sections']:>8}  {balance:>13}"
             )
         reporter.line(f"{counted(len(rows), 'model')} {whose}")
         return 0
@@ -621,6 +593,7 @@ def _close(args: argparse.Namespace) -> int:
 
     async def body(target: Cluster, chain: "Connection") -> int:
         from curta_chain.chain.close import close, close_cost
+        from curta_chain.chain.funds import require_funds
         from curta_chain.cli.confirm import confirm_spend
 
         ctx = _context(args, target, chain)
@@ -630,6 +603,7 @@ def _close(args: argparse.Namespace) -> int:
             else target.signers.pubkey(args.recipient, "--recipient")
         )
         fee = await close_cost(ctx, address)
+        await require_funds(ctx.client, ctx.payer.pubkey(), fee, "closing needs")
         confirm_spend(
             args,
             ctx.client.url,

@@ -4,9 +4,10 @@ import argparse
 import json
 from pathlib import Path
 
+from curta_chain.cli.console import ConsoleReporter
 from curta_chain.cli.options import add_output_option, is_json
 from curta_chain.constants import LOCALNET_PORT
-from curta_chain.reporting import ConsoleReporter, NullReporter
+from curta_chain.reporting import NullReporter
 
 
 def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:

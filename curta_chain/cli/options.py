@@ -23,10 +23,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from curta_chain.cli import solana_config
+from curta_chain.cli.console import ConsoleReporter
 from curta_chain.cli.signers import Signers
 from curta_chain.constants import COMMITMENTS, GIVE_UP_AFTER
 from curta_chain.errors import ConfigError
-from curta_chain.reporting import ConsoleReporter, Reporter
+from curta_chain.reporting import Reporter
 
 if TYPE_CHECKING:
     from solders.keypair import Keypair
@@ -211,7 +212,26 @@ class Cluster:
             )
 
         with self.reporter.waiting(f"{self.url} to show the curta program"):
-            return await connect(client, program_id, self.program_hashes)
+            connection = await connect(client, program_id, self.program_hashes)
+        if connection.note:
+            self.reporter.note(connection.note)
+        return connection
+
+    async def follow_owner(self, connection: "Connection", address: "Pubkey") -> "Connection":
+        """For a read: the connection to the program that owns ``address`` (``session``).
+
+        With ``--program-id`` the named program is used, whoever owns the account.
+        """
+        from curta_chain.chain.session import follow_owner
+
+        if self.program_id is not None:
+            return connection
+        followed = await follow_owner(connection, address, self.program_hashes)
+        if followed is None:
+            return connection
+        if followed.note:
+            self.reporter.note(followed.note)
+        return followed
 
     def keypair(self) -> "Keypair":
         """The ``-k`` signer (the default keypair when none was named)."""

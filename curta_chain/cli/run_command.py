@@ -24,6 +24,7 @@ from curta_chain.cli.options import (
 )
 from curta_chain.cli.running import add_price_option, budget_for, run_on_cluster
 from curta_chain.constants import DEFAULT_STEPS
+from curta_chain.reporting import sol
 
 if TYPE_CHECKING:
     from curta_chain.artifact import Artifact
@@ -102,6 +103,7 @@ def _load(args: argparse.Namespace) -> "Artifact":
     loaded: list[Artifact] = []
 
     async def main(target: Cluster, chain: "Connection") -> int:
+        chain = await target.follow_owner(chain, address)
         with reporter.waiting(f"model {address} to be read"):
             loaded.append(
                 await fetch_artifact(chain.client, chain.program_id, address, args.allow_unsealed)
@@ -201,10 +203,12 @@ def _run_on_chain(args: argparse.Namespace, settings: "SamplingSettings") -> int
         from curta_chain.cli.confirm import confirm_spend
 
         def confirm(rent: int, size: int) -> None:
+            back = "at the end (--close-run)" if args.close_run else "when the run is closed"
             what = (
-                f"a run account of {size:,} bytes on {address} (its rent comes back when the "
-                "run is closed: --close-run), plus a fee for each step"
+                f"a run account of {size:,} bytes on {address} (its rent comes back {back}), "
+                "plus a fee for each step"
             )
+            reporter.line(f"opening {what}: rent {sol(rent)}")
             confirm_spend(args, chain.client.url, chain.genesis_hash, rent, what)
 
         ctx = ChainContext(

@@ -10,16 +10,16 @@ import threading
 
 import pytest
 
-from curta_chain.reporting import (
+from curta_chain.cli.console import (
     HEARTBEAT,
     STALL,
     WAIT_QUIET,
     WAIT_QUIET_OFF_TERMINAL,
     WARMUP,
     ConsoleReporter,
-    NullReporter,
     duration,
 )
+from curta_chain.reporting import NullReporter, sol
 
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
@@ -237,3 +237,10 @@ def test_the_null_reporter_takes_everything_and_says_nothing(capsys):
     with null.waiting("w") as wait:
         wait.update("v")
     assert capsys.readouterr() == ("", "")
+
+
+def test_sol_is_exact_to_the_lamport_at_any_size():
+    # A float divides 9,007,199.254740993 SOL to ...992: integers do not.
+    assert sol(9_007_199_254_740_993) == "9007199.254740993 SOL"
+    assert sol(2**64 - 1) == "18446744073.709551615 SOL"
+    assert sol(1) == "0.000000001 SOL" and sol(-1_500_000_000) == "-1.500000000 SOL"
