@@ -32,7 +32,6 @@ from curta_chain.cli.running import (
 from curta_chain.reporting import counted, sol
 
 if TYPE_CHECKING:
-
     from curta_chain.artifact import Artifact
     from curta_chain.chain.context import ChainContext
     from curta_chain.chain.plan import PublishPlan
