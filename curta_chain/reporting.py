@@ -25,8 +25,15 @@ from curta_chain.constants import LAMPORTS_PER_SOL
 class Progress(Protocol):
     """A running count of work done, in bytes and transactions."""
 
-    def advance(self, nbytes: int = 0, transactions: int = 0) -> None:
-        """Record that ``nbytes`` bytes and ``transactions`` transactions are done."""
+    def advance(self, nbytes: int = 0, transactions: int = 0, units: int = 0) -> None:
+        """Record that ``nbytes`` bytes and ``transactions`` transactions are done.
+
+        ``units``: the compute units those transactions used, when the work counts them
+        (``run --on-chain``'s steps).
+        """
+
+    def describe(self, where: str) -> None:
+        """Say where the work is now, in a few words: a phase or a position ("token 4/50")."""
 
     def close(self) -> None:
         """Finish the display."""
@@ -66,8 +73,11 @@ class Reporter(Protocol):
 class NullProgress:
     """A progress display that shows nothing."""
 
-    def advance(self, nbytes: int = 0, transactions: int = 0) -> None:
+    def advance(self, nbytes: int = 0, transactions: int = 0, units: int = 0) -> None:
         """Count nothing."""
+
+    def describe(self, where: str) -> None:
+        """Say nothing of it."""
 
     def close(self) -> None:
         """Finish nothing."""

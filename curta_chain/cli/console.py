@@ -9,9 +9,11 @@ meets text streamed on the same terminal (``run``'s tokens) starts on a line of 
 
 import contextlib
 import os
+import re
 import sys
 import threading
 import time
+import unicodedata
 from collections import deque
 from collections.abc import Callable, Iterator
 from typing import TextIO
@@ -61,6 +63,44 @@ def _unit(total: int) -> str:
     return "MB" if total >= 1_000_000 else "kB" if total >= 1_000 else "B"
 
 
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+"""Control characters a model's text may hold (tab and newline aside): as llama2.c's
+``safe_printf``, they are not written to a terminal, where they would move the cursor,
+ring the bell or start an escape sequence."""
+_INLINE_GAP = "  "
+_INLINE_MIN = 24
+"""Columns the live line needs to be drawn after streamed text on its line."""
+
+
+def _isatty(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def _column_after(column: int, text: str, width: int) -> int:
+    """The screen column after writing ``text`` from ``column`` on a ``width``-column line."""
+    for char in text:
+        if char == "\n":
+            column = 0
+        elif char == "\t":
+            column += 8 - column % 8
+        else:
+            column += 2 if unicodedata.east_asian_width(char) in "WF" else 1
+        if column >= width:
+            column %= width
+    return column
+
+
+def _units(n: int) -> str:
+    """A count of compute units in a few columns: 950, 12k, 3.4M, 1.2G."""
+    for size, suffix in ((1_000_000_000, "G"), (1_000_000, "M"), (1_000, "k")):
+        if n >= size:
+            return f"{n / size:.1f}{suffix}" if n < 10 * size else f"{n // size:,}{suffix}"
+    return str(n)
+
+
 def _fit(text: str, width: int) -> str:
     """``text``, cut to ``width`` columns with "..." where it was cut."""
     return text if len(text) <= width else text[: width - 3] + "..."
@@ -81,19 +121,22 @@ class _Bar:
         self.label = label
         self.total_bytes, self.total_tx = total_bytes, total_tx
         self.bytes, self.tx = done_bytes, done_tx
+        self.units = 0
+        self.where: str | None = None
         self._clock = clock
         self.started = clock()
         self.first_advance: float | None = None
         self.last_advance = self.started
         self._samples: deque[tuple[float, int]] = deque()
 
-    def advance(self, nbytes: int, transactions: int) -> None:
+    def advance(self, nbytes: int, transactions: int, units: int = 0) -> None:
         now = self._clock()
         if self.first_advance is None:
             self.first_advance = now
             self._samples.append((now, self.tx))
         self.bytes += nbytes
         self.tx += transactions
+        self.units += units
         self.last_advance = now
 
     def sample(self, now: float) -> None:
@@ -137,8 +180,10 @@ class _Bar:
             if self.total_bytes
             else f"{self.tx:,}/{self.total_tx:,} tx"
         )
+        if self.units:
+            amount += f" {_units(self.units)} CU"
         rate = self.rate(now)
-        tails = [amount]
+        tails = ([self.where] if self.where else []) + [amount]
         if waiting is not None:
             tails.append(waiting)
         else:
@@ -163,6 +208,10 @@ class _Bar:
         counts = (
             f"{self.bytes:,} of {self.total_bytes:,} bytes, " if self.total_bytes else ""
         ) + f"{self.tx:,} of {self.total_tx:,} transactions"
+        if self.units:
+            counts += f", {self.units:,} compute units"
+        if self.where:
+            counts = f"{self.where}; {counts}"
         rate = self.rate(now)
         speed = f", {rate:,.0f} tx/s" if rate is not None and waiting is None else ""
         tail = waiting if waiting is not None else self.eta(now)
@@ -184,8 +233,11 @@ class _ConsoleProgress:
     def __init__(self, reporter: "ConsoleReporter", bar: _Bar):
         self._reporter, self._bar = reporter, bar
 
-    def advance(self, nbytes: int = 0, transactions: int = 0) -> None:
-        self._bar.advance(nbytes, transactions)
+    def advance(self, nbytes: int = 0, transactions: int = 0, units: int = 0) -> None:
+        self._bar.advance(nbytes, transactions, units)
+
+    def describe(self, where: str) -> None:
+        self._bar.where = where
 
     def close(self) -> None:
         self._reporter._finish(self._bar)
@@ -232,6 +284,10 @@ class ConsoleReporter:
         self._bars: list[_Bar] = []
         self._waits: list[_Wait] = []
         self._drawn = False
+        self._drawn_inline = 0
+        """Columns of live text drawn after streamed text on its line (0: none)."""
+        self._column = 0
+        """Where streamed text stands on the screen stderr shares (0: a line's start)."""
         self._last_heartbeat = 0.0
         self._thread: threading.Thread | None = None
         self._wake = threading.Event()
@@ -264,16 +320,44 @@ class ConsoleReporter:
             return
         with self._lock:
             self._clear()
+            self._break_text_line()
             print(text, file=self._out, flush=True)
             self._draw()
 
     def note(self, text: str) -> None:
-        """Print a note to stderr, above the live line."""
+        """Print a note to stderr, above the live line (and below streamed text)."""
         if not self._shows():
             return
         with self._lock:
             self._clear()
+            self._break_text_line()
             print(text, file=self._err, flush=True)
+            self._draw()
+
+    def text(self, piece: str) -> None:
+        """Stream ``piece`` of generated text to stdout (always), control characters left out.
+
+        The live line is drawn after the text on its line while there is room, and a note
+        or result line starts on a line of its own, as llama2.c's output would show.
+        """
+        shown = _CONTROL.sub("", piece)
+        if not shown:
+            return
+        with self._lock:
+            self._clear()
+            sys.stdout.write(shown)
+            sys.stdout.flush()
+            if self.on_terminal and _isatty(sys.stdout):
+                self._column = _column_after(self._column, shown, self._width() + 1)
+            self._draw()
+
+    def end_text(self) -> None:
+        """End the streamed text with a newline (its last line is complete)."""
+        with self._lock:
+            self._clear()
+            sys.stdout.write("\n")
+            sys.stdout.flush()
+            self._column = 0
             self._draw()
 
     def progress(
@@ -313,6 +397,7 @@ class ConsoleReporter:
             with self._lock:
                 self._waits.remove(wait)
                 if not self.on_terminal and wait.printed_at is not None:
+                    self._break_text_line()
                     print(f"done waiting for {wait.what}", file=self._err, flush=True)
                 self._clear()
                 self._draw()
@@ -346,15 +431,25 @@ class ConsoleReporter:
         # One column short: writing the last column makes some terminals wrap.
         return max(columns - 1, 20)
 
-    def _live_text(self, now: float) -> str | None:
+    def _live_text(self, now: float, width: int | None = None) -> str | None:
+        width = self._width() if width is None else width
         wait = self._current_wait(now)
         waiting = wait.text(now) if wait else None
         if self._bars:
-            return self._bars[-1].render(self._width(), now, waiting)
-        return _fit(waiting, self._width()) if waiting else None
+            return self._bars[-1].render(width, now, waiting)
+        return _fit(waiting, width) if waiting else None
 
     def _draw(self) -> None:
         if not self.on_terminal:
+            return
+        if self._column:
+            # After streamed text on its line: a carriage return would draw over the text.
+            room = self._width() - self._column - len(_INLINE_GAP)
+            text = self._live_text(self._clock(), room) if room >= _INLINE_MIN else None
+            if text:
+                self._err.write(_INLINE_GAP + text)
+                self._err.flush()
+                self._drawn_inline = len(_INLINE_GAP) + len(text)
             return
         text = self._live_text(self._clock())
         if text:
@@ -363,10 +458,20 @@ class ConsoleReporter:
             self._drawn = True
 
     def _clear(self) -> None:
+        if self._drawn_inline:
+            self._err.write(f"\x1b[{self._drawn_inline}D\x1b[K")
+            self._err.flush()
+            self._drawn_inline = 0
         if self._drawn:
             self._err.write("\r\x1b[2K")
             self._err.flush()
             self._drawn = False
+
+    def _break_text_line(self) -> None:
+        """Before a full line on stderr: end the streamed text's line, so they do not meet."""
+        if self._column:
+            self._err.write("\n")
+            self._column = 0
 
     def _heartbeat(self, now: float) -> None:
         wait = self._current_wait(now)
@@ -386,6 +491,7 @@ class ConsoleReporter:
                 return
             if self.on_terminal:
                 self._clear()
+                self._break_text_line()
                 self._err.write(bar.render(self._width(), now, None) + "\n")
                 self._err.flush()
             elif self._heartbeats_printed(bar) and bar.fraction() >= 1.0:

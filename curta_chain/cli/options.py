@@ -71,7 +71,7 @@ def emit(args: argparse.Namespace, value: object) -> bool:
     return True
 
 
-def make_reporter(args: argparse.Namespace, lines_to_stderr: bool = False) -> Reporter:
+def make_reporter(args: argparse.Namespace, lines_to_stderr: bool = False) -> ConsoleReporter:
     """The reporter for this command's output mode.
 
     Display: result lines on stdout, progress and waits on stderr (a live line on a
