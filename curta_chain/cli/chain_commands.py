@@ -635,10 +635,13 @@ def _airdrop(args: argparse.Namespace) -> int:
     target = resolve(args, reporter)
 
     async def body(target: Cluster, client: "RpcClient") -> int:
+        from curta_chain.chain.cluster import is_mainnet
         from curta_chain.chain.sender import wait_for_signature
 
-        if "mainnet" in target.url:
-            raise ConfigError(f"{target.url}: mainnet-beta has no faucet")
+        if is_mainnet(await client.genesis_hash()):
+            raise ConfigError(
+                f"{target.url} is mainnet-beta (by its genesis hash): it has no faucet"
+            )
         recipient = (
             target.keypair().pubkey()
             if args.recipient is None

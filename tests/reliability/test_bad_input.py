@@ -50,6 +50,7 @@ from curta_chain.program import MODEL_ACCOUNT_SIZE
 PROGRAM_ID = Pubkey.from_string(LOCALNET_PROGRAM_ID)
 SYSTEM = "11111111111111111111111111111111"
 DEVNET_GENESIS = "EtWTRABZaYq6iMfeYKouRu166VU2xqa1wcaWoxPkrZBG"
+MAINNET_GENESIS = "5eykt4UsFv8P8NJdTREpY1vzqKqZKvdpKuc147dw2N9d"
 
 
 @dataclass(frozen=True)
@@ -71,6 +72,8 @@ class World:
     """The localnet behind a proxy that claims devnet's genesis hash: not a localnet."""
     greedy_url: str
     """The localnet behind a proxy that asks 300 times the rent."""
+    mainnet_url: str
+    """The localnet behind a proxy that claims mainnet-beta's genesis hash."""
 
 
 @dataclass(frozen=True)
@@ -607,6 +610,10 @@ CASES: dict[str, Case] = {
         lambda ctx: ctx.chain("airdrop", "1e-12"),
         r"airdrop 1e-12: expected a positive amount of SOL",
     ),
+    "airdrop on mainnet-beta, known by its genesis hash": (
+        lambda ctx: ctx.chain("airdrop", "1", url=ctx.world.mainnet_url),
+        r"http://127.0.0.1:\d+ is mainnet-beta \(by its genesis hash\): it has no faucet$",
+    ),
     # -- model addresses ----------------------------------------------------------------------
     "model not base58": (
         lambda ctx: ctx.chain("seal", "0OIl"),
@@ -809,6 +816,7 @@ def world(stories260k: Artifact, stories260k_bytes: bytes, tok512_bytes: bytes) 
         for edits in (
             {"getGenesisHash": lambda _: DEVNET_GENESIS},
             {"getMinimumBalanceForRentExemption": lambda lamports: lamports * 300},
+            {"getGenesisHash": lambda _: MAINNET_GENESIS},
         ):
             proxies.append(FaultProxy(handle.url, edits=edits).start())
         yield World(
@@ -822,6 +830,7 @@ def world(stories260k: Artifact, stories260k_bytes: bytes, tok512_bytes: bytes) 
             foreign=foreign,
             devnet_url=proxies[0].url,
             greedy_url=proxies[1].url,
+            mainnet_url=proxies[2].url,
         )
     finally:
         for proxy in proxies:
