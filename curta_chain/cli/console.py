@@ -196,6 +196,8 @@ class _Bar:
             room = width - len(head) - len(tail) - 4  # spaces and brackets
             if room >= 10 or len(tails) == 1:
                 break
+            if len(tails) > 2 and len(head) + 1 + len(tail.rstrip()) <= width:
+                return f"{head} {tail}".rstrip()  # the numbers say more than a short bar
             # Drop the least useful field first: the rate, then the amount.
             tails.pop(-2 if waiting is None and len(tails) > 2 else 0)
         if room < 4:
