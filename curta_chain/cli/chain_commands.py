@@ -593,6 +593,7 @@ def _close(args: argparse.Namespace) -> int:
     async def body(target: Cluster, chain: "Connection") -> int:
         from curta_chain.chain.close import close, close_cost
         from curta_chain.chain.funds import require_funds
+        from curta_chain.chain.status import read_status
         from curta_chain.cli.confirm import confirm_spend
 
         ctx = _context(args, target, chain)
@@ -602,6 +603,11 @@ def _close(args: argparse.Namespace) -> int:
             else target.signers.pubkey(args.recipient, "--recipient")
         )
         fee = await close_cost(ctx, address)
+        held = await read_status(ctx.client, chain.program_id, address)
+        reporter.line(
+            f"closing {address} and {counted(held.bound, 'weight account')}: their "
+            f"{sol(held.lamports)} of rent comes back to {recipient}; fees {sol(fee)}"
+        )
         await require_funds(ctx.client, ctx.payer.pubkey(), fee, "closing needs")
         confirm_spend(
             args,

@@ -16,6 +16,7 @@ from solders.keypair import Keypair
 from solders.pubkey import Pubkey
 from test_chain_cli import User
 
+from curta_chain.cli import main
 from curta_chain.cli.solana_config import record_program_id
 from curta_chain.constants import LOCALNET_GENESIS_HASH, LOCALNET_PROGRAM_ID
 from curta_chain.reporting import sol
@@ -53,6 +54,8 @@ def test_money_is_said_before_it_is_spent(capsys, localnet, fund, tmp_path, art)
         code, out, err = user(command, model, "--fee-payer", str(poor.path))
         assert code == 1 and re.match(shortfall(poor_key, doing), err), (command, err)
     assert user.balance() == before and poor.balance() == 0
+    held = sol(user.json("status", model)["lamports"])
+    assert f"weight accounts: their {held} of rent comes back to {user.keypair.pubkey()}" in out
 
     # What is uploaded, to scale (every byte, open), and the whole balance.
     status = user.json("status", model, str(art))
@@ -128,3 +131,10 @@ def test_a_recorded_program_missing_from_this_localnet_falls_back_to_the_preload
     # Named on the command line, the program is used as named.
     code, _, err = user("status", model, "--program-id", program)
     assert code == 1 and err.startswith(f"error: {model} is not a curta model: owned by "), err
+
+
+def test_inspect_draws_the_sections_to_scale(capsys, art):
+    assert main(["inspect", str(art)]) == 0
+    (bar,) = [line for line in capsys.readouterr().out.splitlines() if line.startswith("to scale")]
+    # 68,536 and 288,704 bytes: about a fifth and four fifths of 61 columns.
+    assert bar == f"to scale       [{'0' * 12}|{'1' * 49}]" and len(bar) <= 80
