@@ -344,7 +344,7 @@ def _seal(args: argparse.Namespace) -> int:
                 client.url,
                 chain.genesis_hash,
                 fee,
-                f"sealing {address} (final: {locked})",
+                f"sealing {address} (final: it can never be closed)",
             )
         result = await seal(ctx, address, artifact)
         sealed = result.state == ModelState.SEALED
@@ -644,15 +644,15 @@ def _airdrop(args: argparse.Namespace) -> int:
         from curta_chain.chain.cluster import is_mainnet
         from curta_chain.chain.sender import wait_for_signature
 
-        if is_mainnet(await client.genesis_hash()):
-            raise ConfigError(
-                f"{target.url} is mainnet-beta (by its genesis hash): it has no faucet"
-            )
         recipient = (
             target.keypair().pubkey()
             if args.recipient is None
             else target.signers.pubkey(args.recipient, "recipient")
         )
+        if is_mainnet(await client.genesis_hash()):
+            raise ConfigError(
+                f"{target.url} is mainnet-beta (by its genesis hash): it has no faucet"
+            )
         lamports = round(args.sol * LAMPORTS_PER_SOL)
         reporter.line(f"Requesting airdrop of {args.sol:g} SOL to {recipient}")
         signature = await client.request_airdrop(recipient, lamports)
