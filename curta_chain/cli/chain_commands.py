@@ -327,17 +327,19 @@ def _seal(args: argparse.Namespace) -> int:
         ctx = _context(args, target, chain)
         client = ctx.client
         transactions, fee = await seal_cost(ctx, address)
-        if transactions:
+
+        async def before_sending() -> None:
+            # Said once the checks have passed: sealing is final, and what it locks.
             held = await read_status(client, chain.program_id, address)
-            locked = (
-                f"its {sol(held.lamports)} of rent (the model and "
-                f"{counted(held.bound, 'weight account')}) is locked for good"
-            )
             reporter.line(
                 f"sealing {address}: {counted(transactions, 'transaction')}, "
                 f"fees {sol(fee)} on {target.url}"
             )
-            reporter.line(f"sealing is final: a sealed model can never be closed, so {locked}")
+            reporter.line(
+                f"sealing is final: a sealed model can never be closed, so its "
+                f"{sol(held.lamports)} of rent (the model and "
+                f"{counted(held.bound, 'weight account')}) is locked for good"
+            )
             await require_funds(client, ctx.payer.pubkey(), fee, "sealing needs")
             confirm_spend(
                 args,
@@ -346,7 +348,8 @@ def _seal(args: argparse.Namespace) -> int:
                 fee,
                 f"sealing {address} (final: it can never be closed)",
             )
-        result = await seal(ctx, address, artifact)
+
+        result = await seal(ctx, address, artifact, before_sending=before_sending)
         sealed = result.state == ModelState.SEALED
         artifact_word = args.artifact or "ARTIFACT"
         after = (

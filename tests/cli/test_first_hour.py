@@ -50,9 +50,12 @@ def test_money_is_said_before_it_is_spent(capsys, localnet, fund, tmp_path, art)
 
     model = user.json("publish", str(art))["model"]
     before = user.balance()
-    for command, doing in (("seal", "sealing needs"), ("close", "closing needs")):
-        code, out, err = user(command, model, "--fee-payer", str(poor.path))
-        assert code == 1 and re.match(shortfall(poor_key, doing), err), (command, err)
+    for argv, doing in (
+        (("seal", model, str(art)), "sealing needs"),
+        (("close", model), "closing needs"),
+    ):
+        code, out, err = user(*argv, "--fee-payer", str(poor.path))
+        assert code == 1 and re.match(shortfall(poor_key, doing), err), (argv, err)
     assert user.balance() == before and poor.balance() == 0
     held = sol(user.json("status", model)["lamports"])
     assert f"weight accounts: their {held} of rent comes back to {user.keypair.pubkey()}" in out
