@@ -26,6 +26,7 @@ from curta_chain.cli import (
     deploy_commands,
     keygen_command,
     localnet_command,
+    read_commands,
     run_command,
 )
 from curta_chain.errors import CurtaError
@@ -36,6 +37,7 @@ _COMMAND_MODULES = (
     localnet_command,
     deploy_commands,
     chain_commands,
+    read_commands,
     run_command,
 )
 

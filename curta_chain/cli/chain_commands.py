@@ -1,31 +1,35 @@
-"""The chain commands: publish, seal, verify, status, models, close, airdrop.
+"""The chain commands that spend: publish, seal, close, and airdrop.
 
 Each one (but airdrop) first connects: it finds the curta program for the cluster and
 checks that it is a shipped build, before anything is sent. Off the embedded localnet, a
 command that spends asks for confirmation on the terminal first (``--yes`` skips it).
 Each run function imports the library when it runs (``curta-chain --help`` stays fast);
 the shared options and the reporter come from ``options``, the event loop from ``running``.
+The commands that only read (verify, status, models) are in ``read_commands``.
 """
 
 import argparse
-from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from curta_chain.cli.options import (
+    ARTIFACT_HELP,
+    MODEL_HELP,
     Cluster,
     add_cluster_options,
+    add_model_and_artifact,
     add_yes_option,
     emit,
     make_reporter,
+    next_command,
     parse_pubkey,
+    read_artifact_file,
     resolve,
 )
 from curta_chain.cli.running import (
     U64_MAX,
     add_price_option,
     budget_for,
-    resolve_url,
     run_on_cluster,
     run_with_client,
 )
@@ -37,12 +41,6 @@ if TYPE_CHECKING:
     from curta_chain.chain.plan import PublishPlan
     from curta_chain.chain.rpc import RpcClient
     from curta_chain.chain.session import Connection
-    from curta_chain.chain.status import ModelStatus
-    from curta_chain.chain.verify import VerifyReport
-    from curta_chain.reporting import Reporter
-
-_MODEL_HELP = "the model account's address (publish prints it)"
-_ARTIFACT_HELP = "the CURTAW01 artifact file"
 
 
 def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -54,7 +52,7 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
         "bytes. Rerunning it resumes from what the chain holds. Prints the plan and its "
         "cost first; --dry-run stops there.",
     )
-    p.add_argument("artifact", type=Path, metavar="ARTIFACT", help=_ARTIFACT_HELP)
+    p.add_argument("artifact", type=Path, metavar="ARTIFACT", help=ARTIFACT_HELP)
     add_cluster_options(p, fee_payer=True)
     p.add_argument("--dry-run", action="store_true", help="print the plan and cost, send nothing")
     add_price_option(p)
@@ -69,7 +67,7 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
         "artifact, it first checks the chain holds exactly its bytes, and names the first "
         "bad chunk if the seal fails.",
     )
-    _add_model_and_artifact(
+    add_model_and_artifact(
         p, "check the upload before sealing, and name the first bad chunk if it fails"
     )
     add_cluster_options(p, fee_payer=True)
@@ -78,65 +76,12 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
     p.set_defaults(run=_seal)
 
     p = subparsers.add_parser(
-        "verify",
-        help="prove a model on chain is exactly an artifact",
-        description="Read the model and its weight accounts and check them against the "
-        "artifact: bindings, lengths, every byte, the configuration, both hashes and the "
-        "sealed state. Exit 0 only if all hold.",
-    )
-    p.add_argument("model", metavar="MODEL", help=_MODEL_HELP)
-    p.add_argument("artifact", type=Path, metavar="ARTIFACT", help=_ARTIFACT_HELP)
-    add_cluster_options(p, keypair=False)
-    p.add_argument(
-        "--require-final",
-        action="store_true",
-        help="fail when the program can still be upgraded (by anyone)",
-    )
-    p.add_argument(
-        "--cross-check",
-        metavar="URL",
-        help="read every account again from this second node, at the same slot or later, "
-        "and fail on any difference (without it, verify trusts the one node it reads)",
-    )
-    p.add_argument(
-        "--all-differences",
-        action="store_true",
-        help="list every differing byte range (default: the first 10; all are counted)",
-    )
-    p.set_defaults(run=_verify)
-
-    p = subparsers.add_parser(
-        "status",
-        help="show a model: state, hashes, lamports, sections and the next step",
-        description="Show a model account, what its accounts hold in lamports and bytes, and "
-        "the next command. Given the artifact, count the bytes already uploaded.",
-    )
-    _add_model_and_artifact(p, "count, per section, the bytes on chain that match it")
-    add_cluster_options(p, keypair=False)
-    p.set_defaults(run=_status)
-
-    p = subparsers.add_parser(
-        "models",
-        help="list the models of an authority (yours by default)",
-        description="List the curta models whose authority is the given address (default: "
-        "the -k keypair's), found with one filtered getProgramAccounts call.",
-    )
-    p.add_argument(
-        "--authority",
-        metavar="ADDRESS_OR_SIGNER",
-        help="whose models to list (default: the -k keypair's address)",
-    )
-    p.add_argument("--all", action="store_true", help="list every model of the program")
-    add_cluster_options(p)
-    p.set_defaults(run=_models)
-
-    p = subparsers.add_parser(
         "close",
         help="close an unsealed model; rent back to its authority or --recipient",
         description="Close an unsealed model and every weight account bound to it, in one "
         "transaction; their lamports go to the authority, or to --recipient.",
     )
-    p.add_argument("model", metavar="MODEL", help=_MODEL_HELP)
+    p.add_argument("model", metavar="MODEL", help=MODEL_HELP)
     p.add_argument(
         "--recipient",
         metavar="ADDRESS_OR_SIGNER",
@@ -164,11 +109,6 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
     p.set_defaults(run=_airdrop)
 
 
-def _add_model_and_artifact(parser: argparse.ArgumentParser, artifact_help: str) -> None:
-    parser.add_argument("model", metavar="MODEL", help=_MODEL_HELP)
-    parser.add_argument("artifact", type=Path, nargs="?", metavar="ARTIFACT", help=artifact_help)
-
-
 def _context(args: argparse.Namespace, target: Cluster, chain: "Connection") -> "ChainContext":
     """What publish, seal and close run with: the checked program and the signers.
 
@@ -187,30 +127,10 @@ def _context(args: argparse.Namespace, target: Cluster, chain: "Connection") -> 
     )
 
 
-def _next(args: argparse.Namespace, *words: object) -> str:
-    """A command line to run next, repeating the cluster options the user gave."""
-    line = ["curta-chain", *(str(w) for w in words)]
-    for option, value in (("-u", args.url), ("-C", args.config)):
-        if value is not None:
-            line += [option, str(value)]
-    keypair = getattr(args, "keypair", None)
-    if keypair is not None and words[0] in ("seal", "publish", "close"):
-        line += ["-k", keypair]
-    if getattr(args, "program_id", None) is not None:
-        line += ["--program-id", args.program_id]
-    return " ".join(line)
-
-
-def _read_artifact(path: Path) -> "Artifact":
-    from curta_chain.artifact import read_artifact
-
-    return read_artifact(path)
-
-
 def _publish(args: argparse.Namespace) -> int:
     from curta_chain.chain.publish import RESUME_HINT, check_funds, plan_publish, publish
 
-    artifact = _read_artifact(args.artifact)
+    artifact = read_artifact_file(args.artifact)
     reporter = make_reporter(args)
     target = resolve(args, reporter)
 
@@ -265,7 +185,7 @@ def _publish(args: argparse.Namespace) -> int:
             args, client.url, chain.genesis_hash, plan.cost_lamports, f"publishing {plan.model}"
         )
         result = await publish(ctx, artifact, plan)
-        after = _next(args, "seal", plan.model, args.artifact)
+        after = next_command(args, "seal", plan.model, args.artifact)
         if not emit(args, {**result.to_json(), "next": after}):
             reporter.line(
                 f"published {counted(result.transactions, 'transaction')} in {result.seconds:.1f} s"
@@ -292,7 +212,9 @@ async def _nothing_to_publish(
     from curta_chain.errors import AccountError
 
     if plan.state == "sealed":
-        return "it holds exactly this artifact", _next(args, "verify", plan.model, args.artifact)
+        return "it holds exactly this artifact", next_command(
+            args, "verify", plan.model, args.artifact
+        )
     if plan.state == "sealing":
         differing = await frozen_differences(client, plan, artifact)
         if differing:
@@ -300,20 +222,20 @@ async def _nothing_to_publish(
             raise AccountError(
                 f"model {plan.model} is sealing and its frozen bytes differ from "
                 f"{args.artifact} in {len(differing):,} pieces ({size:,} bytes): the seal will "
-                f"end failed. Finish it with `{_next(args, 'seal', plan.model)}`, then publish "
-                f"again to reopen and rewrite them; nothing was sent"
+                f"end failed. Finish it with `{next_command(args, 'seal', plan.model)}`, then "
+                f"publish again to reopen and rewrite them; nothing was sent"
             )
         why = "its bytes are all on chain and frozen, and sealing has begun"
     else:
         why = "every byte is on chain already"
-    return why, _next(args, "seal", plan.model, args.artifact)
+    return why, next_command(args, "seal", plan.model, args.artifact)
 
 
 def _seal(args: argparse.Namespace) -> int:
     from curta_chain.chain.seal import resume_hint, seal, seal_cost
     from curta_chain.program import ModelState
 
-    artifact = _read_artifact(args.artifact) if args.artifact else None
+    artifact = read_artifact_file(args.artifact) if args.artifact else None
     reporter = make_reporter(args)
     target = resolve(args, reporter)
     address = parse_pubkey(args.model, "model")
@@ -353,9 +275,9 @@ def _seal(args: argparse.Namespace) -> int:
         sealed = result.state == ModelState.SEALED
         artifact_word = args.artifact or "ARTIFACT"
         after = (
-            _next(args, "verify", address, artifact_word)
+            next_command(args, "verify", address, artifact_word)
             if sealed
-            else _next(args, "publish", artifact_word)
+            else next_command(args, "publish", artifact_word)
         )
         if not emit(args, {**result.to_json(), "next": after}):
             reporter.line(result.describe())
@@ -368,221 +290,6 @@ def _seal(args: argparse.Namespace) -> int:
         return 0 if sealed else 1
 
     return run_on_cluster(args, body, hint, target)
-
-
-def _verify(args: argparse.Namespace) -> int:
-    from curta_chain.chain.verify import LISTED_RANGES, verify
-
-    artifact = _read_artifact(args.artifact)
-    reporter = make_reporter(args)
-    target = resolve(args, reporter)
-    address = parse_pubkey(args.model, "model")
-    cross_check = resolve_url(args.cross_check, "--cross-check") if args.cross_check else None
-    if cross_check is not None and cross_check.rstrip("/") == target.url.rstrip("/"):
-        from curta_chain.errors import ConfigError
-
-        raise ConfigError(
-            f"--cross-check {args.cross_check}: that is the node -u reads ({target.url}); "
-            "a cross-check reads every account again from a second, independent node"
-        )
-
-    async def body(target: Cluster, chain: "Connection") -> int:
-        chain = await target.follow_owner(chain, address)
-        second = target.client(url=cross_check) if cross_check else None
-        try:
-            with reporter.waiting(f"model {address} and its weight accounts to be read"):
-                report = await verify(
-                    chain.client,
-                    chain.program_id,
-                    address,
-                    artifact,
-                    target.program_hashes,
-                    args.require_final,
-                    second,
-                    None if args.all_differences else LISTED_RANGES,
-                )
-        finally:
-            if second is not None:
-                await second.aclose()
-        if not emit(args, report.to_json()):
-            lengths = [len(section) for section in artifact.sections]
-            _print_verify(reporter, report, args.artifact, chain.client.url, lengths)
-        return 0 if report.ok else 1
-
-    return run_on_cluster(args, body, target=target)
-
-
-def _print_verify(
-    reporter: "Reporter",
-    report: "VerifyReport",
-    artifact: Path,
-    url: str,
-    lengths: Sequence[int] = (),
-) -> None:
-    """The verdict and both hashes first, then the causes, where bytes differ, the program.
-
-    Where bytes differ: a strip per section marking where in it they fall, then the ranges.
-    """
-    from curta_chain.cli.pictures import difference_strips
-
-    if report.ok:
-        reporter.line(f"verified {report.model}: sealed, every byte matches {artifact}")
-    else:
-        causes = [d for d in report.differences if d.kind != "bytes"]
-        found = [counted(len(causes), "problem")] if causes else []
-        if report.differing_ranges:
-            found.append(
-                f"{counted(report.differing_ranges, 'differing byte range')} "
-                f"({counted(report.differing_bytes, 'byte')})"
-            )
-        reporter.line(f"NOT verified {report.model}: {', '.join(found)}")
-    same = report.declared_hash == report.artifact_hash
-    reporter.line(f"declared hash  {report.declared_hash.hex()}  (the model's, {report.state})")
-    reporter.line(
-        f"artifact hash  {report.artifact_hash.hex()}  ({artifact}: "
-        f"{'the same' if same else 'DIFFERENT'})"
-    )
-    if report.chain_hash is not None and report.chain_hash != report.declared_hash:
-        reporter.line(f"chain hash     {report.chain_hash.hex()}  (the chain's bytes hash to it)")
-    strips = difference_strips(report, lengths)
-    for difference in report.differences:
-        if difference.kind == "bytes" and strips:
-            for line in strips:
-                reporter.line(line)
-            strips = []
-        reporter.line(str(difference))
-    hidden = report.differing_ranges - report.listed_ranges
-    if hidden:
-        reporter.line(
-            f"and {counted(hidden, 'more differing byte range')}: --all-differences lists them"
-        )
-    for line in report.program.describe():
-        reporter.line(line)
-    if report.cross_checked:
-        reporter.line(f"cross-checked  every account read again from {report.cross_checked}")
-    else:
-        reporter.line(f"trusted node   {url} (one node: --cross-check URL adds another)")
-
-
-def _status(args: argparse.Namespace) -> int:
-    artifact = _read_artifact(args.artifact) if args.artifact else None
-    reporter = make_reporter(args)
-    target = resolve(args, reporter)
-
-    async def body(target: Cluster, chain: "Connection") -> int:
-        from curta_chain.chain.status import read_status
-
-        address = parse_pubkey(args.model, "model")
-        chain = await target.follow_owner(chain, address)
-        with reporter.waiting(f"model {address} and its weight accounts to be read"):
-            status = await read_status(chain.client, chain.program_id, address, artifact)
-        after = _status_next(args, status)
-        if not emit(args, {**status.to_json(), "next": after}):
-            _print_status(reporter, status, after)
-        return 0
-
-    return run_on_cluster(args, body, target=target)
-
-
-def _status_next(args: argparse.Namespace, status: "ModelStatus") -> str:
-    from curta_chain.program import ModelState
-
-    artifact, address = args.artifact or "ARTIFACT", status.address
-    if status.state == ModelState.UPLOADING:
-        if status.uploaded:
-            return _next(args, "seal", address, artifact)
-        return f"{_next(args, 'publish', artifact)} (to finish the upload), then seal"
-    if status.state == ModelState.SEALING:
-        return f"{_next(args, 'seal', address)} (to finish the seal)"
-    if status.state == ModelState.SEALED:
-        return _next(args, "verify", address, artifact)
-    return (
-        f"{_next(args, 'publish', artifact)} (reopens it and rewrites what differs), or "
-        f"{_next(args, 'close', address)} (rent back)"
-    )
-
-
-def _print_status(reporter: "Reporter", status: "ModelStatus", after: str) -> None:
-    from curta_chain.cli.pictures import section_bar
-
-    model = status.model
-    rows = [
-        ("Model", str(status.address)),
-        ("Program", str(status.program_id)),
-        ("State", model.state.name.lower()),
-        ("Authority", str(model.authority)),
-        ("Declared hash", model.declared_hash.hex()),
-        ("Running hash", model.running_hash.hex()),
-        ("Sealed chunks", f"{model.chunks_hashed}/{model.total_chunks}"),
-        ("Balance", f"{sol(status.lamports)} in the model and {status.bound} weight accounts"),
-    ]
-    if status.artifact_hash_matches is False:
-        rows.append(("Artifact", "its hash is NOT the declared hash: another artifact"))
-    for key, value in rows:
-        reporter.line(f"{key + ':':<15} {value}")
-    for line in section_bar(status):
-        reporter.line(line)
-    for s in status.sections:
-        account = s.weight_account or "unbound"
-        frozen = {True: "frozen", False: "open", None: ""}[s.frozen]
-        line = f"Section {s.index:<7} {s.length:>10,} bytes  {account}  {frozen}"
-        if s.bytes_matching is not None:
-            missing = s.length - s.bytes_matching
-            line += f"  {f'{missing:,} bytes to upload' if missing else 'uploaded'}"
-        reporter.line(line.rstrip())
-    reporter.line(f"{'Next:':<15} {after}")
-
-
-def _models(args: argparse.Namespace) -> int:
-    reporter = make_reporter(args)
-    target = resolve(args, reporter)
-
-    async def body(target: Cluster, chain: "Connection") -> int:
-        from curta_chain.chain.accounts import find_models
-        from curta_chain.chain.status import model_balances
-
-        authority = None
-        if not args.all:
-            authority = (
-                target.keypair().pubkey()
-                if args.authority is None
-                else target.signers.pubkey(args.authority, "--authority")
-            )
-        with reporter.waiting(f"{target.url} to list the program's models"):
-            found = await find_models(chain.client, chain.program_id, authority)
-            balances = await model_balances(
-                chain.client, [(model, lamports) for _, model, lamports in found]
-            )
-        rows = []
-        for (address, model, own), balance in zip(found, balances, strict=True):
-            fields = model.to_json()
-            fields.pop("sections")
-            rows.append(
-                {
-                    "model": str(address),
-                    **fields,
-                    "sections": len(model.sections),
-                    "lamports": balance,
-                    "model_lamports": own,
-                }
-            )
-        if emit(args, {"authority": str(authority) if authority else None, "models": rows}):
-            return 0
-        whose = f"of {authority}" if authority else "of every authority"
-        if not rows:
-            reporter.line(f"no models {whose} on {target.url}")
-            return 0
-        # The balance is the model's and its weight accounts': what closing it gives back.
-        reporter.line(f"{'Model':<44}  {'State':<9}  {'Sections':>8}  {'Balance SOL':>13}")
-        for row in rows:
-            balance = sol(int(str(row["lamports"]))).removesuffix(" SOL")
-            reporter.line(
-                f"{row['model']:<44}  {row['state']:<9}  {row['sections']:>8}  {balance:>13}"
-            )
-        reporter.line(f"{counted(len(rows), 'model')} {whose}")
-        return 0
-
-    return run_on_cluster(args, body, target=target)
 
 
 def _close(args: argparse.Namespace) -> int:

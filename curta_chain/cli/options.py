@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from solders.keypair import Keypair
     from solders.pubkey import Pubkey
 
+    from curta_chain.artifact import Artifact
     from curta_chain.chain.rpc import RpcClient
     from curta_chain.chain.session import Connection
 
@@ -264,6 +265,37 @@ def resolve(args: argparse.Namespace, reporter: Reporter | None = None) -> Clust
         program_hashes=parse_program_hashes(getattr(args, "program_hash", [])),
         config=config,
     )
+
+
+MODEL_HELP = "the model account's address (publish prints it)"
+ARTIFACT_HELP = "the CURTAW01 artifact file"
+
+
+def add_model_and_artifact(parser: argparse.ArgumentParser, artifact_help: str) -> None:
+    """Add ``MODEL`` and an optional ``ARTIFACT`` (seal, status)."""
+    parser.add_argument("model", metavar="MODEL", help=MODEL_HELP)
+    parser.add_argument("artifact", type=Path, nargs="?", metavar="ARTIFACT", help=artifact_help)
+
+
+def read_artifact_file(path: Path) -> "Artifact":
+    """Read and check the artifact at ``path`` (the artifact code loads only here)."""
+    from curta_chain.artifact import read_artifact
+
+    return read_artifact(path)
+
+
+def next_command(args: argparse.Namespace, *words: object) -> str:
+    """A command line to run next, repeating the cluster options the user gave."""
+    line = ["curta-chain", *(str(w) for w in words)]
+    for option, value in (("-u", args.url), ("-C", args.config)):
+        if value is not None:
+            line += [option, str(value)]
+    keypair = getattr(args, "keypair", None)
+    if keypair is not None and words[0] in ("seal", "publish", "close"):
+        line += ["-k", keypair]
+    if getattr(args, "program_id", None) is not None:
+        line += ["--program-id", args.program_id]
+    return " ".join(line)
 
 
 class Interrupted(KeyboardInterrupt):
