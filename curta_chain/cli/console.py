@@ -14,53 +14,20 @@ import sys
 import threading
 import time
 import unicodedata
-from collections import deque
 from collections.abc import Callable, Iterator
 from typing import TextIO
 
+from curta_chain.cli.live_line import ProgressBar, Wait, fit
 from curta_chain.reporting import NullProgress, NullWaiting, Progress, Waiting
 
 TICK = 0.25
 """Seconds between redraws of the live line on a terminal."""
 HEARTBEAT = 5.0
 """Seconds between progress lines when stderr is not a terminal."""
-WARMUP = 3.0
-"""Seconds of progress before a rate and ETA are shown: the first ones mislead."""
-RATE_WINDOW = 10.0
-"""Seconds of recent progress the rate (and so the ETA) is measured over."""
-STALL = 5.0
-"""Seconds without progress after which the display says it is stalled."""
-TAIL_WIDTH = 36
-"""Columns kept for the numbers after the bar (amount, rate, ETA)."""
 WAIT_QUIET = 1.0
 """Seconds a wait may last before a terminal shows it: short waits are normal."""
 WAIT_QUIET_OFF_TERMINAL = 3.0
 """Seconds before a wait is printed off a terminal, where a line cannot be taken back."""
-
-
-def duration(seconds: float) -> str:
-    """``seconds`` as a person reads it: 0.4s, 17s, 3m05s, 1h02m."""
-    if seconds < 10:
-        return f"{max(seconds, 0.0):.1f}s"
-    whole = round(seconds)
-    if whole < 60:
-        return f"{whole}s"
-    if whole < 3600:
-        return f"{whole // 60}m{whole % 60:02d}s"
-    return f"{whole // 3600}h{whole % 3600 // 60:02d}m"
-
-
-def _size(n: int, total: int) -> str:
-    """``n`` bytes in the unit that suits ``total``."""
-    if total >= 1_000_000:
-        return f"{n / 1_000_000:.1f}"
-    if total >= 1_000:
-        return f"{n / 1_000:.0f}"
-    return f"{n}"
-
-
-def _unit(total: int) -> str:
-    return "MB" if total >= 1_000_000 else "kB" if total >= 1_000 else "B"
 
 
 _CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
@@ -93,146 +60,8 @@ def _column_after(column: int, text: str, width: int) -> int:
     return column
 
 
-def _units(n: int) -> str:
-    """A count of compute units in a few columns: 950, 12k, 3.4M, 1.2G."""
-    for size, suffix in ((1_000_000_000, "G"), (1_000_000, "M"), (1_000, "k")):
-        if n >= size:
-            return f"{n / size:.1f}{suffix}" if n < 10 * size else f"{n // size:,}{suffix}"
-    return str(n)
-
-
-def _fit(text: str, width: int) -> str:
-    """``text``, cut to ``width`` columns with "..." where it was cut."""
-    return text if len(text) <= width else text[: width - 3] + "..."
-
-
-class _Bar:
-    """One progress display's counts and the rate measured over a recent window."""
-
-    def __init__(
-        self,
-        label: str,
-        total_bytes: int,
-        total_tx: int,
-        done_bytes: int,
-        done_tx: int,
-        clock: Callable[[], float],
-    ):
-        self.label = label
-        self.total_bytes, self.total_tx = total_bytes, total_tx
-        self.bytes, self.tx = done_bytes, done_tx
-        self.units = 0
-        self.where: str | None = None
-        self._clock = clock
-        self.started = clock()
-        self.first_advance: float | None = None
-        self.last_advance = self.started
-        self._samples: deque[tuple[float, int]] = deque()
-
-    def advance(self, nbytes: int, transactions: int, units: int = 0) -> None:
-        now = self._clock()
-        if self.first_advance is None:
-            self.first_advance = now
-            self._samples.append((now, self.tx))
-        self.bytes += nbytes
-        self.tx += transactions
-        self.units += units
-        self.last_advance = now
-
-    def sample(self, now: float) -> None:
-        """Record the count now (the timer calls this) and forget what left the window."""
-        if self.first_advance is None:
-            return
-        self._samples.append((now, self.tx))
-        while len(self._samples) > 2 and now - self._samples[1][0] >= RATE_WINDOW:
-            self._samples.popleft()
-
-    def rate(self, now: float) -> float | None:
-        """Transactions per second over the window, or None during the warm-up."""
-        if self.first_advance is None or now - self.first_advance < WARMUP or not self._samples:
-            return None
-        since, count = self._samples[0]
-        return (self.tx - count) / max(now - since, 1e-9)
-
-    def fraction(self) -> float:
-        if self.total_bytes:
-            return min(self.bytes / self.total_bytes, 1.0)
-        return min(self.tx / self.total_tx, 1.0) if self.total_tx else 1.0
-
-    def eta(self, now: float) -> str:
-        """The time part: ETA 12s, stalled 7s, or ETA ... while warming up."""
-        idle = now - self.last_advance
-        if self.tx >= self.total_tx and self.bytes >= self.total_bytes:
-            return f"in {duration(now - self.started)}"
-        if idle >= STALL:
-            return f"stalled {duration(idle)}"
-        rate = self.rate(now)
-        if rate is None or rate <= 0:
-            return "ETA ..."
-        return f"ETA {duration((self.total_tx - self.tx) / rate)}"
-
-    def render(self, width: int, now: float, waiting: str | None) -> str:
-        """The live line, at most ``width`` characters."""
-        head = f"{self.label} {self.fraction() * 100:3.0f}%"
-        amount = (
-            f"{_size(self.bytes, self.total_bytes)}/{_size(self.total_bytes, self.total_bytes)} "
-            f"{_unit(self.total_bytes)}"
-            if self.total_bytes
-            else f"{self.tx:,}/{self.total_tx:,} tx"
-        )
-        if self.units:
-            amount += f" {_units(self.units)} CU"
-        rate = self.rate(now)
-        tails = ([self.where] if self.where else []) + [amount]
-        if waiting is not None:
-            tails.append(waiting)
-        else:
-            if rate is not None and now - self.last_advance < STALL:
-                tails.append(f"{rate:,.0f} tx/s")
-            tails.append(self.eta(now))
-        while True:
-            # Padded to a steady width, so the bar does not jump as the numbers change.
-            tail = "  ".join(tails).ljust(min(TAIL_WIDTH, width // 2))
-            room = width - len(head) - len(tail) - 4  # spaces and brackets
-            if room >= 10 or len(tails) == 1:
-                break
-            if len(tails) > 2 and len(head) + 1 + len(tail.rstrip()) <= width:
-                return f"{head} {tail}".rstrip()  # the numbers say more than a short bar
-            # Drop the least useful field first: the rate, then the amount.
-            tails.pop(-2 if waiting is None and len(tails) > 2 else 0)
-        if room < 4:
-            return _fit(f"{head} {tail}".rstrip(), width)
-        filled = int(self.fraction() * room)
-        return f"{head} [{'#' * filled}{'.' * (room - filled)}] {tail}"[:width].rstrip()
-
-    def plain(self, now: float, waiting: str | None) -> str:
-        """The line printed every few seconds off a terminal."""
-        counts = (
-            f"{self.bytes:,} of {self.total_bytes:,} bytes, " if self.total_bytes else ""
-        ) + f"{self.tx:,} of {self.total_tx:,} transactions"
-        if self.units:
-            counts += f", {self.units:,} compute units"
-        if self.where:
-            counts = f"{self.where}; {counts}"
-        rate = self.rate(now)
-        speed = f", {rate:,.0f} tx/s" if rate is not None and waiting is None else ""
-        tail = waiting if waiting is not None else self.eta(now)
-        return f"{self.label}: {self.fraction() * 100:.0f}% ({counts}){speed}, {tail}"
-
-
-class _Wait:
-    def __init__(self, what: str, clock: Callable[[], float]):
-        self.what = what
-        self.started = clock()
-        self.printed_at: float | None = None
-
-    def text(self, now: float) -> str:
-        # The time first: a narrow terminal cuts the end of the line.
-        return f"waiting {duration(now - self.started)} for {self.what}"
-
-
 class _ConsoleProgress:
-    def __init__(self, reporter: "ConsoleReporter", bar: _Bar):
+    def __init__(self, reporter: "ConsoleReporter", bar: ProgressBar):
         self._reporter, self._bar = reporter, bar
 
     def advance(self, nbytes: int = 0, transactions: int = 0, units: int = 0) -> None:
@@ -246,7 +75,7 @@ class _ConsoleProgress:
 
 
 class _ConsoleWaiting:
-    def __init__(self, wait: _Wait):
+    def __init__(self, wait: Wait):
         self._wait = wait
 
     def update(self, what: str) -> None:
@@ -283,8 +112,8 @@ class ConsoleReporter:
         self._clock = clock
         self._timer = timer
         self._lock = threading.RLock()
-        self._bars: list[_Bar] = []
-        self._waits: list[_Wait] = []
+        self._bars: list[ProgressBar] = []
+        self._waits: list[Wait] = []
         self._drawn = False
         self._drawn_inline = 0
         """Columns of live text drawn after streamed text on its line (0: none)."""
@@ -374,7 +203,7 @@ class ConsoleReporter:
         """Start a progress display on stderr; say so first if part was done before."""
         if not self._shows():
             return NullProgress()
-        bar = _Bar(
+        bar = ProgressBar(
             label, total_bytes, total_transactions, done_bytes, done_transactions, self._clock
         )
         with self._lock:
@@ -389,7 +218,7 @@ class ConsoleReporter:
         if not self._shows():
             yield NullWaiting()
             return
-        wait = _Wait(what, self._clock)
+        wait = Wait(what, self._clock)
         with self._lock:
             self._waits.append(wait)
         self._start_timer()
@@ -418,7 +247,7 @@ class ConsoleReporter:
 
     # Internals: every one runs under self._lock.
 
-    def _current_wait(self, now: float) -> _Wait | None:
+    def _current_wait(self, now: float) -> Wait | None:
         quiet = WAIT_QUIET if self.on_terminal else WAIT_QUIET_OFF_TERMINAL
         for wait in reversed(self._waits):
             if now - wait.started >= quiet:
@@ -439,7 +268,7 @@ class ConsoleReporter:
         waiting = wait.text(now) if wait else None
         if self._bars:
             return self._bars[-1].render(width, now, waiting)
-        return _fit(waiting, width) if waiting else None
+        return fit(waiting, width) if waiting else None
 
     def _draw(self) -> None:
         if not self.on_terminal:
@@ -486,7 +315,7 @@ class ConsoleReporter:
             wait.printed_at = now
             print(wait.text(now), file=self._err, flush=True)
 
-    def _finish(self, bar: _Bar) -> None:
+    def _finish(self, bar: ProgressBar) -> None:
         now = self._clock()
         with self._lock:
             if bar not in self._bars:
@@ -503,7 +332,7 @@ class ConsoleReporter:
             self._bars.remove(bar)
             self._draw()
 
-    def _heartbeats_printed(self, bar: _Bar) -> bool:
+    def _heartbeats_printed(self, bar: ProgressBar) -> bool:
         return self._last_heartbeat - bar.started >= HEARTBEAT
 
     def _start_timer(self) -> None:

@@ -10,15 +10,8 @@ import threading
 
 import pytest
 
-from curta_chain.cli.console import (
-    HEARTBEAT,
-    STALL,
-    WAIT_QUIET,
-    WAIT_QUIET_OFF_TERMINAL,
-    WARMUP,
-    ConsoleReporter,
-    duration,
-)
+from curta_chain.cli.console import HEARTBEAT, WAIT_QUIET, WAIT_QUIET_OFF_TERMINAL, ConsoleReporter
+from curta_chain.cli.live_line import STALL, WARMUP, duration
 from curta_chain.reporting import NullReporter, sol
 
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
