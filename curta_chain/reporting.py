@@ -122,7 +122,11 @@ def counted(count: int, noun: str, plural: str | None = None) -> str:
     return f"{count:,} {noun if count == 1 else plural or noun + 's'}"
 
 
-def sol(lamports: int) -> str:
-    """``lamports`` in SOL to the lamport: "1.500000000 SOL" (integers: exact at any size)."""
+def sol(lamports: int, short: bool = False) -> str:
+    """``lamports`` in SOL to the lamport: "1.500000000 SOL" (integers: exact at any size).
+
+    ``short``: without trailing zeros, as ``solana balance`` prints it ("1.5 SOL").
+    """
     whole, part = divmod(abs(lamports), LAMPORTS_PER_SOL)
-    return f"{'-' if lamports < 0 else ''}{whole}.{part:09d} SOL"
+    fraction = f"{part:09d}".rstrip("0") if short else f"{part:09d}"
+    return f"{'-' if lamports < 0 else ''}{whole}{'.' if fraction else ''}{fraction} SOL"

@@ -371,7 +371,7 @@ def _airdrop(args: argparse.Namespace) -> int:
         balance = await client.balance(recipient)
         if not emit(args, {"pubkey": str(recipient), "signature": signature, "balance": balance}):
             reporter.line(f"Signature: {signature}")
-            reporter.line(f"{balance / LAMPORTS_PER_SOL:g} SOL")
+            reporter.line(sol(balance, short=True))
         return 0
 
     return run_with_client(args, body, target=target)

@@ -237,6 +237,7 @@ def test_sol_is_exact_to_the_lamport_at_any_size():
     assert sol(9_007_199_254_740_993) == "9007199.254740993 SOL"
     assert sol(2**64 - 1) == "18446744073.709551615 SOL"
     assert sol(1) == "0.000000001 SOL" and sol(-1_500_000_000) == "-1.500000000 SOL"
+    assert sol(1_500_000_000, short=True) == "1.5 SOL" and sol(2 * 10**9, short=True) == "2 SOL"
 
 
 class Screen(io.StringIO):
