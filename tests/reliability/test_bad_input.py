@@ -721,6 +721,17 @@ CASES: dict[str, Case] = {
         r"payer \w+ has 0.000000000 SOL; deploying needs 0\.\d+ SOL \(short by 0\.\d+ "
         r"SOL\); nothing was sent",
     ),
+    "spend more than the payer has, in a deploy dry run": (
+        lambda ctx: [
+            *ctx.chain(
+                "deploy", "--dry-run", "-C", ctx.work / "c.yml", "--output", "json", keypair=False
+            ),
+            "-k",
+            str(ctx.file("poor.json", json.dumps(list(bytes(Keypair()))).encode())),
+        ],
+        r"payer \w+ has 0.000000000 SOL; deploying needs 0\.\d+ SOL \(short by 0\.\d+ "
+        r"SOL\); nothing was sent$",
+    ),
     "spend more than the payer has, in a publish dry run": (
         lambda ctx: [
             *ctx.chain("publish", ctx.art(), "--dry-run", "--output", "json", keypair=False),
