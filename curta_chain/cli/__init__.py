@@ -104,10 +104,10 @@ class _Parser(argparse.ArgumentParser):
             unknown = self._first_unknown_option(list(args))
             if unknown is not None:
                 self.error(self._unrecognized([unknown]))
-        namespace, extras = super().parse_known_args(args, namespace)
+        parsed, extras = super().parse_known_args(args, namespace or argparse.Namespace())
         if extras and self._subcommand:
             self.error(self._unrecognized(extras))
-        return namespace, extras
+        return parsed, extras
 
     _subcommand = False
 

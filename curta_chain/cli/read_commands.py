@@ -294,9 +294,9 @@ def _models(args: argparse.Namespace) -> int:
         # The balance is the model's and its weight accounts': what closing it gives back.
         reporter.line(f"{'Model':<44}  {'State':<9}  {'Sections':>8}  {'Balance SOL':>13}")
         for row in rows:
-            balance = sol(int(str(row["lamports"]))).removesuffix(" SOL")
+            held = sol(int(str(row["lamports"]))).removesuffix(" SOL")
             reporter.line(
-                f"{row['model']:<44}  {row['state']:<9}  {row['sections']:>8}  {balance:>13}"
+                f"{row['model']:<44}  {row['state']:<9}  {row['sections']:>8}  {held:>13}"
             )
         reporter.line(f"{counted(len(rows), 'model')} {whose}")
         return 0
