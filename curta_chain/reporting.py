@@ -35,6 +35,9 @@ class Progress(Protocol):
     def describe(self, where: str) -> None:
         """Say where the work is now, in a few words: a phase or a position ("token 4/50")."""
 
+    def retries(self, resent: int, resigned: int) -> None:
+        """Show how many sends were resends and how many transactions were signed again."""
+
     def close(self) -> None:
         """Finish the display."""
 
@@ -78,6 +81,9 @@ class NullProgress:
 
     def describe(self, where: str) -> None:
         """Say nothing of it."""
+
+    def retries(self, resent: int, resigned: int) -> None:
+        """Show no retries."""
 
     def close(self) -> None:
         """Finish nothing."""

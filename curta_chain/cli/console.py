@@ -70,6 +70,9 @@ class _ConsoleProgress:
     def describe(self, where: str) -> None:
         self._bar.where = where
 
+    def retries(self, resent: int, resigned: int) -> None:
+        self._bar.resent, self._bar.resigned = resent, resigned
+
     def close(self) -> None:
         self._reporter._finish(self._bar)
 

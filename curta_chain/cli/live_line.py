@@ -73,11 +73,18 @@ class ProgressBar:
         self.bytes, self.tx = done_bytes, done_tx
         self.units = 0
         self.where: str | None = None
+        self.resent = self.resigned = 0
         self._clock = clock
         self.started = clock()
         self.first_advance: float | None = None
         self.last_advance = self.started
         self._samples: deque[tuple[float, int]] = deque()
+
+    def retried(self) -> str | None:
+        """The retries so far ("resent 12, signed again 3"), or None when there were none."""
+        parts = [f"resent {self.resent:,}"] if self.resent else []
+        parts += [f"signed again {self.resigned:,}"] if self.resigned else []
+        return ", ".join(parts) or None
 
     def advance(self, nbytes: int, transactions: int, units: int = 0) -> None:
         """Count work done now."""
@@ -136,6 +143,8 @@ class ProgressBar:
             amount += f" {_units(self.units)} CU"
         rate = self.rate(now)
         tails = ([self.where] if self.where else []) + [amount]
+        if (retried := self.retried()) is not None:
+            tails.append(retried)
         if waiting is not None:
             tails.append(waiting)
         else:
@@ -168,8 +177,9 @@ class ProgressBar:
             counts = f"{self.where}; {counts}"
         rate = self.rate(now)
         speed = f", {rate:,.0f} tx/s" if rate is not None and waiting is None else ""
+        retried = f", {text}" if (text := self.retried()) is not None else ""
         tail = waiting if waiting is not None else self.eta(now)
-        return f"{self.label}: {self.fraction() * 100:.0f}% ({counts}){speed}, {tail}"
+        return f"{self.label}: {self.fraction() * 100:.0f}% ({counts}){speed}{retried}, {tail}"
 
 
 class Wait:

@@ -279,3 +279,14 @@ def test_text_off_a_terminal_is_left_alone_but_its_control_characters(monkeypatc
     console.text("a\tb\nc\x1b")
     console.note("note")
     assert capsys.readouterr().out == "a\tb\nc" and err.getvalue() == "note\n"
+
+
+def test_resends_and_resignings_are_shown_on_and_off_a_terminal():
+    for terminal in (True, False):
+        console, _, err, clock = reporter(80, terminal=terminal)
+        bar = console.progress("upload", 0, 100)
+        bar.advance(transactions=10)
+        bar.retries(12, 3)
+        clock.tick(HEARTBEAT)
+        console.refresh()
+        assert "resent 12, signed again 3" in err.getvalue(), (terminal, err.getvalue())
