@@ -12,6 +12,7 @@ import re
 from pathlib import Path
 
 import pytest
+from pty_helper import Terminal, curta
 from solders.keypair import Keypair
 from solders.pubkey import Pubkey
 from test_chain_cli import User
@@ -141,3 +142,14 @@ def test_inspect_draws_the_sections_to_scale(capsys, art):
     (bar,) = [line for line in capsys.readouterr().out.splitlines() if line.startswith("to scale")]
     # 68,536 and 288,704 bytes: about a fifth and four fifths of 61 columns.
     assert bar == f"to scale       [{'0' * 12}|{'1' * 49}]" and len(bar) <= 80
+
+
+def test_run_on_a_terminal_streams_the_text_then_ends_its_line(tmp_path, art):
+    # As a person at an 80-column terminal: the text, then the summary on a line of its own.
+    argv = curta("run", str(art), "--prompt", "Once upon a time", "--steps", "12")
+    terminal = Terminal([*argv, "--temperature", "0"], columns=80, cwd=tmp_path)
+    shown = terminal.finish()
+    assert terminal.process.returncode == 0, shown
+    text, summary = shown.rstrip("\r\n").rsplit("\r\n", 1)
+    assert text.lstrip().startswith("Once upon a time") and "\x1b" not in text
+    assert re.fullmatch(r"12 tokens \(.*\), greedy, stopped by the step count", summary), summary
