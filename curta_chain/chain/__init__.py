@@ -11,6 +11,7 @@ __all__ = [
     "features",
     "fees",
     "fetch",
+    "funds",
     "loaded_data",
     "loader",
     "plan",
@@ -23,6 +24,7 @@ __all__ = [
     "sender",
     "session",
     "specs",
+    "status",
     "transport",
     "verify",
 ]

@@ -26,7 +26,8 @@ from solders.system_program import ID as SYSTEM_PROGRAM_ID
 
 from curta_chain.chain import loader
 from curta_chain.chain.context import ChainContext
-from curta_chain.chain.fees import estimate_fees, require_funds
+from curta_chain.chain.fees import estimate_fees
+from curta_chain.chain.funds import require_funds
 from curta_chain.chain.plan import NewAccount, WritePiece, derive_keypair, differing_pieces
 from curta_chain.chain.program_check import DeployedProgram, read_program
 from curta_chain.chain.rent import checked_rent, plan_new_accounts

@@ -29,7 +29,8 @@ from curta_chain import program
 from curta_chain.artifact import Artifact
 from curta_chain.chain.accounts import ZERO_KEY, read_model, read_section, read_weight_header
 from curta_chain.chain.context import ChainContext
-from curta_chain.chain.fees import estimate_fees, require_funds
+from curta_chain.chain.fees import estimate_fees
+from curta_chain.chain.funds import require_funds
 from curta_chain.chain.plan import (
     ClusterScope,
     NewAccount,

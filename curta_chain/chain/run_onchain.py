@@ -33,6 +33,7 @@ from curta_chain.artifact.layout import TABLE_ENTRIES
 from curta_chain.chain.accounts import require_model
 from curta_chain.chain.context import ChainContext
 from curta_chain.chain.fetch import fetch_artifact
+from curta_chain.chain.funds import require_funds
 from curta_chain.chain.rent import checked_rent
 from curta_chain.chain.rpc import RpcClient
 from curta_chain.chain.sender import Sender, wait_for_signature
@@ -266,6 +267,7 @@ async def run_on_chain(
     chain = await flow.read_run(address)
     if chain is None:
         rent = await checked_rent(client, len(opened))
+        await require_funds(client, payer.pubkey(), rent, "opening the run locks")
         if confirm is not None:
             confirm(rent, len(opened))
         await _open(flow, keypair, capacity, text, settings, len(opened), rent)

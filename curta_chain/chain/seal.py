@@ -18,6 +18,7 @@ does before it begins.
 """
 
 import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -124,12 +125,15 @@ async def seal(
     address: Pubkey,
     artifact: Artifact | None = None,
     check_upload: bool = True,
+    before_sending: Callable[[], Awaitable[None]] | None = None,
 ) -> SealResult:
     """Begin sealing if the model is still uploading, then crank it to sealed or failed.
 
     ``ctx.payer`` pays the fees; ``ctx.authority`` begins the seal (anyone may crank the
     steps). With the artifact and ``check_upload``, an upload that is not the artifact's is
     refused before anything is sent; without ``check_upload`` it is sealed, to end failed.
+    ``before_sending`` is awaited once every check has passed, just before the first
+    transaction (the CLI says what sealing locks, checks the funds and asks there).
 
     Raises:
         AccountError: the model is missing, not a model, or not ready to seal; or, given
@@ -147,22 +151,27 @@ async def seal(
     begin_signature = None
     if model.state == ModelState.UPLOADING:
         _check_authority(address, model, ctx.authority)
-        if artifact is not None and check_upload:
+        checked = artifact is not None and check_upload
+        if checked and artifact is not None:
             with reporter.waiting("the chain's bytes to be read and compared with the artifact"):
                 await _check_uploaded(client, program_id, address, model, artifact)
-        else:
+        _check_bound(address, model)
+        if before_sending is not None:
+            await before_sending()
+        if not checked:
             reporter.note(
                 f"sealing {address} freezes each of its {len(model.sections)} weight accounts "
                 f"as the seal reaches it. If their bytes do not hash to the declared hash, the "
                 f"seal ends failed and `curta-chain publish` must reopen and rewrite them (give "
                 f"`seal` the artifact to check the bytes first)"
             )
-        _check_bound(address, model)
         began = await sender.send([txs.begin_sealing(address)], what="the seal's beginning")
         landed += began.confirmed
         begin_signature = began.last_signature
         model = await require_model(client, program_id, address)
         reporter.line(f"began sealing {address}: each section freezes as the seal enters it")
+    elif before_sending is not None:
+        await before_sending()
     with reporter.waiting("the weight accounts' bytes to be read"):
         sections = await read_bound_sections(client, program_id, address, model)
     mirror = SealMirror(list(hash_steps(sections)))

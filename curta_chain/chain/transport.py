@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import json
 import socket
+import ssl
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
@@ -140,6 +141,10 @@ class HttpTransport:
                 raise RpcError(
                     f"{self.url}: cannot resolve the host {host}: {cause.strerror or cause}"
                 ) from exc
+            if isinstance(cause, ssl.SSLError) and cause.reason == "WRONG_VERSION_NUMBER":
+                # A TLS hello answered in plain text: retrying cannot help.
+                plain = "http://" + self.url.split("://", 1)[-1]
+                raise RpcError(f"{self.url}: the node speaks HTTP, not HTTPS: try {plain}") from exc
             if isinstance(cause, ConnectionRefusedError) and elapsed >= FIRST_CONTACT_GRACE:
                 hint = " (start one with `curta-chain localnet`)" if is_loopback(self.url) else ""
                 raise RpcError(

@@ -81,11 +81,13 @@ def _deploy(args: argparse.Namespace) -> int:
         plan = await plan_deploy(ctx, program, build, args.final)
         for line in (choice.reason, *plan.describe()):
             reporter.line(line)
+        if plan.transactions:
+            # Dry runs too: a plan the payer cannot pay is refused with its shortfall.
+            await check_deploy_funds(ctx, plan)
         if args.dry_run:
             emit(args, {"dry_run": True, "plan": plan.to_json()})
             return 0
         if plan.transactions:
-            await check_deploy_funds(ctx, plan)
             what = f"deploying {plan.program_id}"
             confirm_spend(args, client.url, genesis_hash, plan.cost_lamports, what)
         result = await deploy(ctx, program, plan)

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
+from curta_chain.cli.console import ConsoleReporter
 from curta_chain.cli.options import add_output_option, is_json
 from curta_chain.constants import LOCALNET_PORT
 from curta_chain.errors import InputError
@@ -18,7 +19,7 @@ from curta_chain.localnet.busy import (
     describe,
 )
 from curta_chain.localnet.clock import SLOT_SECONDS
-from curta_chain.reporting import ConsoleReporter, NullReporter
+from curta_chain.reporting import NullReporter
 
 
 def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:

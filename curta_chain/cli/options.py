@@ -23,15 +23,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from curta_chain.cli import solana_config
+from curta_chain.cli.console import ConsoleReporter
 from curta_chain.cli.signers import Signers
 from curta_chain.constants import COMMITMENTS, GIVE_UP_AFTER
 from curta_chain.errors import ConfigError
-from curta_chain.reporting import ConsoleReporter, Reporter
+from curta_chain.reporting import Reporter
 
 if TYPE_CHECKING:
     from solders.keypair import Keypair
     from solders.pubkey import Pubkey
 
+    from curta_chain.artifact import Artifact
     from curta_chain.chain.rpc import RpcClient
     from curta_chain.chain.session import Connection
 
@@ -70,7 +72,7 @@ def emit(args: argparse.Namespace, value: object) -> bool:
     return True
 
 
-def make_reporter(args: argparse.Namespace, lines_to_stderr: bool = False) -> Reporter:
+def make_reporter(args: argparse.Namespace, lines_to_stderr: bool = False) -> ConsoleReporter:
     """The reporter for this command's output mode.
 
     Display: result lines on stdout, progress and waits on stderr (a live line on a
@@ -211,7 +213,26 @@ class Cluster:
             )
 
         with self.reporter.waiting(f"{self.url} to show the curta program"):
-            return await connect(client, program_id, self.program_hashes)
+            connection = await connect(client, program_id, self.program_hashes)
+        if connection.note:
+            self.reporter.note(connection.note)
+        return connection
+
+    async def follow_owner(self, connection: "Connection", address: "Pubkey") -> "Connection":
+        """For a read: the connection to the program that owns ``address`` (``session``).
+
+        With ``--program-id`` the named program is used, whoever owns the account.
+        """
+        from curta_chain.chain.session import follow_owner
+
+        if self.program_id is not None:
+            return connection
+        followed = await follow_owner(connection, address, self.program_hashes)
+        if followed is None:
+            return connection
+        if followed.note:
+            self.reporter.note(followed.note)
+        return followed
 
     def keypair(self) -> "Keypair":
         """The ``-k`` signer (the default keypair when none was named)."""
@@ -244,6 +265,37 @@ def resolve(args: argparse.Namespace, reporter: Reporter | None = None) -> Clust
         program_hashes=parse_program_hashes(getattr(args, "program_hash", [])),
         config=config,
     )
+
+
+MODEL_HELP = "the model account's address (publish prints it)"
+ARTIFACT_HELP = "the CURTAW01 artifact file"
+
+
+def add_model_and_artifact(parser: argparse.ArgumentParser, artifact_help: str) -> None:
+    """Add ``MODEL`` and an optional ``ARTIFACT`` (seal, status)."""
+    parser.add_argument("model", metavar="MODEL", help=MODEL_HELP)
+    parser.add_argument("artifact", type=Path, nargs="?", metavar="ARTIFACT", help=artifact_help)
+
+
+def read_artifact_file(path: Path) -> "Artifact":
+    """Read and check the artifact at ``path`` (the artifact code loads only here)."""
+    from curta_chain.artifact import read_artifact
+
+    return read_artifact(path)
+
+
+def next_command(args: argparse.Namespace, *words: object) -> str:
+    """A command line to run next, repeating the cluster options the user gave."""
+    line = ["curta-chain", *(str(w) for w in words)]
+    for option, value in (("-u", args.url), ("-C", args.config)):
+        if value is not None:
+            line += [option, str(value)]
+    keypair = getattr(args, "keypair", None)
+    if keypair is not None and words[0] in ("seal", "publish", "close"):
+        line += ["-k", keypair]
+    if getattr(args, "program_id", None) is not None:
+        line += ["--program-id", args.program_id]
+    return " ".join(line)
 
 
 class Interrupted(KeyboardInterrupt):
