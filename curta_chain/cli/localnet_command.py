@@ -5,21 +5,22 @@ import json
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from curta_chain.cli.console import ConsoleReporter
 from curta_chain.cli.options import add_output_option, is_json
-from curta_chain.constants import LOCALNET_PORT
-from curta_chain.errors import InputError
-from curta_chain.localnet.busy import (
+from curta_chain.constants import (
     ACCOUNT_CU_LIMIT,
     ACCOUNT_WRITE_LIMIT,
     BLOCK_CU_LIMIT,
-    NOT_BUSY,
-    BusyOptions,
-    describe,
+    LOCALNET_PORT,
+    SLOT_SECONDS,
 )
-from curta_chain.localnet.clock import SLOT_SECONDS
+from curta_chain.errors import InputError
 from curta_chain.reporting import NullReporter
+
+if TYPE_CHECKING:
+    from curta_chain.localnet.busy import BusyOptions
 
 
 def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -125,12 +126,14 @@ _BUSY_FIELDS = (
 _NEEDS_BLOCKS = ("block_cu_limit", "account_cu_limit", "account_write_limit", "background_load")
 
 
-def busy_options(args: argparse.Namespace) -> BusyOptions:
+def busy_options(args: argparse.Namespace) -> "BusyOptions":
     """Return the busy-cluster settings the flags ask for (the profile, then each flag).
 
     Raises:
         InputError: a flag that needs ``--blocks`` without it.
     """
+    from curta_chain.localnet.busy import NOT_BUSY, BusyOptions
+
     options = BusyOptions.busy() if args.profile == "busy" else NOT_BUSY
     given = {name: getattr(args, name) for name in _BUSY_FIELDS if getattr(args, name) is not None}
     options = replace(options, **given)
@@ -199,6 +202,7 @@ def _port(text: str) -> int:
 def _run(args: argparse.Namespace) -> int:
     # Imported here so other commands do not pay for LiteSVM and aiohttp at start-up.
     from curta_chain.localnet import serve
+    from curta_chain.localnet.busy import NOT_BUSY, describe
     from curta_chain.localnet.validator import run_validator
 
     busy = busy_options(args)

@@ -28,18 +28,12 @@ from solders.pubkey import Pubkey
 from solders.transaction import VersionedTransaction
 
 from curta_chain.chain.loaded_data import loaded_accounts_data_size_limit
+from curta_chain.constants import ACCOUNT_CU_LIMIT, ACCOUNT_WRITE_LIMIT, BLOCK_CU_LIMIT
 from curta_chain.localnet.fees import DEFAULT_INSTRUCTION_COMPUTE_UNITS
 
 if TYPE_CHECKING:
     from curta_chain.localnet.chain import TransactionAccounts
 
-BLOCK_CU_LIMIT = 100_000_000
-"""Compute units a block may hold (SIMD-0286)."""
-ACCOUNT_CU_LIMIT = 40_000_000
-"""Compute units the transactions writing one account may take in a block (SIMD-0306)."""
-ACCOUNT_WRITE_LIMIT = 100
-"""Transactions writing one account per block: a 400 ms share of the ~250 writes a second
-one account takes under write-lock serialisation."""
 BUSY_DROP_RATE = 0.1
 BUSY_BACKGROUND_LOAD = BLOCK_CU_LIMIT // 2
 BUSY_RPS = 50

@@ -13,10 +13,10 @@ import time
 from collections.abc import Callable
 
 import based58
-from solders.clock import DEFAULT_MS_PER_SLOT, DEFAULT_SLOTS_PER_EPOCH, MAX_PROCESSING_AGE
+from solders.clock import DEFAULT_SLOTS_PER_EPOCH, MAX_PROCESSING_AGE
 
-SLOT_SECONDS = DEFAULT_MS_PER_SLOT / 1000
-"""A validator's target slot time, 400 ms."""
+from curta_chain.constants import SLOT_SECONDS
+
 SLOTS_PER_EPOCH = DEFAULT_SLOTS_PER_EPOCH
 # Blockhashes are kept for twice their validity window so isBlockhashValid can answer
 # "expired" (known but too old) as well as "valid".
