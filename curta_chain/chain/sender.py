@@ -429,6 +429,9 @@ class Sender:
             and now - flight.sent_at >= self.resend_interval
             and state.height <= flight.last_valid_height
         ]
+        if due:
+            # Unseen for a resend interval: a node drops what the payer cannot pay for.
+            await self._check_payer(due, len(state.in_flight) + len(state.queue))
         semaphore = asyncio.Semaphore(self.concurrency)
 
         async def send_group(group: list[_Flight]) -> list[object]:
@@ -541,9 +544,9 @@ class Sender:
             return InsufficientFundsError(f"a transaction failed: {short}; {self.resume_hint}")
         return transaction_error(err)
 
-    async def _check_payer(self, expired: list[_Flight], unconfirmed: int) -> None:
+    async def _check_payer(self, unseen: list[_Flight], unconfirmed: int) -> None:
         """A node drops unseen what the payer cannot pay the fee of: say so, at once."""
-        fee = LAMPORTS_PER_SIGNATURE * max(flight.signer_count for flight in expired)
+        fee = LAMPORTS_PER_SIGNATURE * max(flight.signer_count for flight in unseen)
         balance = await self.client.balance(self.payer.pubkey())
         if balance < fee:
             raise InsufficientFundsError(

@@ -26,7 +26,14 @@ from curta_chain.chain.sender import (
 )
 from curta_chain.chain.specs import TxSpec, sign
 from curta_chain.constants import LAMPORTS_PER_SOL
-from curta_chain.errors import ChainError, ProgramError, RpcCallError, RpcError, SendGaveUpError
+from curta_chain.errors import (
+    ChainError,
+    InsufficientFundsError,
+    ProgramError,
+    RpcCallError,
+    RpcError,
+    SendGaveUpError,
+)
 from curta_chain.localnet.clock import MAX_PROCESSING_AGE
 
 EXPIRY = MAX_PROCESSING_AGE + 2
@@ -356,3 +363,67 @@ async def test_the_poller_raises_a_failed_transaction(node):
         await StatusPoller(client).poll([signature], 0)
     reached, height = await StatusPoller(client).poll([str(Signature.new_unique())], 0)
     assert reached == [None] and height > 0
+
+
+@pytest.mark.asyncio
+async def test_a_payer_who_cannot_pay_the_fee_ends_the_wait_at_once(node):
+    payer = Keypair()  # holds nothing: the node drops its transactions unseen
+    sender = node.sender(payer, resume_hint="rerun me")
+    with pytest.raises(InsufficientFundsError) as short:
+        await sender.send(transfers(payer, 2))
+    assert str(short.value) == (
+        f"payer {payer.pubkey()} has 0.000000000 SOL, less than a transaction's fee "
+        "(0.000005000 SOL): the node drops what it cannot charge; 2 transactions not "
+        "confirmed; fund it, then rerun me"
+    )
+    # Found when the first resend was due (and not sent), long before the blockhash expired.
+    assert node.methods.count("sendTransaction") == 2
+
+
+@pytest.mark.asyncio
+async def test_a_refusal_or_a_landed_failure_for_funds_is_said_at_once(node):
+    preflighting = Preflighting()
+    payer = preflighting.fund(sol=0.000001)  # less than a fee
+    with pytest.raises(InsufficientFundsError, match="the payer cannot pay the fee; rerun me"):
+        await preflighting.sender(payer, resume_hint="rerun me").send(transfers(payer, 1))
+    assert preflighting.errors == ["InsufficientFundsForFee"]
+    preflighting.localnet.close()
+
+    poor = node.fund(sol=0.0001)  # pays the fee, not the transfer
+    with pytest.raises(InsufficientFundsError, match="insufficient lamports for a transfer"):
+        await node.sender(poor).send(transfers(poor, 1))
+
+
+class UnknownBlockhashFirst(LocalnetTransport):
+    """Refuses the first sends of each blockhash with BlockhashNotFound, as a leader that
+    has not seen it yet does (the client's node is ahead of the leader)."""
+
+    def __init__(self, refusals: int) -> None:
+        super().__init__()
+        self.refusals = refusals
+        self.refused: list[str] = []
+
+    def forward(self, request: dict[str, Any]) -> Any:
+        if request["method"] == "sendTransaction" and self.refusals > 0:
+            self.refusals -= 1
+            wire = base64.b64decode(request["params"][0])
+            self.refused.append(str(Transaction.from_bytes(wire).signatures[0]))
+            error = {
+                "code": -32002,
+                "message": "Transaction simulation failed: Blockhash not found",
+                "data": {"err": "BlockhashNotFound", "logs": []},
+            }
+            return {"jsonrpc": "2.0", "error": error, "id": request["id"]}
+        return super().forward(request)
+
+
+@pytest.mark.asyncio
+async def test_a_blockhash_the_leader_does_not_know_yet_is_waited_for_and_no_attempt():
+    node = UnknownBlockhashFirst(refusals=4)
+    payer = node.fund()
+    stats = await node.sender(payer).send(transfers(payer, 2))
+    assert (stats.confirmed, stats.resigned) == (2, 0)
+    # The refused bytes went again unchanged, and they are what landed.
+    assert set(stats.signatures) <= set(node.refused)
+    assert stats.resent >= 2
+    node.localnet.close()
