@@ -288,8 +288,14 @@ class Sender:
 
     @property
     def interval(self) -> float:
-        """Seconds between two polls while something new may land."""
+        """Seconds between two polls while something new may land.
+
+        About a slot, even on loopback, once the node limits our rate: polls must not
+        take the calls the sends need.
+        """
         assert self.poll_interval is not None
+        if self.client.limits.rps is not None:
+            return max(self.poll_interval, POLL_INTERVAL)
         return self.poll_interval
 
     @property
@@ -357,10 +363,18 @@ class Sender:
         return stats
 
     def _pause(self, state: _Round) -> float:
-        """A slot's pause while things may land; up to the resend interval while none do."""
-        if any(flight.seen for flight in state.in_flight.values()):
+        """A slot's pause while things may land; longer while none do, up to the next resend.
+
+        With nothing seen, the sender is only waiting: for a lost transaction's next resend
+        or for its blockhash to expire, and polls back off to the resend interval, never
+        past the moment the next resend is due.
+        """
+        flights = state.in_flight.values()
+        if any(flight.seen for flight in flights):
             return self.interval
-        return min(self.interval * 2 ** max(state.idle - 2, 0), self.resend_interval)
+        backoff = min(self.interval * 2 ** max(state.idle - 2, 0), self.resend_interval)
+        due = min((f.sent_at + self.resend_interval for f in flights), default=math.inf)
+        return max(min(backoff, due - self.clock()), 0.0)
 
     def _sign(self, flight: _Flight, stats: SendStats) -> None:
         assert self._blockhash is not None

@@ -23,6 +23,7 @@ import pytest
 from fault_proxy import (
     FaultProxy,
     Faults,
+    Provider,
     Request,
     account_states,
     balance,
@@ -33,9 +34,11 @@ from fault_proxy import (
 from solders.keypair import Keypair
 
 from curta_chain.artifact import Artifact
+from curta_chain.artifact.layout import ModelConfig
+from curta_chain.artifact.synthetic import synthetic_artifact
 from curta_chain.cli.keypairs import write_keypair
 from curta_chain.constants import LAMPORTS_PER_SOL
-from curta_chain.localnet import start_in_thread
+from curta_chain.localnet import BusyOptions, start_in_thread
 from curta_chain.program import ModelAccount
 
 PAYER = Keypair.from_seed(bytes(range(32)))
@@ -265,3 +268,86 @@ def test_a_node_that_accepts_and_never_answers_is_given_up_on_after_the_rpc_time
     assert waited is not None and float(waited[1]) <= 2
     assert proxy.requests > 1  # it retried before giving up
     assert balance(localnet.url, PAYER.pubkey()) == FUNDS
+
+
+# A busy cluster and a provider's limits (issue 21): the real `publish`, against the busy
+# localnet (its own losses, blocks and limits) or through a proxy that acts as a provider,
+# must finish, spend what a clean run spends, and leave the same bytes. A small model keeps
+# the rounds of resends few.
+
+TINY = ModelConfig(
+    dim=16, hidden_dim=32, n_layers=1, n_heads=2, n_kv_heads=1, vocab_size=259, seq_len=16
+)
+
+
+@pytest.fixture(scope="module")
+def tiny_file(tmp_path_factory) -> Path:
+    path = tmp_path_factory.mktemp("busy") / "tiny.curta"
+    path.write_bytes(synthetic_artifact(TINY, seed=1).data)
+    return path
+
+
+def publish_through(url: str, node_url: str, folder: Path, tiny_file: Path) -> Outcome:
+    """Publish the small model through ``url``; what the node then holds, and the cost."""
+    keypair = fund_payer(node_url, folder)
+    code, shown, err = run_cli("publish", str(tiny_file), "-u", url, "-k", str(keypair))
+    assert code == 0, err
+    keys = [shown["model"], *shown["weight_accounts"]]
+    spent = FUNDS - balance(node_url, PAYER.pubkey())
+    return Outcome(shown["model"], account_states(node_url, keys), spent)
+
+
+@pytest.fixture(scope="module")
+def tiny_clean(tmp_path_factory, tiny_file: Path) -> Iterator[Outcome]:
+    node = start_in_thread()
+    try:
+        yield publish_through(node.url, node.url, tmp_path_factory.mktemp("c"), tiny_file)
+    finally:
+        node.stop()
+
+
+def test_publish_on_a_busy_cluster_losing_30_percent_ends_as_a_clean_run(
+    tmp_path, tiny_file, tiny_clean
+):
+    # Blocks, 30% of accepted transactions lost before the leader, and the localnet's own
+    # provider limits: batches over 10 refused, 50 calls a second.
+    busy = BusyOptions(blocks=True, drop_rate=0.3, seed=SEED, rps=50, max_batch=10)
+    node = start_in_thread(busy=busy)
+    proxy = FaultProxy(node.url).start()  # books what was sent; injects nothing
+    try:
+        outcome = publish_through(proxy.url, node.url, tmp_path, tiny_file)
+    finally:
+        proxy.stop()
+        node.stop()
+    assert outcome.accounts == tiny_clean.accounts
+    assert outcome.spent == tiny_clean.spent  # a resend is the same transaction: no fee
+    sends, signed = len(proxy.sent), len({tx.signature for tx in proxy.sent})
+    assert sends > signed  # the lost ones were resent, the same bytes
+    record("busy: 30% lost, batches over 10 refused, 50 calls/s", sends=sends, signed=signed)
+
+
+def test_publish_through_a_lagging_limited_provider_ends_as_a_clean_run(
+    localnet, tmp_path, tiny_file, tiny_clean
+):
+    provider = Provider(
+        max_batch=10,
+        batch_refusal="413",
+        rps=40,
+        lag_seconds=1.0,
+        unknown_blockhash=0.2,
+        lose=0.2,
+    )
+    proxy = FaultProxy(localnet.url, provider=provider, seed=SEED).start()
+    try:
+        outcome = publish_through(proxy.url, localnet.url, tmp_path, tiny_file)
+    finally:
+        proxy.stop()
+    for fault in ("batch refused", "rate limited", "status behind", "lost"):
+        assert proxy.injected[fault] > 0, f"the provider never did: {fault}"
+    assert outcome.accounts == tiny_clean.accounts
+    assert outcome.spent == tiny_clean.spent
+    record(
+        "provider: batches over 10 refused, 40 calls/s, 1 s behind, 20% lost",
+        requests=proxy.requests,
+        faults=dict(proxy.injected),
+    )
