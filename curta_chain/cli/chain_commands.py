@@ -24,6 +24,7 @@ from curta_chain.cli.running import (
     U64_MAX,
     add_price_option,
     budget_for,
+    describe_price,
     resolve_url,
     run_on_cluster,
     run_with_client,
@@ -209,6 +210,9 @@ def _read_artifact(path: Path) -> "Artifact":
 
 
 def _publish(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
+    from curta_chain.chain.fees import priced
     from curta_chain.chain.publish import RESUME_HINT, check_funds, plan_publish, publish
 
     artifact = _read_artifact(args.artifact)
@@ -222,6 +226,12 @@ def _publish(args: argparse.Namespace) -> int:
         client, payer = ctx.client, ctx.payer
         with reporter.waiting(f"{target.url} to show what it holds of this model"):
             plan = await plan_publish(ctx, artifact)
+            auto = ctx.budget.auto_price is not None
+            if auto:
+                # The price of writing these accounts, then the plan's cost at that price.
+                writable = [plan.model, *plan.weight_accounts]
+                ctx = replace(ctx, budget=await priced(client, ctx.budget, writable))
+                plan = await plan_publish(ctx, artifact)
         reporter.line(f"Plan for model {plan.model} ({plan.state}):")
         reporter.line(
             f"  {len(plan.section_lengths)} sections, {len(plan.create_sections)} accounts to "
@@ -234,6 +244,8 @@ def _publish(args: argparse.Namespace) -> int:
             f"  cost {sol(plan.cost_lamports)}: rent {plan.rent_lamports:,} + fees "
             f"{plan.fee_lamports:,} lamports"
         )
+        if (price_line := describe_price(ctx.budget, auto)) is not None:
+            reporter.line(price_line)
         reporter.line(f"  paid by {payer.pubkey()} on {target.url}")
         for account in plan.prefunded:
             reporter.line(

@@ -16,7 +16,9 @@ from solders.signature import Signature
 from solders.system_program import TransferParams, transfer
 
 from curta_chain.chain import rpc
+from curta_chain.chain.fees import percentile, priced
 from curta_chain.chain.rpc import RpcClient
+from curta_chain.chain.specs import AutoPrice, Budget
 from curta_chain.chain.transport import BatchRefusedError
 from curta_chain.constants import LAMPORTS_PER_SOL
 from curta_chain.errors import ChainError, RpcCallError, RpcError
@@ -227,3 +229,24 @@ async def test_a_refused_batch_is_halved_until_the_provider_takes_it(refusal, ca
     node.sizes.clear()
     assert await client.batch(calls[:50]) == ["getSlot"] * 50
     assert max(node.sizes) <= max(cap, 1) and len(node.sizes) == -(-50 // learnt)
+
+
+@pytest.mark.asyncio
+async def test_an_auto_price_is_a_percentile_of_recent_prices_under_its_cap():
+    recent = [{"slot": n, "prioritizationFee": fee} for n, fee in enumerate([0, 0, 10, 50, 900])]
+    node = Canned(*[lambda p: {**p, "result": recent}] * 3)
+    client = RpcClient(node)
+    accounts = [Keypair().pubkey() for _ in range(130)]
+    auto = Budget(auto_price=AutoPrice(75))
+    assert (await priced(client, auto, accounts)).compute_unit_price == 50
+    # The node takes at most 128 accounts: the first ones are asked about.
+    assert node.posted[0]["params"][0] == [str(k) for k in accounts[:128]]
+    capped = await priced(client, Budget(auto_price=AutoPrice(100, cap=700)), accounts)
+    assert (capped.compute_unit_price, capped.auto_price) == (700, None)
+    assert (await priced(client, Budget(auto_price=AutoPrice(1)), accounts)).compute_unit_price == 0
+    assert await priced(client, Budget(compute_unit_price=5), accounts) == Budget(
+        compute_unit_price=5
+    )
+    assert percentile([], 75) == 0
+    # Unresolved, an auto price already sizes the transactions as a priced one.
+    assert auto.write_payload() == Budget(compute_unit_price=1).write_payload()

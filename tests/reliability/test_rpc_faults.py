@@ -30,6 +30,7 @@ from fault_proxy import (
     record,
     rpc,
     run_cli,
+    run_plain,
 )
 from solders.keypair import Keypair
 
@@ -287,10 +288,11 @@ def tiny_file(tmp_path_factory) -> Path:
     return path
 
 
-def publish_through(url: str, node_url: str, folder: Path, tiny_file: Path) -> Outcome:
+def publish_through(url: str, node_url: str, folder: Path, tiny_file: Path, *extra: str) -> Outcome:
     """Publish the small model through ``url``; what the node then holds, and the cost."""
     keypair = fund_payer(node_url, folder)
-    code, shown, err = run_cli("publish", str(tiny_file), "-u", url, "-k", str(keypair))
+    via = ("-u", url, "-k", str(keypair), *extra)
+    code, shown, err = run_cli("publish", str(tiny_file), *via)
     assert code == 0, err
     keys = [shown["model"], *shown["weight_accounts"]]
     spent = FUNDS - balance(node_url, PAYER.pubkey())
@@ -309,18 +311,37 @@ def tiny_clean(tmp_path_factory, tiny_file: Path) -> Iterator[Outcome]:
 def test_publish_on_a_busy_cluster_losing_30_percent_ends_as_a_clean_run(
     tmp_path, tiny_file, tiny_clean
 ):
-    # Blocks, 30% of accepted transactions lost before the leader, and the localnet's own
-    # provider limits: batches over 10 refused, 50 calls a second.
-    busy = BusyOptions(blocks=True, drop_rate=0.3, seed=SEED, rps=50, max_batch=10)
+    # Blocks, other users' load at prices up to 10**6 micro-lamports, 30% of accepted
+    # transactions lost before the leader, and the localnet's own provider limits: batches
+    # over 10 refused, 50 calls a second. The price is auto, capped under what the load pays.
+    busy = BusyOptions(
+        blocks=True,
+        drop_rate=0.3,
+        seed=SEED,
+        rps=50,
+        max_batch=10,
+        background_load=BusyOptions.busy().background_load,
+    )
+    price = ("--with-compute-unit-price", "auto", "--max-compute-unit-price", "700")
     node = start_in_thread(busy=busy)
     proxy = FaultProxy(node.url).start()  # books what was sent; injects nothing
     try:
-        outcome = publish_through(proxy.url, node.url, tmp_path, tiny_file)
+        keypair = fund_payer(node.url, tmp_path)
+        done = run_plain("publish", str(tiny_file), "-u", proxy.url, "-k", str(keypair), *price)
+        assert done.returncode == 0, done.stderr
+        accounts = account_states(node.url, list(tiny_clean.accounts))
+        spent = FUNDS - balance(node.url, PAYER.pubkey())
     finally:
         proxy.stop()
         node.stop()
-    assert outcome.accounts == tiny_clean.accounts
-    assert outcome.spent == tiny_clean.spent  # a resend is the same transaction: no fee
+    assert accounts == tiny_clean.accounts
+    # The plan's cost at the price it showed, to the lamport: a resend is the same
+    # transaction, and costs nothing.
+    cost = re.search(r"rent ([\d,]+) \+ fees ([\d,]+) lamports", done.stdout)
+    paid = re.search(r"compute-unit price ([\d,]+) micro-lamports \(auto: the 75th", done.stdout)
+    assert cost is not None and paid is not None, done.stdout
+    assert int(paid[1].replace(",", "")) <= 700
+    assert spent == sum(int(n.replace(",", "")) for n in cost.groups())
     sends, signed = len(proxy.sent), len({tx.signature for tx in proxy.sent})
     assert sends > signed  # the lost ones were resent, the same bytes
     record("busy: 30% lost, batches over 10 refused, 50 calls/s", sends=sends, signed=signed)
