@@ -14,8 +14,10 @@ retries for ``give_up_after`` seconds and tells the reporter what it is waiting 
 
 A provider's limits are learnt, per URL, for the command's run (``ProviderLimits``): a 429
 is an answer, not a failure, so it never counts toward giving up; it is waited out as its
-``Retry-After`` asks and halves the request rate, which then grows again by about one call
-a second each second (additive increase, multiplicative decrease, as TCP does). Calls of a
+``Retry-After`` asks and lowers the request rate (the first to what the provider took in
+the last second, each later one by 30%, at most once a second), which then grows again by
+about one call a second each second (additive increase, multiplicative decrease, as TCP
+does). Calls of a
 batch each count, as providers count them. A batch the provider refuses (HTTP 413 or 400)
 is ``BatchRefusedError``: the client halves the batch and goes on. ``--rpc-rps`` and
 ``--rpc-batch`` set the two limits outright.
@@ -24,6 +26,7 @@ is ``BatchRefusedError``: the client halves the batch and goes on. ``--rpc-rps``
 import asyncio
 import contextlib
 import json
+import math
 import socket
 import time
 from collections import deque
@@ -51,6 +54,11 @@ MIN_RPS = 1.0
 """The request rate never falls below one call a second, whatever the 429s say."""
 RATE_INCREASE = 1.0
 """Calls per second the rate grows each second of traffic without a 429."""
+RATE_WINDOW = 1.2
+"""Seconds over which the rate is kept: a provider's second, with a margin for the requests'
+own latency (two requests a second apart here may reach it less than a second apart)."""
+RATE_DECREASE = 0.7
+"""What a 429 (after the first) leaves of the rate: a multiplicative decrease, as CUBIC's."""
 
 
 class BatchRefusedError(RpcError):
@@ -75,7 +83,12 @@ class ProviderLimits:
     """429 answers met."""
     batches_refused: int = 0
     _next_free: float = field(default=0.0, repr=False)
+    """No request before this (a Retry-After)."""
+    _decreased_at: float = field(default=-math.inf, repr=False)
     _recent: deque[tuple[float, int]] = field(default_factory=deque, repr=False)
+    """Calls the provider took, when (for the first estimate of its rate)."""
+    _booked: list[tuple[float, int]] = field(default_factory=list, repr=False)
+    """Calls posted or reserved, when: the sliding second the rate is kept over."""
 
     @classmethod
     def fixed(cls, rps: float | None = None, batch: int | None = None) -> "ProviderLimits":
@@ -88,30 +101,59 @@ class ProviderLimits:
         )
 
     def delay(self, calls: int, now: float) -> float:
-        """Reserve ``calls`` calls' share of the rate; return how long to wait before posting."""
+        """Reserve a moment to post ``calls`` calls; return how long to wait for it.
+
+        The rate holds over every sliding second, as providers count: requests go in the
+        order they were booked, each once the calls booked in the second before it leave
+        room for its own (a batch larger than the rate goes alone).
+        """
+        at = max(now, self._next_free, self._booked[-1][0] if self._booked else now)
+        if self.rps is not None:
+            # Bookings are in time order: the second before ``at`` holds all that counts.
+            self._booked = [(t, n) for t, n in self._booked if t > now - RATE_WINDOW]
+            window = [(t, n) for t, n in self._booked if t > at - RATE_WINDOW]
+            held = sum(n for _, n in window)
+            # Wait for the oldest bookings to leave the window until this one fits.
+            for t, n in window:
+                if held + calls <= max(self.rps, calls):
+                    break
+                held -= n
+                at = max(at, t + RATE_WINDOW)
+        self._booked.append((at, calls))
+        return at - now
+
+    def succeeded(self, calls: int, now: float) -> None:
+        """Additive increase: about ``RATE_INCREASE`` calls/s more per second of traffic."""
         self._recent.append((now, calls))
         while self._recent and self._recent[0][0] < now - 1.0:
             self._recent.popleft()
-        if self.rps is None:
-            return 0.0
-        start = max(now, self._next_free)
-        self._next_free = start + calls / self.rps
-        return start - now
-
-    def succeeded(self, calls: int) -> None:
-        """Additive increase: about ``RATE_INCREASE`` calls/s more per second of traffic."""
         if self.rps is not None and not self.fixed_rps:
             self.rps += RATE_INCREASE * calls / self.rps
 
-    def too_many(self, now: float, wait: float) -> None:
-        """A 429: halve the rate (from what was sent in the last second when none was set)."""
+    def too_many(self, now: float, wait: float, calls: int) -> bool:
+        """A 429 for ``calls`` calls: wait as asked, lower the rate; say if it is a batch to split.
+
+        True when the request is a batch larger than a second's allowance.
+
+        Until the first decrease the rate is unknown: a batch refused while the provider
+        took fewer calls than it holds in the last second may be over the allowance by
+        itself, so it is split first; otherwise the rate becomes what the provider took in
+        the last second. Each later 429 lowers it by 30%, at most once a second: 429s within
+        a second of a decrease answer requests sent before it (one decrease per congestion
+        event, as TCP).
+        """
         self.rate_limited += 1
         self._next_free = max(self._next_free, now + wait)
         if self.fixed_rps:
-            return
-        sent = sum(calls for _, calls in self._recent)
-        current = self.rps if self.rps is not None else float(max(sent, 1))
-        self.rps = max(MIN_RPS, current / 2)
+            return calls > 1 and self.rps is not None and calls > self.rps
+        taken = sum(n for at, n in self._recent if at >= now - 1.0)
+        if self.rps is None:
+            if calls > 1 and taken < calls:
+                return True
+            self.rps, self._decreased_at = max(MIN_RPS, float(taken)), now
+        elif now - self._decreased_at >= 1.0:
+            self.rps, self._decreased_at = max(MIN_RPS, self.rps * RATE_DECREASE), now
+        return calls > 1 and calls > self.rps
 
     def refused(self, size: int) -> None:
         """A batch of ``size`` calls was refused: the next ones take at most half of it."""
@@ -192,8 +234,7 @@ class HttpTransport:
                         # An answer: the provider is there, only slower than we asked.
                         self.answered = True
                         wait = _retry_after(response, delay)
-                        self.limits.too_many(self._clock(), wait)
-                        if calls > 1 and self.limits.rps is not None and calls > self.limits.rps:
+                        if self.limits.too_many(self._clock(), wait, calls):
                             self.limits.refused(calls)  # a batch over a second's allowance
                             raise BatchRefusedError(f"{self.url}: HTTP 429 for {calls} calls")
                         # The rate's next slot is after the wait; it never counts toward
@@ -214,7 +255,7 @@ class HttpTransport:
                     else:
                         answer = json.loads(response.content)
                         self.answered = True
-                        self.limits.succeeded(calls)
+                        self.limits.succeeded(calls, self._clock())
                         return answer
                 except (httpx.TransportError, json.JSONDecodeError, UnicodeDecodeError) as exc:
                     if not self.answered:

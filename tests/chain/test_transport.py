@@ -23,6 +23,7 @@ from curta_chain.chain.transport import (
 from curta_chain.errors import RpcError
 
 OK = {"jsonrpc": "2.0", "id": 1, "result": "ok"}
+OK_RESPONSE = httpx.Response(200, json=OK)
 REQUEST = {"jsonrpc": "2.0", "id": 1, "method": "getHealth"}
 
 
@@ -123,21 +124,27 @@ async def test_5xx_backs_off_and_429_waits_what_retry_after_asks_without_giving_
 
 
 @pytest.mark.asyncio
-async def test_429_halves_the_rate_which_grows_back_by_about_a_call_a_second():
-    made, time, _ = transport(
-        [httpx.Response(429, headers={"retry-after": "1"}), httpx.Response(200, json=OK)]
-    )
-    for _ in range(8):  # eight calls in the same instant, then the provider's 429
-        made.limits.delay(1, time.now)
-    assert await made.post(REQUEST) == OK
-    # Nine calls in the last second, halved; then one success's share of the increase.
-    assert made.limits.rps is not None and 4.5 < made.limits.rps < 5
+async def test_a_429_sets_the_rate_to_what_was_taken_lowers_it_then_it_grows_back():
+    too_many = httpx.Response(429, headers={"retry-after": "1"})
+    made, time, _ = transport([*[httpx.Response(200, json=OK)] * 9, too_many, OK_RESPONSE])
+    for _ in range(10):  # nine calls taken in the same instant, then the provider's 429
+        await made.post(REQUEST)
+    assert made.limits.rps is not None and 9 < made.limits.rps < 9.5  # and one success's share
+    # One wait: past the Retry-After, until the ten calls booked at 0 left the rate's 1.2 s.
+    assert time.sleeps == [pytest.approx(1.2)]
     rate = made.limits.rps
     for _ in range(40):
         await made.post(REQUEST)
-    # Forty calls from about five a second up: about six seconds, as many calls/s more.
-    assert 4 < time.now < 9
-    assert rate + 4 < made.limits.rps < rate + 9
+    # Forty calls at nine to twelve a second, kept over every 1.2 s: four to five seconds,
+    # and about as many calls a second more.
+    assert 3.5 < time.now - 1.0 < 6
+    assert rate + 3 < made.limits.rps < rate + 6
+    # A 429 more than a second after the last decrease lowers the rate by 30%.
+    before = made.limits.rps
+    assert not made.limits.too_many(time.now, 1.0, 1)
+    assert made.limits.rps == pytest.approx(0.7 * before)
+    assert not made.limits.too_many(time.now + 0.5, 1.0, 1)  # within a second: no lower
+    assert made.limits.rps == pytest.approx(0.7 * before)
 
 
 @pytest.mark.asyncio
@@ -171,7 +178,7 @@ async def test_a_batch_rate_limited_below_its_own_size_is_refused_to_be_split():
     )
     with pytest.raises(BatchRefusedError, match="HTTP 429 for 6 calls"):
         await made.post([REQUEST] * 6)
-    assert made.limits.rps == 2.0 and made.limits.batch == 3
+    assert made.limits.rps == pytest.approx(2.8) and made.limits.batch == 3
 
 
 @pytest.mark.asyncio
