@@ -52,6 +52,9 @@ DEFAULT_BATCH = 128
 """Calls per JSON-RPC batch until the provider says it takes fewer."""
 MIN_RPS = 1.0
 """The request rate never falls below one call a second, whatever the 429s say."""
+FIRST_RPS_FLOOR = 10.0
+"""The first learnt rate is never below a public endpoint's 10 calls a second: a 429 met
+early (few calls taken yet) says little about the rate."""
 RATE_INCREASE = 1.0
 """Calls per second the rate grows each second of traffic without a 429."""
 RATE_WINDOW = 1.2
@@ -150,10 +153,16 @@ class ProviderLimits:
         if self.rps is None:
             if calls > 1 and taken < calls:
                 return True
-            self.rps, self._decreased_at = max(MIN_RPS, float(taken)), now
-        elif now - self._decreased_at >= 1.0:
+            self.rps, self._decreased_at = max(FIRST_RPS_FLOOR, float(taken)), now
+        elif now - self._decreased_at >= 1.0 and self._attempted(now) >= RATE_DECREASE * self.rps:
+            # Only a 429 met while sending near the rate is about the rate; one met while
+            # sending far below it (a provider refusing at random) is waited out, no more.
             self.rps, self._decreased_at = max(MIN_RPS, self.rps * RATE_DECREASE), now
         return calls > 1 and calls > self.rps
+
+    def _attempted(self, now: float) -> int:
+        """Calls posted in the last second, refused ones included."""
+        return sum(n for t, n in self._booked if now - 1.0 < t <= now)
 
     def refused(self, size: int) -> None:
         """A batch of ``size`` calls was refused: the next ones take at most half of it."""

@@ -126,25 +126,31 @@ async def test_5xx_backs_off_and_429_waits_what_retry_after_asks_without_giving_
 @pytest.mark.asyncio
 async def test_a_429_sets_the_rate_to_what_was_taken_lowers_it_then_it_grows_back():
     too_many = httpx.Response(429, headers={"retry-after": "1"})
-    made, time, _ = transport([*[httpx.Response(200, json=OK)] * 9, too_many, OK_RESPONSE])
-    for _ in range(10):  # nine calls taken in the same instant, then the provider's 429
+    made, time, _ = transport([*[httpx.Response(200, json=OK)] * 12, too_many, OK_RESPONSE])
+    for _ in range(13):  # twelve calls taken in the same instant, then the provider's 429
         await made.post(REQUEST)
-    assert made.limits.rps is not None and 9 < made.limits.rps < 9.5  # and one success's share
-    # One wait: past the Retry-After, until the ten calls booked at 0 left the rate's 1.2 s.
+    assert made.limits.rps is not None and 12 < made.limits.rps < 12.5  # and one success's
+    # One wait: past the Retry-After, until the calls booked at 0 left the rate's 1.2 s.
     assert time.sleeps == [pytest.approx(1.2)]
     rate = made.limits.rps
     for _ in range(40):
         await made.post(REQUEST)
-    # Forty calls at nine to twelve a second, kept over every 1.2 s: four to five seconds,
-    # and about as many calls a second more.
-    assert 3.5 < time.now - 1.0 < 6
-    assert rate + 3 < made.limits.rps < rate + 6
-    # A 429 more than a second after the last decrease lowers the rate by 30%.
-    before = made.limits.rps
-    assert not made.limits.too_many(time.now, 1.0, 1)
-    assert made.limits.rps == pytest.approx(0.7 * before)
-    assert not made.limits.too_many(time.now + 0.5, 1.0, 1)  # within a second: no lower
-    assert made.limits.rps == pytest.approx(0.7 * before)
+    # Forty calls at twelve to sixteen per 1.2 s: three to four seconds, and about as many
+    # calls a second more.
+    assert 2.5 < time.now - 1.2 < 4.5
+    assert rate + 2 < made.limits.rps < rate + 5
+
+
+def test_only_a_429_met_while_sending_near_the_rate_lowers_it_once_a_second():
+    limits = ProviderLimits(rps=10.0)
+    assert not limits.too_many(5.0, 1.0, 1)  # sending nothing: a 429 at random
+    assert limits.rps == 10.0
+    assert limits.delay(8, 10.0) == 0.0
+    assert not limits.too_many(10.0, 1.0, 1)
+    assert limits.rps == pytest.approx(7.0)  # 30% less
+    assert not limits.too_many(10.5, 1.0, 1)  # within a second of the decrease
+    assert limits.rps == pytest.approx(7.0)
+    assert limits.rate_limited == 3
 
 
 @pytest.mark.asyncio
