@@ -15,10 +15,10 @@ retries for ``give_up_after`` seconds and tells the reporter what it is waiting 
 A provider's limits are learnt, per URL, for the command's run (``ProviderLimits``): a 429
 is an answer, not a failure, so it never counts toward giving up; it is waited out as its
 ``Retry-After`` asks and lowers the request rate (the first to what the provider took in
-the last second, each later one by 30%, at most once a second), which then grows again by
-about one call a second each second (additive increase, multiplicative decrease, as TCP
-does). Calls of a
-batch each count, as providers count them. A batch the provider refuses (HTTP 413 or 400)
+the last second, each later one met while sending near the rate by 30%, at most once a
+second), which then grows again by about one call a second each second (additive
+increase, multiplicative decrease, as TCP does). Calls of a batch each count, as
+providers count them. A batch the provider refuses (HTTP 413 or 400)
 is ``BatchRefusedError``: the client halves the batch and goes on. ``--rpc-rps`` and
 ``--rpc-batch`` set the two limits outright.
 """

@@ -129,7 +129,7 @@ def add_cluster_options(
         type=float,
         metavar="N",
         help="send at most N calls a second to the node, each call of a batch counted "
-        "(default: as fast as it answers, halving the rate on each HTTP 429)",
+        "(default: as fast as it answers, learning its rate from HTTP 429s)",
     )
     parser.add_argument(
         "--rpc-batch",
