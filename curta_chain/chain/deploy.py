@@ -217,7 +217,7 @@ async def plan_deploy(
     genesis_hash = await client.genesis_hash()
     program_id = _program_id(ctx, program)
     buffer = buffer_keypair(payer, genesis_hash, program_id, build).pubkey()
-    chunk = loader.max_write_chunk(budget.limit_compute or budget.compute_unit_price is not None)
+    chunk = loader.max_write_chunk(budget.limit_compute or budget.priced)
     elf = build.elf
     programdata_rent = await checked_rent(client, loader.PROGRAMDATA_METADATA_SIZE + len(elf))
     draft = DeployPlan(

@@ -73,31 +73,51 @@ def sign(
 
 
 @dataclass(frozen=True)
+class AutoPrice:
+    """``--with-compute-unit-price auto``: a percentile of recent prices, at most ``cap``.
+
+    The prices are what recent blocks paid to write the command's accounts
+    (getRecentPrioritizationFees); ``fees.priced`` reads them.
+    """
+
+    percentile: int = 75
+    cap: int | None = None
+
+
+@dataclass(frozen=True)
 class Budget:
     """Whether transactions carry compute-budget instructions, and the price if any.
 
     ``separate_fee_payer``: a fee payer other than the authority signs every transaction,
-    which leaves a write 96 bytes less room (a key and a signature).
+    which leaves a write 96 bytes less room (a key and a signature). ``auto_price``: the
+    price is still to be read from the node (``fees.priced`` resolves it); until then the
+    transactions carry a price of 0, so they have their final size.
     """
 
     limit_compute: bool = False
     compute_unit_price: int | None = None
     separate_fee_payer: bool = False
+    auto_price: AutoPrice | None = None
+
+    @property
+    def priced(self) -> bool:
+        """Whether transactions carry a compute-unit price (perhaps one still to be read)."""
+        return self.compute_unit_price is not None or self.auto_price is not None
 
     def instructions(self, units: int) -> tuple[Instruction, ...]:
         """The compute-budget instructions for a transaction needing ``units``."""
         out: list[Instruction] = []
-        if self.limit_compute or self.compute_unit_price is not None:
+        if self.limit_compute or self.priced:
             out.append(set_compute_unit_limit(units))
-        if self.compute_unit_price is not None:
-            out.append(set_compute_unit_price(self.compute_unit_price))
+        if self.priced:
+            out.append(set_compute_unit_price(self.compute_unit_price or 0))
         return tuple(out)
 
     def write_payload(self) -> int:
         """The most weight bytes one write transaction can carry under this budget."""
         # Sized for a limit and a price: without the price this leaves ~10 bytes unused.
         return program.max_write_payload(
-            with_compute_budget=self.limit_compute or self.compute_unit_price is not None,
+            with_compute_budget=self.limit_compute or self.priced,
             fee_payer=self.separate_fee_payer,
         )
 

@@ -30,6 +30,7 @@ from curta_chain.cli.running import (
     U64_MAX,
     add_price_option,
     budget_for,
+    describe_price,
     run_on_cluster,
     run_with_client,
 )
@@ -128,6 +129,9 @@ def _context(args: argparse.Namespace, target: Cluster, chain: "Connection") -> 
 
 
 def _publish(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
+    from curta_chain.chain.fees import priced
     from curta_chain.chain.publish import RESUME_HINT, check_funds, plan_publish, publish
 
     artifact = read_artifact_file(args.artifact)
@@ -141,6 +145,12 @@ def _publish(args: argparse.Namespace) -> int:
         client, payer = ctx.client, ctx.payer
         with reporter.waiting(f"{target.url} to show what it holds of this model"):
             plan = await plan_publish(ctx, artifact)
+            auto = ctx.budget.auto_price is not None
+            if auto:
+                # The price of writing these accounts, then the plan's cost at that price.
+                writable = [plan.model, *plan.weight_accounts]
+                ctx = replace(ctx, budget=await priced(client, ctx.budget, writable))
+                plan = await plan_publish(ctx, artifact)
         reporter.line(f"Plan for model {plan.model} ({plan.state}):")
         reporter.line(
             f"  {len(plan.section_lengths)} sections, {len(plan.create_sections)} accounts to "
@@ -158,6 +168,8 @@ def _publish(args: argparse.Namespace) -> int:
                 f"  the rent ({sol(plan.rent_lamports)}) comes back on `curta-chain close`, "
                 "until the model is sealed: sealing locks it for good"
             )
+        if (price_line := describe_price(ctx.budget, auto)) is not None:
+            reporter.line(price_line)
         reporter.line(f"  paid by {payer.pubkey()} on {target.url}")
         for account in plan.prefunded:
             reporter.line(

@@ -12,7 +12,12 @@ from curta_chain.cli.options import (
     make_reporter,
     resolve,
 )
-from curta_chain.cli.running import add_price_option, budget_for, run_with_client
+from curta_chain.cli.running import (
+    add_price_option,
+    budget_for,
+    describe_price,
+    run_with_client,
+)
 
 if TYPE_CHECKING:  # the loader and the program load when deploy runs, not for --help
     from curta_chain.chain.rpc import RpcClient
@@ -49,6 +54,8 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
 
 
 def _deploy(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
     from curta_chain.chain.context import ChainContext
     from curta_chain.chain.deploy import (
         RESUME_HINT,
@@ -58,6 +65,7 @@ def _deploy(args: argparse.Namespace) -> int:
         plan_deploy,
     )
     from curta_chain.chain.features import select_build
+    from curta_chain.chain.fees import priced
     from curta_chain.cli.confirm import confirm_spend
     from curta_chain.cli.keypairs import load_keypair
     from curta_chain.cli.solana_config import default_config_path, record_program_id
@@ -79,8 +87,16 @@ def _deploy(args: argparse.Namespace) -> int:
             client, program.pubkey(), payer, budget=budget_for(args, target.url), reporter=reporter
         )
         plan = await plan_deploy(ctx, program, build, args.final)
+        auto = ctx.budget.auto_price is not None
+        if auto:
+            # The price of writing the buffer and the program, then the cost at that price.
+            writable = [plan.buffer, plan.program_id]
+            ctx = replace(ctx, budget=await priced(client, ctx.budget, writable))
+            plan = await plan_deploy(ctx, program, build, args.final)
         for line in (choice.reason, *plan.describe()):
             reporter.line(line)
+        if (price_line := describe_price(ctx.budget, auto)) is not None:
+            reporter.line(price_line)
         if plan.transactions:
             # Dry runs too: a plan the payer cannot pay is refused with its shortfall.
             await check_deploy_funds(ctx, plan)

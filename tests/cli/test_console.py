@@ -124,6 +124,21 @@ def test_off_a_terminal_a_line_every_few_seconds_then_a_summary():
     assert err.getvalue().splitlines()[-1].startswith("upload: 100% (")
 
 
+def test_the_sender_s_resends_and_re_signings_show_on_the_line_once_there_are_any():
+    console, _, err, clock = reporter(width=132)
+    bar = upload(console, clock, seconds=2)
+    assert "resent" not in frames(err.getvalue())[-1]
+    bar.retries(12, 3)
+    console.refresh()
+    assert "resent 12, signed again 3" in frames(err.getvalue())[-1]
+    plain, _, plain_err, plain_clock = reporter(terminal=False)
+    bar = upload(plain, plain_clock, seconds=2)
+    bar.retries(7, 0)
+    plain_clock.tick(HEARTBEAT)
+    plain.refresh()
+    assert ", resent 7, " in plain_err.getvalue().splitlines()[-1]
+
+
 def test_a_short_or_failed_run_off_a_terminal_leaves_no_summary_line():
     console, _, err, clock = reporter(terminal=False)
     bar = upload(console, clock, seconds=2)

@@ -586,6 +586,22 @@ CASES: dict[str, Case] = {
         lambda ctx: ctx.chain("publish", ctx.art(), "--with-compute-unit-price", "-1"),
         r"--with-compute-unit-price -1: expected a count 0 to 18446744073709551615",
     ),
+    "rpc rate zero": (
+        lambda ctx: ctx.chain("publish", ctx.art(), "--rpc-rps", "0"),
+        r"--rpc-rps 0.0: expected a positive number of calls a second",
+    ),
+    "rpc batch zero": (
+        lambda ctx: ctx.chain("seal", ctx.world.not_a_model, "--rpc-batch", "0"),
+        r"--rpc-batch 0: expected a count of calls 1 to 10000",
+    ),
+    "compute unit price neither auto nor a count": (
+        lambda ctx: ctx.chain("publish", ctx.art(), "--with-compute-unit-price", "high"),
+        r"--with-compute-unit-price high: expected a count 0 to 18446744073709551615, or auto",
+    ),
+    "compute unit price cap without auto": (
+        lambda ctx: ctx.chain("publish", ctx.art(), "--max-compute-unit-price", "10"),
+        r"--max-compute-unit-price caps --with-compute-unit-price auto only",
+    ),
     "compute unit price over u64": (
         lambda ctx: ctx.chain("seal", ctx.world.not_a_model, "--with-compute-unit-price", 2**64),
         r"--with-compute-unit-price 18446744073709551616: expected a count 0 to",
