@@ -22,6 +22,8 @@ from curta_chain.errors import ChainError, RpcCallError, RpcError
 
 MAX_ACCOUNTS_PER_CALL = 100
 """getMultipleAccounts answers at most 100 keys."""
+TRANSACTIONS_PER_BATCH = 128
+"""getTransaction calls per JSON-RPC batch."""
 ACCOUNT_SLICE = 1 << 20
 """Bytes of account data read per request: keeps each JSON answer small."""
 
@@ -224,11 +226,17 @@ class RpcClient:
         return data
 
     async def program_accounts(
-        self, program_id: Pubkey, filters: Sequence[dict[str, Any]]
+        self, program_id: Pubkey, filters: Sequence[dict[str, Any]], head: int | None = None
     ) -> list[tuple[Pubkey, AccountInfo]]:
-        """Return the accounts ``program_id`` owns that pass every getProgramAccounts filter."""
+        """Return the accounts ``program_id`` owns that pass every getProgramAccounts filter.
+
+        With ``head``, only each account's first ``head`` bytes of data are read.
+        """
+        extra: dict[str, Any] = {"filters": list(filters)}
+        if head is not None:
+            extra["dataSlice"] = {"offset": 0, "length": head}
         result = await self.call(
-            "getProgramAccounts", [str(program_id), self._read_config(filters=list(filters))]
+            "getProgramAccounts", [str(program_id), self._read_config(**extra)]
         )
         out = []
         for item in result:
@@ -261,6 +269,28 @@ class RpcClient:
                         err=value.get("err"),
                     )
                 )
+        return out
+
+    async def compute_units(self, signatures: Sequence[str]) -> list[int]:
+        """Return the compute units each landed transaction consumed (getTransaction).
+
+        Raises:
+            RpcError: a transaction is not there yet, or its answer has no meta.
+        """
+        out: list[int] = []
+        config = {"encoding": "json", "commitment": "confirmed"}
+        for i in range(0, len(signatures), TRANSACTIONS_PER_BATCH):
+            calls = [
+                ("getTransaction", [signature, config])
+                for signature in signatures[i : i + TRANSACTIONS_PER_BATCH]
+            ]
+            for signature, answer in zip(
+                signatures[i:], await self._batch_or_raise(calls), strict=False
+            ):
+                meta = answer.get("meta") if isinstance(answer, dict) else None
+                if meta is None or not isinstance(meta.get("computeUnitsConsumed"), int):
+                    raise RpcError(f"{self.url}: transaction {signature} has no compute units yet")
+                out.append(meta["computeUnitsConsumed"])
         return out
 
     # Writes.

@@ -26,6 +26,7 @@ from curta_chain.cli import (
     deploy_commands,
     keygen_command,
     localnet_command,
+    run_account_commands,
     run_command,
 )
 from curta_chain.errors import CurtaError
@@ -37,6 +38,7 @@ _COMMAND_MODULES = (
     deploy_commands,
     chain_commands,
     run_command,
+    run_account_commands,
 )
 
 _INVALID_CHOICE = re.compile(r"argument (?P<arg>[^:]+): invalid choice: '(?P<value>[^']*)'")

@@ -8,7 +8,8 @@ from solders.pubkey import Pubkey
 from solders.system_program import ID as SYSTEM_PROGRAM_ID
 
 from curta_chain import program
-from curta_chain.chain.plan import ClusterScope, NewAccount, PublishPlan, WritePiece
+from curta_chain.chain.keys import ClusterScope
+from curta_chain.chain.plan import NewAccount, PublishPlan, WritePiece
 from curta_chain.chain.specs import Budget, Transactions, TxSpec, new_account, sign
 from curta_chain.constants import LOCALNET_GENESIS_HASH, MAX_TRANSACTION_SIZE
 

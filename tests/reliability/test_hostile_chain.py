@@ -42,7 +42,8 @@ from curta_chain.artifact import Artifact, ModelConfig, hash_steps
 from curta_chain.artifact.convert import convert_llama2c_bytes
 from curta_chain.artifact.synthetic import llama2c_checkpoint_bytes, llama2c_tokenizer_bytes
 from curta_chain.chain.context import ChainContext
-from curta_chain.chain.plan import NewAccount, model_keypair, weight_keypair
+from curta_chain.chain.keys import model_keypair, weight_keypair
+from curta_chain.chain.plan import NewAccount
 from curta_chain.chain.publish import plan_publish, publish
 from curta_chain.chain.rpc import RpcClient
 from curta_chain.chain.seal import seal
