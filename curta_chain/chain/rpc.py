@@ -24,6 +24,8 @@ MAX_ACCOUNTS_PER_CALL = 100
 """getMultipleAccounts answers at most 100 keys."""
 TRANSACTIONS_PER_BATCH = 128
 """getTransaction calls per JSON-RPC batch."""
+SIGNATURES_PER_PAGE = 1_000
+"""getSignaturesForAddress's most signatures an answer."""
 ACCOUNT_SLICE = 1 << 20
 """Bytes of account data read per request: keeps each JSON answer small."""
 
@@ -48,6 +50,16 @@ class AccountInfo:
     lamports: int
     data: bytes
     executable: bool = False
+
+
+@dataclass(frozen=True)
+class Landed:
+    """A transaction that landed: its signature, slot, fee payer and compute units."""
+
+    signature: str
+    slot: int
+    fee_payer: str
+    compute_units: int
 
 
 @dataclass(frozen=True)
@@ -271,26 +283,44 @@ class RpcClient:
                 )
         return out
 
-    async def compute_units(self, signatures: Sequence[str]) -> list[int]:
-        """Return the compute units each landed transaction consumed (getTransaction).
+    async def landed_transactions(self, address: Pubkey, since_slot: int) -> list[Landed]:
+        """Every transaction that landed without error naming ``address`` from ``since_slot``.
+
+        Oldest first, each with its fee payer and compute units (getSignaturesForAddress,
+        then getTransaction at confirmed commitment, the lowest that answers it).
 
         Raises:
-            RpcError: a transaction is not there yet, or its answer has no meta.
+            RpcError: a transaction the node listed has no meta.
         """
-        out: list[int] = []
+        signatures: list[str] = []
+        before: str | None = None
+        while True:
+            config: dict[str, Any] = {"commitment": "confirmed", "limit": SIGNATURES_PER_PAGE}
+            if before is not None:
+                config["before"] = before
+            page = await self.call("getSignaturesForAddress", [str(address), config])
+            signatures += [
+                item["signature"]
+                for item in page
+                if item["slot"] >= since_slot and item.get("err") is None
+            ]
+            if len(page) < SIGNATURES_PER_PAGE or page[-1]["slot"] < since_slot:
+                break
+            before = page[-1]["signature"]
+        signatures.reverse()
+        out: list[Landed] = []
         config = {"encoding": "json", "commitment": "confirmed"}
         for i in range(0, len(signatures), TRANSACTIONS_PER_BATCH):
-            calls = [
-                ("getTransaction", [signature, config])
-                for signature in signatures[i : i + TRANSACTIONS_PER_BATCH]
-            ]
-            for signature, answer in zip(
-                signatures[i:], await self._batch_or_raise(calls), strict=False
-            ):
+            group = signatures[i : i + TRANSACTIONS_PER_BATCH]
+            answers = await self._batch_or_raise([("getTransaction", [s, config]) for s in group])
+            for signature, answer in zip(group, answers, strict=True):
                 meta = answer.get("meta") if isinstance(answer, dict) else None
                 if meta is None or not isinstance(meta.get("computeUnitsConsumed"), int):
-                    raise RpcError(f"{self.url}: transaction {signature} has no compute units yet")
-                out.append(meta["computeUnitsConsumed"])
+                    raise RpcError(f"{self.url}: transaction {signature} has no meta")
+                payer = answer["transaction"]["message"]["accountKeys"][0]
+                out.append(
+                    Landed(signature, int(answer["slot"]), payer, meta["computeUnitsConsumed"])
+                )
         return out
 
     # Writes.

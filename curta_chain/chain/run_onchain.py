@@ -234,7 +234,11 @@ class _Flow:
     address: Pubkey
     on_piece: Callable[[bytes], None]
     landed: int = 0
-    step_signatures: list[str] = field(default_factory=list)
+    """Transactions this invocation landed besides its steps (openRun, closeRun)."""
+    own: set[str] = field(default_factory=set)
+    """Their signatures."""
+    since_slot: int = 0
+    """The latest slot processed when this invocation began: its steps land after it."""
     last_signature: str = ""
     seen: int = 0
     """The highest step count observed on the chain (its tokens recorded and shown)."""
@@ -252,6 +256,7 @@ class _Flow:
 
     def count(self, stats: SendStats) -> None:
         self.landed += stats.confirmed
+        self.own.update(stats.signatures)
         if stats.signatures:
             self.last_signature = stats.signatures[-1]
 
@@ -334,7 +339,8 @@ async def run_on_chain(
         settings.seed,
     )
     address = keypair.pubkey()
-    chain = await flow.read_run()
+    chain = await flow.read_run(flow.processed)
+    flow.since_slot = flow.processed.context_slot
     if chain is None:
         await _open(flow, keypair, artifact, capacity, text, settings, len(opened), confirm)
         reporter.line(f"opened run {address}: {capacity} tokens, {len(opened):,} bytes")
@@ -354,7 +360,7 @@ async def run_on_chain(
         await wait_for_signature(client, flow.last_signature)
     final = schedule.check(await _read_after(flow, flow.reader))
     _show(flow, schedule, result, final.steps)
-    result.step_units = await client.compute_units(flow.step_signatures)
+    result.step_units = await _step_units(flow)
     result.finish, result.steps = final.finish_reason, final.steps
     result.tokens_sent = len(schedule.tokens(result.resumed_from, final.steps))
     tokens = _tokens(final, schedule.mirror)
@@ -368,7 +374,7 @@ async def run_on_chain(
         reporter.line(
             f"closed run {address}: {result.rent:,} lamports of rent back with {payer.pubkey()}"
         )
-    result.transactions = flow.landed
+    result.transactions = flow.landed + len(result.step_units)
     result.seconds = time.monotonic() - started
     return result
 
@@ -453,8 +459,8 @@ async def _crank(
             watcher = asyncio.create_task(_watch(flow, schedule, result))
             try:
                 stats = await flow.sender.send(specs, bar, commitment="processed")
-                flow.count(stats)
-                flow.step_signatures += stats.signatures
+                if stats.signatures:
+                    flow.last_signature = stats.signatures[-1]
             except ProgramError as exc:
                 if exc.name not in _SETTLED:
                     raise
@@ -494,6 +500,17 @@ async def _watch(flow: _Flow, schedule: RunSchedule, result: OnChainRun) -> None
         await asyncio.sleep(OBSERVE_INTERVAL)
         chain = await _read_after(flow, flow.processed)
         _show(flow, schedule, result, schedule.check(chain).steps)
+
+
+async def _step_units(flow: _Flow) -> list[int]:
+    """Compute units of each step this invocation landed, read back from the node.
+
+    Found from the chain, not from what the sender counted: a round a refusal ended (a
+    bot cranked too) landed steps nobody counted, and the node knows them all.
+    """
+    payer = str(flow.ctx.payer.pubkey())
+    landed = await flow.reader.landed_transactions(flow.address, flow.since_slot + 1)
+    return [t.compute_units for t in landed if t.fee_payer == payer and t.signature not in flow.own]
 
 
 def _digest(data: bytes) -> bytes:
