@@ -4,7 +4,7 @@
  * up to three more of the model's weight accounts: the matrix sections the step reaches.
  *
  * A step runs the run's phases in order, each as far as the budget allows (the cost model
- * below, in estimated compute units), and stops at the budget, at a phase whose section
+ * of schedule.h, in estimated compute units), and stops at the budget, at a phase whose section
  * was not passed, or when the run finishes. A step names the count of steps before it, so
  * a replayed or reordered step is refused and changes nothing.
  */
