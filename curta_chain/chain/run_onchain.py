@@ -10,25 +10,23 @@ Order-free and pipelined. A step means "advance this run by its next slice": the
 refuses a step that lacks a weight account its slice needs (MissingWeightAccount, nothing
 changed), so **the run account after step k is a function of the run's arguments and k
 alone**, whoever cranks and in whatever order the leader puts the steps. The resume and
-the pipeline rely on that. The mirror (``program.run_mirror``) computes every state from
-openRun on, so the client knows how many steps the run still takes and sends exactly
-that many, each a distinct transaction (its label), keeping in flight as many as the
-per-account compute limit lets land in one block. Every state the chain is seen in (read
-at a slot the chain has reached: ``minContextSlot``) is compared with the mirror's at that
-step count; a difference names the position, the phase and the region. A step that lands
-after the run finished (someone else cranked it too) is refused (RunFinished) and changes
-nothing; a rerun resumes from whatever step count the chain holds.
+the pipeline rely on that. The mirror (``program.run_mirror``) computes the states from
+openRun on, so the client knows how many steps the run still takes (``steps_to_finish``)
+and sends exactly that many, each a distinct transaction (its label), keeping in flight
+as many as the per-account compute limit lets land in one block. Every state the chain is
+seen in (read at a slot the chain has reached: ``minContextSlot``) is compared with the
+mirror's at that step count (``observe``); a difference names the position, the phase and
+the region. A step that lands after the run finished (someone else cranked it too) is
+refused (RunFinished) and changes nothing; a rerun resumes from whatever step count the
+chain holds.
 
 Each step names every weight account when they fit the 64 MiB a transaction may load;
 otherwise the sections the steps in flight may meet (a window of layers).
 """
 
-import asyncio
-import contextlib
-import hashlib
 import itertools
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -46,6 +44,7 @@ from curta_chain.chain.rent import plan_new_accounts
 from curta_chain.chain.rpc import RpcClient
 from curta_chain.chain.sender import Sender, SendStats, wait_for_signature
 from curta_chain.chain.specs import STEP_CU, TxSpec, sign
+from curta_chain.chain.watch import while_watching
 from curta_chain.constants import (
     ACCOUNT_CU_LIMIT,
     MAX_LOADED_ACCOUNTS_DATA_SIZE,
@@ -57,10 +56,10 @@ from curta_chain.program import FinishReason, ModelAccount, ModelState, Region, 
 from curta_chain.program.run_account import opened_run_data
 from curta_chain.program.run_mirror import Logged, RunMirror
 
-OBSERVE_INTERVAL = 0.2
-"""Seconds between two reads of the run account while steps land (about half a slot)."""
 _SETTLED = ("RunFinished", "MissingWeightAccount")
 """Refusals that change nothing: the run had ended, or a window missed a section."""
+LOADED_BESIDES = 1 << 20
+"""Loaded bytes a step takes besides the run and weight accounts (program, model, margin)."""
 
 
 def resume_hint(model: Pubkey) -> str:
@@ -135,91 +134,6 @@ class OnChainRun:
         }
 
 
-@dataclass(frozen=True)
-class _State:
-    """The mirror's run account after a count of steps: its digest, header and tokens."""
-
-    digest: bytes
-    header: RunAccount
-    logged: tuple[Logged, ...]
-    """The tokens the step that led here chose."""
-    sections: tuple[int, ...]
-    """The matrix sections that step needed."""
-
-
-class RunSchedule:
-    """Every state of a run from a starting one to its end, as the mirror computes them.
-
-    The run account after step k is a function of the run's arguments and k alone, so the
-    schedule is what any chain holding this run will be in after each step, whoever sent
-    the steps. Only digests are kept (a stories15M-shaped run account is megabytes); a
-    difference is named by replaying the mirror to that step.
-
-    Args:
-        mirror: the mirror at the run's state right after openRun; it is left at the end.
-    """
-
-    def __init__(self, mirror: RunMirror):
-        self.mirror = mirror
-        self._first = mirror.data
-        header = mirror.header
-        self.states: list[_State] = [_State(_digest(mirror.data), header, (), ())]
-        while header.state != RunState.FINISHED:
-            plan = mirror.plan()
-            mirror.advance(plan)
-            header = mirror.header
-            self.states.append(
-                _State(_digest(plan.data), header, tuple(plan.logged), tuple(plan.sections))
-            )
-
-    @property
-    def end(self) -> int:
-        """The run's step count when it has finished."""
-        return len(self.states) - 1
-
-    def at(self, steps: int) -> _State:
-        """The state after ``steps`` steps.
-
-        Raises:
-            MirrorMismatchError: the chain counts more steps than the run can take.
-        """
-        if not 0 <= steps <= self.end:
-            raise MirrorMismatchError(
-                f"the run account has {steps} steps; the mirror's run takes {self.end}"
-            )
-        return self.states[steps]
-
-    def check(self, chain: bytes) -> RunAccount:
-        """Compare the chain's run account with the mirror's at the chain's step count.
-
-        Returns:
-            The chain's header.
-
-        Raises:
-            MirrorMismatchError: the bytes differ (the first difference is named).
-        """
-        header = RunAccount.from_bytes(chain)
-        state = self.at(header.steps)
-        if _digest(chain) != state.digest:
-            replay = RunMirror(
-                self.mirror.artifact, self._first, self.mirror.model, self.mirror.tokenizer
-            )
-            before = replay.header
-            for _ in range(header.steps):
-                before = replay.header
-                replay.advance(replay.plan())
-            replay.compare(chain, before)
-        return header
-
-    def tokens(self, first: int, last: int) -> list[Logged]:
-        """The tokens chosen by steps ``first + 1`` to ``last``."""
-        return [t for s in range(first + 1, last + 1) for t in self.at(s).logged]
-
-    def sections(self, first: int, last: int) -> set[int]:
-        """The matrix sections steps ``first + 1`` to ``last`` need."""
-        return {i for s in range(first + 1, last + 1) for i in self.at(s).sections}
-
-
 @dataclass
 class _Flow:
     """What every transaction of a run needs, and what this invocation landed."""
@@ -240,8 +154,6 @@ class _Flow:
     since_slot: int = 0
     """The latest slot processed when this invocation began: its steps land after it."""
     last_signature: str = ""
-    seen: int = 0
-    """The highest step count observed on the chain (its tokens recorded and shown)."""
 
     async def read_run(self, client: RpcClient | None = None) -> bytes | None:
         """The run account's data; None when there is none (or only lamports someone sent)."""
@@ -347,23 +259,28 @@ async def run_on_chain(
         chain = await _read_after(flow, flow.processed)
     header = RunAccount.from_bytes(chain)
     result = OnChainRun(run=address, prompt_ids=plan.prompt_ids, resumed_from=header.steps)
+    resumed_tokens = max(0, header.token_count - header.prompt_tokens)
     mirror = RunMirror(artifact, opened, int_model, tokenizer)
+    flow.on_piece(tokenizer.decode(plan.prompt_ids[1:]))  # as `curta-chain run` shows it
     if header.steps:
         reporter.line(f"resuming run {address} at step {header.steps}: replaying the mirror")
-    with reporter.waiting("the mirror to compute the run's steps"):
-        schedule = RunSchedule(mirror)
-    schedule.check(chain)
-    flow.on_piece(tokenizer.decode(plan.prompt_ids[1:]))  # as `curta-chain run` shows it
-    _show(flow, schedule, result, header.steps)
-    await _crank(flow, schedule, result, header.steps, account_cu_limit)
+        with reporter.waiting("the mirror to replay the run's steps"):
+            _show(flow, result, mirror.observe(chain))
+    else:
+        mirror.compare(chain, header)
+    with reporter.waiting("the mirror to count the run's steps"):
+        remaining = mirror.steps_to_finish()
+    await _crank(flow, mirror, result, remaining, account_cu_limit)
     if flow.last_signature:
         await wait_for_signature(client, flow.last_signature)
-    final = schedule.check(await _read_after(flow, flow.reader))
-    _show(flow, schedule, result, final.steps)
+    _show(flow, result, mirror.observe(await _read_after(flow, flow.reader)))
+    final = mirror.header
+    if final.state != RunState.FINISHED:
+        raise MirrorMismatchError(f"the run stopped at step {final.steps}, not finished")
     result.step_units = await _step_units(flow)
     result.finish, result.steps = final.finish_reason, final.steps
-    result.tokens_sent = len(schedule.tokens(result.resumed_from, final.steps))
-    tokens = _tokens(final, schedule.mirror)
+    result.tokens_sent = len(result.generated) - resumed_tokens
+    tokens = _tokens(final, mirror)
     if tuple(tokens[: final.prompt_tokens]) != plan.prompt_ids:
         raise MirrorMismatchError("the chain tokenized the prompt differently from the mirror")
     info = await client.account(address)
@@ -427,79 +344,70 @@ def _check_size(spec: TxSpec, payer: Keypair, prompt_bytes: int) -> None:
         )
 
 
-def _show(flow: _Flow, schedule: RunSchedule, result: OnChainRun, steps: int) -> None:
-    """Record and show the tokens chosen by the steps after those seen, up to ``steps``."""
-    for token in schedule.tokens(flow.seen, steps):
+def _show(flow: _Flow, result: OnChainRun, tokens: Sequence[Logged]) -> None:
+    """Record and show tokens the mirror passed."""
+    for token in tokens:
         result.generated.append(token.token)
         result.pieces.append(token.piece)
         flow.on_piece(token.piece)
-    flow.seen = max(flow.seen, steps)
 
 
 async def _crank(
-    flow: _Flow, schedule: RunSchedule, result: OnChainRun, at: int, account_cu_limit: int
+    flow: _Flow, mirror: RunMirror, result: OnChainRun, remaining: int, account_cu_limit: int
 ) -> None:
     """Send exactly the steps the run still takes, many in flight, watching every state.
 
     A refusal that changes nothing (the run ended: someone else cranked it too; a window
     that missed a section) ends a round; the next round starts from the chain's count.
     """
-    labels = itertools.count(at)
+    labels = itertools.count(mirror.header.steps)
     window = max(1, account_cu_limit // STEP_CU)
-    bar = flow.ctx.reporter.progress("run", 0, schedule.end, done_transactions=at)
+    at = mirror.header.steps
+    bar = flow.ctx.reporter.progress("run", 0, at + remaining, done_transactions=at)
     window_before = flow.sender.window
     try:
-        while at < schedule.end:
-            weights, in_flight = _weights(flow, schedule, at, window)
+        while remaining:
+            weights, in_flight = _weights(flow, mirror, window)
             specs = [
                 flow.ctx.transactions.step(flow.address, flow.model, weights, next(labels))
-                for _ in range(schedule.end - at)
+                for _ in range(remaining)
             ]
             flow.sender.window = in_flight
-            watcher = asyncio.create_task(_watch(flow, schedule, result))
+
+            async def look() -> None:
+                _show(flow, result, mirror.observe(await _read_after(flow, flow.processed)))
+
             try:
-                stats = await flow.sender.send(specs, bar, commitment="processed")
+                sending = flow.sender.send(specs, bar, commitment="processed")
+                stats = await while_watching(sending, look)
                 if stats.signatures:
                     flow.last_signature = stats.signatures[-1]
             except ProgramError as exc:
                 if exc.name not in _SETTLED:
                     raise
-            finally:
-                watcher.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await watcher
-            chain = await _read_after(flow, flow.processed)
-            at = schedule.check(chain).steps
-            _show(flow, schedule, result, at)
+            _show(flow, result, mirror.observe(await _read_after(flow, flow.processed)))
+            remaining = mirror.steps_to_finish()
     finally:
         flow.sender.window = window_before
         bar.close()
 
 
-def _weights(flow: _Flow, schedule: RunSchedule, at: int, window: int) -> tuple[list[Pubkey], int]:
+def _weights(flow: _Flow, mirror: RunMirror, window: int) -> tuple[list[Pubkey], int]:
     """The weight accounts every step names, and how many steps may be in flight.
 
     All of them when they fit what a transaction may load; else the sections the next
-    ``window`` steps need, the window shrunk until they fit.
+    ``window`` steps read, the window halved until they fit.
     """
     slots = flow.model_account.sections
-    budget = MAX_LOADED_ACCOUNTS_DATA_SIZE - schedule.at(at).header.regions[Region.END] - (1 << 20)
+    run_size = mirror.header.regions[Region.END]
+    budget = MAX_LOADED_ACCOUNTS_DATA_SIZE - run_size - LOADED_BESIDES
     if sum(s.length for s in slots) <= budget:
         return [s.weight_account for s in slots], window
     while True:
-        last = min(at + window, schedule.end)
-        sections = sorted(schedule.sections(at, last) - {0})
+        sections = sorted({i for plan in mirror.plan_ahead(window) for i in plan.sections})
         if window == 1 or slots[0].length + sum(slots[i].length for i in sections) <= budget:
             return [slots[0].weight_account, *(slots[i].weight_account for i in sections)], window
         window //= 2
-
-
-async def _watch(flow: _Flow, schedule: RunSchedule, result: OnChainRun) -> None:
-    """Read the run account while steps land; check each state seen, show its tokens."""
-    while True:
-        await asyncio.sleep(OBSERVE_INTERVAL)
-        chain = await _read_after(flow, flow.processed)
-        _show(flow, schedule, result, schedule.check(chain).steps)
 
 
 async def _step_units(flow: _Flow) -> list[int]:
@@ -511,10 +419,6 @@ async def _step_units(flow: _Flow) -> list[int]:
     payer = str(flow.ctx.payer.pubkey())
     landed = await flow.reader.landed_transactions(flow.address, flow.since_slot + 1)
     return [t.compute_units for t in landed if t.fee_payer == payer and t.signature not in flow.own]
-
-
-def _digest(data: bytes) -> bytes:
-    return hashlib.sha256(data).digest()
 
 
 def _tokens(header: RunAccount, mirror: RunMirror) -> list[int]:

@@ -25,8 +25,6 @@ nothing, while any differ (the upload is not finished); without it, it says what
 does before it begins.
 """
 
-import asyncio
-import contextlib
 import time
 from dataclasses import dataclass
 
@@ -39,9 +37,9 @@ from curta_chain.chain.accounts import ZERO_KEY, read_bound_sections, require_mo
 from curta_chain.chain.context import ChainContext
 from curta_chain.chain.fees import estimate_fees
 from curta_chain.chain.rpc import RpcClient
-from curta_chain.chain.run_onchain import OBSERVE_INTERVAL
 from curta_chain.chain.sender import wait_for_signature
 from curta_chain.chain.specs import SEAL_STEP_CU, Transactions, TxSpec
+from curta_chain.chain.watch import while_watching
 from curta_chain.constants import ACCOUNT_CU_LIMIT
 from curta_chain.errors import AccountError, MirrorMismatchError
 from curta_chain.program import ModelAccount, ModelState
@@ -206,13 +204,11 @@ async def seal(
         while model.state == ModelState.SEALING:
             specs = _round(txs, address, model, mirror, done)
             sender.window = max(1, min(len(specs), account_cu_limit // SEAL_STEP_CU))
-            watcher = asyncio.create_task(_watch(processed, program_id, address, mirror))
-            try:
-                sent = await sender.send(specs, bar, commitment="processed")
-            finally:
-                watcher.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await watcher
+
+            async def look() -> None:
+                mirror.check(await _read_at(processed, processed, program_id, address))
+
+            sent = await while_watching(sender.send(specs, bar, commitment="processed"), look)
             landed += sent.confirmed
             last_step = sent.last_signature
             done += len(specs)
@@ -271,15 +267,6 @@ async def _read_at(
     """The model, read at a slot at least as late as any ``seen`` has read it at."""
     client.min_context_slot = max(seen.context_slot, client.context_slot) or None
     return await require_model(client, program_id, address)
-
-
-async def _watch(
-    processed: RpcClient, program_id: Pubkey, address: Pubkey, mirror: "SealMirror"
-) -> None:
-    """Read the model while steps land: every state seen must be the mirror's at its count."""
-    while True:
-        await asyncio.sleep(OBSERVE_INTERVAL)
-        mirror.check(await _read_at(processed, processed, program_id, address))
 
 
 def _check_authority(address: Pubkey, model: ModelAccount, authority: Keypair) -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 import httpx
 import pytest
 from solders.compute_budget import set_compute_unit_limit
+from solders.keypair import Keypair
 from solders.pubkey import Pubkey
 from solders.system_program import TransferParams, transfer
 
@@ -18,6 +19,8 @@ from curta_chain.artifact import Artifact
 from curta_chain.chain.accounts import require_model
 from curta_chain.chain.context import ChainContext
 from curta_chain.chain.keys import ClusterScope, run_keypair
+from curta_chain.chain.plan import NewAccount
+from curta_chain.chain.rent import rent_exempt_minimum
 from curta_chain.chain.rpc import RpcClient
 from curta_chain.chain.run_onchain import run_on_chain
 from curta_chain.chain.sender import Sender
@@ -29,6 +32,7 @@ from curta_chain.constants import LOCALNET_PROGRAM_ID, MAX_COMPUTE_UNITS
 from curta_chain.errors import ProgramError
 from curta_chain.inference import IntModel, SamplingSettings, Tokenizer, generate, plan_run
 from curta_chain.program import RunAccount
+from curta_chain.program.run_account import opened_run_data
 
 PROMPT = "Once upon a time"
 STEPS = 32
@@ -270,3 +274,70 @@ def send_lamports(url: str, payer, to: Pubkey, lamports: int) -> None:
             await client.aclose()
 
     asyncio.run(send())
+
+
+def test_runs_lists_an_unfinished_run_and_close_run_ends_it_for_its_opener_only(
+    capsys, localnet, fund, tmp_path, sealed_model, stories260k
+):
+    model, _, chain, keypair = sealed_model
+    payer, address = load_keypair(keypair), Pubkey.from_string(model)
+    run = Keypair()
+    capacity, text, settings = 12, PROMPT.encode(), SamplingSettings(0, 0, 0)
+    size = len(opened_run_data(stories260k.config, address, payer.pubkey(), capacity, text))
+    rent = rent_exempt_minimum(size)
+
+    async def open_only() -> None:
+        client = RpcClient(HttpTransport(localnet.url), "confirmed")
+        try:
+            account = await require_model(client, PROGRAM_ID, address)
+            txs = ChainContext(client, PROGRAM_ID, payer).transactions
+            spec = txs.open_run(
+                run,
+                NewAccount(run.pubkey(), size, rent),
+                address,
+                account.sections[0].weight_account,
+                capacity,
+                text,
+                settings,
+                stories260k.config.vocab_size,
+            )
+            await Sender(client, payer).send([spec])
+        finally:
+            await client.aclose()
+
+    asyncio.run(open_only())
+    (listed,) = cli_json(capsys, "runs", *chain)["runs"]
+    assert (listed["run"], listed["model"], listed["state"]) == (
+        str(run.pubkey()),
+        model,
+        "tokenizing",
+    )
+    assert (listed["rent_lamports"], listed["steps"], listed["capacity"]) == (rent, 0, capacity)
+    capsys.readouterr()
+    assert main(["runs", *chain]) == 0
+    assert "1 run of" in capsys.readouterr().out
+    # A stranger cannot close it: one line, nothing spent.
+    stranger = tmp_path / "stranger.json"
+    write_keypair(fund(localnet.url, 1), stranger)
+    who = str(load_keypair(stranger).pubkey())
+    balance = rpc(localnet.url, "getBalance", [who])["value"]
+    code = main(["close-run", str(run.pubkey()), "-u", localnet.url, "-k", str(stranger)])
+    out, err = capsys.readouterr()
+    assert (code, out) == (1, "")
+    assert err == (
+        f"error: run {run.pubkey()} was opened by {payer.pubkey()}: only its opener closes it "
+        "(pass its keypair with -k); nothing was sent\n"
+    )
+    assert rpc(localnet.url, "getBalance", [who])["value"] == balance
+    # Its opener can, unfinished as it is: the rent comes back, and says so.
+    before = rpc(localnet.url, "getBalance", [str(payer.pubkey())])["value"]
+    closed = cli_json(capsys, "close-run", str(run.pubkey()), *chain)
+    assert closed["closed"] and closed["lamports_returned"] == rent
+    after = rpc(localnet.url, "getBalance", [str(payer.pubkey())])["value"]
+    assert after - before == rent - 5_000
+    assert cli_json(capsys, "runs", *chain)["runs"] == []
+    code = main(["close-run", str(run.pubkey()), *chain])
+    assert (code, capsys.readouterr().err) == (
+        1,
+        f"error: run {run.pubkey()}: no such account (closed already?)\n",
+    )

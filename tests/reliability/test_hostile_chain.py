@@ -171,7 +171,7 @@ async def make_model(
         steps = len(list(hash_steps(sections)))
     for index, step in enumerate(list(hash_steps(sections))[:steps]):
         account = model.accounts[step.section]
-        spec = txs(authority).seal_step(model.address, account, index)
+        spec = txs(authority).seal_step(model.address, [account], index)
         await sender.send([spec])
     assert (await read(client, model.address)).state == state
     return model
