@@ -61,6 +61,11 @@ class SlotClock:
             self._advance(slot)
         return self._slot
 
+    def seconds_to_next_slot(self) -> float:
+        """Return the seconds until the next slot begins (at most one slot)."""
+        elapsed = (self._now() - self.genesis_time) / self.slot_duration
+        return (int(elapsed + 1e-6) + 1 - elapsed) * self.slot_duration
+
     def _advance(self, slot: int) -> None:
         first = max(self._slot + 1, slot - _KEPT_BLOCKHASHES)
         for n in range(first, slot + 1):
