@@ -5,10 +5,8 @@
  * A run is one generation from one sealed model: openRun binds a fresh account to the
  * model and lays out its regions, `step` (anyone may crank) advances the forward pass by
  * a bounded slice, closeRun returns the rent to the opener. The arithmetic is the integer
- * forward pass of docs/inference.md; curta_chain/program/run_mirror mirrors every step in
- * Python, schedule.h is generated from the step schedule's one table
- * (curta_chain/program/schedule.py), and the layouts here are the IDL's `Run` account
- * (tests compare them).
+ * forward pass of docs/inference.md; curta_chain/program/run_mirror.py mirrors every step
+ * in Python, and the layouts here are the IDL's `Run` account (tests compare them).
  */
 #ifndef INFERENCE_H
 #define INFERENCE_H
@@ -34,7 +32,7 @@ enum InferenceError {
   ERR_WRONG_OPENER = 6106,
   ERR_RUN_CLOSED = 6107,
   ERR_RUN_FINISHED = 6108,
-  ERR_STEP_OUT_OF_ORDER = 6109,
+  ERR_STEP_OUT_OF_ORDER = 6109, /* retired: a step's label is not read (steps are order-free) */
   ERR_MISSING_WEIGHT_ACCOUNT = 6110,
   ERR_TOO_MANY_WEIGHT_ACCOUNTS = 6111,
   ERR_NOTHING_FITS = 6112,
@@ -178,7 +176,7 @@ typedef struct {
   uint32_t top_p;       /* Q16; the nucleus applies when 0 < top_p < 65,536 */
   uint64_t seed;
   uint64_t rng;   /* xorshift64* state */
-  uint64_t steps; /* steps applied: a step names the count it expects */
+  uint64_t steps; /* steps landed */
   uint32_t regions[REGION_COUNT];
   uint32_t reserved1;
   int64_t best_logit;   /* the classifier's running maximum... */
@@ -202,9 +200,37 @@ _Static_assert(sizeof(Run) == RUN_HEADER_SIZE, "the run header is 512 bytes");
 /* The longest prompt openRun takes (a transaction carries far less anyway). */
 #define MAX_PROMPT_LENGTH 2048
 
-/* ---- A token's phases, a step's budget and the cost model. ---- */
+/* ---- A token's phases. ---- */
 
-#include "schedule.h"
+/* Per layer, in order; a token is EMBED, layers x these, then FINAL_NORM.. SAMPLE. */
+enum LayerPhase {
+  PH_ATT_NORM = 0,
+  PH_QKV = 1, /* rows of query, key and value */
+  PH_ROPE = 2,
+  PH_ATTENTION = 3, /* heads */
+  PH_OUTPUT = 4,    /* rows, added to x */
+  PH_FFN_NORM = 5,
+  PH_GATE_UP = 6, /* rows of gate, then of up */
+  PH_SWIGLU = 7,
+  PH_DOWN = 8, /* rows, added to x */
+  PHASES_PER_LAYER = 9,
+};
+#define PH_EMBED 0
+#define phase_final_norm(layers) (1 + PHASES_PER_LAYER * (layers))
+#define phase_classifier(layers) (phase_final_norm(layers) + 1)
+#define phase_sample(layers) (phase_final_norm(layers) + 2)
+
+/* While tokenizing. */
+enum TokenizePhase {
+  TOK_CHARS = 0, /* one lookup per UTF-8 character */
+  TOK_PAIRS = 1, /* look up every adjacent pair once */
+  TOK_MERGE = 2, /* merge the best pair and look up its two new neighbours, again and again */
+};
+
+/* What a step may spend, in estimated compute units (the cost model in step.c). */
+#ifndef STEP_BUDGET
+#define STEP_BUDGET 1200000UL
+#endif
 
 /* ---- Fixed point (docs/inference.md). ---- */
 
@@ -221,6 +247,10 @@ static inline int64_t round_shift(int64_t a, uint64_t bits) {
 }
 
 static inline uint64_t round8(uint64_t v) { return (v + 7) & ~(uint64_t)7; }
+
+/* A divisor that is >= 1 for every model openRun accepts (its exponential table gives the
+ * largest score a weight >= 1), kept >= 1 anyway: defence in depth, changing nothing there. */
+static inline uint64_t at_least_one(uint64_t d) { return d ? d : 1; }
 
 /* ---- What a step works with. ---- */
 
@@ -239,6 +269,7 @@ typedef struct {
   uint64_t s0_length;
   const uint8_t *sections[MAX_SECTIONS]; /* the passed sections' bytes, 0 when not passed */
   uint64_t budget;                       /* estimated compute units left */
+  bool missing; /* a phase that fit the budget needs a section that was not passed */
 } Step;
 
 /* Typed views of the run's regions and of section zero. */
@@ -299,10 +330,10 @@ typedef struct {
 void key_dots(const CacheSpan *keys, const int64_t *q, int64_t *dots);
 void value_sums(const CacheSpan *values, const int64_t *w, int64_t *out);
 
-/* forward.c: one token's phases. Each returns false when nothing fit the budget. */
+/* forward.c: one token's phases. Each returns false when nothing fit the budget, or (with
+ * s->missing set) when its slice needs a section the step was not passed. */
 bool forward_phase(Step *s);
 int64_t exp_weight(uint64_t distance, const uint32_t *table);
-uint64_t phase_section(const Step *s, uint64_t *needed);
 
 /* tokenize.c: the tokenizer's phases and the log of a finished token. */
 bool tokenize_phase(Step *s);

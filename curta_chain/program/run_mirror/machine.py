@@ -18,7 +18,6 @@ from curta_chain.inference.model import IntModel
 from curta_chain.inference.tokenizer import Tokenizer
 from curta_chain.program.run_account import RUN_HEADER_SIZE, Region, RunAccount, RunState
 from curta_chain.program.schedule import (
-    MAX_MATRIX_SECTIONS,
     STEP_BUDGET,
     TOKENIZE_PHASES,
     Phase,
@@ -114,12 +113,10 @@ class Step:
     def need(self, section: int) -> None:
         """Reach ``section`` (0: section zero, always passed) for the phase.
 
-        Stops the step before the phase when it would be one matrix section more than a
-        step reads.
+        A step is passed any of the model's weight accounts (a1-program's order-free
+        ``step``): its slice is bounded by the budget alone.
         """
         if section != 0 and section not in self.sections:
-            if len(self.sections) == MAX_MATRIX_SECTIONS:
-                raise Stop
             self.sections.append(section)
 
     def next_phase(self) -> None:
