@@ -53,6 +53,9 @@ class Progress(Protocol):
     def advance(self, nbytes: int = 0, transactions: int = 0) -> None:
         """Record that ``nbytes`` bytes and ``transactions`` transactions are done."""
 
+    def retries(self, resent: int, resigned: int) -> None:
+        """Show how many sends were resends and how many transactions were signed again."""
+
     def close(self) -> None:
         """Finish the display."""
 
@@ -90,6 +93,9 @@ class Reporter(Protocol):
 
 class _NullProgress:
     def advance(self, nbytes: int = 0, transactions: int = 0) -> None:
+        pass
+
+    def retries(self, resent: int, resigned: int) -> None:
         pass
 
     def close(self) -> None:
@@ -188,6 +194,13 @@ class _Bar:
         self.first_advance: float | None = None
         self.last_advance = self.started
         self._samples: deque[tuple[float, int]] = deque()
+        self.resent = self.resigned = 0
+
+    def retried(self) -> str | None:
+        """The retries so far ("resent 12, signed again 3"), or None when there were none."""
+        parts = [f"resent {self.resent:,}"] if self.resent else []
+        parts += [f"signed again {self.resigned:,}"] if self.resigned else []
+        return ", ".join(parts) or None
 
     def advance(self, nbytes: int, transactions: int) -> None:
         now = self._clock()
@@ -241,6 +254,8 @@ class _Bar:
         )
         rate = self.rate(now)
         tails = [amount]
+        if (retried := self.retried()) is not None:
+            tails.append(retried)
         if waiting is not None:
             tails.append(waiting)
         else:
@@ -267,8 +282,9 @@ class _Bar:
         ) + f"{self.tx:,} of {self.total_tx:,} transactions"
         rate = self.rate(now)
         speed = f", {rate:,.0f} tx/s" if rate is not None and waiting is None else ""
+        retried = f", {text}" if (text := self.retried()) is not None else ""
         tail = waiting if waiting is not None else self.eta(now)
-        return f"{self.label}: {self.fraction() * 100:.0f}% ({counts}){speed}, {tail}"
+        return f"{self.label}: {self.fraction() * 100:.0f}% ({counts}){speed}{retried}, {tail}"
 
 
 class _Wait:
@@ -288,6 +304,9 @@ class _ConsoleProgress:
 
     def advance(self, nbytes: int = 0, transactions: int = 0) -> None:
         self._bar.advance(nbytes, transactions)
+
+    def retries(self, resent: int, resigned: int) -> None:
+        self._bar.resent, self._bar.resigned = resent, resigned
 
     def close(self) -> None:
         self._reporter._finish(self._bar)

@@ -326,7 +326,8 @@ async def _open(
 
 async def _read_after(flow: _Flow, client: RpcClient) -> bytes:
     """The run account, read at a slot at least as late as anything this run saw land."""
-    seen = max(flow.processed.context_slot, flow.reader.context_slot)
+    landed = flow.sender.client.min_context_slot or 0  # the sender's last landing
+    seen = max(flow.processed.context_slot, flow.reader.context_slot, landed)
     client.min_context_slot = seen or None
     chain = await flow.read_run(client)
     if chain is None:

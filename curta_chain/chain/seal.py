@@ -26,6 +26,7 @@ does before it begins.
 """
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -206,13 +207,13 @@ async def seal(
             sender.window = max(1, min(len(specs), account_cu_limit // SEAL_STEP_CU))
 
             async def look() -> None:
-                mirror.check(await _read_at(processed, processed, program_id, address))
+                mirror.check(await _read_at(processed, [sender.client], program_id, address))
 
             sent = await while_watching(sender.send(specs, bar, commitment="processed"), look)
             landed += sent.confirmed
             last_step = sent.last_signature
             done += len(specs)
-            model = await _read_at(processed, processed, program_id, address)
+            model = await _read_at(processed, [sender.client], program_id, address)
             mirror.check(model, done)
     finally:
         sender.window = window
@@ -220,7 +221,7 @@ async def seal(
     if last_step:
         with reporter.waiting(f"the last seal step to be {client.commitment}"):
             await wait_for_signature(client, last_step)
-        model = await _read_at(reader, processed, program_id, address)
+        model = await _read_at(reader, [processed, sender.client], program_id, address)
         mirror.check(model, done)
     first_bad = next(
         (
@@ -262,10 +263,11 @@ def _round(
 
 
 async def _read_at(
-    client: RpcClient, seen: RpcClient, program_id: Pubkey, address: Pubkey
+    client: RpcClient, seen: Sequence[RpcClient], program_id: Pubkey, address: Pubkey
 ) -> ModelAccount:
-    """The model, read at a slot at least as late as any ``seen`` has read it at."""
-    client.min_context_slot = max(seen.context_slot, client.context_slot) or None
+    """The model, read at a slot no older than any of ``seen`` read at or saw land."""
+    floor = max(max(c.context_slot, c.min_context_slot or 0) for c in (client, *seen))
+    client.min_context_slot = floor or None
     return await require_model(client, program_id, address)
 
 

@@ -11,6 +11,14 @@ is not there. So until the node's first answer, a host name that does not resolv
 at once and a refused connection fails after ``FIRST_CONTACT_GRACE`` seconds, each with
 one line. Once it has answered, the same failures are a node restarting: the transport
 retries for ``give_up_after`` seconds and tells the reporter what it is waiting for.
+
+A provider's limits are learnt, per URL, for the command's run (``ProviderLimits``): a 429
+is an answer, not a failure, so it never counts toward giving up; it is waited out as its
+``Retry-After`` asks and halves the request rate, which then grows again by about one call
+a second each second (additive increase, multiplicative decrease, as TCP does). Calls of a
+batch each count, as providers count them. A batch the provider refuses (HTTP 413 or 400)
+is ``BatchRefusedError``: the client halves the batch and goes on. ``--rpc-rps`` and
+``--rpc-batch`` set the two limits outright.
 """
 
 import asyncio
@@ -18,7 +26,9 @@ import contextlib
 import json
 import socket
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlparse
 
@@ -35,6 +45,78 @@ FIRST_CONTACT_GRACE = 0.5
 """Seconds a node that has never answered may refuse connections before we give up."""
 CONNECT_TIMEOUT = 10.0
 """Seconds to resolve the host and open a connection."""
+DEFAULT_BATCH = 128
+"""Calls per JSON-RPC batch until the provider says it takes fewer."""
+MIN_RPS = 1.0
+"""The request rate never falls below one call a second, whatever the 429s say."""
+RATE_INCREASE = 1.0
+"""Calls per second the rate grows each second of traffic without a 429."""
+
+
+class BatchRefusedError(RpcError):
+    """The provider refused a batch as a whole (HTTP 413 or 400): send smaller ones."""
+
+
+@dataclass
+class ProviderLimits:
+    """What one provider (one URL) allows, learnt during a command's run or set outright.
+
+    Attributes:
+        rps: calls per second (None: not limited until the first 429).
+        batch: calls per JSON-RPC batch.
+        fixed_rps, fixed_batch: set outright (``--rpc-rps``, ``--rpc-batch``): never learnt.
+    """
+
+    rps: float | None = None
+    batch: int = DEFAULT_BATCH
+    fixed_rps: bool = False
+    fixed_batch: bool = False
+    rate_limited: int = 0
+    """429 answers met."""
+    batches_refused: int = 0
+    _next_free: float = field(default=0.0, repr=False)
+    _recent: deque[tuple[float, int]] = field(default_factory=deque, repr=False)
+
+    @classmethod
+    def fixed(cls, rps: float | None = None, batch: int | None = None) -> "ProviderLimits":
+        """Limits set outright where given, learnt where not."""
+        return cls(
+            rps=rps,
+            batch=batch or DEFAULT_BATCH,
+            fixed_rps=rps is not None,
+            fixed_batch=batch is not None,
+        )
+
+    def delay(self, calls: int, now: float) -> float:
+        """Reserve ``calls`` calls' share of the rate; return how long to wait before posting."""
+        self._recent.append((now, calls))
+        while self._recent and self._recent[0][0] < now - 1.0:
+            self._recent.popleft()
+        if self.rps is None:
+            return 0.0
+        start = max(now, self._next_free)
+        self._next_free = start + calls / self.rps
+        return start - now
+
+    def succeeded(self, calls: int) -> None:
+        """Additive increase: about ``RATE_INCREASE`` calls/s more per second of traffic."""
+        if self.rps is not None and not self.fixed_rps:
+            self.rps += RATE_INCREASE * calls / self.rps
+
+    def too_many(self, now: float, wait: float) -> None:
+        """A 429: halve the rate (from what was sent in the last second when none was set)."""
+        self.rate_limited += 1
+        self._next_free = max(self._next_free, now + wait)
+        if self.fixed_rps:
+            return
+        sent = sum(calls for _, calls in self._recent)
+        current = self.rps if self.rps is not None else float(max(sent, 1))
+        self.rps = max(MIN_RPS, current / 2)
+
+    def refused(self, size: int) -> None:
+        """A batch of ``size`` calls was refused: the next ones take at most half of it."""
+        self.batches_refused += 1
+        self.batch = max(1, min(self.batch, size // 2))
 
 
 class HttpTransport:
@@ -46,6 +128,8 @@ class HttpTransport:
         give_up_after: seconds of failures of a node that answered before.
         max_connections: connections kept open to the node.
         reporter: told what a wait is for.
+        limits: the provider's request rate and batch size (shared by the run's transports
+            to this URL).
         http: httpx's transport (tests pass an ``httpx.MockTransport``).
         clock, sleep: monotonic seconds and the backoff's sleep (tests pass fakes).
     """
@@ -58,6 +142,7 @@ class HttpTransport:
         give_up_after: float = GIVE_UP_AFTER,
         max_connections: int = 8,
         reporter: Reporter | None = None,
+        limits: ProviderLimits | None = None,
         http: httpx.AsyncBaseTransport | None = None,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
@@ -66,6 +151,7 @@ class HttpTransport:
         self._give_up_after = give_up_after
         self._reporter = reporter or NullReporter()
         self._clock, self._sleep = clock, sleep
+        self.limits = limits or ProviderLimits()
         self.answered = False
         """Whether the node has ever given a usable answer."""
         self._client = httpx.AsyncClient(
@@ -83,25 +169,44 @@ class HttpTransport:
         """Send ``payload`` and return the decoded JSON answer.
 
         Raises:
+            BatchRefusedError: the provider refused a batch of several calls as a whole
+                (HTTP 413 or 400), or rate-limits it below one batch a second.
             RpcError: the node's host does not resolve or refuses connections and it has
                 never answered, or it gave no usable answer for ``give_up_after`` seconds.
         """
         body = json.dumps(payload, separators=(",", ":")).encode()
+        calls = len(payload) if isinstance(payload, list) else 1
         started = self._clock()
         delay = 0.1
         with contextlib.ExitStack() as stack:
             waiting: Waiting | None = None
             failure: Exception | None = None
             while True:
+                if (pause := self.limits.delay(calls, self._clock())) > 0:
+                    await self._sleep(pause)
                 self.requests += 1
                 try:
                     response = await self._client.post(self.url, content=body)
                     failure = None
                     if response.status_code == 429:
+                        # An answer: the provider is there, only slower than we asked.
+                        self.answered = True
                         wait = _retry_after(response, delay)
-                        problem = "HTTP 429 Too Many Requests"
+                        self.limits.too_many(self._clock(), wait)
+                        if calls > 1 and self.limits.rps is not None and calls > self.limits.rps:
+                            self.limits.refused(calls)  # a batch over a second's allowance
+                            raise BatchRefusedError(f"{self.url}: HTTP 429 for {calls} calls")
+                        # The rate's next slot is after the wait; it never counts toward
+                        # giving up.
+                        started = self._clock() + wait
+                        wait, problem = 0.0, "HTTP 429 Too Many Requests"
                     elif response.status_code >= 500:
                         wait, problem = delay, f"HTTP {response.status_code}"
+                    elif response.status_code in (400, 413) and calls > 1:
+                        self.answered = True
+                        raise BatchRefusedError(
+                            f"{self.url}: HTTP {response.status_code} for a batch of {calls}"
+                        )
                     elif response.status_code != 200:
                         raise RpcError(
                             f"{self.url}: HTTP {response.status_code}: {_brief(response)}"
@@ -109,6 +214,7 @@ class HttpTransport:
                     else:
                         answer = json.loads(response.content)
                         self.answered = True
+                        self.limits.succeeded(calls)
                         return answer
                 except (httpx.TransportError, json.JSONDecodeError, UnicodeDecodeError) as exc:
                     if not self.answered:
@@ -129,7 +235,8 @@ class HttpTransport:
                 else:
                     waiting.update(what)
                 self.retries += 1
-                await self._sleep(wait)
+                if wait > 0:
+                    await self._sleep(wait)
                 delay = min(delay * 2, 5.0)
 
     def _fail_fast(self, exc: Exception, elapsed: float) -> None:

@@ -6,7 +6,8 @@
   notes and result lines, each where the output mode wants them).
 - ``add_cluster_options(parser, keypair=..., fee_payer=..., program=...)`` and
   ``resolve(args)``: ``-u``, ``-k``, ``--fee-payer``, ``--commitment``, ``--program-id``,
-  ``--program-hash``, ``-C``, ``--rpc-timeout`` and ``--output``, resolved against the
+  ``--program-hash``, ``-C``, ``--rpc-timeout``, ``--rpc-rps``, ``--rpc-batch`` and
+  ``--output``, resolved against the
   Solana CLI config into a ``Cluster`` (which resolves signers, see ``signers.py``);
   ``add_yes_option`` for commands that spend.
 - ``running.py`` runs a command's body against the cluster (``run_on_cluster``).
@@ -34,8 +35,11 @@ if TYPE_CHECKING:
 
     from curta_chain.chain.rpc import RpcClient
     from curta_chain.chain.session import Connection
+    from curta_chain.chain.transport import ProviderLimits
 
 OUTPUT_FORMATS = ("display", "json", "json-compact")
+MAX_RPC_BATCH = 10_000
+"""The most calls ``--rpc-batch`` puts in one request."""
 
 _URL_HELP = (
     "URL for Solana's JSON RPC or moniker (or their first letter): "
@@ -120,6 +124,20 @@ def add_cluster_options(
         help="give up on a node that answered before and stopped, after this long "
         f"(default {GIVE_UP_AFTER:.0f}); one that never answers fails at once",
     )
+    parser.add_argument(
+        "--rpc-rps",
+        type=float,
+        metavar="N",
+        help="send at most N calls a second to the node, each call of a batch counted "
+        "(default: as fast as it answers, halving the rate on each HTTP 429)",
+    )
+    parser.add_argument(
+        "--rpc-batch",
+        type=int,
+        metavar="N",
+        help="put at most N calls in one JSON-RPC batch (default 128, halved each time the "
+        "node refuses a batch)",
+    )
     add_output_option(parser)
 
 
@@ -190,14 +208,22 @@ class Cluster:
     """``--program-id`` as given (None: from the config or the localnet)."""
     program_hashes: tuple[str, ...] = ()
     config: solana_config.CliConfig = field(default_factory=solana_config.CliConfig)
+    rpc_rps: float | None = None
+    """``--rpc-rps``: calls a second, set outright (None: learnt from the node's 429s)."""
+    rpc_batch: int | None = None
+    """``--rpc-batch``: calls per batch, set outright (None: learnt from refused batches)."""
+    limits: "dict[str, ProviderLimits]" = field(default_factory=dict, compare=False)
+    """Each URL's limits as learnt so far: every client of this command's run shares them."""
 
     def client(self, url: str | None = None, min_context_slot: int | None = None) -> "RpcClient":
         """A fresh RPC client for this cluster (create it inside the running event loop)."""
         from curta_chain.chain.rpc import RpcClient
-        from curta_chain.chain.transport import HttpTransport
+        from curta_chain.chain.transport import HttpTransport, ProviderLimits
 
+        url = url or self.url
+        limits = self.limits.setdefault(url, ProviderLimits.fixed(self.rpc_rps, self.rpc_batch))
         transport = HttpTransport(
-            url or self.url, give_up_after=self.rpc_timeout, reporter=self.reporter
+            url, give_up_after=self.rpc_timeout, reporter=self.reporter, limits=limits
         )
         return RpcClient(transport, self.commitment, min_context_slot)
 
@@ -243,6 +269,8 @@ def resolve(args: argparse.Namespace, reporter: Reporter | None = None) -> Clust
         program_id=program_id,
         program_hashes=parse_program_hashes(getattr(args, "program_hash", [])),
         config=config,
+        rpc_rps=_optional_positive(getattr(args, "rpc_rps", None), "--rpc-rps", "calls a second"),
+        rpc_batch=_batch(getattr(args, "rpc_batch", None)),
     )
 
 
@@ -257,6 +285,18 @@ class Interrupted(KeyboardInterrupt):
 def _positive(value: float, what: str) -> float:
     if not value > 0:
         raise ConfigError(f"{what} {value}: expected a positive number of seconds")
+    return value
+
+
+def _optional_positive(value: float | None, what: str, unit: str) -> float | None:
+    if value is not None and not 0 < value < float("inf"):
+        raise ConfigError(f"{what} {value}: expected a positive number of {unit}")
+    return value
+
+
+def _batch(value: int | None) -> int | None:
+    if value is not None and not 1 <= value <= MAX_RPC_BATCH:
+        raise ConfigError(f"--rpc-batch {value}: expected a count of calls 1 to {MAX_RPC_BATCH}")
     return value
 
 
