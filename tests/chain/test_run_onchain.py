@@ -37,6 +37,7 @@ from curta_chain.program.run_account import opened_run_data
 PROMPT = "Once upon a time"
 STEPS = 32
 PROGRAM_ID = Pubkey.from_string(LOCALNET_PROGRAM_ID)
+PROCESSED = {"commitment": "processed"}
 
 
 def cli_json(capsys, *args: str) -> dict:
@@ -320,7 +321,7 @@ def test_runs_lists_an_unfinished_run_and_close_run_ends_it_for_its_opener_only(
     stranger = tmp_path / "stranger.json"
     write_keypair(fund(localnet.url, 1), stranger)
     who = str(load_keypair(stranger).pubkey())
-    balance = rpc(localnet.url, "getBalance", [who])["value"]
+    balance = rpc(localnet.url, "getBalance", [who, PROCESSED])["value"]
     code = main(["close-run", str(run.pubkey()), "-u", localnet.url, "-k", str(stranger)])
     out, err = capsys.readouterr()
     assert (code, out) == (1, "")
@@ -328,12 +329,12 @@ def test_runs_lists_an_unfinished_run_and_close_run_ends_it_for_its_opener_only(
         f"error: run {run.pubkey()} was opened by {payer.pubkey()}: only its opener closes it "
         "(pass its keypair with -k); nothing was sent\n"
     )
-    assert rpc(localnet.url, "getBalance", [who])["value"] == balance
+    assert rpc(localnet.url, "getBalance", [who, PROCESSED])["value"] == balance
     # Its opener can, unfinished as it is: the rent comes back, and says so.
-    before = rpc(localnet.url, "getBalance", [str(payer.pubkey())])["value"]
+    before = rpc(localnet.url, "getBalance", [str(payer.pubkey()), PROCESSED])["value"]
     closed = cli_json(capsys, "close-run", str(run.pubkey()), *chain)
     assert closed["closed"] and closed["lamports_returned"] == rent
-    after = rpc(localnet.url, "getBalance", [str(payer.pubkey())])["value"]
+    after = rpc(localnet.url, "getBalance", [str(payer.pubkey()), PROCESSED])["value"]
     assert after - before == rent - 5_000
     assert cli_json(capsys, "runs", *chain)["runs"] == []
     code = main(["close-run", str(run.pubkey()), *chain])
