@@ -92,6 +92,11 @@ class Row:
     sent: int
     landed: int
     beyond_plan: int
+    slots: int | None = None
+    """Slots from the first to the last transaction the command landed on its account."""
+    blocks: int | None = None
+    """Of those, the slots whose blocks held one (fewer than ``slots`` when the localnet's
+    own execution, not the client, keeps a block from coming sooner)."""
 
 
 def free_port() -> int:
@@ -181,18 +186,29 @@ async def model_rows(
         result = await seal(ctx, published.model, artifact)
         assert result.state == ModelState.SEALED, result.describe()
 
+    since = await client.call("getSlot", [{"commitment": "processed"}])
     rows.append(await measured(client, sender, f"seal {label}", fee, sealing))
+    rows[-1].slots, rows[-1].blocks = await slots_spanned(client, published.model, since)
     runs: list[Any] = []
 
     async def running() -> None:
         settings = SamplingSettings(0, 0, 0)
         runs.append(await run_on_chain(ctx, published.model, PROMPT, tokens, settings, close=True))
 
+    since = await client.call("getSlot", [{"commitment": "processed"}])
     row = await measured(client, sender, f"run {label} ({tokens} tokens)", 0, running)
+    row.slots, row.blocks = await slots_spanned(client, runs[0].run, since)
     # The plan of a closed run: its rent comes back; one fee a signature (openRun has two).
     row.beyond_plan -= SIGNATURE_FEE * (runs[0].transactions + 1)
     rows.append(row)
     return rows
+
+
+async def slots_spanned(client: RpcClient, address: Pubkey, since: int) -> tuple[int, int]:
+    """Slots from the first to the last transaction naming ``address`` from ``since`` on,
+    and how many of them held one."""
+    slots = [t.slot for t in await client.landed_transactions(address, since)]
+    return (max(slots) - min(slots) + 1, len(set(slots))) if slots else (0, 0)
 
 
 def main() -> None:
@@ -220,19 +236,18 @@ def main() -> None:
     clean = {row.command: row.seconds for row in results.get("clean", [])}
     print(
         f"| {'scenario':<9} | {'command':<32} | {'seconds':>8} | {'x clean':>7} | {'signed':>7} "
-        f"| {'sent':>7} | {'landed':>7} | {'lamports beyond plan':>20} |"
+        f"| {'sent':>7} | {'landed':>7} | {'lamports beyond plan':>20} | {'slots':>5} | {'blocks':>6} |"
     )
-    print(
-        f"| {'-' * 9} | {'-' * 32} | {'-' * 8}: | {'-' * 7}: | {'-' * 7}: | {'-' * 7}: "
-        f"| {'-' * 7}: | {'-' * 20}: |"
-    )
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for name, rows in results.items():
         for row in rows:
             base = clean.get(row.command)
             ratio = f"{row.seconds / base:.2f}" if base else "-"
             print(
                 f"| {name:<9} | {row.command:<32} | {row.seconds:>8.1f} | {ratio:>7} "
-                f"| {row.signed:>7,} | {row.sent:>7,} | {row.landed:>7,} | {row.beyond_plan:>20,} |"
+                f"| {row.signed:>7,} | {row.sent:>7,} | {row.landed:>7,} | {row.beyond_plan:>20,} "
+                f"| {row.slots if row.slots is not None else '-':>5} "
+                f"| {row.blocks if row.blocks is not None else '-':>6} |"
             )
     print(
         json.dumps(
@@ -244,6 +259,8 @@ def main() -> None:
                         "sent": row.sent,
                         "landed": row.landed,
                         "lamports_beyond_plan": row.beyond_plan,
+                        "slots": row.slots,
+                        "blocks": row.blocks,
                     }
                     for row in rows
                 }
