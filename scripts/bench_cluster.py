@@ -236,7 +236,8 @@ def main() -> None:
     clean = {row.command: row.seconds for row in results.get("clean", [])}
     print(
         f"| {'scenario':<9} | {'command':<32} | {'seconds':>8} | {'x clean':>7} | {'signed':>7} "
-        f"| {'sent':>7} | {'landed':>7} | {'lamports beyond plan':>20} | {'slots':>5} | {'blocks':>6} |"
+        f"| {'sent':>7} | {'landed':>7} | {'lamports beyond plan':>20} | {'slots':>5} "
+        f"| {'blocks':>6} |"
     )
     print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for name, rows in results.items():
