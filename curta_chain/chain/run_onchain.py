@@ -44,7 +44,7 @@ from curta_chain.chain.rent import plan_new_accounts
 from curta_chain.chain.rpc import RpcClient
 from curta_chain.chain.sender import Sender, SendStats, wait_for_signature
 from curta_chain.chain.specs import STEP_CU, TxSpec, sign
-from curta_chain.chain.watch import while_watching
+from curta_chain.chain.watch import round_sender, while_watching
 from curta_chain.constants import (
     ACCOUNT_CU_LIMIT,
     MAX_LOADED_ACCOUNTS_DATA_SIZE,
@@ -365,7 +365,6 @@ async def _crank(
     window = max(1, account_cu_limit // STEP_CU)
     at = mirror.header.steps
     bar = flow.ctx.reporter.progress("run", 0, at + remaining, done_transactions=at)
-    window_before = flow.sender.window
     try:
         while remaining:
             weights, in_flight = _weights(flow, mirror, window)
@@ -373,14 +372,14 @@ async def _crank(
                 flow.ctx.transactions.step(flow.address, flow.model, weights, next(labels))
                 for _ in range(remaining)
             ]
-            flow.sender.window = in_flight
 
             async def look() -> None:
                 _show(flow, result, mirror.observe(await _read_after(flow, flow.processed)))
 
             try:
-                sending = flow.sender.send(specs, bar, commitment="processed")
-                stats = await while_watching(sending, look)
+                with round_sender(flow.sender, in_flight) as sender:
+                    sending = sender.send(specs, bar, commitment="processed")
+                    stats = await while_watching(sending, look)
                 if stats.signatures:
                     flow.last_signature = stats.signatures[-1]
             except ProgramError as exc:
@@ -389,7 +388,6 @@ async def _crank(
             _show(flow, result, mirror.observe(await _read_after(flow, flow.processed)))
             remaining = mirror.steps_to_finish()
     finally:
-        flow.sender.window = window_before
         bar.close()
 
 

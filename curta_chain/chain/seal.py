@@ -40,7 +40,7 @@ from curta_chain.chain.fees import estimate_fees
 from curta_chain.chain.rpc import RpcClient
 from curta_chain.chain.sender import wait_for_signature
 from curta_chain.chain.specs import SEAL_STEP_CU, Transactions, TxSpec
-from curta_chain.chain.watch import while_watching
+from curta_chain.chain.watch import round_sender, while_watching
 from curta_chain.constants import ACCOUNT_CU_LIMIT
 from curta_chain.errors import AccountError, MirrorMismatchError
 from curta_chain.program import ModelAccount, ModelState
@@ -200,23 +200,22 @@ async def seal(
         done_transactions=done,
     )
     last_step = ""
-    window = sender.window
     try:
         while model.state == ModelState.SEALING:
             specs = _round(txs, address, model, mirror, done)
-            sender.window = max(1, min(len(specs), account_cu_limit // SEAL_STEP_CU))
 
             async def look() -> None:
                 mirror.check(await _read_at(processed, [sender.client], program_id, address))
 
-            sent = await while_watching(sender.send(specs, bar, commitment="processed"), look)
+            with round_sender(sender, min(len(specs), account_cu_limit // SEAL_STEP_CU)):
+                sending = sender.send(specs, bar, commitment="processed")
+                sent = await while_watching(sending, look)
             landed += sent.confirmed
             last_step = sent.last_signature
             done += len(specs)
             model = await _read_at(processed, [sender.client], program_id, address)
             mirror.check(model, done)
     finally:
-        sender.window = window
         bar.close()
     if last_step:
         with reporter.waiting(f"the last seal step to be {client.commitment}"):

@@ -1,20 +1,38 @@
-"""Sending while watching: a mirror checks the chain while transactions land.
+"""Rounds of steps: many in flight, a mirror checking the chain while they land.
 
-``seal`` and ``run --on-chain`` keep many steps in flight and, while they land, read the
-account they write every ``OBSERVE_INTERVAL`` seconds to compare the state it is in with
-their mirror's. ``while_watching`` runs the two together: a mismatch the watch finds stops
-the sending at once, and the watch ends when the sending does.
+``seal`` and ``run --on-chain`` send their steps in rounds, each as many as may be in
+flight at once, and, while they land, read the account they write every
+``OBSERVE_INTERVAL`` seconds to compare the state it is in with their mirror's.
+``while_watching`` runs the two together: a mismatch the watch finds stops the sending at
+once, and the watch ends when the sending does. ``round_sender`` sets the sender for a
+round: its window, and resends every ``ROUND_RESEND`` seconds, since the next round waits
+for the last step of this one (a resend is the same bytes: it can never land twice).
 """
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import TypeVar
+
+from curta_chain.chain.sender import Sender
 
 T = TypeVar("T")
 
 OBSERVE_INTERVAL = 0.2
 """Seconds between two reads of the account being stepped (about half a slot)."""
+ROUND_RESEND = 0.8
+"""Seconds between two sends of a step not yet seen: two slots, not the sender's 2 s."""
+
+
+@contextlib.contextmanager
+def round_sender(sender: Sender, window: int) -> Iterator[Sender]:
+    """``sender`` with ``window`` steps in flight and quick resends, for one round."""
+    before = sender.window, sender.resend_interval
+    sender.window, sender.resend_interval = max(1, window), min(ROUND_RESEND, before[1])
+    try:
+        yield sender
+    finally:
+        sender.window, sender.resend_interval = before
 
 
 async def while_watching(work: Awaitable[T], look: Callable[[], Awaitable[None]]) -> T:
