@@ -318,7 +318,7 @@ async def _open(
         capacity,
         text,
         settings,
-        artifact.config.vocab_size,
+        artifact.config,
     )
     _check_size(spec, flow.ctx.payer, len(text))
     flow.count(await flow.sender.send([spec], commitment="processed"))

@@ -35,6 +35,7 @@ from solders.system_program import (
 from solders.transaction import Transaction
 
 from curta_chain import program
+from curta_chain.artifact.layout import ModelConfig
 from curta_chain.chain import loader
 from curta_chain.chain.plan import NewAccount, PublishPlan, WritePiece
 from curta_chain.constants import MAX_COMPUTE_UNITS
@@ -49,10 +50,8 @@ BEGIN_SEALING_CU = 5_000
 SEAL_STEP_CU = 40_000
 REOPEN_CU = 5_000
 CLOSE_CU = 5_000
-OPEN_RUN_CU_BASE = 150_000
-OPEN_RUN_CU_PER_TOKEN = 14
-"""openRun checks section zero: its tables (about 90,000 units measured for a 259-token model),
-then its tokenizer, about 12 compute units a vocabulary entry."""
+
+
 STEP_CU = MAX_COMPUTE_UNITS
 """A step spends up to its budget (1.2 M estimated units) and asks for the most there is."""
 CLOSE_RUN_CU = 5_000
@@ -62,6 +61,23 @@ BUFFER_CU = 10_000
 BUFFER_WRITE_CU = 5_000
 DEPLOY_CU = 50_000
 SET_AUTHORITY_CU = 10_000
+
+
+def open_run_units(config: ModelConfig) -> int:
+    """The compute units openRun asks for: it checks section zero's tables and tokenizer.
+
+    Measured (LiteSVM, a1-program's build): 88,924 for a 259-token, 16-wide model with a
+    16-position context; each vocabulary entry adds 13, each context position 80 and each
+    unit of width (dim and hidden) about 100 (623,000 for the stories15M shape). A quarter
+    more, for margin.
+    """
+    measured = (
+        85_000
+        + 13 * config.vocab_size
+        + 80 * config.seq_len
+        + 100 * (config.dim + config.hidden_dim)
+    )
+    return measured * 5 // 4
 
 
 @dataclass(frozen=True)
@@ -277,7 +293,7 @@ class Transactions:
         capacity: int,
         prompt: bytes,
         settings: SamplingSettings,
-        vocab_size: int,
+        config: ModelConfig,
     ) -> TxSpec:
         """Create the run account (``funding``; the run's keypair signs) and open the run."""
         create = new_account(self.payer, funding, self.program_id)
@@ -293,8 +309,7 @@ class Transactions:
             settings.top_p,
             settings.seed,
         )
-        units = OPEN_RUN_CU_BASE + OPEN_RUN_CU_PER_TOKEN * vocab_size
-        return TxSpec((*self._run_budget(units), *create, ix), (run,))
+        return TxSpec((*self._run_budget(open_run_units(config)), *create, ix), (run,))
 
     def step(self, run: Pubkey, model: Pubkey, weights: Sequence[Pubkey], label: int) -> TxSpec:
         """A step of ``run``; ``weights[0]`` is section zero's account. Anyone may send it."""

@@ -300,7 +300,7 @@ def test_runs_lists_an_unfinished_run_and_close_run_ends_it_for_its_opener_only(
                 capacity,
                 text,
                 settings,
-                stories260k.config.vocab_size,
+                stories260k.config,
             )
             await Sender(client, payer).send([spec])
         finally:
