@@ -31,6 +31,8 @@ from curta_chain.cli import (
 )
 from curta_chain.errors import CurtaError
 
+__all__ = ["build_parser", "main"]
+
 _COMMAND_MODULES = (
     artifact_commands,
     keygen_command,
