@@ -55,6 +55,7 @@ from curta_chain.inference import IntModel, SamplingSettings, Tokenizer, plan_ru
 from curta_chain.program import FinishReason, ModelAccount, ModelState, Region, RunAccount, RunState
 from curta_chain.program.run_account import opened_run_data
 from curta_chain.program.run_mirror import Logged, RunMirror
+from curta_chain.reporting import sol
 
 _SETTLED = ("RunFinished", "MissingWeightAccount")
 """Refusals that change nothing: the run had ended, or a window missed a section."""
@@ -259,7 +260,6 @@ async def run_on_chain(
         chain = await _read_after(flow, flow.processed)
     header = RunAccount.from_bytes(chain)
     result = OnChainRun(run=address, prompt_ids=plan.prompt_ids, resumed_from=header.steps)
-    resumed_tokens = max(0, header.token_count - header.prompt_tokens)
     mirror = RunMirror(artifact, opened, int_model, tokenizer)
     flow.on_piece(tokenizer.decode(plan.prompt_ids[1:]))  # as `curta-chain run` shows it
     if header.steps:
@@ -268,6 +268,7 @@ async def run_on_chain(
             _show(flow, result, mirror.observe(chain))
     else:
         mirror.compare(chain, header)
+    resumed_tokens = len(result.generated)
     with reporter.waiting("the mirror to count the run's steps"):
         remaining = mirror.steps_to_finish()
     await _crank(flow, mirror, result, remaining, account_cu_limit)
@@ -288,9 +289,7 @@ async def run_on_chain(
     if close:
         flow.count(await flow.sender.send([ctx.transactions.close_run(address)]))
         result.closed = True
-        reporter.line(
-            f"closed run {address}: {result.rent:,} lamports of rent back with {payer.pubkey()}"
-        )
+        reporter.line(f"closed run {address}: its rent, {sol(result.rent)}, is back with the payer")
     result.transactions = flow.landed + len(result.step_units)
     result.seconds = time.monotonic() - started
     return result
