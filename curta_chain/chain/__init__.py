@@ -12,6 +12,7 @@ __all__ = [
     "fees",
     "fetch",
     "funds",
+    "keys",
     "loaded_data",
     "loader",
     "plan",
@@ -20,6 +21,7 @@ __all__ = [
     "rent",
     "rpc",
     "run_onchain",
+    "runs",
     "seal",
     "sender",
     "session",
@@ -27,4 +29,5 @@ __all__ = [
     "status",
     "transport",
     "verify",
+    "watch",
 ]

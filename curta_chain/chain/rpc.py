@@ -37,6 +37,8 @@ from curta_chain.errors import ChainError, RpcCallError, RpcError
 
 MAX_ACCOUNTS_PER_CALL = 100
 """getMultipleAccounts answers at most 100 keys."""
+SIGNATURES_PER_PAGE = 1_000
+"""getSignaturesForAddress's most signatures an answer."""
 ACCOUNT_SLICE = 1 << 20
 """Bytes of account data read per request: keeps each JSON answer small."""
 MIN_CONTEXT_SLOT_NOT_REACHED = -32016
@@ -69,6 +71,16 @@ class AccountInfo:
     lamports: int
     data: bytes
     executable: bool = False
+
+
+@dataclass(frozen=True)
+class Landed:
+    """A transaction that landed: its signature, slot, fee payer and compute units."""
+
+    signature: str
+    slot: int
+    fee_payer: str
+    compute_units: int
 
 
 @dataclass(frozen=True)
@@ -338,11 +350,17 @@ class RpcClient:
         return data
 
     async def program_accounts(
-        self, program_id: Pubkey, filters: Sequence[dict[str, Any]]
+        self, program_id: Pubkey, filters: Sequence[dict[str, Any]], head: int | None = None
     ) -> list[tuple[Pubkey, AccountInfo]]:
-        """Return the accounts ``program_id`` owns that pass every getProgramAccounts filter."""
+        """Return the accounts ``program_id`` owns that pass every getProgramAccounts filter.
+
+        With ``head``, only each account's first ``head`` bytes of data are read.
+        """
+        extra: dict[str, Any] = {"filters": list(filters)}
+        if head is not None:
+            extra["dataSlice"] = {"offset": 0, "length": head}
         result = await self.call(
-            "getProgramAccounts", [str(program_id), self._read_config(filters=list(filters))]
+            "getProgramAccounts", [str(program_id), self._read_config(**extra)]
         )
         out = []
         for item in result:
@@ -423,6 +441,42 @@ class RpcClient:
                 await asyncio.sleep(self.lag_poll)
             todo = missing
         return [out[i] for i in range(len(signatures))]
+
+    async def landed_transactions(self, address: Pubkey, since_slot: int) -> list[Landed]:
+        """Every transaction that landed without error naming ``address`` from ``since_slot``.
+
+        Oldest first, each with its fee payer and compute units (getSignaturesForAddress,
+        then getTransaction at confirmed commitment, the lowest that answers it).
+
+        Raises:
+            RpcError: a transaction the node listed has no meta.
+        """
+        signatures: list[str] = []
+        before: str | None = None
+        while True:
+            config: dict[str, Any] = {"commitment": "confirmed", "limit": SIGNATURES_PER_PAGE}
+            if before is not None:
+                config["before"] = before
+            page = await self.call("getSignaturesForAddress", [str(address), config])
+            signatures += [
+                item["signature"]
+                for item in page
+                if item["slot"] >= since_slot and item.get("err") is None
+            ]
+            if len(page) < SIGNATURES_PER_PAGE or page[-1]["slot"] < since_slot:
+                break
+            before = page[-1]["signature"]
+        signatures.reverse()
+        config = {"encoding": "json", "commitment": "confirmed"}
+        answers = await self._batch_or_raise([("getTransaction", [s, config]) for s in signatures])
+        out: list[Landed] = []
+        for signature, answer in zip(signatures, answers, strict=True):
+            meta = answer.get("meta") if isinstance(answer, dict) else None
+            if meta is None or not isinstance(meta.get("computeUnitsConsumed"), int):
+                raise RpcError(f"{self.url}: transaction {signature} has no meta")
+            payer = answer["transaction"]["message"]["accountKeys"][0]
+            out.append(Landed(signature, int(answer["slot"]), payer, meta["computeUnitsConsumed"]))
+        return out
 
     # Writes.
 

@@ -27,6 +27,7 @@ from curta_chain.cli import (
     keygen_command,
     localnet_command,
     read_commands,
+    run_account_commands,
     run_command,
 )
 from curta_chain.errors import CurtaError
@@ -41,6 +42,7 @@ _COMMAND_MODULES = (
     chain_commands,
     read_commands,
     run_command,
+    run_account_commands,
 )
 
 _INVALID_CHOICE = re.compile(r"argument (?P<arg>[^:]+): invalid choice: '(?P<value>[^']*)'")

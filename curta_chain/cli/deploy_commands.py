@@ -57,15 +57,10 @@ def _deploy(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
     from curta_chain.chain.context import ChainContext
-    from curta_chain.chain.deploy import (
-        RESUME_HINT,
-        check_deploy_funds,
-        default_program_keypair,
-        deploy,
-        plan_deploy,
-    )
+    from curta_chain.chain.deploy import RESUME_HINT, check_deploy_funds, deploy, plan_deploy
     from curta_chain.chain.features import select_build
     from curta_chain.chain.fees import priced
+    from curta_chain.chain.keys import default_program_keypair
     from curta_chain.cli.confirm import confirm_spend
     from curta_chain.cli.keypairs import load_keypair
     from curta_chain.cli.solana_config import default_config_path, record_program_id

@@ -35,7 +35,7 @@ from curta_chain.artifact import Artifact, decode_artifact
 from curta_chain.artifact.layout import BLOCK_NAMES
 from curta_chain.artifact.synthetic import tezw_bytes
 from curta_chain.chain import loader, specs
-from curta_chain.chain.deploy import buffer_keypair, default_program_keypair
+from curta_chain.chain.keys import buffer_keypair, default_program_keypair
 from curta_chain.chain.plan import NewAccount
 from curta_chain.chain.rent import rent_exempt_minimum
 from curta_chain.chain.sender import Sender

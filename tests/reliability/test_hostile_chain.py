@@ -42,7 +42,8 @@ from curta_chain.artifact import Artifact, ModelConfig, hash_steps
 from curta_chain.artifact.convert import convert_llama2c_bytes
 from curta_chain.artifact.synthetic import llama2c_checkpoint_bytes, llama2c_tokenizer_bytes
 from curta_chain.chain.context import ChainContext
-from curta_chain.chain.plan import NewAccount, model_keypair, weight_keypair
+from curta_chain.chain.keys import model_keypair, weight_keypair
+from curta_chain.chain.plan import NewAccount
 from curta_chain.chain.publish import plan_publish, publish
 from curta_chain.chain.rpc import RpcClient
 from curta_chain.chain.seal import seal
@@ -170,7 +171,7 @@ async def make_model(
         steps = len(list(hash_steps(sections)))
     for index, step in enumerate(list(hash_steps(sections))[:steps]):
         account = model.accounts[step.section]
-        spec = txs(authority).seal_step(model.address, account, index)
+        spec = txs(authority).seal_step(model.address, [account], index)
         await sender.send([spec])
     assert (await read(client, model.address)).state == state
     return model

@@ -12,13 +12,6 @@
  */
 #include "../inference.h"
 
-/* The cost model (as in forward.c). */
-#define COST_PASS 500
-#define COST_WEIGHT 55 /* an id's weight: a division and the table */
-#define COST_ID 14     /* an id in the cut or the draw */
-#define COST_CHOOSE 500 /* the draw's generator step, and the chosen token appended, logged */
-#define COST_BUCKETS (12 * (HIST_HIGH + HIST_LOW)) /* the scans of both histograms */
-
 #define RNG_GOLDEN 0x9E3779B97F4A7C15UL
 #define RNG_MULTIPLIER 0x2545F4914F6CDD1DUL
 #define STOP_OPENING 1
