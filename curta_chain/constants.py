@@ -11,10 +11,6 @@ MAX_COMPUTE_UNITS: Final = 1_400_000
 MAX_LOADED_ACCOUNTS_DATA_SIZE: Final = 64 * 1024 * 1024
 """The account data a transaction may load (SIMD-0186): the default, and the most it may ask."""
 LAMPORTS_PER_SOL: Final = 1_000_000_000
-ACCOUNT_CU_LIMIT: Final = 40_000_000
-"""Compute units one block may spend on transactions writing one account (the busy
-localnet's default). Every seal step writes the model account and every step its run
-account, so this bounds how many are worth keeping in flight: more only wait in the leader."""
 
 # The weight account: a header the program owns, then one artifact section's bytes.
 WEIGHT_HEADER_SIZE: Final = 2_048
@@ -60,7 +56,9 @@ up (``--rpc-timeout``'s default)."""
 BLOCK_CU_LIMIT: Final = 100_000_000
 """Compute units a block may hold (SIMD-0286)."""
 ACCOUNT_CU_LIMIT: Final = 40_000_000
-"""Compute units the transactions writing one account may take in a block (SIMD-0306)."""
+"""Compute units the transactions writing one account may take in a block (SIMD-0306).
+Every seal step writes the model account and every step its run account, so this bounds how
+many are worth keeping in flight: more only wait in the leader."""
 ACCOUNT_WRITE_LIMIT: Final = 100
 """Transactions writing one account per block: a 400 ms share of the ~250 writes a second
 one account takes under write-lock serialisation."""
