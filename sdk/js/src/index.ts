@@ -1,0 +1,6 @@
+/** @curta/sdk: read, verify and run curta-chain models from TypeScript. */
+
+export * from "./decode.js";
+export * from "./format.js";
+export * from "./hash.js";
+export * from "./layout.js";

@@ -1,0 +1,39 @@
+"""The TypeScript SDK's own suite (sdk/js/test, node's built-in runner), run from pytest.
+
+It builds the SDK with esbuild, type-checks it with tsc, and runs every test file: the
+decoder against the shared corpus, the weights hash, the generated Codama clients.
+"""
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+SDK = Path(__file__).resolve().parents[2] / "sdk" / "js"
+TIMEOUT = 300.0
+
+
+@pytest.fixture(scope="module")
+def sdk() -> Path:
+    if shutil.which("node") is None:
+        pytest.skip("node is not installed (.ci/run installs it)")
+    if not (SDK / "node_modules" / "esbuild").is_dir():
+        pytest.skip(f"the SDK's packages are not installed: run `npm ci` in {SDK}")
+    return SDK
+
+
+def _run(sdk: Path, *args: str) -> str:
+    done = subprocess.run(args, cwd=sdk, capture_output=True, text=True, timeout=TIMEOUT)
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
+    return done.stdout
+
+
+def test_the_sdk_type_checks(sdk):
+    _run(sdk, "node", "node_modules/typescript/bin/tsc", "--noEmit", "-p", ".")
+
+
+def test_the_sdk_suite_passes(sdk):
+    _run(sdk, "node", "scripts/build.mjs")
+    out = _run(sdk, "node", "--test", "dist/test/")
+    assert "# fail 0" in out and "# pass " in out
