@@ -1,7 +1,8 @@
 """The TypeScript SDK's own suite (sdk/js/test, node's built-in runner), run from pytest.
 
-It builds the SDK with esbuild, type-checks it with tsc, and runs every test file: the
-decoder against the shared corpus, the weights hash, the generated Codama clients.
+It builds the SDK with esbuild, type-checks it with tsc, runs every test file (the decoder
+against the shared corpus, the weights hash, the generated Codama clients), and checks that
+the generated clients are what Codama makes of the IDL today.
 """
 
 import shutil
@@ -37,3 +38,9 @@ def test_the_sdk_suite_passes(sdk):
     _run(sdk, "node", "scripts/build.mjs")
     out = _run(sdk, "node", "--test", "dist/test/")
     assert "# fail 0" in out and "# pass " in out
+
+
+def test_the_generated_clients_match_the_idl(sdk):
+    """sdk/js/src/generated is what Codama makes of programs_idl/curta.json today."""
+    out = _run(sdk, "node", "scripts/generate.mjs", "--check")
+    assert "matches programs_idl/curta.json" in out

@@ -4,3 +4,4 @@ export * from "./decode.js";
 export * from "./format.js";
 export * from "./hash.js";
 export * from "./layout.js";
+export * from "./generated/index.js";
