@@ -32,7 +32,7 @@ export function pyBytes(bytes: Uint8Array): string {
 }
 
 /** Bytes as lowercase hex. */
-export function toHex(bytes: Uint8Array): string {
+export function toHex(bytes: ArrayLike<number>): string {
   return Array.from(bytes, (b) => b.toString(16).padStart(2, "0")).join("");
 }
 

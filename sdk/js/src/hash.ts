@@ -59,3 +59,13 @@ export async function weightsCommitment(sections: Uint8Array[], onProgress?: Pro
     running = await hashSection(section, running, (n) => onProgress?.((done += n)));
   return running;
 }
+
+/** The SHA-256 of `bytes` (node:crypto in Node, WebCrypto in a browser). */
+export async function sha256(bytes: Uint8Array): Promise<Uint8Array> {
+  const isNode = typeof process !== "undefined" && !!process.versions?.node;
+  if (isNode) {
+    const { createHash } = await import("node:crypto");
+    return new Uint8Array(createHash("sha256").update(bytes).digest());
+  }
+  return new Uint8Array(await crypto.subtle.digest("SHA-256", bytes as Uint8Array<ArrayBuffer>));
+}
