@@ -12,3 +12,4 @@ export { fetchModel } from "./chain.js";
 export { fetchModel as fetchModelAccount } from "./generated/index.js";
 // The RPC client the chain functions take, so a user needs no second import.
 export { createSolanaRpc } from "@solana/kit";
+export * from "./inference.js";
