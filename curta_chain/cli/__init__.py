@@ -27,6 +27,7 @@ from curta_chain.cli import (
     keygen_command,
     localnet_command,
     run_command,
+    web_command,
 )
 from curta_chain.errors import CurtaError
 
@@ -37,6 +38,7 @@ _COMMAND_MODULES = (
     deploy_commands,
     chain_commands,
     run_command,
+    web_command,
 )
 
 _INVALID_CHOICE = re.compile(r"argument (?P<arg>[^:]+): invalid choice: '(?P<value>[^']*)'")

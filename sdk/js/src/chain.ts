@@ -13,7 +13,7 @@ import { address as toAddress, getAddressDecoder } from "@solana/kit";
 import { ArtifactError, decodeArtifact, type Artifact } from "./decode.js";
 import { toHex } from "./format.js";
 import { hashSection, sha256 } from "./hash.js";
-import { getModelDecoder, getWeightAccountDecoder, ModelState, type Model } from "./generated/index.js";
+import { getModelDecoder, getRunDecoder, getWeightAccountDecoder, ModelState, PromptKind, type Model, type Run } from "./generated/index.js";
 import { SHIPPED_BUILDS } from "./generated/shipped.js";
 
 export const WEIGHT_HEADER_SIZE = 2048;
@@ -295,6 +295,17 @@ export interface VerifyOptions {
   onProgress?: (progress: VerifyProgress) => void;
   /** Given the chain's bytes once read: the page runs the model from them. */
   onSections?: (sections: Uint8Array[]) => void;
+  /** Given each slot's weight account, length and frozen flag (null: unreadable) once known. */
+  onSlots?: (slots: SlotInfo[]) => void;
+  /** Given the model account as soon as it is read. */
+  onModel?: (model: FetchedModel) => void;
+}
+
+/** One section slot of a model as read: its weight account, length and frozen flag. */
+export interface SlotInfo {
+  account: string;
+  length: number;
+  frozen: boolean | null;
 }
 
 /**
@@ -307,6 +318,7 @@ export interface VerifyOptions {
 export async function verifyModel(rpc: CurtaRpc, address: string, options: VerifyOptions = {}): Promise<VerifyReport> {
   const reader = new Reader(rpc, options.commitment ?? "confirmed");
   const fetched = await fetchWith(reader, address, options.programId);
+  options.onModel?.(fetched);
   const program = await readProgram(reader, fetched.programId);
   const model = fetched.model;
   const artifact = options.artifact instanceof Uint8Array ? decodeArtifact(options.artifact) : options.artifact;
@@ -323,7 +335,7 @@ export async function verifyModel(rpc: CurtaRpc, address: string, options: Verif
   const total = slots.reduce((n, s) => n + Number(s.length), 0);
   const sections = await readSections(reader, fetched.programId, address, slots, found, (done, section) =>
     options.onProgress?.({ phase: "reading", done, total, section }),
-  );
+  options.onSlots);
   const ranges: Difference[] = [];
   let countedRanges = 0, countedBytes = 0;
   const limit = options.listedRanges === undefined ? LISTED_RANGES : options.listedRanges;
@@ -406,10 +418,19 @@ async function readSections(
   slots: Model["sections"],
   found: Difference[],
   onBytes: (done: number, section: number) => void,
+  onSlots?: (slots: SlotInfo[]) => void,
 ): Promise<(Uint8Array | null)[]> {
   const heads = await reader.accounts(
     slots.filter((s) => s.weightAccount !== ZERO_KEY).map((s) => s.weightAccount),
     WEIGHT_HEADER_SIZE,
+  );
+  let seen = 0;
+  onSlots?.(
+    slots.map((s) => {
+      const head = s.weightAccount === ZERO_KEY ? null : heads[seen++];
+      const frozen = head && head.owner === programId && head.data.length >= WEIGHT_HEADER_SIZE ? getWeightAccountDecoder().decode(head.data).frozen : null;
+      return { account: s.weightAccount, length: Number(s.length), frozen };
+    }),
   );
   let at = 0;
   let done = 0;
@@ -485,4 +506,42 @@ export function artifactFromSections(sections: Uint8Array[], source: string): Ar
   let at = 0;
   for (const s of sections) whole.set(s, (at += s.length) - s.length);
   return decodeArtifact(whole, source);
+}
+
+export const RUN_HEADER_SIZE = 512;
+const RUN_DISCRIMINATOR = "c7369b56eb73f6bd";
+/** Region indices of a run account (programs/curta/inference.h). */
+const REGION_PROMPT = 0;
+const REGION_TOKENS = 2;
+
+/** An on-chain run (`curta-chain run --on-chain`) as read: its settings, prompt and tokens. */
+export interface FetchedRun {
+  address: string;
+  run: Run;
+  /** The prompt's text bytes, or null when the prompt was given as token ids. */
+  promptText: Uint8Array | null;
+  /** Every token so far: the prompt's (`run.promptTokens` of them), then the generated ones. */
+  tokens: number[];
+  slot: number;
+}
+
+/**
+ * Read the run account at `address`: its header, prompt and tokens.
+ *
+ * @throws AccountError no account there, or not a curta run.
+ */
+export async function fetchRun(rpc: CurtaRpc, address: string, options: { commitment?: Commitment } = {}): Promise<FetchedRun> {
+  const reader = new Reader(rpc, options.commitment ?? "confirmed");
+  const info = await reader.account(address, { offset: 0, length: RUN_HEADER_SIZE });
+  if (!info) throw new AccountError(`${address}: no such account`);
+  if (info.data.length < RUN_HEADER_SIZE || toHex(info.data.subarray(0, 8)) !== RUN_DISCRIMINATOR)
+    throw new AccountError(`${address} is not a curta run: ${info.data.length < RUN_HEADER_SIZE ? `${info.data.length} bytes` : `discriminator ${toHex(info.data.subarray(0, 8))}`}, expected a Run account`);
+  const run = getRunDecoder().decode(info.data);
+  const text = run.promptKind === PromptKind.Text;
+  const promptBytes = text ? run.promptLength : 4 * run.promptLength;
+  const prompt = await reader.data(address, run.regions[REGION_PROMPT], promptBytes);
+  const raw = await reader.data(address, run.regions[REGION_TOKENS], 4 * run.tokenCount);
+  const view = new DataView(raw.buffer, raw.byteOffset, raw.byteLength);
+  const tokens = Array.from({ length: run.tokenCount }, (_, i) => view.getUint32(4 * i, true));
+  return { address, run, promptText: text ? prompt : null, tokens, slot: reader.slot };
 }

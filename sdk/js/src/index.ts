@@ -5,11 +5,12 @@ export * from "./decode.js";
 export * from "./format.js";
 export * from "./hash.js";
 export * from "./layout.js";
-// Codama's clients, generated from the IDL; its own account fetcher `fetchModel` (one
-// account, no checks) is `fetchModelAccount` here, `fetchModel` being the checked read.
+// Codama's clients, generated from the IDL; its own account fetchers `fetchModel` and
+// `fetchRun` (one account, no checks) are `fetchModelAccount` and `fetchRunAccount` here,
+// `fetchModel` and `fetchRun` being the checked reads.
 export * from "./generated/index.js";
-export { fetchModel } from "./chain.js";
-export { fetchModel as fetchModelAccount } from "./generated/index.js";
+export { fetchModel, fetchRun } from "./chain.js";
+export { fetchModel as fetchModelAccount, fetchRun as fetchRunAccount } from "./generated/index.js";
 // The RPC client the chain functions take, so a user needs no second import.
 export { createSolanaRpc } from "@solana/kit";
 export * from "./inference.js";
