@@ -3,6 +3,7 @@
 import argparse
 
 from curta_chain.cli.localnet_command import _port
+from curta_chain.cli.options import add_output_option, emit
 
 WEB_PORT = 8890
 
@@ -24,10 +25,12 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
         "config's json_rpc_url, else localhost)",
     )  # fmt: skip
     parser.add_argument("--model", metavar="ADDRESS", help="the model the page opens with")
+    add_output_option(parser)
     parser.set_defaults(run=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
+    import sys
     from urllib.parse import urlencode
 
     from curta_chain.cli.solana_config import read_cli_config, resolve_url
@@ -40,9 +43,10 @@ def _run(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise ConfigError(f"--port {args.port}: cannot listen on it: {exc.strerror}") from exc
     query = urlencode({"url": cluster, **({"model": args.model} if args.model else {})})
-    print(
-        f"Serving the page at {server.url}?{query} (reading {cluster}); Ctrl-C stops it", flush=True
-    )
+    page = f"{server.url}?{query}"
+    if not emit(args, {"page": page, "cluster": cluster, "model": args.model}):
+        print(f"Serving the page at {page} (reading {cluster}); Ctrl-C stops it")
+    sys.stdout.flush()  # whoever started the server waits for this line
     try:
         server.serve()
     except KeyboardInterrupt:

@@ -20,6 +20,7 @@ from web_helpers import NODE_TIMEOUT, SDK, TINY, World, cli_json, funded
 from curta_chain.artifact.synthetic import synthetic_artifact
 from curta_chain.cli.keypairs import write_keypair
 from curta_chain.localnet import start_in_thread
+from curta_chain.web import start_web_server
 
 
 @pytest.fixture(scope="session")
@@ -74,3 +75,63 @@ def sdk() -> Path:
         pytest.skip(reason)
     subprocess.run(["node", "scripts/build.mjs"], cwd=SDK, check=True, timeout=NODE_TIMEOUT)
     return SDK
+
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_FLAGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+"""Headless Debian Chromium with nothing of its own reaching out (Playwright adds --headless)."""
+
+
+@pytest.fixture(scope="session")
+def browser_context(tmp_path_factory, sdk, world):
+    """One headless Chromium for every page test, on a fresh profile (after the world:
+    the world's setup runs event loops, which Playwright's sync API would refuse)."""
+    if not CHROMIUM.exists():
+        reason = "Debian's chromium is not installed (.ci/run installs it)"
+        if os.environ.get("CI"):
+            pytest.fail(reason)
+        pytest.skip(reason)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        context = playwright.chromium.launch_persistent_context(
+            str(tmp_path_factory.mktemp("chromium-profile")),
+            executable_path=str(CHROMIUM),
+            headless=True,
+            args=CHROMIUM_FLAGS,
+            viewport={"width": 1280, "height": 900},
+        )
+        try:
+            yield context
+        finally:
+            context.close()
+
+
+@pytest.fixture(scope="session")
+def web(world):
+    """The page's server (`curta-chain web -u` the world's localnet), for the session."""
+    server = start_web_server(world.url)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def page(browser_context):
+    """A fresh tab; whatever the page throws fails the test."""
+    tab = browser_context.new_page()
+    errors: list[str] = []
+    tab.on("pageerror", lambda error: errors.append(str(error)))
+    try:
+        yield tab
+    finally:
+        tab.close()
+    assert not errors, errors

@@ -4,6 +4,7 @@ import contextlib
 import io
 import json
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,10 +28,19 @@ NODE_TIMEOUT = 120.0
 
 
 def cli(*args: str) -> tuple[int, str]:
-    """Run ``curta-chain ARGS`` in this process; return its exit code and stdout."""
+    """Run ``curta-chain ARGS`` in this process; return its exit code and stdout.
+
+    In a thread of its own: Playwright's sync API keeps an event loop running in the test's
+    thread, where the CLI's ``asyncio.run`` would refuse to start.
+    """
     out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(list(args))
+
+    def run() -> int:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            return main(list(args))
+
+    with ThreadPoolExecutor(1) as pool:
+        code = pool.submit(run).result()
     return code, out.getvalue() + err.getvalue()
 
 

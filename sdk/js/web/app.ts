@@ -244,7 +244,8 @@ async function replay(): Promise<void> {
   const url = input("url").value.trim();
   if (!loaded) return;
   try {
-    const got = await fetchRun(rpcFor(url), address);
+    // Processed: a run others are cranking shows every token that has landed so far.
+    const got = await fetchRun(rpcFor(url), address, { commitment: "processed" });
     const run = got.run;
     if (loaded.model && run.model !== loaded.model) {
       check.textContent = `differs: run ${address} is a run of model ${run.model}, not of ${loaded.model}`;
