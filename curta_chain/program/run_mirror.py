@@ -8,8 +8,8 @@ the row ranges, heads and ids a step covers; the program is checked against it, 
 against a copy of itself. After each transaction ``compare`` names the first byte where
 the chain differs: the position, the phase and the region.
 
-A step reads section zero and up to ``MAX_MATRIX_SECTIONS`` matrix sections; ``plan``
-says which ones the next step reaches, so the client passes exactly those.
+A step reads section zero and the matrix sections its slice reaches; ``plan`` says which
+ones the next step reaches, so the client passes exactly those.
 """
 
 from __future__ import annotations
@@ -48,8 +48,6 @@ from curta_chain.program.run_account import (
     work_entries,
 )
 
-MAX_MATRIX_SECTIONS = 3
-"""Matrix sections a step takes besides section zero (MAX_STEP_WEIGHT_ACCOUNTS - 1)."""
 STEP_BUDGET = 1_200_000
 """What a step may spend, in estimated compute units (inference.h)."""
 PHASES_PER_LAYER = 9
@@ -176,8 +174,6 @@ class _Machine:
 
     def need(self, section: int) -> None:
         if section != 0 and section not in self.sections:
-            if len(self.sections) == MAX_MATRIX_SECTIONS:
-                raise _Stop
             if self.available is not None and section not in self.available:
                 raise _Stop
             self.sections.append(section)
@@ -267,7 +263,7 @@ class RunMirror:
 
         Args:
             available: the matrix sections the step is passed; by default every section it
-                reaches (up to ``MAX_MATRIX_SECTIONS``), which the plan then lists.
+                reaches, which the plan then lists.
 
         Raises:
             MirrorMismatchError: the step cannot advance with these sections (the program
