@@ -4,12 +4,12 @@
 export const SHIPPED_BUILDS = [
   {
     "name": "sbpf-v0",
-    "sha256": "b2bd9e754fb196388d606bbf0865f5e58a73d2b327e51fa39b4a7cea9053eb1b",
-    "length": 57104
+    "sha256": "0f5ee86a1953866560d75398b3e757f92a5093ceb17f295fae58b8c626dc0e78",
+    "length": 58352
   },
   {
     "name": "sbpf-v3",
-    "sha256": "41e5b21c578a120b54357e39da7e513c684801cf9ef02fa20cf436de0be310d2",
-    "length": 55272
+    "sha256": "bf3dcc4065a939291e42e6b350f5f6370654dc3fd540f7d9ad5e96026147a8c3",
+    "length": 56400
   }
 ] as const;

@@ -90,11 +90,11 @@ export const CURTA_ERROR__WRONG_OPENER = 0x17da; // 6106
 export const CURTA_ERROR__RUN_CLOSED = 0x17db; // 6107
 /** RunFinished: The run has ended: no step changes it */
 export const CURTA_ERROR__RUN_FINISHED = 0x17dc; // 6108
-/** StepOutOfOrder: The step names another count of steps than the run's */
+/** StepOutOfOrder: Retired: steps are order-free, a step's label is not read */
 export const CURTA_ERROR__STEP_OUT_OF_ORDER = 0x17dd; // 6109
-/** MissingWeightAccount: The run's phase needs a weight account the step did not pass */
+/** MissingWeightAccount: The step's slice needs a weight account the step did not pass: nothing changed */
 export const CURTA_ERROR__MISSING_WEIGHT_ACCOUNT = 0x17de; // 6110
-/** TooManyWeightAccounts: A step takes at most four weight accounts */
+/** TooManyWeightAccounts: A step takes at most as many weight accounts as the model has sections */
 export const CURTA_ERROR__TOO_MANY_WEIGHT_ACCOUNTS = 0x17df; // 6111
 /** NothingFits: The step could not advance the run within its budget */
 export const CURTA_ERROR__NOTHING_FITS = 0x17e0; // 6112
@@ -157,7 +157,7 @@ if (process.env["NODE_ENV"] !== "production") {
     [CURTA_ERROR__DUPLICATE_ACCOUNT]: `The same account is passed twice`,
     [CURTA_ERROR__INVALID_INSTRUCTION_DATA]: `Instruction data is too short, too long or malformed`,
     [CURTA_ERROR__MISSING_SIGNATURE]: `A required signer did not sign`,
-    [CURTA_ERROR__MISSING_WEIGHT_ACCOUNT]: `The run's phase needs a weight account the step did not pass`,
+    [CURTA_ERROR__MISSING_WEIGHT_ACCOUNT]: `The step's slice needs a weight account the step did not pass: nothing changed`,
     [CURTA_ERROR__MODEL_NOT_FAILED]: `Only a Failed model can be reopened`,
     [CURTA_ERROR__MODEL_NOT_SEALED]: `A run needs a sealed model`,
     [CURTA_ERROR__MODEL_NOT_SEALING]: `Model is not in the Sealing state`,
@@ -170,9 +170,9 @@ if (process.env["NODE_ENV"] !== "production") {
     [CURTA_ERROR__RUN_OF_ANOTHER_MODEL]: `The run belongs to another model`,
     [CURTA_ERROR__SECTION_INDEX_OUT_OF_RANGE]: `Section index is not below the model's section count`,
     [CURTA_ERROR__SLOT_ALREADY_BOUND]: `The section slot already has a weight account`,
-    [CURTA_ERROR__STEP_OUT_OF_ORDER]: `The step names another count of steps than the run's`,
+    [CURTA_ERROR__STEP_OUT_OF_ORDER]: `Retired: steps are order-free, a step's label is not read`,
     [CURTA_ERROR__TOO_MANY_ACCOUNTS]: `More than 64 accounts`,
-    [CURTA_ERROR__TOO_MANY_WEIGHT_ACCOUNTS]: `A step takes at most four weight accounts`,
+    [CURTA_ERROR__TOO_MANY_WEIGHT_ACCOUNTS]: `A step takes at most as many weight accounts as the model has sections`,
     [CURTA_ERROR__UNBOUND_SLOT]: `A section slot has no weight account`,
     [CURTA_ERROR__UNKNOWN_INSTRUCTION]: `Unknown instruction discriminator`,
     [CURTA_ERROR__WEIGHT_ACCOUNT_FROZEN]: `Weight account is frozen: sealing has begun`,

@@ -14,6 +14,8 @@ import {
   getBytesEncoder,
   getStructDecoder,
   getStructEncoder,
+  getU64Decoder,
+  getU64Encoder,
   SOLANA_ERROR__PROGRAM_CLIENTS__INSUFFICIENT_ACCOUNT_METAS,
   SolanaError,
   transformEncoder,
@@ -61,13 +63,19 @@ export type SealStepInstruction<
     ]
   >;
 
-export type SealStepInstructionData = { discriminator: ReadonlyUint8Array };
+export type SealStepInstructionData = {
+  discriminator: ReadonlyUint8Array;
+  label: bigint;
+};
 
-export type SealStepInstructionDataArgs = {};
+export type SealStepInstructionDataArgs = { label: number | bigint };
 
 export function getSealStepInstructionDataEncoder(): FixedSizeEncoder<SealStepInstructionDataArgs> {
   return transformEncoder(
-    getStructEncoder([["discriminator", fixEncoderSize(getBytesEncoder(), 8)]]),
+    getStructEncoder([
+      ["discriminator", fixEncoderSize(getBytesEncoder(), 8)],
+      ["label", getU64Encoder()],
+    ]),
     (value) => ({ ...value, discriminator: SEAL_STEP_DISCRIMINATOR }),
   );
 }
@@ -75,6 +83,7 @@ export function getSealStepInstructionDataEncoder(): FixedSizeEncoder<SealStepIn
 export function getSealStepInstructionDataDecoder(): FixedSizeDecoder<SealStepInstructionData> {
   return getStructDecoder([
     ["discriminator", fixDecoderSize(getBytesDecoder(), 8)],
+    ["label", getU64Decoder()],
   ]);
 }
 
@@ -94,6 +103,7 @@ export type SealStepInput<
 > = {
   model: Address<TAccountModel>;
   weightAccount: Address<TAccountWeightAccount>;
+  label: SealStepInstructionDataArgs["label"];
 };
 
 export function getSealStepInstruction<
@@ -117,13 +127,18 @@ export function getSealStepInstruction<
     ResolvedInstructionAccount
   >;
 
+  // Original args.
+  const args = { ...input };
+
   const getAccountMeta = getAccountMetaFactory(programAddress, "programId");
   return Object.freeze({
     accounts: [
       getAccountMeta("model", accounts.model),
       getAccountMeta("weightAccount", accounts.weightAccount),
     ],
-    data: getSealStepInstructionDataEncoder().encode({}),
+    data: getSealStepInstructionDataEncoder().encode(
+      args as SealStepInstructionDataArgs,
+    ),
     programAddress,
   } as SealStepInstruction<
     TProgramAddress,

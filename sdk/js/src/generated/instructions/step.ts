@@ -68,16 +68,16 @@ export type StepInstruction<
 
 export type StepInstructionData = {
   discriminator: ReadonlyUint8Array;
-  expectedStep: bigint;
+  label: bigint;
 };
 
-export type StepInstructionDataArgs = { expectedStep: number | bigint };
+export type StepInstructionDataArgs = { label: number | bigint };
 
 export function getStepInstructionDataEncoder(): FixedSizeEncoder<StepInstructionDataArgs> {
   return transformEncoder(
     getStructEncoder([
       ["discriminator", fixEncoderSize(getBytesEncoder(), 8)],
-      ["expectedStep", getU64Encoder()],
+      ["label", getU64Encoder()],
     ]),
     (value) => ({ ...value, discriminator: STEP_DISCRIMINATOR }),
   );
@@ -86,7 +86,7 @@ export function getStepInstructionDataEncoder(): FixedSizeEncoder<StepInstructio
 export function getStepInstructionDataDecoder(): FixedSizeDecoder<StepInstructionData> {
   return getStructDecoder([
     ["discriminator", fixDecoderSize(getBytesDecoder(), 8)],
-    ["expectedStep", getU64Decoder()],
+    ["label", getU64Decoder()],
   ]);
 }
 
@@ -108,7 +108,7 @@ export type StepInput<
   run: Address<TAccountRun>;
   model: Address<TAccountModel>;
   sectionZero: Address<TAccountSectionZero>;
-  expectedStep: StepInstructionDataArgs["expectedStep"];
+  label: StepInstructionDataArgs["label"];
 };
 
 export function getStepInstruction<
