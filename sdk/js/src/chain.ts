@@ -24,8 +24,8 @@ const LOADER_V3 = "BPFLoaderUpgradeab1e11111111111111111111111";
 const SYSTEM_PROGRAM = "11111111111111111111111111111111";
 const ZERO_KEY = "11111111111111111111111111111111";
 const PROGRAMDATA_METADATA_SIZE = 45;
-/** Reads in flight at once while a section is read. */
-const PARALLEL_READS = 4;
+/** Slice reads in flight at once while the weight accounts are read. */
+const PARALLEL_READS = 8;
 /** Differing byte ranges listed (all are counted), as the CLI lists by default. */
 export const LISTED_RANGES = 10;
 
@@ -50,6 +50,15 @@ interface RawAccount {
 }
 
 const base64 = getBase64Encoder();
+type FromBase64 = { fromBase64?: (text: string) => Uint8Array };
+
+/** An account's base64 data as bytes: the platform's decoder where there is one (fast). */
+function fromBase64(text: string): Uint8Array {
+  const native = (Uint8Array as unknown as FromBase64).fromBase64;
+  if (native) return native(text); // Chromium 140+, Firefox 133+, Safari 18.2+
+  if (typeof Buffer !== "undefined") return new Uint8Array(Buffer.from(text, "base64"));
+  return new Uint8Array(base64.encode(text));
+}
 const MODEL_DISCRIMINATOR = "98ddf77ab97ddf97";
 
 class Reader {
@@ -62,7 +71,7 @@ class Reader {
       .send();
     this.slot = Math.max(this.slot, Number(context.slot));
     if (!value) return null;
-    return { owner: value.owner, executable: value.executable, lamports: BigInt(value.lamports), data: new Uint8Array(base64.encode(value.data[0])) };
+    return { owner: value.owner, executable: value.executable, lamports: BigInt(value.lamports), data: fromBase64(value.data[0]) };
   }
 
   async accounts(addresses: string[], head: number): Promise<(RawAccount | null)[]> {
@@ -73,31 +82,40 @@ class Reader {
         .send();
       this.slot = Math.max(this.slot, Number(context.slot));
       for (const v of value)
-        out.push(v ? { owner: v.owner, executable: v.executable, lamports: BigInt(v.lamports), data: new Uint8Array(base64.encode(v.data[0])) } : null);
+        out.push(v ? { owner: v.owner, executable: v.executable, lamports: BigInt(v.lamports), data: fromBase64(v.data[0]) } : null);
     }
     return out;
   }
 
   /** `length` bytes of an account from `offset`, in 1 MiB slices, a few in flight. */
   async data(address: string, offset: number, length: number, onBytes?: (n: number) => void): Promise<Uint8Array> {
-    const out = new Uint8Array(length);
-    const starts: number[] = [];
-    for (let at = 0; at < length; at += ACCOUNT_SLICE) starts.push(at);
+    const [out] = await this.many([{ address, offset, length }], onBytes);
+    return out;
+  }
+
+  /** Several accounts' bytes, every 1 MiB slice of all of them through one pool of reads. */
+  async many(spans: { address: string; offset: number; length: number }[], onBytes?: (n: number) => void): Promise<Uint8Array[]> {
+    const outs = spans.map((s) => new Uint8Array(s.length));
+    const jobs: [number, number][] = [];
+    spans.forEach((s, i) => {
+      for (let at = 0; at < s.length; at += ACCOUNT_SLICE) jobs.push([i, at]);
+    });
     let next = 0;
     const worker = async () => {
-      while (next < starts.length) {
-        const at = starts[next++];
+      while (next < jobs.length) {
+        const [i, at] = jobs[next++];
+        const { address, offset, length } = spans[i];
         const want = Math.min(ACCOUNT_SLICE, length - at);
         const got = await this.account(address, { offset: offset + at, length: want });
         if (!got) throw new AccountError(`weight account ${address} does not exist`);
         if (got.data.length !== want)
           throw new AccountError(`weight account ${address}: ${got.data.length} bytes at offset ${offset + at}, expected ${want}`);
-        out.set(got.data, at);
+        outs[i].set(got.data, at);
         onBytes?.(want);
       }
     };
-    await Promise.all(Array.from({ length: Math.min(PARALLEL_READS, starts.length) }, worker));
-    return out;
+    await Promise.all(Array.from({ length: Math.min(PARALLEL_READS, jobs.length) }, worker));
+    return outs;
   }
 }
 
@@ -277,6 +295,7 @@ export interface VerifyProgress {
   phase: "reading" | "hashing";
   done: number;
   total: number;
+  /** The section being hashed (-1 while reading: every section is read at once). */
   section: number;
 }
 
@@ -293,8 +312,8 @@ export interface VerifyOptions {
   /** How many differing byte ranges to list (null: all); all are counted. */
   listedRanges?: number | null;
   onProgress?: (progress: VerifyProgress) => void;
-  /** Given the chain's bytes once read: the page runs the model from them. */
-  onSections?: (sections: Uint8Array[]) => void;
+  /** Given the artifact decoded from the chain's bytes (null: they are not one): the page runs it. */
+  onArtifact?: (artifact: Artifact | null) => void;
   /** Given each slot's weight account, length and frozen flag (null: unreadable) once known. */
   onSlots?: (slots: SlotInfo[]) => void;
   /** Given the model account as soon as it is read. */
@@ -353,13 +372,14 @@ export async function verifyModel(rpc: CurtaRpc, address: string, options: Verif
   const declared = toHex(model.declaredHash);
   if (sections.every((s) => s !== null)) {
     const complete = sections as Uint8Array[];
-    options.onSections?.(complete);
     let running: Uint8Array = new Uint8Array(32);
     let done = 0;
     for (let i = 0; i < complete.length; i++)
       running = await hashSection(complete[i], running, (n) => options.onProgress?.({ phase: "hashing", done: (done += n), total, section: i }));
     chainHash = toHex(running);
-    found.push(...configDifferences(address, complete, artifact));
+    const [decoded, problems] = configDifferences(address, complete, artifact);
+    options.onArtifact?.(decoded);
+    found.push(...problems);
     if (chainHash !== declared) found.push(difference("hash", `the chain's bytes hash to ${chainHash}, the model declares ${declared}`));
   }
   if (ours !== null && declared !== ours) found.push(difference("declared-hash", `the model declares ${declared}, the artifact's hash is ${ours}`));
@@ -435,7 +455,8 @@ async function readSections(
   let at = 0;
   let done = 0;
   const out: (Uint8Array | null)[] = [];
-  // Sections one after another (each in parallel slices): the hash runs in the same order.
+  const spans: { address: string; offset: number; length: number }[] = [];
+  const readable: number[] = [];
   for (let index = 0; index < slots.length; index++) {
     const slot = slots[index];
     if (slot.weightAccount === ZERO_KEY) {
@@ -459,8 +480,12 @@ async function readSections(
       out.push(null);
       continue;
     }
-    out.push(await reader.data(account, WEIGHT_HEADER_SIZE, Number(slot.length), (n) => onBytes((done += n), index)));
+    out.push(null);
+    readable.push(index);
+    spans.push({ address: account, offset: WEIGHT_HEADER_SIZE, length: Number(slot.length) });
   }
+  const read = await reader.many(spans, (n) => onBytes((done += n), -1));
+  readable.forEach((index, i) => (out[index] = read[i]));
   return out;
 }
 
@@ -481,19 +506,17 @@ function byteRanges(section: number, chain: Uint8Array, local: Uint8Array, limit
   return [listed, count, bytes];
 }
 
-function configDifferences(address: string, sections: Uint8Array[], artifact?: Artifact): Difference[] {
-  const whole = new Uint8Array(sections.reduce((n, s) => n + s.length, 0));
-  let at = 0;
-  for (const s of sections) whole.set(s, (at += s.length) - s.length);
+/** Decode the chain's own artifact and compare its configuration with the artifact's. */
+function configDifferences(address: string, sections: Uint8Array[], artifact?: Artifact): [Artifact | null, Difference[]] {
   let chain: Artifact;
   try {
-    chain = decodeArtifact(whole, `model ${address}`);
+    chain = artifactFromSections(sections, `model ${address}`);
   } catch (e) {
-    if (e instanceof ArtifactError) return [difference("config", `the chain's bytes are not a valid artifact: ${e.message}`, 0)];
+    if (e instanceof ArtifactError) return [null, [difference("config", `the chain's bytes are not a valid artifact: ${e.message}`, 0)]];
     throw e;
   }
-  if (!artifact || JSON.stringify(chain.config) === JSON.stringify(artifact.config)) return [];
-  return [difference("config", `chain ${pyConfig(chain.config)}, artifact ${pyConfig(artifact.config)}`, 0)];
+  if (!artifact || JSON.stringify(chain.config) === JSON.stringify(artifact.config)) return [chain, []];
+  return [chain, [difference("config", `chain ${pyConfig(chain.config)}, artifact ${pyConfig(artifact.config)}`, 0)]];
 }
 
 function pyConfig(c: Artifact["config"]): string {

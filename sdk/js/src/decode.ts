@@ -300,7 +300,19 @@ function rows(data: Uint8Array, view: DataView, index: number, desc: MatrixDescr
   const base = start + desc.offset;
   const name = `matrix ${index} (${matrixName(index)})`;
   const end = ROW_PREFIX + desc.columns;
-  // Each rule over every row before the next rule, as the Python decoder's masks find them.
+  // One pass finds whether any rule is broken (the common case: none is); only then are
+  // the rules walked in order, each over every row, as the Python decoder's masks find them.
+  let broken = false;
+  for (let row = 0; row < desc.rows && !broken; row++) {
+    const first = base + row * desc.rowBytes;
+    broken = (data[first] | data[first + 1] | data[first + 2] | data[first + 3]) === 0 ||
+      (data[first + 4] | data[first + 5] | data[first + 6] | data[first + 7]) !== 0;
+    let zero = 0;
+    for (let at = first + ROW_PREFIX; at < first + end; at++) zero |= data[at] === 0 ? 1 : 0;
+    for (let at = first + end; at < first + desc.rowBytes; at++) zero |= data[at] !== WEIGHT_BIAS ? 1 : 0;
+    broken ||= zero !== 0;
+  }
+  if (!broken) return;
   for (let row = 0; row < desc.rows; row++) {
     const at = base + row * desc.rowBytes;
     if (view.getUint32(at, true) === 0) fail(`byte ${commas(at)} (${name} row ${row} scale): 0, expected at least 1`);

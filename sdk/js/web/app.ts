@@ -2,7 +2,7 @@
 // the program, the hashes, the configuration and a section map, run the model, and replay
 // an on-chain run token by token. Served by `curta-chain web` (curta_chain/web).
 import {
-  AccountError, ArtifactError, ProgramCheckError, PromptError, artifactFromSections, createSolanaRpc,
+  AccountError, ArtifactError, ProgramCheckError, PromptError, createSolanaRpc,
   decodeArtifact, describeDifference, fetchRun, generate, IntModel, planRun, q16, Tokenizer, toHex,
   verifyModel, weightsCommitment, ONE, type Artifact, type SlotInfo, type VerifyReport,
 } from "../src/index.js";
@@ -122,6 +122,7 @@ async function verifyFromChain(url: string, model: string, file?: { name: string
   setVerdict(`reading model ${model} from ${url}`, true);
   let sealed = false;
   let chainArtifact: Artifact | null = null;
+  const started = performance.now();
   try {
     const report = await verifyModel(rpcFor(url), model, {
       artifact: file?.artifact,
@@ -129,14 +130,10 @@ async function verifyFromChain(url: string, model: string, file?: { name: string
       onSlots: (s: SlotInfo[]) =>
         showSections(s.map((x) => x.length), s.map((x) => (sealed ? "sealed" : x.frozen ? "frozen" : "uploading"))),
       onProgress: (p) => showProgress(p.phase, p.done, p.total),
-      onSections: (sections) => {
-        try {
-          chainArtifact = artifactFromSections(sections, `model ${model}`);
-        } catch {
-          chainArtifact = null; // the report says why (a "config" difference)
-        }
-      },
+      onArtifact: (decoded) => (chainArtifact = decoded), // null: the report says why
     });
+    // How long reading and hashing took, for scripts/bench_browser.py.
+    $("verdict").dataset.seconds = ((performance.now() - started) / 1000).toFixed(6);
     showReport(report, file?.name ?? null);
     if (chainArtifact) showConfig(chainArtifact);
     setLoaded(chainArtifact ?? file?.artifact ?? null, model);
