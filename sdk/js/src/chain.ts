@@ -9,7 +9,7 @@
  */
 
 import { getBase64Encoder, type Address, type Rpc, type SolanaRpcApi } from "@solana/kit";
-import { address as toAddress, getAddressDecoder } from "@solana/kit";
+import { address as toAddress, createSolanaRpc, getAddressDecoder } from "@solana/kit";
 import { ArtifactError, decodeArtifact, type Artifact } from "./decode.js";
 import { toHex } from "./format.js";
 import { hashSection, sha256 } from "./hash.js";
@@ -61,11 +61,42 @@ function fromBase64(text: string): Uint8Array {
 }
 const MODEL_DISCRIMINATOR = "98ddf77ab97ddf97";
 
+/**
+ * A cluster to read: a kit RPC, or its URL. Given the URL, weight accounts' slices are read
+ * with fetch and JSON.parse: kit's own JSON parser (every number a BigInt) takes about
+ * 330 ms per 1 MiB slice where JSON.parse takes 50 (measured with Node 20, localnet).
+ */
+export type Cluster = CurtaRpc | string;
+
+interface RawAnswer {
+  result?: { context: { slot: number }; value: { owner: string; executable: boolean; lamports: number; data: [string, string] } | null };
+  error?: { code: number; message: string };
+}
+
 class Reader {
   slot = 0;
-  constructor(readonly rpc: CurtaRpc, readonly commitment: Commitment) {}
+  readonly rpc: CurtaRpc;
+  private readonly url: string | null;
+  constructor(cluster: Cluster, readonly commitment: Commitment) {
+    this.url = typeof cluster === "string" ? cluster : null;
+    this.rpc = typeof cluster === "string" ? createSolanaRpc(cluster) : cluster;
+  }
+
+  /** One slice of an account through fetch and JSON.parse (see Cluster). */
+  private async rawSlice(url: string, address: string, slice: { offset: number; length: number }): Promise<RawAccount | null> {
+    const body = { jsonrpc: "2.0", id: 1, method: "getAccountInfo", params: [address, { encoding: "base64", commitment: this.commitment, dataSlice: slice }] };
+    const answer = await fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+    if (!answer.ok) throw new Error(`HTTP error (${answer.status}): ${(await answer.text()).split("\n")[0]}`);
+    const parsed = (await answer.json()) as RawAnswer;
+    if (parsed.error || !parsed.result) throw new Error(`getAccountInfo ${address}: ${parsed.error?.message ?? "no result"}`);
+    const { value, context } = parsed.result;
+    this.slot = Math.max(this.slot, context.slot);
+    if (!value) return null;
+    return { owner: value.owner, executable: value.executable, lamports: BigInt(value.lamports), data: fromBase64(value.data[0]) };
+  }
 
   async account(address: string, slice?: { offset: number; length: number }): Promise<RawAccount | null> {
+    if (slice && this.url) return this.rawSlice(this.url, address, slice);
     const { value, context } = await this.rpc
       .getAccountInfo(toAddress(address), { encoding: "base64", commitment: this.commitment, ...(slice && { dataSlice: slice }) })
       .send();
@@ -160,7 +191,7 @@ async function fetchWith(reader: Reader, address: string, programId?: string): P
  * @param options.programId the curta program it must belong to (default: its owner).
  * @throws AccountError no account there, or not a curta model.
  */
-export async function fetchModel(rpc: CurtaRpc, address: string, options: { programId?: string; commitment?: Commitment } = {}): Promise<FetchedModel> {
+export async function fetchModel(rpc: Cluster, address: string, options: { programId?: string; commitment?: Commitment } = {}): Promise<FetchedModel> {
   return fetchWith(new Reader(rpc, options.commitment ?? "confirmed"), address, options.programId);
 }
 
@@ -334,7 +365,7 @@ export interface SlotInfo {
  * @throws AccountError there is no curta model at `address`.
  * @throws ProgramCheckError there is no executable program where the model's owner says.
  */
-export async function verifyModel(rpc: CurtaRpc, address: string, options: VerifyOptions = {}): Promise<VerifyReport> {
+export async function verifyModel(rpc: Cluster, address: string, options: VerifyOptions = {}): Promise<VerifyReport> {
   const reader = new Reader(rpc, options.commitment ?? "confirmed");
   const fetched = await fetchWith(reader, address, options.programId);
   options.onModel?.(fetched);
@@ -553,7 +584,7 @@ export interface FetchedRun {
  *
  * @throws AccountError no account there, or not a curta run.
  */
-export async function fetchRun(rpc: CurtaRpc, address: string, options: { commitment?: Commitment } = {}): Promise<FetchedRun> {
+export async function fetchRun(rpc: Cluster, address: string, options: { commitment?: Commitment } = {}): Promise<FetchedRun> {
   const reader = new Reader(rpc, options.commitment ?? "confirmed");
   const info = await reader.account(address, { offset: 0, length: RUN_HEADER_SIZE });
   if (!info) throw new AccountError(`${address}: no such account`);

@@ -2,7 +2,7 @@
 // the program, the hashes, the configuration and a section map, run the model, and replay
 // an on-chain run token by token. Served by `curta-chain web` (curta_chain/web).
 import {
-  AccountError, ArtifactError, ProgramCheckError, PromptError, createSolanaRpc,
+  AccountError, ArtifactError, ProgramCheckError, PromptError,
   decodeArtifact, describeDifference, fetchRun, generate, IntModel, planRun, q16, Tokenizer, toHex,
   verifyModel, weightsCommitment, ONE, type Artifact, type SlotInfo, type VerifyReport,
 } from "../src/index.js";
@@ -20,10 +20,10 @@ let server: ServerConfig = { url: null, model: null, relay: null };
 let loaded: { artifact: Artifact; model: string | null } | null = null;
 let busy = false;
 
-/** The RPC client for `url`: this page's relay when it is the server's cluster. */
-function rpcFor(url: string) {
-  if (server.relay && url === server.url) return createSolanaRpc(new URL(server.relay, location.href).href);
-  return createSolanaRpc(url);
+/** Where to send `url`'s JSON-RPC: this page's relay when it is the server's cluster. */
+function rpcFor(url: string): string {
+  if (server.relay && url === server.url) return new URL(server.relay, location.href).href;
+  return url;
 }
 
 /** One line saying why reading `url` failed: the SDK's own message, or what the node said. */
