@@ -138,7 +138,7 @@ def replay(page, run: str) -> str:
     return page.text_content("#run-check")
 
 
-def test_an_on_chain_run_replays_as_matching_and_an_altered_one_differs(page, web, world):
+def test_an_on_chain_run_replays_as_matching_and_an_altered_one_differs(page, web, world, tmp_path):
     _, out = world.chain(
         "run", world.sealed, "--on-chain", "--prompt", "hi", "--steps", "8",
         "--temperature", "1.0", "--seed", "5", "--output", "json",
@@ -148,6 +148,9 @@ def test_an_on_chain_run_replays_as_matching_and_an_altered_one_differs(page, we
     assert len(result["generated_ids"]) == 8
     open_page(page, web, url=world.url, model=world.sealed)
     assert replay(page, run).startswith("matches: the chain's 8 generated tokens")
+    # The page as docs/browser.png shows it: verified, a generation, a replayed run.
+    assert generate(page, "hi", 8, "1.0", "0.9", 5) == result["generated_ids"]
+    page.screenshot(path=str(tmp_path / "page.png"), full_page=True)
     # Change the chain's fourth generated token behind the program's back.
     key = Pubkey.from_string(run)
 
