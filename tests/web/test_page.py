@@ -106,6 +106,16 @@ def test_a_corrupt_dropped_file_shows_the_decoder_s_reason(page, web):
     assert page.text_content("#verdict") == f"NOT verified: {case['error']}"
 
 
+def test_a_dropped_file_is_verified_against_the_model(page, web, world):
+    open_page(page, web, url=world.url, model=world.sealed)
+    page.evaluate("document.getElementById('verdict').textContent = ''")
+    drop_file(page, "tiny.curta", world.artifact_path.read_bytes())
+    page.wait_for_function(VERDICT, timeout=WAIT_MS)
+    assert page.text_content("#verdict") == (
+        f"verified {world.sealed}: sealed, every byte matches tiny.curta"
+    )
+
+
 def generate(page, prompt: str, steps: int, temperature: str, top_p: str, seed: int) -> list[int]:
     page.fill("#prompt", prompt)
     page.fill("#steps", str(steps))

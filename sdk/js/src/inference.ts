@@ -102,7 +102,8 @@ function matvec(m: Matrix, x: Float64Array, out: Float64Array, outOffset = 0): v
     }
     for (; j < columns; j++) a0 += bytes[p + j] * x[j];
     // |Σ b x| <= 255 × 2^31 × 2,048 < 2^50 and |128 Σ x| < 2^49: every partial sum is exact.
-    out[outOffset + r] = scaleRow(a0 + a1 + a2 + a3 - bias, m.scale[r], m.scaleHigh[r], m.scaleLow[r]);
+    const acc = checkExact(a0 + a1 + a2 + a3 - bias, "row product");
+    out[outOffset + r] = scaleRow(acc, m.scale[r], m.scaleHigh[r], m.scaleLow[r]);
   }
 }
 
