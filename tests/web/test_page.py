@@ -54,6 +54,9 @@ def test_a_failed_seal_shows_its_reason_in_one_line(page, web, world):
     verdict = open_page(page, web, url=world.url, model=world.failed)
     assert verdict.startswith(f"NOT verified {world.failed}: ")
     assert "the model is failed, not sealed" in page.text_content("#differences")
+    # The seal went through every chunk, freezing each section on the way, and failed.
+    bars = page.query_selector_all("#sections .bar")
+    assert [b.get_attribute("data-state") for b in bars] == ["frozen", "frozen"]
     assert page.text_content("#declared-hash") != page.text_content("#computed-hash")
 
 
