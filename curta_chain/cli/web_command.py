@@ -1,6 +1,7 @@
 """``curta-chain web``: serve the page that verifies a model from the chain and runs it."""
 
 import argparse
+from pathlib import Path
 
 from curta_chain.cli.localnet_command import _port
 from curta_chain.cli.options import add_output_option, emit
@@ -25,6 +26,10 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
         "config's json_rpc_url, else localhost)",
     )  # fmt: skip
     parser.add_argument("--model", metavar="ADDRESS", help="the model the page opens with")
+    parser.add_argument(
+        "--artifact", type=Path, metavar="FILE", help="a .curta file the page opens as if it "
+        "were dropped on it (checked against --model when both are given)",
+    )  # fmt: skip
     add_output_option(parser)
     parser.set_defaults(run=_run)
 
@@ -33,13 +38,16 @@ def _run(args: argparse.Namespace) -> int:
     import sys
     from urllib.parse import urlencode
 
+    from curta_chain.artifact import read_artifact
     from curta_chain.cli.solana_config import read_cli_config, resolve_url
     from curta_chain.errors import ConfigError
     from curta_chain.web import WebServer
 
     cluster = resolve_url(args.url, read_cli_config(may_be_new=True))
+    if args.artifact is not None:
+        read_artifact(args.artifact)  # a file the page would refuse is refused here, first
     try:
-        server = WebServer(cluster, args.model, args.port)
+        server = WebServer(cluster, args.model, args.port, artifact=args.artifact)
     except OSError as exc:
         raise ConfigError(f"--port {args.port}: cannot listen on it: {exc.strerror}") from exc
     query = urlencode({"url": cluster, **({"model": args.model} if args.model else {})})

@@ -34,10 +34,17 @@ class PageConfig:
 
     url: str | None
     model: str | None
+    artifact: Path | None = None
+    """A local artifact the page opens as if it were dropped on it (``/artifact``)."""
 
     def to_json(self) -> dict[str, str | None]:
         """The config as the page reads it."""
-        return {"url": self.url, "model": self.model, "relay": RELAY_PATH.lstrip("/")}
+        return {
+            "url": self.url,
+            "model": self.model,
+            "relay": RELAY_PATH.lstrip("/"),
+            "artifact": self.artifact.name if self.artifact else None,
+        }
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -52,6 +59,10 @@ class _Handler(BaseHTTPRequestHandler):
         path = self.path.split("?", 1)[0]
         if path == "/config.json":
             self._answer(HTTPStatus.OK, "application/json", json.dumps(self.config.to_json()))
+            return
+        if path == "/artifact" and self.config.artifact is not None:
+            data = self.config.artifact.read_bytes()
+            self._answer(HTTPStatus.OK, "application/octet-stream", data)
             return
         name = "index.html" if path == "/" else path.lstrip("/")
         file = STATIC / name
@@ -100,16 +111,25 @@ class WebServer:
     """
 
     def __init__(
-        self, cluster: str | None, model: str | None, port: int = 0, host: str = "127.0.0.1"
+        self,
+        cluster: str | None,
+        model: str | None,
+        port: int = 0,
+        host: str = "127.0.0.1",
+        artifact: Path | None = None,
     ):
         """Bind ``host:port`` (0 picks a free port); ``serve`` or ``start`` serves.
+
+        ``artifact`` is a file the page opens as if dropped on it.
 
         Raises:
             OSError: the port cannot be bound.
         """
         client = httpx.Client(timeout=RELAY_TIMEOUT)
         handler = type(
-            "Handler", (_Handler,), {"config": PageConfig(cluster, model), "client": client}
+            "Handler",
+            (_Handler,),
+            {"config": PageConfig(cluster, model, artifact), "client": client},
         )
         self._client = client
         self._server = ThreadingHTTPServer((host, port), handler)
@@ -137,6 +157,8 @@ class WebServer:
         self._client.close()
 
 
-def start_web_server(cluster: str | None, model: str | None = None, port: int = 0) -> WebServer:
+def start_web_server(
+    cluster: str | None, model: str | None = None, port: int = 0, artifact: Path | None = None
+) -> WebServer:
     """Start the page's server in a thread on 127.0.0.1 (``port`` 0: a free one)."""
-    return WebServer(cluster, model, port).start()
+    return WebServer(cluster, model, port, artifact=artifact).start()

@@ -187,3 +187,22 @@ def test_an_on_chain_run_replays_as_matching_and_an_altered_one_differs(page, we
         f"this page computes {token}"
     )
     assert page.get_attribute("#run-check", "data-differs-at") == "4"
+
+
+def test_the_server_s_artifact_opens_with_the_page(page, world):
+    server = start_web_server(world.url, world.sealed, artifact=world.artifact_path)
+    try:
+        open_page(page, server)
+        page.wait_for_function(VERDICT, timeout=WAIT_MS)
+        verdict = page.text_content("#verdict")
+        assert verdict == f"verified {world.sealed}: sealed, every byte matches tiny.curta"
+    finally:
+        server.stop()
+    server = start_web_server(None, artifact=world.artifact_path)
+    try:
+        open_page(page, server)
+        page.wait_for_function(VERDICT, timeout=WAIT_MS)
+        assert page.text_content("#verdict").startswith("NOT verified: tiny.curta is a valid")
+        assert page.text_content("#computed-hash") == world.verify_json["artifact_hash"]
+    finally:
+        server.stop()

@@ -1,6 +1,7 @@
 """`curta-chain web`: the committed page is what a rebuild gives, and the command serves it."""
 
 import filecmp
+import json
 import signal
 import subprocess
 import sys
@@ -34,9 +35,12 @@ def test_the_command_serves_the_page_and_its_config(world):
         with urllib.request.urlopen(page) as answer:
             assert b'id="verdict"' in answer.read()
         with urllib.request.urlopen(page + "config.json") as answer:
-            assert answer.read().decode() == (
-                f'{{"url": "{world.url}", "model": "{world.sealed}", "relay": "rpc"}}'
-            )
+            assert json.loads(answer.read()) == {
+                "url": world.url,
+                "model": world.sealed,
+                "relay": "rpc",
+                "artifact": None,
+            }
         request = urllib.request.Request(
             page + "rpc", b'{"jsonrpc":"2.0","id":1,"method":"getHealth"}', method="POST"
         )
@@ -61,4 +65,16 @@ def test_a_port_in_use_is_one_line(world):
     assert code != 0
     assert out.strip().splitlines() == [
         f"error: --port {port}: cannot listen on it: Address already in use"
+    ]
+
+
+def test_a_corrupt_artifact_is_refused_before_serving(world, tmp_path):
+    from web_helpers import cli
+
+    broken = tmp_path / "broken.curta"
+    broken.write_bytes(world.artifact_path.read_bytes()[:100])
+    code, out = cli("web", "--port", "0", "-u", world.url, "--artifact", str(broken))
+    assert code != 0
+    assert out.strip().splitlines() == [
+        f"error: {broken}: 100 bytes, shorter than the 4,096-byte header"
     ]

@@ -14,9 +14,11 @@ interface ServerConfig {
   url: string | null;
   model: string | null;
   relay: string | null;
+  /** The name of a file the server offers at `artifact`, opened as if dropped. */
+  artifact: string | null;
 }
 
-let server: ServerConfig = { url: null, model: null, relay: null };
+let server: ServerConfig = { url: null, model: null, relay: null, artifact: null };
 let loaded: { artifact: Artifact; model: string | null } | null = null;
 let busy = false;
 
@@ -150,7 +152,12 @@ function setLoaded(artifact: Artifact | null, model: string | null): void {
 }
 
 async function dropped(file: File): Promise<void> {
-  const bytes = new Uint8Array(await file.arrayBuffer());
+  await opened(file.name, new Uint8Array(await file.arrayBuffer()));
+}
+
+/** A local artifact (dropped, or the server's): decoded, then checked against the model if any. */
+async function opened(name: string, bytes: Uint8Array): Promise<void> {
+  const file = { name };
   let artifact: Artifact;
   try {
     artifact = decodeArtifact(bytes, file.name);
@@ -324,7 +331,10 @@ async function start(): Promise<void> {
   $("generate").addEventListener("click", () => void runModel());
   $("run-load").addEventListener("click", () => void replay());
   document.body.dataset.ready = "true";
-  if (input("url").value && input("model").value) await verifyFromChain(input("url").value.trim(), input("model").value.trim());
+  if (server.artifact) {
+    const answer = await fetch("artifact");
+    await opened(server.artifact, new Uint8Array(await answer.arrayBuffer()));
+  } else if (input("url").value && input("model").value) await verifyFromChain(input("url").value.trim(), input("model").value.trim());
 }
 
 void start();
