@@ -11,6 +11,7 @@ export * from "./layout.js";
 export * from "./generated/index.js";
 export { fetchModel, fetchRun } from "./chain.js";
 export { fetchModel as fetchModelAccount, fetchRun as fetchRunAccount } from "./generated/index.js";
-// The RPC client the chain functions take, so a user needs no second import.
-export { createSolanaRpc } from "@solana/kit";
+// The RPC client the chain functions take and a signer for building, so a user needs no
+// second import for either.
+export { createNoopSigner, createSolanaRpc } from "@solana/kit";
 export * from "./inference.js";
