@@ -13,7 +13,10 @@ import { address as toAddress, createSolanaRpc, getAddressDecoder } from "@solan
 import { ArtifactError, decodeArtifact, type Artifact } from "./decode.js";
 import { toHex } from "./format.js";
 import { hashSection, sha256 } from "./hash.js";
-import { getModelDecoder, getRunDecoder, getWeightAccountDecoder, ModelState, PromptKind, type Model, type Run } from "./generated/index.js";
+import {
+  getModelDecoder, getRunDecoder, getWeightAccountDecoder, ModelState, PromptKind, WEIGHT_ACCOUNT_DISCRIMINATOR,
+  type Model, type Run, type WeightAccount,
+} from "./generated/index.js";
 import { SHIPPED_BUILDS } from "./generated/shipped.js";
 
 export const WEIGHT_HEADER_SIZE = 2048;
@@ -475,15 +478,15 @@ async function readSections(
     slots.filter((s) => s.weightAccount !== ZERO_KEY).map((s) => s.weightAccount),
     WEIGHT_HEADER_SIZE,
   );
+  // Each bound slot's header, or why its account is not a weight account of this program.
   let seen = 0;
+  const decoded = slots.map((s) => (s.weightAccount === ZERO_KEY ? null : weightHeader(s.weightAccount, heads[seen++], programId)));
   onSlots?.(
-    slots.map((s) => {
-      const head = s.weightAccount === ZERO_KEY ? null : heads[seen++];
-      const frozen = head && head.owner === programId && head.data.length >= WEIGHT_HEADER_SIZE ? getWeightAccountDecoder().decode(head.data).frozen : null;
-      return { account: s.weightAccount, length: Number(s.length), frozen };
+    slots.map((s, i) => {
+      const head = decoded[i];
+      return { account: s.weightAccount, length: Number(s.length), frozen: head && typeof head !== "string" ? head.frozen : null };
     }),
   );
-  let at = 0;
   let done = 0;
   const out: (Uint8Array | null)[] = [];
   const spans: { address: string; offset: number; length: number }[] = [];
@@ -495,17 +498,11 @@ async function readSections(
       out.push(null);
       continue;
     }
-    const info = heads[at++];
     const account = slot.weightAccount;
-    let problem: string | null = null;
-    if (!info) problem = `weight account ${account} does not exist`;
-    else if (info.owner !== programId) problem = `${account} is not a weight account: owned by ${info.owner}`;
-    else if (info.data.length < WEIGHT_HEADER_SIZE) problem = `${account} is not a weight account: weight account: ${info.data.length} bytes, expected at least ${WEIGHT_HEADER_SIZE}`;
-    else {
-      const header = getWeightAccountDecoder().decode(info.data.subarray(0, WEIGHT_HEADER_SIZE));
-      if (header.model !== address || header.sectionIndex !== index || header.sectionLength !== slot.length)
-        problem = `${account} is bound to section ${header.sectionIndex} of ${header.model}`;
-    }
+    const header = decoded[index]!;
+    let problem = typeof header === "string" ? header : null;
+    if (typeof header !== "string" && (header.model !== address || header.sectionIndex !== index || header.sectionLength !== slot.length))
+      problem = `${account} is bound to section ${header.sectionIndex} of ${header.model}`;
     if (problem) {
       found.push(difference("account", problem, index));
       out.push(null);
@@ -518,6 +515,17 @@ async function readSections(
   const read = await reader.many(spans, (n) => onBytes((done += n), -1));
   readable.forEach((index, i) => (out[index] = read[i]));
   return out;
+}
+
+/** A weight account's header, or the line saying why `info` is not one (accounts.py's words). */
+function weightHeader(account: string, info: RawAccount | null, programId: string): WeightAccount | string {
+  if (!info) return `weight account ${account} does not exist`;
+  if (info.owner !== programId) return `${account} is not a weight account: owned by ${info.owner}`;
+  const what = `${account} is not a weight account: weight account`;
+  if (info.data.length < WEIGHT_HEADER_SIZE) return `${what}: ${info.data.length} bytes, expected at least ${WEIGHT_HEADER_SIZE}`;
+  const got = toHex(info.data.subarray(0, 8)), want = toHex(WEIGHT_ACCOUNT_DISCRIMINATOR);
+  if (got !== want) return `${what}: discriminator ${got} at offset 0, expected ${want} (WeightAccount)`;
+  return getWeightAccountDecoder().decode(info.data.subarray(0, WEIGHT_HEADER_SIZE));
 }
 
 function byteRanges(section: number, chain: Uint8Array, local: Uint8Array, limit: number | null): [Difference[], number, number] {
