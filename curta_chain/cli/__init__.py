@@ -29,6 +29,7 @@ from curta_chain.cli import (
     read_commands,
     run_account_commands,
     run_command,
+    web_command,
 )
 from curta_chain.errors import CurtaError
 
@@ -43,6 +44,7 @@ _COMMAND_MODULES = (
     read_commands,
     run_command,
     run_account_commands,
+    web_command,
 )
 
 _INVALID_CHOICE = re.compile(r"argument (?P<arg>[^:]+): invalid choice: '(?P<value>[^']*)'")

@@ -1,0 +1,176 @@
+/**
+ * Where everything sits in a CURTAW01 artifact: the constants and canonical layout of
+ * curta_chain/artifact/layout.py, which the decoder compares a header with.
+ */
+
+export const TAG = new TextEncoder().encode("CURTAW01");
+export const HEADER_SIZE = 4096;
+export const FRACTION_BITS = 24;
+export const EXP_FRACTION_BITS = 30;
+export const SILU_FRACTION_BITS = 16;
+export const TABLE_ENTRIES = 4097;
+export const EXP_STEPS_PER_UNIT = 256;
+export const SILU_STEPS_PER_UNIT = 128;
+export const SILU_RANGE = 16;
+export const ROTARY_BASE = 10000;
+export const MAX_TOKEN_LENGTH = 128;
+export const SPLIT_WEIGHT_COUNT = 1_000_000;
+export const ROW_PREFIX = 8;
+export const WEIGHT_BIAS = 128;
+export const TOKEN_ENTRY_SIZE = 16;
+export const SECTION_ENTRY_SIZE = 16;
+export const DESCRIPTOR_SIZE = 24;
+export const CONFIG_OFFSET = 8;
+export const SECTION_COUNT_OFFSET = 36;
+export const BLOCK_OFFSETS_OFFSET = 40;
+export const INV_SQRT_OFFSET = 68;
+export const HEADER_FIELDS_END = 72;
+export const SECTION_TABLE_OFFSET = 128;
+export const MATRIX_TABLE_OFFSET = 512;
+export const MAX_HEAD_SIZE = 64;
+export const MATRICES_PER_LAYER = 7;
+/** Solana's largest account less the weight account's 2,048-byte header. */
+export const MAX_SECTION_SIZE = 10_485_760 - 2048;
+export const MAX_SECTIONS = 18;
+/** The weights hash chains SHA-256 over chunks of at most this many bytes. */
+export const HASH_CHUNK_SIZE = 65_536;
+
+export type ConfigField = "dim" | "hidden_dim" | "n_layers" | "n_heads" | "n_kv_heads" | "vocab_size" | "seq_len";
+
+/** (field, header byte, lowest, highest), in header order. */
+export const CONFIG_FIELDS: readonly [ConfigField, number, number, number][] = [
+  ["dim", 8, 1, 512],
+  ["hidden_dim", 12, 1, 2048],
+  ["n_layers", 16, 1, 16],
+  ["n_heads", 20, 1, 16],
+  ["n_kv_heads", 24, 1, 16],
+  ["vocab_size", 28, 259, 65536],
+  ["seq_len", 32, 1, 512],
+];
+
+export const BLOCK_NAMES = [
+  "normalization coefficients",
+  "rotary coefficients",
+  "exponential table",
+  "SiLU table",
+  "tokenizer entries",
+  "sorted token ids",
+  "token strings",
+] as const;
+
+const LAYER_MATRIX_NAMES = ["query", "key", "value", "attention output", "ffn gate", "ffn down", "ffn up"];
+
+/** The seven numbers that shape a model (header bytes 8 to 35). */
+export type ModelConfig = Record<ConfigField, number>;
+
+/** One 24-byte entry of the matrix table. */
+export interface MatrixDescriptor {
+  section: number;
+  columns: number;
+  rows: number;
+  rowBytes: number;
+  offset: number;
+}
+
+export function roundUp(value: number, multiple: number): number {
+  return Math.ceil(value / multiple) * multiple;
+}
+
+export function rowBytes(columns: number): number {
+  return roundUp(columns + ROW_PREFIX, 8);
+}
+
+export function headSize(c: ModelConfig): number {
+  return Math.floor(c.dim / c.n_heads);
+}
+
+export function kvDim(c: ModelConfig): number {
+  return Math.floor((c.dim * c.n_kv_heads) / c.n_heads);
+}
+
+/** The count the section split is decided by (the embedding counted once). */
+export function matrixWeightCount(c: ModelConfig): number {
+  const d = c.dim, h = c.hidden_dim, k = kvDim(c);
+  return d * c.vocab_size + c.n_layers * (2 * d * d + 2 * d * k + 3 * d * h);
+}
+
+export function sectionCount(c: ModelConfig): number {
+  return matrixWeightCount(c) < SPLIT_WEIGHT_COUNT ? 2 : c.n_layers + 2;
+}
+
+export function matrixCount(c: ModelConfig): number {
+  return 2 + MATRICES_PER_LAYER * c.n_layers;
+}
+
+/** `[field, what is wrong]` for the first rule the config breaks, or null. */
+export function configProblem(c: ModelConfig): [ConfigField, string] | null {
+  for (const [name, , low, high] of CONFIG_FIELDS) {
+    const value = c[name];
+    if (!(low <= value && value <= high)) return [name, `${value}, expected ${low} to ${high}`];
+  }
+  if (c.dim % c.n_heads) return ["n_heads", `${c.n_heads} does not divide dimension ${c.dim}`];
+  if (c.n_kv_heads > c.n_heads || c.n_heads % c.n_kv_heads)
+    return ["n_kv_heads", `${c.n_kv_heads} is not a divisor of heads ${c.n_heads}`];
+  const head = headSize(c);
+  if (head % 2 || head > MAX_HEAD_SIZE)
+    return ["n_heads", `head size ${head} is not even and at most ${MAX_HEAD_SIZE}`];
+  return null;
+}
+
+export function matrixName(index: number): string {
+  if (index === 0) return "token embedding";
+  if (index === 1) return "classifier";
+  const layer = Math.floor((index - 2) / MATRICES_PER_LAYER);
+  return `layer ${layer} ${LAYER_MATRIX_NAMES[(index - 2) % MATRICES_PER_LAYER]}`;
+}
+
+/** `[rows, columns]` of every matrix in table order. */
+export function matrixShapes(c: ModelConfig): [number, number][] {
+  const d = c.dim, h = c.hidden_dim, k = kvDim(c), v = c.vocab_size;
+  const layer: [number, number][] = [[d, d], [k, d], [k, d], [d, d], [h, d], [d, h], [h, d]];
+  const out: [number, number][] = [[v, d], [v, d]];
+  for (let l = 0; l < c.n_layers; l++) out.push(...layer);
+  return out;
+}
+
+/** The canonical descriptors: matrices packed in table order within their section. */
+export function planMatrices(c: ModelConfig, tied: boolean): MatrixDescriptor[] {
+  const split = sectionCount(c) > 2;
+  const ends = new Map<number, number>();
+  const out: MatrixDescriptor[] = [];
+  matrixShapes(c).forEach(([rows, columns], index) => {
+    if (index === 1 && tied) {
+      out.push({ ...out[0] });
+      return;
+    }
+    const section = split && index >= 2 ? 2 + Math.floor((index - 2) / MATRICES_PER_LAYER) : 1;
+    const desc = { section, columns, rows, rowBytes: rowBytes(columns), offset: ends.get(section) ?? 0 };
+    ends.set(section, desc.offset + desc.rows * desc.rowBytes);
+    out.push(desc);
+  });
+  return out;
+}
+
+/** The lengths of sections 1 and up: each ends with its last matrix. */
+export function matrixSectionLengths(c: ModelConfig, tied: boolean): number[] {
+  const lengths = new Array<number>(sectionCount(c) - 1).fill(0);
+  for (const d of planMatrices(c, tied))
+    lengths[d.section - 1] = Math.max(lengths[d.section - 1], d.offset + d.rows * d.rowBytes);
+  return lengths;
+}
+
+/** The offsets of section zero's seven blocks: back to back after the header. */
+export function planBlocks(c: ModelConfig): number[] {
+  const v = c.vocab_size;
+  const sizes = [
+    (2 * c.n_layers + 1) * c.dim * 4,
+    c.seq_len * headSize(c) * 4,
+    TABLE_ENTRIES * 4,
+    TABLE_ENTRIES * 4,
+    TOKEN_ENTRY_SIZE * v,
+    4 * v,
+  ];
+  const offsets = [HEADER_SIZE];
+  for (const size of sizes) offsets.push(offsets[offsets.length - 1] + size);
+  return offsets;
+}

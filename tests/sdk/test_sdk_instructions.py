@@ -1,0 +1,56 @@
+"""The Codama-generated instruction builders build what curta_chain's builders build: the
+same data bytes and the same accounts, signers and writable flags, for every instruction
+a client sends (the program has run the Python ones in every chain test)."""
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from solders.keypair import Keypair
+
+from curta_chain import program
+
+SDK = Path(__file__).resolve().parents[2] / "sdk" / "js"
+SCRIPT = Path(__file__).parent / "instructions.mjs"
+
+
+@pytest.fixture(scope="module")
+def built() -> None:
+    if shutil.which("node") is None or not (SDK / "node_modules" / "esbuild").is_dir():
+        reason = f"node or the SDK's packages are missing: run `npm ci` in {SDK}"
+        if os.environ.get("CI"):
+            pytest.fail(reason)  # .ci/run installs them: missing there is a broken CI
+        pytest.skip(reason)
+    subprocess.run(["node", "scripts/build.mjs"], cwd=SDK, check=True, timeout=120)
+
+
+def test_the_generated_builders_build_the_python_instructions(built):
+    program_id, authority, model, weight, run = (Keypair().pubkey() for _ in range(5))
+    label, seed, offset, data, prompt = 2**64 - 3, 12_345, 70_000, bytes(range(40)), "héllo"
+    keys = {
+        "program": str(program_id), "authority": str(authority), "model": str(model),
+        "weight": str(weight), "run": str(run), "label": str(label), "seed": str(seed),
+        "offset": offset, "bytes": data.hex(), "prompt": prompt,
+    }  # fmt: skip
+    done = subprocess.run(
+        ["node", str(SCRIPT), json.dumps(keys)], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    got = json.loads(done.stdout)
+    want = {
+        "begin_sealing": program.begin_sealing(program_id, authority, model),
+        "seal_step": program.seal_step(program_id, model, [weight], label),
+        "step": program.step(program_id, run, model, [weight], label),
+        "write_weights": program.write_weights(program_id, authority, weight, offset, data),
+        "open_run": program.open_run(
+            program_id, authority, run, model, weight, 12, prompt.encode(), 65_536, 58_982, seed
+        ),
+    }
+    assert set(got) == set(want)
+    for name, ix in want.items():
+        assert got[name]["data"] == bytes(ix.data).hex(), name
+        metas = [[str(m.pubkey), m.is_signer, m.is_writable] for m in ix.accounts]
+        assert got[name]["accounts"] == metas, name

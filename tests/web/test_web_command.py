@@ -1,0 +1,80 @@
+"""`curta-chain web`: the committed page is what a rebuild gives, and the command serves it."""
+
+import filecmp
+import json
+import signal
+import subprocess
+import sys
+import urllib.request
+
+from web_helpers import SDK
+
+from curta_chain.web import STATIC
+
+
+def test_the_committed_page_is_what_a_rebuild_gives(sdk, tmp_path):
+    subprocess.run(["node", "scripts/build-web.mjs", str(tmp_path)], cwd=SDK, check=True,
+                   timeout=120)  # fmt: skip
+    names = sorted(p.name for p in STATIC.iterdir())
+    assert names == ["app.js", "index.html", "style.css"]
+    _, mismatch, errors = filecmp.cmpfiles(tmp_path, STATIC, names, shallow=False)
+    assert (mismatch, errors) == ([], []), "run `npm run build-web` in sdk/js and commit"
+
+
+def test_the_command_serves_the_page_and_its_config(world):
+    process = subprocess.Popen(
+        [sys.executable, "-m", "curta_chain", "web", "--port", "0", "-u", world.url,
+         "--model", world.sealed],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        line = process.stdout.readline()
+        assert line.startswith("Serving the page at http://127.0.0.1:"), process.stderr.read()
+        page = line.split()[4].split("?")[0]
+        assert f"?url={world.url.replace(':', '%3A').replace('/', '%2F')}&model=" in line
+        with urllib.request.urlopen(page) as answer:
+            assert b'id="verdict"' in answer.read()
+        with urllib.request.urlopen(page + "config.json") as answer:
+            assert json.loads(answer.read()) == {
+                "url": world.url,
+                "model": world.sealed,
+                "relay": "rpc",
+                "artifact": None,
+            }
+        request = urllib.request.Request(
+            page + "rpc", b'{"jsonrpc":"2.0","id":1,"method":"getHealth"}', method="POST"
+        )
+        with urllib.request.urlopen(request) as answer:
+            assert b'"ok"' in answer.read()
+    finally:
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=30) == 0
+
+
+def test_a_port_in_use_is_one_line(world):
+    from web_helpers import cli
+
+    from curta_chain.web import start_web_server
+
+    server = start_web_server(world.url)
+    try:
+        port = server.url.rsplit(":", 1)[1].strip("/")
+        code, out = cli("web", "--port", port, "-u", world.url)
+    finally:
+        server.stop()
+    assert code != 0
+    assert out.strip().splitlines() == [
+        f"error: --port {port}: cannot listen on it: Address already in use"
+    ]
+
+
+def test_a_corrupt_artifact_is_refused_before_serving(world, tmp_path):
+    from web_helpers import cli
+
+    broken = tmp_path / "broken.curta"
+    broken.write_bytes(world.artifact_path.read_bytes()[:100])
+    code, out = cli("web", "--port", "0", "-u", world.url, "--artifact", str(broken))
+    assert code != 0
+    assert out.strip().splitlines() == [
+        f"error: {broken}: 100 bytes, shorter than the 4,096-byte header"
+    ]
