@@ -418,7 +418,7 @@ class RpcClient:
         out: dict[int, int] = {}
         todo = list(range(len(signatures)))
         deadline = time.monotonic() + self.lag_wait
-        config = {"encoding": "json", "commitment": self.commitment}
+        config: dict[str, object] = {"encoding": "json", "commitment": self.commitment}
         config["maxSupportedTransactionVersion"] = 0
         while todo:
             answers = await self.batch([("getTransaction", [signatures[i], config]) for i in todo])

@@ -112,16 +112,20 @@ def program_filters(filters: Any) -> list[Callable[[bytes], bool]]:
         raise invalid_params("Invalid params: filters must be an array")
     if len(filters) > MAX_PROGRAM_ACCOUNT_FILTERS:
         raise invalid_params(f"Too many filters provided; max {MAX_PROGRAM_ACCOUNT_FILTERS}")
-    checks = []
+    checks: list[Callable[[bytes], bool]] = []
     for item in filters:
         if isinstance(item, dict) and set(item) == {"dataSize"}:
             size = uint_param(item["dataSize"], "dataSize")
-            checks.append(lambda data, size=size: len(data) == size)
+            checks.append(_of_size(size))
         elif isinstance(item, dict) and set(item) == {"memcmp"}:
             checks.append(_memcmp(item["memcmp"]))
         else:
             raise invalid_params(f"Invalid params: unknown filter {item!r}")
     return checks
+
+
+def _of_size(size: int) -> Callable[[bytes], bool]:
+    return lambda data: len(data) == size
 
 
 def _memcmp(memcmp: Any) -> Callable[[bytes], bool]:

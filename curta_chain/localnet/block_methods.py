@@ -257,7 +257,7 @@ def get_recent_performance_samples(localnet: Localnet, params: Params) -> list[d
         raise invalid_params(f"Invalid limit; max {MAX_PERFORMANCE_SAMPLES}")
     slots = max(round(PERFORMANCE_SAMPLE_SECONDS / localnet.clock.slot_duration), 1)
     current = localnet.tick()
-    samples = []
+    samples: list[dict[str, int]] = []
     end = current - 1
     while end - slots + 1 >= 0 and len(samples) < limit and end >= current - 4 * 150:
         start = end - slots + 1

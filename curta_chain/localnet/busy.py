@@ -147,7 +147,8 @@ def scheduling_cost(message: Message | MessageV0, writable: int, limit: int) -> 
     """
     signatures = message.header.num_required_signatures
     data_bytes = sum(len(instruction.data) for instruction in message.instructions)
-    pages = -(-loaded_accounts_data_size_limit(message) // LOADED_DATA_PAGE_BYTES)
+    # None (compute-budget instructions that do not decode) never reaches the leader's queue.
+    pages = -(-(loaded_accounts_data_size_limit(message) or 0) // LOADED_DATA_PAGE_BYTES)
     return (
         SIGNATURE_COST * signatures
         + WRITE_LOCK_UNITS * writable
@@ -222,12 +223,12 @@ class Leader:
         options = self.options
         rng = random.Random(f"{options.seed}:{slot}")
         offered: list[tuple[float, float, Pending | None]] = []
-        for signature, pending in list(self.queue.items()):
-            if not valid(pending.blockhash, slot):
+        for signature, queued in list(self.queue.items()):
+            if not valid(queued.blockhash, slot):
                 del self.queue[signature]
                 continue
-            price = math.inf if pending.faucet else pending.price
-            offered.append((-price, rng.random(), pending))
+            price = math.inf if queued.faucet else queued.price
+            offered.append((-price, rng.random(), queued))
         for price in self._background(slot):
             offered.append((-price, rng.random(), None))
         offered.sort(key=itemgetter(0, 1))

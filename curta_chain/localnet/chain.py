@@ -462,7 +462,8 @@ class Localnet:
             blockhash = Hash.from_string(self.clock.blockhash(self.tick()))
             message = Message.new_with_blockhash([instruction], self.faucet.pubkey(), blockhash)
             result = self.svm.simulate_transaction(VersionedTransaction(message, [self.faucet]))
-            data = result.meta().return_data().data
+            meta = result.meta()
+            data = meta.return_data().data  # type: ignore[attr-defined]  # (as in codec.py)
             self._stake_minimum = int.from_bytes(bytes(data), "little")
         return self._stake_minimum
 

@@ -247,7 +247,7 @@ def inner_items(inner: list[Any]) -> list[tuple[Any, int]]:
 
 def return_data_json(meta: TransactionMetadata) -> dict | None:
     """Return the validator's ``returnData`` for ``meta``, None when the program set none."""
-    data = meta.return_data()
+    data = meta.return_data()  # type: ignore[attr-defined]  # the stub says transaction_return_data
     if not data.data:
         return None
     encoded = base64.b64encode(data.data).decode()

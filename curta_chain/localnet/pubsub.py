@@ -223,6 +223,7 @@ class PubSub:
         subscription = self._subscriptions.get(number) if isinstance(number, int) else None
         if subscription is None or subscription.socket is not socket:
             raise RpcMethodError(INVALID_PARAMS, "Invalid subscription id.")
+        assert isinstance(number, int)  # a subscription was found under it
         del self._subscriptions[number]
         return True
 

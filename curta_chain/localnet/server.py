@@ -35,7 +35,7 @@ from curta_chain.localnet.rpc_errors import (
 from curta_chain.reporting import Reporter
 
 MAX_REQUEST_BYTES = 64 * 1024 * 1024
-_JSON = {"separators": (",", ":")}
+_SEPARATORS = (",", ":")
 
 
 def _error(code: int, message: str, request_id: Any = None) -> dict[str, Any]:
@@ -154,7 +154,9 @@ class RpcServer:
     @staticmethod
     def _respond(body: Any, status: int = 200) -> web.Response:
         return web.Response(
-            body=json.dumps(body, **_JSON).encode(), status=status, content_type="application/json"
+            body=json.dumps(body, separators=_SEPARATORS).encode(),
+            status=status,
+            content_type="application/json",
         )
 
     def _call(self, item: Any) -> tuple[dict[str, Any] | None, bool]:

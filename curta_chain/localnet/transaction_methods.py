@@ -198,7 +198,7 @@ def get_signature_statuses(localnet: Localnet, params: Params) -> dict[str, Any]
         raise invalid_params(f"Too many inputs provided; max {MAX_SIGNATURE_STATUSES}")
     config = config_at(params, 1)
     slot = context_slot(localnet, {**config, "commitment": "processed"})
-    values = []
+    values: list[dict[str, Any] | None] = []
     for value in signatures:
         status = localnet.status(signature_param(value))
         if status is None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable, Sequence
 from functools import cache
+from typing import Any
 
 from construct import ConstructError
 from solders.compute_budget import set_compute_unit_limit, set_compute_unit_price
@@ -276,7 +277,8 @@ def open_run(
     Raises:
         InputError: an argument does not fit its IDL type.
     """
-    variants = types_coder()._get_layout("Prompt").enum
+    layout: Any = types_coder()._get_layout("Prompt")  # a borsh Enum, whose stub is Construct
+    variants = layout.enum
     if isinstance(prompt, bytes | bytearray):
         value = variants.Text(text=bytes(prompt))
     else:
