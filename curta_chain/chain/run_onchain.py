@@ -197,7 +197,8 @@ async def run_on_chain(
     Args:
         ctx: the node, the program, the payer, the budget, the reporter (and sender).
         model: a sealed model.
-        prompt: the text (tokenized on chain; the mirror tokenizes it too).
+        prompt: the text (tokenized on chain; the mirror tokenizes it too); an empty one
+            is the opening token alone.
         steps: tokens to generate (None: as ``curta-chain run`` chooses).
         settings: temperature, top-p and seed.
         on_piece: called with the prompt's bytes once the run is open, then with each
@@ -229,6 +230,9 @@ async def run_on_chain(
     plan = plan_run(int_model, tokenizer, prompt, steps)
     capacity = len(plan.prompt_ids) + plan.steps
     text = prompt.encode()
+    # openRun takes 1 to 2,048 bytes of text: an empty prompt opens with the opening token
+    # as a token prompt instead, the same run as llama2.c's with no -i.
+    opening: bytes | tuple[int, ...] = text or plan.prompt_ids
     keypair = run_keypair(payer, model, text, capacity, settings)
     flow = _Flow(
         ctx=ctx,
@@ -244,7 +248,7 @@ async def run_on_chain(
         model,
         payer.pubkey(),
         capacity,
-        text,
+        opening,
         settings.temperature,
         settings.top_p,
         settings.seed,
@@ -256,7 +260,7 @@ async def run_on_chain(
         rent = await checked_rent(client, len(opened))
         if confirm is not None:
             confirm(rent, len(opened))
-        await _open(flow, keypair, capacity, text, settings, len(opened), rent)
+        await _open(flow, keypair, capacity, opening, settings, len(opened), rent)
         reporter.line(f"opened run {address}: {capacity} tokens, {len(opened):,} bytes")
         chain = await flow.read_run(address, flow.processed)
         if chain is None:
@@ -294,7 +298,7 @@ async def _open(
     flow: _Flow,
     keypair: Keypair,
     capacity: int,
-    text: bytes,
+    prompt: bytes | tuple[int, ...],
     settings: SamplingSettings,
     size: int,
     rent: int,
@@ -315,14 +319,14 @@ async def _open(
         flow.model,
         flow.model_account.sections[0].weight_account,
         capacity,
-        text,
+        prompt,
         settings.temperature,
         settings.top_p,
         settings.seed,
     )
     units = OPEN_RUN_CU_BASE + OPEN_RUN_CU_PER_TOKEN * flow.artifact.config.vocab_size
     spec = TxSpec((*flow.compute_budget(units), create, ix), (keypair,))
-    _check_size(spec, flow.payer, len(text))
+    _check_size(spec, flow.payer, len(prompt))
     await flow.land(spec)
     flow.opened = True
 

@@ -23,15 +23,14 @@ def plan_run(model: IntModel, tokenizer: Tokenizer, prompt: str, steps: int | No
     """Encode ``prompt`` and check that it and ``steps`` new tokens fit the context.
 
     The prompt's tokens (the opening token included) and the new tokens must together
-    fit the model's context. With ``steps`` None, generate ``DEFAULT_STEPS`` or as many
+    fit the model's context. An empty prompt is the opening token alone, as llama2.c's
+    ``run.c`` runs with no ``-i``. With ``steps`` None, generate ``DEFAULT_STEPS`` or as many
     as fit.
 
     Raises:
-        PromptError: an empty or non-UTF-8 prompt, a prompt longer than the context, a
+        PromptError: a non-UTF-8 prompt, a prompt longer than the context, a
             step count below 1, or more steps than the context has room for.
     """
-    if not prompt:
-        raise PromptError("the prompt is empty")
     ids = tokenizer.encode(prompt)
     context = model.config.seq_len
     room = context - len(ids)
