@@ -1,7 +1,7 @@
 """Benchmark: the integer pass's speed against float numpy, and its top-1 agreement.
 
     .venv/bin/python scripts/bench_run.py [--tokens N] [--repeat R] [--prompts P]
-        [--model demo|stories260K]
+        [--model demo|stories260K] [--agreement-only]
 
 Speed: a synthetic checkpoint of stories15M's shapes (dim 288, hidden 768, 6 layers,
 vocabulary 32,000, context 256; seed 15, as bench_convert.py) is converted, then both
@@ -186,8 +186,10 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--prompts", type=int, default=len(PROMPTS))
     parser.add_argument("--model", choices=("demo", "stories260K"), default="demo")
+    parser.add_argument("--agreement-only", action="store_true", help="skip the speed runs")
     args = parser.parse_args()
-    speed(args.tokens, args.repeat)
+    if not args.agreement_only:
+        speed(args.tokens, args.repeat)
     agreement(args.prompts, args.model)
 
 

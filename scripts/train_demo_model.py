@@ -214,6 +214,25 @@ def legacy_checkpoint(model: Transformer) -> bytes:
     return header + body
 
 
+def load_legacy(model: Transformer, data: bytes) -> None:
+    """Set ``model``'s weights from a ``legacy_checkpoint`` of the same shape."""
+    s = model.shape
+    want = struct.pack(
+        "<7i", s.dim, s.hidden_dim, s.n_layers, s.n_heads, s.n_kv_heads, s.vocab_size, s.seq_len
+    )
+    if data[:28] != want:
+        raise SystemExit(f"--resume: the checkpoint's header is not {s}")
+    floats = torch.from_numpy(np.frombuffer(data, dtype="<f4", offset=28).copy())
+    at = 0
+    tensors = [model.tok_embeddings.weight]
+    for name in ("attention_norm", "wq", "wk", "wv", "wo", "ffn_norm", "w1", "w2", "w3"):
+        tensors += [getattr(layer, name).weight for layer in model.layers]
+    with torch.no_grad():
+        for t in [*tensors, model.norm.weight]:
+            t.copy_(floats[at : at + t.numel()].view_as(t))
+            at += t.numel()
+
+
 # -- training ------------------------------------------------------------------------------
 
 
@@ -272,11 +291,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--kv-heads", type=int, default=4)
     p.add_argument("--seq-len", type=int, default=256)
     p.add_argument("--batch", type=int, default=32)
-    p.add_argument("--steps", type=int, default=600)
+    p.add_argument("--steps", type=int, default=160)
     p.add_argument("--lr", type=float, default=4e-3)
-    p.add_argument("--warmup", type=int, default=50)
+    p.add_argument("--warmup", type=int, default=20)
     p.add_argument("--threads", type=int, default=2, help="torch's and sentencepiece's")
-    p.add_argument("--log-every", type=int, default=25)
+    p.add_argument("--log-every", type=int, default=10)
+    p.add_argument("--resume", type=Path, help="start from this model.bin's weights (same shape)")
     args = p.parse_args(argv)
 
     torch.manual_seed(args.seed)
@@ -304,6 +324,8 @@ def main(argv: list[str] | None = None) -> int:
         args.dim, args.hidden, args.layers, args.heads, args.kv_heads, sp.vocab_size(), args.seq_len
     )
     model = Transformer(shape)
+    if args.resume:
+        load_legacy(model, args.resume.read_bytes())
     count = sum(p.numel() for p in model.parameters())
     log(f"model: {shape}, {count:,} parameters; training {args.steps} steps of {args.batch}")
     loss = train(model, data, args)

@@ -12,5 +12,5 @@ from typing import Final
 DEMO_DIR: Final = Path(__file__).resolve().parent
 DEMO_MODEL: Final = DEMO_DIR / "model.bin"
 DEMO_TOKENIZER: Final = DEMO_DIR / "tokenizer.bin"
-DEMO_MODEL_SHA256: Final = ""
-DEMO_TOKENIZER_SHA256: Final = ""
+DEMO_MODEL_SHA256: Final = "9d95d0855ca25572cb0c3d013195b36eb957665a65acb28bba8ec0909c8620db"
+DEMO_TOKENIZER_SHA256: Final = "3b930fd84b161699ee7257f7f95f8091c788159fa55222b18a61e6413c69a3b3"
