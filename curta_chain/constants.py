@@ -52,6 +52,19 @@ GIVE_UP_AFTER: Final = 60.0
 """Seconds of consecutive failures of a node that answered before, after which a call gives
 up (``--rpc-timeout``'s default)."""
 
+# Busy clusters: the scheduler's limits (the localnet's busy mode plays them).
+BLOCK_CU_LIMIT: Final = 100_000_000
+"""Compute units a block may hold (SIMD-0286)."""
+ACCOUNT_CU_LIMIT: Final = 40_000_000
+"""Compute units the transactions writing one account may take in a block (SIMD-0306).
+Every seal step writes the model account and every step its run account, so this bounds how
+many are worth keeping in flight: more only wait in the leader."""
+ACCOUNT_WRITE_LIMIT: Final = 100
+"""Transactions writing one account per block: a 400 ms share of the ~250 writes a second
+one account takes under write-lock serialisation."""
+SLOT_SECONDS: Final = 0.4
+"""A slot's target duration (agave's DEFAULT_MS_PER_SLOT, 400 ms)."""
+
 # Inference.
 DEFAULT_STEPS: Final = 256
 """New tokens when the caller names no count (fewer if the context has less room)."""

@@ -16,7 +16,8 @@ names the file, field, offset or account at fault and what was expected. The CLI
     ├── ChainError                  the chain holds something other than what we need
     │   ├── ProgramError            the program refused an instruction (named from the IDL)
     │   ├── AccountError            an account is missing or is not what it should be
-    │   ├── MirrorMismatchError     the seal mirror disagrees with the model account
+    │   ├── MirrorMismatchError     a mirror (seal's, a run's) disagrees with the chain's account
+    │   ├── StepPlanError           the run mirror cannot plan the step asked of it
     │   ├── InsufficientFundsError  the payer cannot pay what the plan costs
     │   ├── ProgramCheckError       the program id does not hold a shipped build (or is unknown)
     │   └── NodeMismatchError       a node's answer breaks the runtime's rules or another node's
@@ -85,7 +86,20 @@ class AccountError(ChainError):
 
 
 class MirrorMismatchError(ChainError):
-    """The seal mirror's own computation disagrees with the model account."""
+    """A mirror's own computation disagrees with the chain.
+
+    The seal mirror's with the model account (running hash, cursor, chunk count), the run
+    mirror's with the run account (the first differing byte, named by its region).
+    """
+
+
+class StepPlanError(ChainError):
+    """The run mirror cannot plan the step asked of it; nothing was sent.
+
+    The step would need a weight section the caller does not pass (the program refuses it
+    whole: MissingWeightAccount), nothing fits its budget (NothingFits), the run has
+    finished, or the step count asked for is behind the mirror's state.
+    """
 
 
 class RpcError(CurtaError):

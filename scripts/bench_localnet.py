@@ -12,9 +12,14 @@ transactions (1,232 bytes, MAX_WRITE_PAYLOAD bytes of weights each) over HTTP:
 then replays the very same transactions through a bare in-process LiteSVM (sigverify on).
 Beside each mode's rate it prints the localnet process's CPU time per transaction, which
 moves less with machine load than the rates do.
+With ``--blocks`` it runs every mode twice in the same run, against today's localnet and
+against one started with ``--blocks`` (the busy mode's blocks, leader's order and limits,
+no loss), where a mode's CPU counts until every transaction has landed in its block; it
+prints the ratio of the two CPU times a transaction (the target is at most 1.2).
 The last line printed is JSON.
 
     .venv/bin/python scripts/bench_localnet.py [--count 2000] [--ledger] [--section-bytes N]
+        [--blocks] [--skip-preflight]
 """
 
 import argparse
@@ -61,9 +66,8 @@ def rpc(http: httpx.Client, url: str, method: str, params: list) -> object:
     return body["result"]
 
 
-def start_node(ledger: str | None) -> tuple[subprocess.Popen, str]:
-    port = 20000 + os.getpid() % 20000
-    command = [sys.executable, "-m", "curta_chain", "localnet", "--port", str(port)]
+def start_node(ledger: str | None, extra: tuple[str, ...] = ()) -> tuple[subprocess.Popen, str]:
+    command = [sys.executable, "-m", "curta_chain", "localnet", "--port", "0", *extra]
     if ledger:
         command += ["--ledger", ledger]
     node = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
@@ -78,11 +82,14 @@ def start_node(ledger: str | None) -> tuple[subprocess.Popen, str]:
 class Setup:
     """The authority, a model and one weight account per mode, created over RPC."""
 
-    def __init__(self, http: httpx.Client, url: str, section: int, modes: tuple = MODES):
-        self.http, self.url = http, url
+    def __init__(
+        self, http: httpx.Client, url: str, section: int, modes: tuple = MODES, blocks: bool = False
+    ):
+        self.http, self.url, self.blocks = http, url, blocks
         self.authority = Keypair()
         self.sent: list[VersionedTransaction] = []
-        rpc(http, url, "requestAirdrop", [str(self.authority.pubkey()), 1_000 * LAMPORTS_PER_SOL])
+        airdrop = [str(self.authority.pubkey()), 1_000 * LAMPORTS_PER_SOL]
+        self.wait_landed([str(rpc(http, url, "requestAirdrop", airdrop))])
         self.model = Keypair()
         self.weights = {mode: Keypair() for mode in modes}
         lengths = [section] * len(modes)
@@ -122,7 +129,23 @@ class Setup:
         )
         tx = VersionedTransaction(message, [self.authority, *signers])
         rpc(self.http, self.url, "sendTransaction", [encode(tx), {"encoding": "base64"}])
+        self.wait_landed([str(tx.signatures[0])])
         self.sent.append(tx)
+
+    def wait_landed(self, signatures: list[str]) -> None:
+        """In block mode, return once every one of ``signatures`` has landed."""
+        if not self.blocks:
+            return
+        waiting = list(signatures)
+        while waiting:
+            statuses = []
+            for start in range(0, len(waiting), 256):
+                chunk = waiting[start : start + 256]
+                answer = rpc(self.http, self.url, "getSignatureStatuses", [chunk])
+                statuses += answer["value"]  # type: ignore[index]
+            waiting = [s for s, status in zip(waiting, statuses, strict=True) if status is None]
+            if waiting:
+                time.sleep(0.25)  # polls cost the server CPU too: not too often
 
     def writes(self, mode: str, count: int) -> list[VersionedTransaction]:
         blockhash = self.blockhash()
@@ -142,8 +165,12 @@ def encode(tx: VersionedTransaction) -> str:
     return base64.b64encode(bytes(tx)).decode()
 
 
+SKIP_PREFLIGHT = False
+"""--skip-preflight: send without the preflight simulation."""
+
+
 def request(tx_b64: str, request_id: int) -> dict:
-    params = [tx_b64, {"encoding": "base64", "skipPreflight": False}]
+    params = [tx_b64, {"encoding": "base64", "skipPreflight": SKIP_PREFLIGHT}]
     return {"jsonrpc": "2.0", "id": request_id, "method": "sendTransaction", "params": params}
 
 
@@ -209,40 +236,76 @@ def main() -> int:
         help="weight account section size (default: just what the writes fill); LiteSVM "
         "copies an account on every write, so 10 MB accounts are slower",
     )
+    parser.add_argument(
+        "--blocks",
+        action="store_true",
+        help="run every mode against today's localnet and against --blocks; compare the CPU",
+    )
+    parser.add_argument(
+        "--skip-preflight", action="store_true", help="send with skipPreflight (no simulation)"
+    )
     args = parser.parse_args()
+    global SKIP_PREFLIGHT
+    SKIP_PREFLIGHT = args.skip_preflight
     section = max(args.section_bytes or 0, args.count * MAX_WRITE_PAYLOAD)
-    with tempfile.TemporaryDirectory() as folder:
-        node, url = start_node(folder if args.ledger else None)
-        try:
-            with httpx.Client(timeout=60) as http:
-                setup = Setup(http, url, section)
-                sent: list[VersionedTransaction] = []
-                rates, server_us = {}, {}
-                for mode in MODES:
-                    txs = setup.writes(mode, args.count)
-                    size = len(bytes(txs[0]))
-                    before = cpu_seconds(node.pid)
-                    rates[mode] = asyncio.run(send_mode(url, mode, [encode(tx) for tx in txs]))
-                    server_us[mode] = 1e6 * (cpu_seconds(node.pid) - before) / len(txs)
-                    sent += txs
-                    print(
-                        f"http {mode:<11} {rates[mode]:8.0f} tx/s  ({args.count} x {size} B), "
-                        f"server {server_us[mode]:5.0f} us CPU a transaction"
-                    )
-        finally:
-            node.terminate()
-            node.wait()
+    kinds = {"today": ()}
+    if args.blocks:
+        # The account limits would spread one account's writes over many blocks: lift them so
+        # that both localnets run the same transactions and only the machinery differs.
+        kinds["blocks"] = ("--blocks", "--seed", "1", "--account-write-limit", "100000")
+        kinds["blocks"] += ("--account-cu-limit", "100000000")
+    rates: dict[str, dict[str, float]] = {}
+    server_us: dict[str, dict[str, float]] = {}
+    for kind, extra in kinds.items():
+        rates[kind], server_us[kind] = {}, {}
+        with tempfile.TemporaryDirectory() as folder:
+            node, url = start_node(folder if args.ledger else None, extra)
+            try:
+                with httpx.Client(timeout=60) as http:
+                    setup = Setup(http, url, section, blocks=kind == "blocks")
+                    sent: list[VersionedTransaction] = []
+                    for mode in MODES:
+                        txs = setup.writes(mode, args.count)
+                        size = len(bytes(txs[0]))
+                        before = cpu_seconds(node.pid)
+                        rate = asyncio.run(send_mode(url, mode, [encode(tx) for tx in txs]))
+                        # The limits are lifted: each block takes the whole queue, so once
+                        # the last one sent has landed all have (checked after the CPU is
+                        # read, so that the check's reads are not counted).
+                        setup.wait_landed([str(txs[-1].signatures[0])])
+                        rates[kind][mode] = rate
+                        us = 1e6 * (cpu_seconds(node.pid) - before) / len(txs)
+                        setup.wait_landed([str(tx.signatures[0]) for tx in txs])
+                        server_us[kind][mode] = us
+                        sent += txs
+                        print(
+                            f"{kind:<6} http {mode:<11} {rate:8.0f} tx/s  "
+                            f"({args.count} x {size} B), server {us:5.0f} us CPU a transaction"
+                        )
+            finally:
+                node.terminate()
+                node.wait()
     in_process = litesvm_rate(setup, sent)
     print(f"litesvm in-process {in_process:8.0f} tx/s  ({len(sent)} same transactions)")
-    summary = {
+    summary: dict[str, object] = {
         "transactions_per_mode": args.count,
         "transaction_bytes": size,
         "ledger": args.ledger,
+        "skip_preflight": args.skip_preflight,
         "weight_account_bytes": WEIGHT_HEADER_SIZE + section,
         "litesvm_in_process_tx_per_s": round(in_process),
-        **{f"http_{mode}_tx_per_s": round(rate) for mode, rate in rates.items()},
-        **{f"server_{mode}_us_per_tx": round(us) for mode, us in server_us.items()},
+        **{f"http_{mode}_tx_per_s": round(rate) for mode, rate in rates["today"].items()},
+        **{f"server_{mode}_us_per_tx": round(us) for mode, us in server_us["today"].items()},
     }
+    if args.blocks:
+        today = sum(server_us["today"].values())
+        blocks = sum(server_us["blocks"].values())
+        for mode in MODES:
+            ratio = server_us["blocks"][mode] / server_us["today"][mode]
+            print(f"blocks/today CPU a transaction, {mode:<11} {ratio:5.2f}x")
+            summary[f"blocks_server_{mode}_us_per_tx"] = round(server_us["blocks"][mode])
+        print(f"blocks/today CPU a transaction, all modes  {blocks / today:5.2f}x")
+        summary["blocks_cpu_ratio"] = round(blocks / today, 3)
     print(json.dumps(summary))
     return 0
 

@@ -31,7 +31,8 @@ from solders.transaction import Transaction
 from curta_chain import program
 from curta_chain.artifact.synthetic import synthetic_artifact
 from curta_chain.chain.context import ChainContext
-from curta_chain.chain.plan import NewAccount, model_keypair, weight_keypair
+from curta_chain.chain.keys import model_keypair, weight_keypair
+from curta_chain.chain.plan import NewAccount
 from curta_chain.chain.publish import plan_publish, publish
 from curta_chain.chain.rpc import RpcClient
 from curta_chain.chain.seal import seal

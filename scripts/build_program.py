@@ -31,6 +31,7 @@ from curta_chain.errors import BuildError, InputError
 from curta_chain.fsutil import atomic_write
 from curta_chain.program.builds import BUILDS, ProgramBuild
 from curta_chain.program.builds import PROGRAM_DIR as DEFAULT_OUT_DIR
+from curta_chain.program.schedule import HEADER_PATH, c_header
 
 ROOT = Path(__file__).resolve().parent.parent
 PROGRAM_DIR = ROOT / "programs" / "curta"
@@ -86,6 +87,12 @@ def build_one(build: ProgramBuild, extra_flags: tuple[str, ...] = ()) -> tuple[b
     (``-DCALIBRATE`` for the build that logs every phase's compute units:
     scripts/bench_program_cu.py --calibrate).
     """
+    schedule = ROOT / HEADER_PATH
+    if not schedule.exists() or schedule.read_text() != c_header():
+        raise BuildError(
+            f"{HEADER_PATH} differs from curta_chain/program/schedule.py's table: "
+            "run python scripts/gen_schedule.py"
+        )
     sources = sorted(p.relative_to(PROGRAM_DIR) for p in (PROGRAM_DIR / "src").glob("*.c"))
     if not sources:
         raise BuildError(f"{PROGRAM_DIR / 'src'}: no C sources")

@@ -38,8 +38,10 @@ from curta_chain.artifact.layout import (
     plan_matrices,
     round_up,
 )
+from curta_chain.artifact.llama2c import is_checkpoint
 from curta_chain.artifact.model import Artifact
 from curta_chain.artifact.tables import exp_table, inv_sqrt_head_size, rotary_table, silu_table
+from curta_chain.artifact.tezw import MAGIC as TEZW_MAGIC
 from curta_chain.artifact.tokenizer import scores_from_keys, sorted_token_ids
 from curta_chain.constants import MAX_SECTION_SIZE, MAX_SECTIONS
 from curta_chain.errors import ArtifactError
@@ -58,6 +60,18 @@ def read_artifact(path: str | os.PathLike[str]) -> Artifact:
             data = handle.read()
     except OSError as exc:
         raise ArtifactError(f"{path}: cannot read: {exc.strerror}") from exc
+    if data[: len(TAG)] != TAG:
+        # A file that is another format curta-chain reads is named, with the way to an artifact.
+        if data[: len(TEZW_MAGIC)] == TEZW_MAGIC:
+            raise ArtifactError(
+                f"{path}: this is a TEZW file, not a CURTAW01 artifact: run "
+                f"`curta-chain convert {path} -o OUT.curta` first"
+            )
+        if is_checkpoint(data):
+            raise ArtifactError(
+                f"{path}: this is a llama2.c checkpoint, not a CURTAW01 artifact: run "
+                f"`curta-chain convert {path} TOKENIZER -o OUT.curta` first"
+            )
     return decode_artifact(data, str(path))
 
 

@@ -31,7 +31,7 @@ def _block(values: np.ndarray, dtype: str, count: int, what: str) -> memoryview:
     array = np.ascontiguousarray(values, dtype=dtype)
     if array.size != count:
         raise ArtifactError(f"cannot encode: {what} has {array.size} values, expected {count}")
-    return memoryview(array).cast("B")
+    return array.data.cast("B")
 
 
 def encode_parts(parts: ArtifactParts) -> bytes:
@@ -88,13 +88,13 @@ def encode_parts(parts: ArtifactParts) -> bytes:
             desc.section, desc.columns, desc.rows, desc.row_bytes, desc.offset,
         )  # fmt: skip
 
-    pieces: list[bytes | memoryview] = [
+    pieces: list[bytes | bytearray | memoryview] = [
         header,
         _block(parts.norm, "<i4", (2 * layers + 1) * d, "the normalization block"),
         _block(parts.rotary, "<i4", config.seq_len * config.head_size, "the rotary block"),
         _block(parts.exp, "<u4", blocks[3] - blocks[2] >> 2, "the exponential table"),
         _block(parts.silu, "<i4", blocks[4] - blocks[3] >> 2, "the SiLU table"),
-        memoryview(entries).cast("B"),
+        entries.data.cast("B"),
         _block(sorted_token_ids(parts.tokens), "<u4", v, "the sorted ids"),
         strings,
         bytes(section0_length - strings_end),
@@ -108,5 +108,5 @@ def encode_parts(parts: ArtifactParts) -> bytes:
                 f"cannot encode: matrix {index} ({matrix_name(index)}) is {rows.shape}, "
                 f"expected ({desc.rows}, {desc.row_bytes})"
             )
-        pieces.append(memoryview(rows).cast("B"))
+        pieces.append(rows.data.cast("B"))
     return b"".join(pieces)

@@ -67,6 +67,16 @@ def parse_header(data: bytes, source: str) -> tuple[ModelConfig, bool]:
     return config, shared
 
 
+def is_checkpoint(data: bytes) -> bool:
+    """Whether ``data`` has a valid llama2.c header and exactly the size it implies."""
+    try:
+        config, shared = parse_header(data, "")
+    except CheckpointError:
+        return False
+    floats = sum(int(np.prod(shape)) for _, shape in tensor_shapes(config, shared))
+    return len(data) == HEADER_SIZE + FLOAT_SIZE * floats
+
+
 def parse_checkpoint(data: bytes, source: str) -> FloatModel:
     """Parse the bytes of a llama2.c checkpoint.
 

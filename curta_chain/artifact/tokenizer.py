@@ -98,6 +98,8 @@ def parse_llama2c_tokenizer(data: bytes, vocab_size: int, source: str) -> Vocabu
     if pos != len(data):
         raise CheckpointError(
             f"{source}: {len(data) - pos:,} bytes after token {vocab_size - 1} at byte {pos:,}, "
-            f"expected exactly {vocab_size} tokens (the checkpoint's vocabulary)"
+            f"expected exactly {vocab_size} tokens (the checkpoint's vocabulary); if its first "
+            f"{vocab_size} are the model's, keep those: `python scripts/cut_tokenizer.py "
+            f"{source} {vocab_size} tok{vocab_size}.bin`"
         )
     return Vocabulary(tuple(tokens), scores)

@@ -9,6 +9,14 @@ from urllib.parse import urlparse
 
 from curta_chain.constants import LOCALNET_GENESIS_HASH
 
+MAINNET_BETA_GENESIS_HASH = "5eykt4UsFv8P8NJdTREpY1vzqKqZKvdpKuc147dw2N9d"
+"""mainnet-beta's genesis hash: real money, and no faucet."""
+
+
+def is_mainnet(genesis_hash: str) -> bool:
+    """Whether a cluster with this genesis hash is mainnet-beta (whatever its URL)."""
+    return genesis_hash == MAINNET_BETA_GENESIS_HASH
+
 
 def is_localnet(genesis_hash: str) -> bool:
     """Whether a cluster with this genesis hash is the embedded localnet."""

@@ -19,48 +19,26 @@ formula, checked against the node; an address someone sent lamports to is still 
 import time
 from dataclasses import dataclass, replace
 
-from solders.instruction import Instruction
 from solders.keypair import Keypair
 from solders.pubkey import Pubkey
 from solders.system_program import ID as SYSTEM_PROGRAM_ID
 
 from curta_chain.chain import loader
 from curta_chain.chain.context import ChainContext
-from curta_chain.chain.fees import estimate_fees, require_funds
-from curta_chain.chain.plan import NewAccount, WritePiece, derive_keypair, differing_pieces
+from curta_chain.chain.fees import estimate_fees
+from curta_chain.chain.funds import require_funds
+from curta_chain.chain.keys import buffer_keypair
+from curta_chain.chain.plan import NewAccount, WritePiece, differing_pieces
 from curta_chain.chain.program_check import DeployedProgram, read_program
 from curta_chain.chain.rent import checked_rent, plan_new_accounts
 from curta_chain.chain.rpc import RpcClient
-from curta_chain.chain.specs import Budget, TxSpec, new_account
+from curta_chain.chain.specs import Budget, DeployTransactions, TxSpec
 from curta_chain.errors import AccountError, ProgramCheckError
 from curta_chain.program import ShippedProgram
 from curta_chain.reporting import sol
 
 RESUME_HINT = "rerun `curta-chain deploy` with the same keypair (and --program-keypair) to resume"
 """What a give-up tells the user: deploying resumes from the buffer on the chain."""
-# Compute units each transaction asks for off loopback: measured in LiteSVM (InitializeBuffer
-# 2,520, Write 2,370, create + DeployWithMaxDataLen + SetAuthority 5,040), with margin.
-BUFFER_CU = 10_000
-WRITE_CU = 5_000
-DEPLOY_CU = 50_000
-SET_AUTHORITY_CU = 10_000
-
-
-def default_program_keypair(payer: Keypair, genesis_hash: str) -> Keypair:
-    """The program keypair ``deploy`` uses without ``--program-keypair``.
-
-    Derived from the payer's secret and the cluster, so a rerun deploys to the same address.
-    """
-    return derive_keypair(payer, "program", genesis_hash.encode())
-
-
-def buffer_keypair(
-    payer: Keypair, genesis_hash: str, program_id: Pubkey, build: ShippedProgram
-) -> Keypair:
-    """The buffer a deploy of ``build`` to ``program_id`` writes into (found again on rerun)."""
-    return derive_keypair(
-        payer, "deploy-buffer", genesis_hash.encode(), bytes(program_id), build.sha256.encode()
-    )
 
 
 @dataclass(frozen=True)
@@ -216,7 +194,7 @@ async def plan_deploy(
     genesis_hash = await client.genesis_hash()
     program_id = _program_id(ctx, program)
     buffer = buffer_keypair(payer, genesis_hash, program_id, build).pubkey()
-    chunk = loader.max_write_chunk(budget.limit_compute or budget.compute_unit_price is not None)
+    chunk = loader.max_write_chunk(budget.limit_compute or budget.priced)
     elf = build.elf
     programdata_rent = await checked_rent(client, loader.PROGRAMDATA_METADATA_SIZE + len(elf))
     draft = DeployPlan(
@@ -308,42 +286,21 @@ def _fee_kinds(
     payer: Keypair, program: Keypair, buffer: Keypair, plan: DeployPlan, budget: Budget
 ) -> list[tuple[TxSpec, int]]:
     kinds: list[tuple[TxSpec, int]] = []
+    txs = DeployTransactions(payer.pubkey(), budget)
     if plan.new_buffer is not None:
-        kinds.append((_buffer_spec(payer, buffer, plan, budget), 1))
+        kinds.append((txs.create_buffer(buffer, plan.new_buffer), 1))
     if plan.writes:
-        kinds.append((_write_spec(payer, plan, plan.writes[0], budget), len(plan.writes)))
+        kinds.append((txs.write(plan.buffer, plan.build.elf, plan.writes[0]), len(plan.writes)))
     if plan.new_program is not None or plan.set_final:
-        kinds.append((_deploy_spec(payer, program, plan, budget), 1))
+        kinds.append((_deploy_spec(txs, program, plan), 1))
     return kinds
 
 
-def _buffer_spec(payer: Keypair, buffer: Keypair, plan: DeployPlan, budget: Budget) -> TxSpec:
-    assert plan.new_buffer is not None
-    create = new_account(payer.pubkey(), plan.new_buffer, loader.LOADER_V3)
-    init = loader.initialize_buffer(buffer.pubkey(), payer.pubkey())
-    return TxSpec((*budget.instructions(BUFFER_CU), *create, init), (buffer,))
-
-
-def _write_spec(payer: Keypair, plan: DeployPlan, piece: WritePiece, budget: Budget) -> TxSpec:
-    data = plan.build.elf[piece.offset : piece.offset + piece.length]
-    write = loader.write(plan.buffer, payer.pubkey(), piece.offset, data)
-    return TxSpec((*budget.instructions(WRITE_CU), write), (), piece.length)
-
-
-def _deploy_spec(payer: Keypair, program: Keypair, plan: DeployPlan, budget: Budget) -> TxSpec:
+def _deploy_spec(txs: DeployTransactions, program: Keypair, plan: DeployPlan) -> TxSpec:
     """Create the program and deploy (and make it final), or only make it final."""
-    final = loader.set_upgrade_authority(plan.program_id, payer.pubkey(), None)
     if plan.new_program is None:
-        return TxSpec((*budget.instructions(SET_AUTHORITY_CU), final))
-    ixs: list[Instruction] = [
-        *new_account(payer.pubkey(), plan.new_program, loader.LOADER_V3),
-        loader.deploy_with_max_data_len(
-            payer.pubkey(), program.pubkey(), plan.buffer, payer.pubkey(), len(plan.build.elf)
-        ),
-    ]
-    if plan.final:
-        ixs.append(final)
-    return TxSpec((*budget.instructions(DEPLOY_CU), *ixs), (program,))
+        return txs.make_final(plan.program_id)
+    return txs.deploy(program, plan.buffer, plan.new_program, len(plan.build.elf), plan.final)
 
 
 async def check_deploy_funds(ctx: ChainContext, plan: DeployPlan) -> None:
@@ -367,19 +324,20 @@ async def deploy(ctx: ChainContext, program: Keypair, plan: DeployPlan) -> Deplo
     started = time.monotonic()
     landed = 0
     genesis_hash = await client.genesis_hash()
+    txs = DeployTransactions(payer.pubkey(), budget)
     if plan.new_buffer is not None:
         buffer = buffer_keypair(payer, genesis_hash, plan.program_id, plan.build)
-        landed += (await sender.send([_buffer_spec(payer, buffer, plan, budget)])).confirmed
+        landed += (await sender.send([txs.create_buffer(buffer, plan.new_buffer)])).confirmed
         reporter.line(f"created buffer {plan.buffer}")
     if plan.writes:
-        writes = [_write_spec(payer, plan, piece, budget) for piece in plan.writes]
+        writes = [txs.write(plan.buffer, plan.build.elf, piece) for piece in plan.writes]
         bar = reporter.progress("write", sum(p.length for p in plan.writes), len(writes))
         try:
             landed += (await sender.send(writes, bar)).confirmed
         finally:
             bar.close()
     if plan.new_program is not None or plan.set_final:
-        landed += (await sender.send([_deploy_spec(payer, program, plan, budget)])).confirmed
+        landed += (await sender.send([_deploy_spec(txs, program, plan)])).confirmed
     deployed = await read_program(client, plan.program_id)
     if plan.build.sha256 not in deployed.hashes or (plan.final and deployed.upgradeable):
         raise ProgramCheckError(

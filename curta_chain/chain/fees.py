@@ -1,19 +1,26 @@
-"""What transactions cost, as the node says, and whether the payer can pay it.
+"""What transactions cost, as the node says (whether the payer can pay it: ``funds.py``).
 
 The fee is what validators charge, whatever the node says: a node that inflates it only
 makes the cost shown (and the funds check) higher. Rent is ``rent.py``'s.
+
+Priority fees: ``--with-compute-unit-price auto`` pays the ``AutoPrice.percentile``-th
+(75th by default) of the prices recent slots paid to write the command's accounts
+(getRecentPrioritizationFees: one price per slot, the lowest that landed in it), capped
+by ``--max-compute-unit-price``; ``priced`` resolves it before the plan's cost is made, so
+the cost shown is the cost paid. A node that inflates the prices only raises what is
+shown, never past the cap.
 """
 
 import asyncio
+import math
 from collections.abc import Sequence
+from dataclasses import replace
 
 from solders.message import Message
 from solders.pubkey import Pubkey
 
 from curta_chain.chain.rpc import RpcClient
-from curta_chain.chain.specs import TxSpec
-from curta_chain.errors import InsufficientFundsError
-from curta_chain.reporting import sol
+from curta_chain.chain.specs import Budget, TxSpec
 
 
 async def estimate_fees(
@@ -32,18 +39,24 @@ async def estimate_fees(
     return sum(fee * count for fee, (_, count) in zip(fees, kinds, strict=True))
 
 
-async def require_funds(client: RpcClient, payer: Pubkey, needed: int, doing: str) -> int:
-    """Return the payer's balance, which must be at least ``needed`` lamports.
+def percentile(prices: Sequence[int], rank: int) -> int:
+    """The ``rank``-th percentile of ``prices`` (nearest rank; 0 when there are none)."""
+    if not prices:
+        return 0
+    ordered = sorted(prices)
+    return ordered[max(math.ceil(rank / 100 * len(ordered)) - 1, 0)]
 
-    ``doing`` says what needs them, as in "publishing costs" or "deploying needs".
 
-    Raises:
-        InsufficientFundsError: the balance is short; names by how much. Nothing was sent.
+async def priced(client: RpcClient, budget: Budget, writable: Sequence[Pubkey]) -> Budget:
+    """``budget`` with an automatic price read from the node (unchanged when it has none).
+
+    The price is the percentile of what recent slots paid to write ``writable``, at most
+    the cap.
     """
-    balance = await client.balance(payer)
-    if balance < needed:
-        raise InsufficientFundsError(
-            f"payer {payer} has {sol(balance)}; {doing} {sol(needed)} (short by "
-            f"{sol(needed - balance)}); nothing was sent"
-        )
-    return balance
+    auto = budget.auto_price
+    if auto is None:
+        return budget
+    price = percentile(await client.prioritization_fees(writable), auto.percentile)
+    if auto.cap is not None:
+        price = min(price, auto.cap)
+    return replace(budget, compute_unit_price=price, auto_price=None)

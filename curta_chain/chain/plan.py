@@ -3,58 +3,19 @@
 Everything here is a pure function of the artifact, the authority's keypair and what the
 chain already holds, so a plan can be built, printed and tested before anything is sent.
 
-Addresses are derived, not stored: each account's keypair is seeded with
-``sha256("curta-chain/<role>" NUL || authority secret || parts)``, each part prefixed with
-its length (u32 LE).
-A model's parts are the weights hash, the cluster's genesis hash and the program id; weight
-account ``i`` adds ``i``. Rerunning ``publish`` with the same artifact and keypair therefore
-finds the same model from the chain alone; nobody without the authority's secret can know
-those addresses before they appear, and they differ on every cluster and under every
-program. Someone who sends lamports to an address once it is known cannot block it: an
-address that holds lamports and no data is allocated and assigned with its own signature.
+Addresses are derived (``keys.py``): rerunning ``publish`` with the same artifact and
+keypair finds the same model from the chain alone. Someone who sends lamports to an
+address once it is known cannot block it: an address that holds lamports and no data is
+allocated and assigned with its own signature (``specs.new_account``).
 """
 
-import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from solders.keypair import Keypair
 from solders.pubkey import Pubkey
 
-
-@dataclass(frozen=True)
-class ClusterScope:
-    """Where derived addresses live: a cluster (by its genesis hash) and a program on it."""
-
-    genesis_hash: str
-    program_id: Pubkey
-
-
-def derive_keypair(owner: Keypair, role: str, *parts: bytes) -> Keypair:
-    """A keypair only ``owner``'s secret can produce, for ``role`` and ``parts``."""
-    digest = hashlib.sha256(f"curta-chain/{role}\0".encode() + owner.secret())
-    for part in parts:
-        digest.update(len(part).to_bytes(4, "little") + part)
-    return Keypair.from_seed(digest.digest())
-
-
-def _scope_parts(scope: ClusterScope) -> tuple[bytes, bytes]:
-    return scope.genesis_hash.encode(), bytes(scope.program_id)
-
-
-def model_keypair(authority: Keypair, weights_hash: bytes, scope: ClusterScope) -> Keypair:
-    """The model account's keypair for this authority, artifact, cluster and program."""
-    return derive_keypair(authority, "model", weights_hash, *_scope_parts(scope))
-
-
-def weight_keypair(
-    authority: Keypair, weights_hash: bytes, scope: ClusterScope, section: int
-) -> Keypair:
-    """Weight account ``section``'s keypair for this authority, artifact, cluster and program."""
-    return derive_keypair(
-        authority, "weight", weights_hash, *_scope_parts(scope), section.to_bytes(4, "little")
-    )
+from curta_chain.chain.keys import ClusterScope
 
 
 @dataclass(frozen=True)

@@ -29,16 +29,15 @@ from curta_chain import program
 from curta_chain.artifact import Artifact
 from curta_chain.chain.accounts import ZERO_KEY, read_model, read_section, read_weight_header
 from curta_chain.chain.context import ChainContext
-from curta_chain.chain.fees import estimate_fees, require_funds
+from curta_chain.chain.fees import estimate_fees
+from curta_chain.chain.funds import require_funds
+from curta_chain.chain.keys import ClusterScope, model_keypair, weight_keypair
 from curta_chain.chain.plan import (
-    ClusterScope,
     NewAccount,
     PublishPlan,
     WritePiece,
     differing_pieces,
     interleave,
-    model_keypair,
-    weight_keypair,
 )
 from curta_chain.chain.rent import plan_new_accounts
 from curta_chain.chain.rpc import RpcClient

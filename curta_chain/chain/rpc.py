@@ -6,9 +6,23 @@ JSON-RPC batch request, which a validator answers in one round trip. An error ob
 node answers with is an ``RpcCallError``; what a failed transaction means to our program is
 the program layer's to say (``program.transaction_error``), as anchorpy translates errors in
 its program namespace, not in its RPC client.
+
+Every RPC call curta-chain makes goes through here, so a provider's limits and a lagging
+node are handled in one place:
+
+- A batch goes out in pieces of the provider's learnt batch size (``ProviderLimits``); a
+  piece the provider refuses (HTTP 413 or 400, an error object for the whole batch, or an
+  answer that is no list) halves that size and is sent again as two; at size one, calls go
+  out alone, outside any batch (providers that take no batches at all).
+- A node behind the slot a read asks for (``minContextSlot``: the slot of the last
+  transaction this client saw land) answers -32016; the read waits for it, up to
+  ``LAG_WAIT`` seconds, and never reports the old state. ``landed(slot)`` is how the
+  sender tells the client that reads must now be at least that new.
 """
 
+import asyncio
 import base64
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -17,13 +31,24 @@ from solders.hash import Hash
 from solders.message import Message
 from solders.pubkey import Pubkey
 
+from curta_chain.chain.transport import BatchRefusedError, ProviderLimits
 from curta_chain.constants import MAX_SIGNATURE_STATUSES
 from curta_chain.errors import ChainError, RpcCallError, RpcError
 
 MAX_ACCOUNTS_PER_CALL = 100
 """getMultipleAccounts answers at most 100 keys."""
+SIGNATURES_PER_PAGE = 1_000
+"""getSignaturesForAddress's most signatures an answer."""
 ACCOUNT_SLICE = 1 << 20
 """Bytes of account data read per request: keeps each JSON answer small."""
+MIN_CONTEXT_SLOT_NOT_REACHED = -32016
+"""The node is behind the ``minContextSlot`` a read asked for."""
+LAG_WAIT = 60.0
+"""Seconds a read waits for a node behind the slot it needs before giving up."""
+LAG_POLL = 0.2
+"""Seconds between two tries of a read the node is behind for."""
+MAX_PRIORITIZATION_ADDRESSES = 128
+"""getRecentPrioritizationFees takes at most 128 accounts."""
 
 
 class Transport(Protocol):
@@ -46,6 +71,16 @@ class AccountInfo:
     lamports: int
     data: bytes
     executable: bool = False
+
+
+@dataclass(frozen=True)
+class Landed:
+    """A transaction that landed: its signature, slot, fee payer and compute units."""
+
+    signature: str
+    slot: int
+    fee_payer: str
+    compute_units: int
 
 
 @dataclass(frozen=True)
@@ -75,8 +110,21 @@ class RpcClient:
         """Account reads ask the node to answer from at least this slot (``minContextSlot``)."""
         self.context_slot = 0
         """The highest slot an account read was answered at."""
+        limits = getattr(transport, "limits", None)
+        self.limits: ProviderLimits = limits if limits is not None else ProviderLimits()
+        """The provider's batch size (and, in the transport, its rate)."""
+        self.lag_waits = 0
+        """Reads the node was behind for, and that waited."""
+        self.lag_wait = LAG_WAIT
+        """Seconds a read waits for a node behind the slot it needs."""
+        self.lag_poll = LAG_POLL
         self._genesis_hash: str | None = None
         self._next_id = 0
+
+    def landed(self, slot: int) -> None:
+        """A transaction landed at ``slot``: every later read must see at least that slot."""
+        if slot > (self.min_context_slot or 0):
+            self.min_context_slot = slot
 
     def _request(self, method: str, params: list[Any]) -> dict[str, Any]:
         self._next_id += 1
@@ -89,17 +137,66 @@ class RpcClient:
             RpcCallError: the node answered with an error object.
             RpcError: the node gave no usable answer.
         """
-        answer = await self.transport.post(self._request(method, params))
-        return _result(method, answer)
+        deadline = time.monotonic() + self.lag_wait
+        while True:
+            answer = await self.transport.post(self._request(method, params))
+            try:
+                return _result(method, answer)
+            except RpcCallError as exc:
+                if exc.code != MIN_CONTEXT_SLOT_NOT_REACHED or time.monotonic() > deadline:
+                    raise
+            self.lag_waits += 1
+            await asyncio.sleep(self.lag_poll)
 
     async def batch(self, calls: Sequence[tuple[str, list[Any]]]) -> list[Any]:
-        """Make several calls in one JSON-RPC batch; each item is a result or RpcCallError."""
+        """Make several calls in JSON-RPC batches; each item is a result or RpcCallError.
+
+        The calls go out in pieces of the provider's batch size, at once; a node behind a
+        read's ``minContextSlot`` is waited for (see the module's docstring).
+        """
         if not calls:
             return []
+        out: list[Any] = [None] * len(calls)
+        todo = list(range(len(calls)))
+        deadline = time.monotonic() + self.lag_wait
+        while True:
+            results = await self._pieces([calls[i] for i in todo])
+            behind = []
+            for index, result in zip(todo, results, strict=True):
+                out[index] = result
+                if isinstance(result, RpcCallError) and result.code == MIN_CONTEXT_SLOT_NOT_REACHED:
+                    behind.append(index)
+            if not behind or time.monotonic() > deadline:
+                return out
+            self.lag_waits += 1
+            todo = behind
+            await asyncio.sleep(self.lag_poll)
+
+    async def _pieces(self, calls: Sequence[tuple[str, list[Any]]]) -> list[Any]:
+        """Post ``calls`` in pieces of at most the provider's batch size, concurrently."""
+        size = self.limits.batch
+        if len(calls) > size:
+            parts = await asyncio.gather(
+                *(self._pieces(calls[i : i + size]) for i in range(0, len(calls), size))
+            )
+            return [result for part in parts for result in part]
+        if size == 1 and len(calls) == 1:
+            # A provider that takes no batches: the call goes out alone.
+            method, params = calls[0]
+            try:
+                return [_result(method, await self.transport.post(self._request(method, params)))]
+            except RpcCallError as exc:
+                return [exc]
         requests = [self._request(method, params) for method, params in calls]
-        answers = await self.transport.post(requests)
+        try:
+            answers = await self.transport.post(requests)
+        except BatchRefusedError:
+            answers = None
         if not isinstance(answers, list):
-            raise RpcError(f"{self.url}: expected a JSON-RPC batch answer, got {answers!r:.100}")
+            # Refused as a whole (an error object, HTTP 413 or 400, or no list): halve it;
+            # a single call then goes out alone, outside a batch.
+            self.limits.refused(len(calls))
+            return await self._pieces(calls)
         by_id = {a.get("id"): a for a in answers if isinstance(a, dict)}
         out: list[Any] = []
         for (method, _), request in zip(calls, requests, strict=True):
@@ -187,6 +284,35 @@ class RpcClient:
         self._note_slot(result)
         return _account(result["value"])
 
+    async def account_at(self, pubkey: Pubkey, slot: int) -> AccountInfo | None:
+        """Return the whole account as of a slot at least ``slot`` (a state the chain reached).
+
+        For a mirror's compare after a landed transaction: a node behind ``slot`` is waited
+        for (it answers -32016), and one that ignores ``minContextSlot`` and answers from an
+        older slot is asked again, so the state is never older than ``slot``.
+
+        Raises:
+            RpcError: the node stayed behind ``slot`` for ``LAG_WAIT`` seconds.
+        """
+        deadline = time.monotonic() + self.lag_wait
+        floor = max(slot, self.min_context_slot or 0)
+        while True:
+            result = await self.call(
+                "getAccountInfo", [str(pubkey), {**self._read_config(), "minContextSlot": floor}]
+            )
+            self._note_slot(result)
+            context = result.get("context") if isinstance(result, dict) else None
+            answered_at = context.get("slot") if isinstance(context, dict) else None
+            if not isinstance(answered_at, int) or answered_at >= slot:
+                return _account(result["value"])
+            if time.monotonic() > deadline:
+                raise RpcError(
+                    f"{self.url}: answered {pubkey} from slot {answered_at}, behind slot "
+                    f"{slot}, for {self.lag_wait:.0f} s"
+                )
+            self.lag_waits += 1
+            await asyncio.sleep(self.lag_poll)
+
     async def account_data(self, pubkey: Pubkey, offset: int, length: int) -> bytes:
         """Read ``length`` bytes of an account's data from ``offset``, in 1 MiB slices.
 
@@ -224,11 +350,17 @@ class RpcClient:
         return data
 
     async def program_accounts(
-        self, program_id: Pubkey, filters: Sequence[dict[str, Any]]
+        self, program_id: Pubkey, filters: Sequence[dict[str, Any]], head: int | None = None
     ) -> list[tuple[Pubkey, AccountInfo]]:
-        """Return the accounts ``program_id`` owns that pass every getProgramAccounts filter."""
+        """Return the accounts ``program_id`` owns that pass every getProgramAccounts filter.
+
+        With ``head``, only each account's first ``head`` bytes of data are read.
+        """
+        extra: dict[str, Any] = {"filters": list(filters)}
+        if head is not None:
+            extra["dataSlice"] = {"offset": 0, "length": head}
         result = await self.call(
-            "getProgramAccounts", [str(program_id), self._read_config(filters=list(filters))]
+            "getProgramAccounts", [str(program_id), self._read_config(**extra)]
         )
         out = []
         for item in result:
@@ -261,6 +393,89 @@ class RpcClient:
                         err=value.get("err"),
                     )
                 )
+        return out
+
+    async def prioritization_fees(self, writable: Sequence[Pubkey]) -> list[int]:
+        """Return what recent slots paid to write ``writable``, one price per slot.
+
+        Prices are micro-lamports per compute unit; the node takes the first 128 accounts.
+        """
+        keys = [str(k) for k in writable[:MAX_PRIORITIZATION_ADDRESSES]]
+        result = await self.call("getRecentPrioritizationFees", [keys])
+        if not isinstance(result, list):
+            raise RpcError(f"{self.url}: getRecentPrioritizationFees: expected a list")
+        return [int(item["prioritizationFee"]) for item in result if isinstance(item, dict)]
+
+    async def compute_units(self, signatures: Sequence[str]) -> list[int]:
+        """Return the compute units each landed transaction consumed (getTransaction).
+
+        A transaction the node has not indexed yet (it answers null for one that landed:
+        a node behind the one that confirmed it) is asked again until it has.
+
+        Raises:
+            ChainError: a transaction's units were still unknown after ``LAG_WAIT`` seconds.
+        """
+        out: dict[int, int] = {}
+        todo = list(range(len(signatures)))
+        deadline = time.monotonic() + self.lag_wait
+        config = {"encoding": "json", "commitment": self.commitment}
+        config["maxSupportedTransactionVersion"] = 0
+        while todo:
+            answers = await self.batch([("getTransaction", [signatures[i], config]) for i in todo])
+            missing = []
+            for index, answer in zip(todo, answers, strict=True):
+                if isinstance(answer, RpcCallError):
+                    raise answer
+                meta = answer.get("meta") if isinstance(answer, dict) else None
+                if meta is None or "computeUnitsConsumed" not in meta:
+                    missing.append(index)
+                else:
+                    out[index] = int(meta["computeUnitsConsumed"])
+            if missing and time.monotonic() > deadline:
+                raise ChainError(
+                    f"{self.url}: the compute units of {signatures[missing[0]]} could not be "
+                    f"read back in {self.lag_wait:.0f} s"
+                )
+            if missing:
+                self.lag_waits += 1
+                await asyncio.sleep(self.lag_poll)
+            todo = missing
+        return [out[i] for i in range(len(signatures))]
+
+    async def landed_transactions(self, address: Pubkey, since_slot: int) -> list[Landed]:
+        """Every transaction that landed without error naming ``address`` from ``since_slot``.
+
+        Oldest first, each with its fee payer and compute units (getSignaturesForAddress,
+        then getTransaction at confirmed commitment, the lowest that answers it).
+
+        Raises:
+            RpcError: a transaction the node listed has no meta.
+        """
+        signatures: list[str] = []
+        before: str | None = None
+        while True:
+            config: dict[str, Any] = {"commitment": "confirmed", "limit": SIGNATURES_PER_PAGE}
+            if before is not None:
+                config["before"] = before
+            page = await self.call("getSignaturesForAddress", [str(address), config])
+            signatures += [
+                item["signature"]
+                for item in page
+                if item["slot"] >= since_slot and item.get("err") is None
+            ]
+            if len(page) < SIGNATURES_PER_PAGE or page[-1]["slot"] < since_slot:
+                break
+            before = page[-1]["signature"]
+        signatures.reverse()
+        config = {"encoding": "json", "commitment": "confirmed"}
+        answers = await self._batch_or_raise([("getTransaction", [s, config]) for s in signatures])
+        out: list[Landed] = []
+        for signature, answer in zip(signatures, answers, strict=True):
+            meta = answer.get("meta") if isinstance(answer, dict) else None
+            if meta is None or not isinstance(meta.get("computeUnitsConsumed"), int):
+                raise RpcError(f"{self.url}: transaction {signature} has no meta")
+            payer = answer["transaction"]["message"]["accountKeys"][0]
+            out.append(Landed(signature, int(answer["slot"]), payer, meta["computeUnitsConsumed"]))
         return out
 
     # Writes.
@@ -311,6 +526,11 @@ def _result(method: str, answer: Any) -> Any:
     if "result" not in answer:
         raise RpcError(f"{method}: the answer has neither result nor error")
     return answer["result"]
+
+
+def _whole_batch_error(answer: Any) -> bool:
+    """Whether ``answer`` is one error object answering a whole batch (a refused batch)."""
+    return isinstance(answer, dict) and "error" in answer and "result" not in answer
 
 
 def _account(value: dict[str, Any] | None) -> AccountInfo | None:

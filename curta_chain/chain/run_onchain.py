@@ -1,75 +1,72 @@
-"""run --on-chain: a run account computes the tokens, a mirror checks every step.
+"""run --on-chain: a run account computes the tokens, a mirror checks every state it sees.
 
-The run account's keypair is derived from the payer's secret, the model and the run's
-arguments, so rerunning the same command finds the same run from the chain alone. Before
-going on from where the chain is, the mirror replays every step from openRun and checks
-that the chain holds exactly what it computes (as seal checks its cursor).
+The run account's keypair is derived (``keys.run_keypair``) from the payer's secret, the
+cluster, the program, the model and the run's arguments, so rerunning the same command
+finds the same run from the chain alone. An address someone sent lamports to (a closed
+run's, say) is still used: it is allocated and assigned with the run keypair's own
+signature and topped up, as publish does for model addresses (``specs.new_account``).
 
-Steps go one transaction at a time: each reads what the step before it wrote, so there is
-nothing to pipeline but the confirmation wait, which ``processed`` commitment removes (the
-last step is then awaited at the caller's commitment). After every step the mirror
-(``program.run_mirror``) compares the whole run account with its own computation and
-stops at the first differing byte, naming the position, the phase and the region. A
-step that another invocation (a killed one) landed first is refused (StepOutOfOrder,
-nothing changed); the flow then re-reads the chain and checks it against the mirror.
+Order-free and pipelined. A step means "advance this run by its next slice": the program
+refuses a step that lacks a weight account its slice needs (MissingWeightAccount, nothing
+changed), so **the run account after step k is a function of the run's arguments and k
+alone**, whoever cranks and in whatever order the leader puts the steps. The resume and
+the pipeline rely on that. The mirror (``program.run_mirror``) computes the states from
+openRun on, so the client knows how many steps the run still takes (``steps_to_finish``)
+and sends exactly that many, each a distinct transaction (its label), keeping in flight
+as many as the per-account compute limit lets land in one block. Every state the chain is
+seen in (read at a slot the chain has reached: ``minContextSlot``) is compared with the
+mirror's at that step count (``observe``); a difference names the position, the phase and
+the region. A step that lands after the run finished (someone else cranked it too) is
+refused (RunFinished) and changes nothing; a rerun resumes from whatever step count the
+chain holds.
+
+Each step names every weight account when they fit the 64 MiB a transaction may load;
+otherwise the sections the steps in flight may meet (a window of layers).
 """
 
-import hashlib
+import itertools
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 from solders.hash import Hash
-from solders.instruction import Instruction
 from solders.keypair import Keypair
 from solders.pubkey import Pubkey
-from solders.system_program import CreateAccountParams, create_account
+from solders.system_program import ID as SYSTEM_PROGRAM_ID
 
-from curta_chain import program
 from curta_chain.artifact import Artifact
 from curta_chain.chain.accounts import require_model
 from curta_chain.chain.context import ChainContext
 from curta_chain.chain.fetch import fetch_artifact
-from curta_chain.chain.rent import checked_rent
+from curta_chain.chain.funds import require_funds
+from curta_chain.chain.keys import ClusterScope, run_keypair
+from curta_chain.chain.rent import plan_new_accounts
 from curta_chain.chain.rpc import RpcClient
-from curta_chain.chain.sender import Sender, wait_for_signature
-from curta_chain.chain.specs import TxSpec, sign
-from curta_chain.constants import MAX_COMPUTE_UNITS, MAX_TRANSACTION_SIZE
+from curta_chain.chain.sender import Sender, SendStats, wait_for_signature
+from curta_chain.chain.specs import STEP_CU, TxSpec, sign
+from curta_chain.chain.watch import round_sender, while_watching
+from curta_chain.constants import (
+    ACCOUNT_CU_LIMIT,
+    MAX_LOADED_ACCOUNTS_DATA_SIZE,
+    MAX_TRANSACTION_SIZE,
+)
 from curta_chain.errors import AccountError, InputError, MirrorMismatchError, ProgramError
 from curta_chain.inference import IntModel, SamplingSettings, Tokenizer, plan_run
 from curta_chain.program import FinishReason, ModelAccount, ModelState, Region, RunAccount, RunState
 from curta_chain.program.run_account import opened_run_data
 from curta_chain.program.run_mirror import Logged, RunMirror
+from curta_chain.reporting import sol
 
-OPEN_RUN_CU_BASE = 60_000
-OPEN_RUN_CU_PER_TOKEN = 14
-"""openRun checks section zero's tokenizer: about 12 compute units per vocabulary entry."""
-TRANSACTIONS_PER_BATCH = 128
-"""getTransaction calls per JSON-RPC batch when the compute units are collected."""
+_SETTLED = ("RunFinished", "MissingWeightAccount")
+"""Refusals that change nothing: the run had ended, or a window missed a section."""
+LOADED_BESIDES = 1 << 20
+"""Loaded bytes a step takes besides the run and weight accounts (program, model, margin)."""
 
 
 def resume_hint(model: Pubkey) -> str:
     """What a give-up tells the user: the same command resumes the run from the chain."""
     return f"rerun the same `curta-chain run {model} --on-chain` command to resume"
-
-
-def run_keypair(
-    payer: Keypair, model: Pubkey, prompt: bytes, capacity: int, settings: SamplingSettings
-) -> Keypair:
-    """The run account's keypair for this payer, model, prompt, capacity and sampling."""
-    seed = hashlib.sha256(
-        b"curta-chain/run"
-        + payer.secret()
-        + bytes(model)
-        + len(prompt).to_bytes(4, "little")
-        + prompt
-        + capacity.to_bytes(4, "little")
-        + settings.temperature.to_bytes(4, "little")
-        + settings.top_p.to_bytes(4, "little")
-        + settings.seed.to_bytes(8, "little")
-    ).digest()
-    return Keypair.from_seed(seed)
 
 
 @dataclass
@@ -82,13 +79,14 @@ class OnChainRun:
         generated: every generated token of the run, in order.
         pieces: each generated token's bytes.
         finish: why the run ended.
-        steps: the run's steps in all.
+        steps: the run's step transactions in all (whoever sent them).
         resumed_from: the steps the run had when this invocation started.
-        transactions: transactions this invocation landed (openRun included).
+        transactions: transactions this invocation landed (openRun and closeRun included).
         step_units: compute units of each step this invocation landed.
         tokens_sent: tokens generated by the steps this invocation landed.
         seconds: wall time.
         closed: the run account was closed at the end, its rent back with the payer.
+        rent: the lamports the run account holds (returned on close).
     """
 
     run: Pubkey
@@ -103,6 +101,7 @@ class OnChainRun:
     tokens_sent: int = 0
     seconds: float = 0.0
     closed: bool = False
+    rent: int = 0
 
     @property
     def units_per_token(self) -> float | None:
@@ -133,80 +132,82 @@ class OnChainRun:
             "compute_units_per_token": self.units_per_token,
             "seconds": round(self.seconds, 3),
             "closed": self.closed,
+            "rent_lamports": self.rent,
         }
 
 
 @dataclass
 class _Flow:
-    """What every transaction of a run needs."""
+    """What every transaction of a run needs, and what this invocation landed."""
 
     ctx: ChainContext
     processed: RpcClient
+    reader: RpcClient
+    """Reads at the caller's commitment (each at a slot this run has seen)."""
     sender: Sender
     model: Pubkey
     model_account: ModelAccount
-    artifact: Artifact
+    address: Pubkey
     on_piece: Callable[[bytes], None]
-    signatures: list[str] = field(default_factory=list)
-    opened: bool = False
+    landed: int = 0
+    """Transactions this invocation landed besides its steps (openRun, closeRun)."""
+    own: set[str] = field(default_factory=set)
+    """Their signatures."""
+    since_slot: int = 0
+    """The latest slot processed when this invocation began: its steps land after it."""
+    last_signature: str = ""
 
-    @property
-    def payer(self) -> Keypair:
-        return self.ctx.payer
-
-    @property
-    def program_id(self) -> Pubkey:
-        return self.ctx.program_id
-
-    def step_weights(self, sections: Sequence[int]) -> list[Pubkey]:
-        slots = self.model_account.sections
-        return [slots[0].weight_account, *(slots[i].weight_account for i in sections)]
-
-    def compute_budget(self, units: int) -> tuple[Instruction, ...]:
-        """A run's transactions always set their own limit (and the price, if any)."""
-        return replace(self.ctx.budget, limit_compute=True).instructions(units)
-
-    async def read_run(self, address: Pubkey, client: RpcClient | None = None) -> bytes | None:
-        info = await (client or self.ctx.client).account(address)
-        if info is None:
+    async def read_run(self, client: RpcClient | None = None) -> bytes | None:
+        """The run account's data; None when there is none (or only lamports someone sent)."""
+        info = await (client or self.ctx.client).account(self.address)
+        if info is None or (info.owner == SYSTEM_PROGRAM_ID and not info.data):
             return None
-        if info.owner != self.program_id:
-            raise AccountError(f"run account {address} is owned by {info.owner}, not the program")
+        if info.owner != self.ctx.program_id:
+            raise AccountError(
+                f"run account {self.address} is owned by {info.owner}, not the program"
+            )
         return info.data
 
-    async def land(self, spec: TxSpec) -> None:
-        sent = await self.sender.send([spec], commitment="processed")
-        self.signatures.append(sent.last_signature)
+    def count(self, stats: SendStats) -> None:
+        self.landed += stats.confirmed
+        self.own.update(stats.signatures)
+        if stats.signatures:
+            self.last_signature = stats.signatures[-1]
 
 
 async def run_on_chain(
     ctx: ChainContext,
     model: Pubkey,
     prompt: str,
-    steps: int | None,
+    max_tokens: int | None,
     settings: SamplingSettings,
     on_piece: Callable[[bytes], None] | None = None,
     confirm: Callable[[int, int], None] | None = None,
     close: bool = False,
+    account_cu_limit: int = ACCOUNT_CU_LIMIT,
 ) -> OnChainRun:
-    """Open (or find) the run account and crank it to its end, mirroring every step.
+    """Open (or find) the run account and crank it to its end, mirroring every state seen.
 
     ``ctx.payer`` pays the rent and fees, opens the run and gets the rent back on close;
     of ``ctx.budget`` only the compute-unit price counts (each step sets its own limit).
+    What the run does goes to ``ctx.reporter``: the opening, a resume, and a progress
+    display of the step transactions (their count, rate and ETA).
 
     Args:
         ctx: the node, the program, the payer, the budget, the reporter (and sender).
         model: a sealed model.
         prompt: the text (tokenized on chain; the mirror tokenizes it too); an empty one
             is the opening token alone.
-        steps: tokens to generate (None: as ``curta-chain run`` chooses).
+        max_tokens: tokens to generate at most (None: as ``curta-chain run`` chooses).
         settings: temperature, top-p and seed.
         on_piece: called with the prompt's bytes once the run is open, then with each
-            generated token's bytes as its step lands.
+            generated token's bytes as the chain is seen past it.
         confirm: called before a new run is opened with the rent it locks and its size in
             bytes; it raises to stop before anything is sent.
         close: close the finished run account, rent back to the payer (by default it stays:
             it is the chain's record of what the model said).
+        account_cu_limit: the compute units one block may spend on one writable account,
+            which bounds the steps worth keeping in flight.
 
     Raises:
         AccountError: the model is not sealed or its bytes do not hash to its hash; an
@@ -227,20 +228,22 @@ async def run_on_chain(
         )
     artifact = await fetch_artifact(client, program_id, model)
     int_model, tokenizer = IntModel.from_artifact(artifact), Tokenizer.from_artifact(artifact)
-    plan = plan_run(int_model, tokenizer, prompt, steps)
-    capacity = len(plan.prompt_ids) + plan.steps
+    plan = plan_run(int_model, tokenizer, prompt, max_tokens)
+    capacity = len(plan.prompt_ids) + plan.max_tokens
     text = prompt.encode()
     # openRun takes 1 to 2,048 bytes of text: an empty prompt opens with the opening token
     # as a token prompt instead, the same run as llama2.c's with no -i.
     opening: bytes | tuple[int, ...] = text or plan.prompt_ids
-    keypair = run_keypair(payer, model, text, capacity, settings)
+    scope = ClusterScope(await client.genesis_hash(), program_id)
+    keypair = run_keypair(payer, scope, model, text, capacity, settings)
     flow = _Flow(
         ctx=ctx,
         processed=RpcClient(client.transport, "processed"),
+        reader=RpcClient(client.transport, client.commitment),
         sender=ctx.sender_for(resume_hint(model)),
         model=model,
         model_account=model_account,
-        artifact=artifact,
+        address=keypair.pubkey(),
         on_piece=on_piece or (lambda piece: None),
     )
     opened = opened_run_data(
@@ -253,43 +256,46 @@ async def run_on_chain(
         settings.top_p,
         settings.seed,
     )
-    mirror = RunMirror(artifact, opened, int_model, tokenizer)
     address = keypair.pubkey()
-    chain = await flow.read_run(address)
+    chain = await flow.read_run(flow.processed)
+    flow.since_slot = flow.processed.context_slot
     if chain is None:
-        rent = await checked_rent(client, len(opened))
-        if confirm is not None:
-            confirm(rent, len(opened))
-        await _open(flow, keypair, capacity, opening, settings, len(opened), rent)
+        await _open(flow, keypair, artifact, capacity, opening, settings, len(opened), confirm)
         reporter.line(f"opened run {address}: {capacity} tokens, {len(opened):,} bytes")
-        chain = await flow.read_run(address, flow.processed)
-        if chain is None:
-            raise AccountError(f"run account {address} is missing after openRun landed")
-    result = OnChainRun(run=address, prompt_ids=plan.prompt_ids)
+        chain = await _read_after(flow, flow.processed)
     header = RunAccount.from_bytes(chain)
-    result.resumed_from = header.steps
+    result = OnChainRun(run=address, prompt_ids=plan.prompt_ids, resumed_from=header.steps)
+    mirror = RunMirror(artifact, opened, int_model, tokenizer)
+    flow.on_piece(tokenizer.decode(plan.prompt_ids[1:]))  # as `curta-chain run` shows it
     if header.steps:
         reporter.line(f"resuming run {address} at step {header.steps}: replaying the mirror")
-        _replay(mirror, header.steps, result)
-    mirror.compare(chain, header)
-    flow.on_piece(tokenizer.decode(plan.prompt_ids[1:]))  # as `curta-chain run` shows it
-    for piece in result.pieces:
-        flow.on_piece(piece)
-    while mirror.header.state != RunState.FINISHED:
-        await _one_step(flow, mirror, address, result)
-    if flow.signatures:
-        await wait_for_signature(client, flow.signatures[-1])
-        mirror.compare(await flow.read_run(address) or b"", mirror.header)
-    result.transactions = len(flow.signatures)
-    result.step_units = await _step_units(flow, result)
+        with reporter.waiting("the mirror to replay the run's steps"):
+            _show(flow, result, mirror.observe(chain))
+    else:
+        mirror.compare(chain, header)
+    resumed_tokens = len(result.generated)
+    with reporter.waiting("the mirror to count the run's steps"):
+        remaining = mirror.steps_to_finish()
+    await _crank(flow, mirror, result, remaining, account_cu_limit)
+    if flow.last_signature:
+        await wait_for_signature(client, flow.last_signature)
+    _show(flow, result, mirror.observe(await _read_after(flow, flow.reader)))
     final = mirror.header
+    if final.state != RunState.FINISHED:
+        raise MirrorMismatchError(f"the run stopped at step {final.steps}, not finished")
+    result.step_units = await _step_units(flow)
     result.finish, result.steps = final.finish_reason, final.steps
-    if tuple(_tokens(mirror)[: final.prompt_tokens]) != plan.prompt_ids:
+    result.tokens_sent = len(result.generated) - resumed_tokens
+    tokens = _tokens(final, mirror)
+    if tuple(tokens[: final.prompt_tokens]) != plan.prompt_ids:
         raise MirrorMismatchError("the chain tokenized the prompt differently from the mirror")
+    info = await client.account(address)
+    result.rent = info.lamports if info is not None else 0
     if close:
-        await flow.land(TxSpec((program.close_run(program_id, payer.pubkey(), address),), ()))
+        flow.count(await flow.sender.send([ctx.transactions.close_run(address)]))
         result.closed = True
-        reporter.line(f"closed run {address}: its rent is back with {payer.pubkey()}")
+        reporter.line(f"closed run {address}: its rent, {sol(result.rent)}, is back with the payer")
+    result.transactions = flow.landed + len(result.step_units)
     result.seconds = time.monotonic() - started
     return result
 
@@ -297,38 +303,42 @@ async def run_on_chain(
 async def _open(
     flow: _Flow,
     keypair: Keypair,
+    artifact: Artifact,
     capacity: int,
     prompt: bytes | tuple[int, ...],
     settings: SamplingSettings,
     size: int,
-    rent: int,
+    confirm: Callable[[int, int], None] | None,
 ) -> None:
-    create = create_account(
-        CreateAccountParams(
-            from_pubkey=flow.payer.pubkey(),
-            to_pubkey=keypair.pubkey(),
-            lamports=rent,
-            space=size,
-            owner=flow.program_id,
-        )
-    )
-    ix = program.open_run(
-        flow.program_id,
-        flow.payer.pubkey(),
-        keypair.pubkey(),
+    """Create the run account (its address may hold lamports someone sent) and open it."""
+    (funding,) = await plan_new_accounts(flow.ctx.client, [(keypair.pubkey(), size)])
+    payer = flow.ctx.payer.pubkey()
+    await require_funds(flow.ctx.client, payer, funding.transfer, "opening the run locks")
+    if confirm is not None:
+        confirm(funding.transfer, size)
+    spec = flow.ctx.transactions.open_run(
+        keypair,
+        funding,
         flow.model,
         flow.model_account.sections[0].weight_account,
         capacity,
         prompt,
-        settings.temperature,
-        settings.top_p,
-        settings.seed,
+        settings,
+        artifact.config,
     )
-    units = OPEN_RUN_CU_BASE + OPEN_RUN_CU_PER_TOKEN * flow.artifact.config.vocab_size
-    spec = TxSpec((*flow.compute_budget(units), create, ix), (keypair,))
-    _check_size(spec, flow.payer, len(prompt))
-    await flow.land(spec)
-    flow.opened = True
+    _check_size(spec, flow.ctx.payer, len(prompt))
+    flow.count(await flow.sender.send([spec], commitment="processed"))
+
+
+async def _read_after(flow: _Flow, client: RpcClient) -> bytes:
+    """The run account, read at a slot at least as late as anything this run saw land."""
+    landed = flow.sender.client.min_context_slot or 0  # the sender's last landing
+    seen = max(flow.processed.context_slot, flow.reader.context_slot, landed)
+    client.min_context_slot = seen or None
+    chain = await flow.read_run(client)
+    if chain is None:
+        raise AccountError(f"run account {flow.address} is missing after openRun landed")
+    return chain
 
 
 def _check_size(spec: TxSpec, payer: Keypair, prompt_bytes: int) -> None:
@@ -341,66 +351,81 @@ def _check_size(spec: TxSpec, payer: Keypair, prompt_bytes: int) -> None:
         )
 
 
-def _replay(mirror: RunMirror, steps: int, result: OnChainRun) -> None:
-    while mirror.header.steps < steps and mirror.header.state != RunState.FINISHED:
-        plan = mirror.plan()
-        mirror.advance(plan)
-        _record(result, plan.logged)
-
-
-def _record(result: OnChainRun, logged: Sequence[Logged]) -> None:
-    for token in logged:
+def _show(flow: _Flow, result: OnChainRun, tokens: Sequence[Logged]) -> None:
+    """Record and show tokens the mirror passed."""
+    for token in tokens:
         result.generated.append(token.token)
         result.pieces.append(token.piece)
-
-
-async def _one_step(flow: _Flow, mirror: RunMirror, address: Pubkey, result: OnChainRun) -> None:
-    before = mirror.header
-    plan = mirror.plan()
-    ix = program.step(
-        flow.program_id, address, flow.model, flow.step_weights(plan.sections), before.steps
-    )
-    try:
-        await flow.land(TxSpec((*flow.compute_budget(MAX_COMPUTE_UNITS), ix)))
-    except ProgramError as exc:
-        if exc.name != "StepOutOfOrder":
-            raise
-        # Another sender (an earlier, killed invocation) landed this step first: check the
-        # chain against the mirror and go on from where it is.
-        chain = await flow.read_run(address, flow.processed) or b""
-        shown = len(result.pieces)
-        _replay(mirror, RunAccount.from_bytes(chain).steps, result)
-        mirror.compare(chain, before)
-        for piece in result.pieces[shown:]:
-            flow.on_piece(piece)
-        return
-    chain = await flow.read_run(address, flow.processed)
-    mirror.advance(plan)
-    mirror.compare(chain or b"", before)
-    _record(result, plan.logged)
-    result.tokens_sent += len(plan.logged)
-    for token in plan.logged:
         flow.on_piece(token.piece)
 
 
-async def _step_units(flow: _Flow, result: OnChainRun) -> list[int]:
-    """Compute units of this invocation's step transactions, read back from the node."""
-    steps = flow.signatures[1:] if flow.opened else flow.signatures
-    units: list[int] = []
-    for i in range(0, len(steps), TRANSACTIONS_PER_BATCH):
-        calls = [
-            ("getTransaction", [sig, {"encoding": "json", "commitment": "confirmed"}])
-            for sig in steps[i : i + TRANSACTIONS_PER_BATCH]
-        ]
-        for answer in await flow.ctx.client.batch(calls):
-            meta = answer.get("meta") if isinstance(answer, dict) else None
-            if meta is None:
-                raise AccountError("a step transaction's compute units could not be read back")
-            units.append(int(meta["computeUnitsConsumed"]))
-    return units
+async def _crank(
+    flow: _Flow, mirror: RunMirror, result: OnChainRun, remaining: int, account_cu_limit: int
+) -> None:
+    """Send exactly the steps the run still takes, many in flight, watching every state.
+
+    A refusal that changes nothing (the run ended: someone else cranked it too; a window
+    that missed a section) ends a round; the next round starts from the chain's count.
+    """
+    labels = itertools.count(mirror.header.steps)
+    window = max(1, account_cu_limit // STEP_CU)
+    at = mirror.header.steps
+    bar = flow.ctx.reporter.progress("run", 0, at + remaining, done_transactions=at)
+    try:
+        while remaining:
+            weights, in_flight = _weights(flow, mirror, window)
+            specs = [
+                flow.ctx.transactions.step(flow.address, flow.model, weights, next(labels))
+                for _ in range(remaining)
+            ]
+
+            async def look() -> None:
+                _show(flow, result, mirror.observe(await _read_after(flow, flow.processed)))
+
+            try:
+                with round_sender(flow.sender, in_flight) as sender:
+                    sending = sender.send(specs, bar, commitment="processed")
+                    stats = await while_watching(sending, look)
+                if stats.signatures:
+                    flow.last_signature = stats.signatures[-1]
+            except ProgramError as exc:
+                if exc.name not in _SETTLED:
+                    raise
+            _show(flow, result, mirror.observe(await _read_after(flow, flow.processed)))
+            remaining = mirror.steps_to_finish()
+    finally:
+        bar.close()
 
 
-def _tokens(mirror: RunMirror) -> list[int]:
-    header = mirror.header
+def _weights(flow: _Flow, mirror: RunMirror, window: int) -> tuple[list[Pubkey], int]:
+    """The weight accounts every step names, and how many steps may be in flight.
+
+    All of them when they fit what a transaction may load; else the sections the next
+    ``window`` steps read, the window halved until they fit.
+    """
+    slots = flow.model_account.sections
+    run_size = mirror.header.regions[Region.END]
+    budget = MAX_LOADED_ACCOUNTS_DATA_SIZE - run_size - LOADED_BESIDES
+    if sum(s.length for s in slots) <= budget:
+        return [s.weight_account for s in slots], window
+    while True:
+        sections = sorted({i for plan in mirror.plan_ahead(window) for i in plan.sections})
+        if window == 1 or slots[0].length + sum(slots[i].length for i in sections) <= budget:
+            return [slots[0].weight_account, *(slots[i].weight_account for i in sections)], window
+        window //= 2
+
+
+async def _step_units(flow: _Flow) -> list[int]:
+    """Compute units of each step this invocation landed, read back from the node.
+
+    Found from the chain, not from what the sender counted: a round a refusal ended (a
+    bot cranked too) landed steps nobody counted, and the node knows them all.
+    """
+    payer = str(flow.ctx.payer.pubkey())
+    landed = await flow.reader.landed_transactions(flow.address, flow.since_slot + 1)
+    return [t.compute_units for t in landed if t.fee_payer == payer and t.signature not in flow.own]
+
+
+def _tokens(header: RunAccount, mirror: RunMirror) -> list[int]:
     start = header.regions[Region.TOKENS]
     return np.frombuffer(mirror.data, "<u4", header.token_count, start).tolist()

@@ -3,13 +3,21 @@
 The mirror reads every section once, when the seal begins, and computes every step itself.
 The chain freezes a section's weight account when the seal enters it, so the bytes hashed
 are the bytes kept; a write its authority lands in a section the seal has not entered yet
-changes what the chain will hash, and shows as a mismatch naming that section. After each
-seal transaction the mirror reads the model account and compares the chunk count, cursor
-and running hash with its own; any disagreement stops the seal at once and names the
-section and byte range. Given the artifact, the mirror also knows the hash each chunk should
-give, and a seal that ends failed names the first chunk whose bytes differ from the
-artifact. A seal interrupted at any point resumes from the model's cursor: the mirror first
-checks the chain got there honestly.
+changes what the chain will hash, and shows as a mismatch naming that section.
+
+Order-free and pipelined: a seal step hashes the next chunk wherever the cursor is, so k
+landed steps are k chunks hashed in whatever order they landed. Each step names the
+cursor's section and the next one, so every step up to the end of the next section goes out
+at once (each a distinct transaction by its label), as many in flight as the per-account
+compute limit lets land in a block, and exactly as many as there are chunks. While they
+land the mirror reads the model account (at a slot the chain has reached) and compares
+every state it sees, the chunk count, cursor and running hash, with its own at that count;
+any disagreement stops the seal at once and names the section and byte range.
+
+Given the artifact, the mirror also knows the hash each chunk should give, and a seal
+that ends failed names the first chunk whose bytes differ from the artifact. A seal
+interrupted at any point resumes from the model's cursor: the mirror first checks the
+chain got there honestly.
 
 Sealing an uploading model can only end sealed if the chain holds the artifact's bytes. So
 given the artifact, ``seal`` first compares the chain's bytes with it and refuses, sending
@@ -18,6 +26,7 @@ does before it begins.
 """
 
 import time
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,6 +39,9 @@ from curta_chain.chain.context import ChainContext
 from curta_chain.chain.fees import estimate_fees
 from curta_chain.chain.rpc import RpcClient
 from curta_chain.chain.sender import wait_for_signature
+from curta_chain.chain.specs import SEAL_STEP_CU, Transactions, TxSpec
+from curta_chain.chain.watch import round_sender, while_watching
+from curta_chain.constants import ACCOUNT_CU_LIMIT
 from curta_chain.errors import AccountError, MirrorMismatchError
 from curta_chain.program import ModelAccount, ModelState
 
@@ -112,7 +124,7 @@ async def seal_cost(ctx: ChainContext, address: Pubkey) -> tuple[int, int]:
         return 0, 0
     steps = model.total_chunks - model.chunks_hashed
     txs = ctx.transactions
-    kinds = [(txs.seal_step(address, model.sections[0].weight_account, 0), steps)]
+    kinds = [(txs.seal_step(address, [model.sections[0].weight_account], 0), steps)]
     if model.state == ModelState.UPLOADING:
         kinds.append((txs.begin_sealing(address), 1))
     fee = await estimate_fees(ctx.client, ctx.payer.pubkey(), kinds)
@@ -124,12 +136,18 @@ async def seal(
     address: Pubkey,
     artifact: Artifact | None = None,
     check_upload: bool = True,
+    before_sending: Callable[[], Awaitable[None]] | None = None,
+    account_cu_limit: int = ACCOUNT_CU_LIMIT,
 ) -> SealResult:
     """Begin sealing if the model is still uploading, then crank it to sealed or failed.
 
     ``ctx.payer`` pays the fees; ``ctx.authority`` begins the seal (anyone may crank the
     steps). With the artifact and ``check_upload``, an upload that is not the artifact's is
     refused before anything is sent; without ``check_upload`` it is sealed, to end failed.
+    ``before_sending`` is awaited once every check has passed, just before the first
+    transaction (the CLI says what sealing locks, checks the funds and asks there).
+    ``account_cu_limit`` (the compute units a block may spend on one writable account)
+    bounds the steps in flight: every step writes the model account.
 
     Raises:
         AccountError: the model is missing, not a model, or not ready to seal; or, given
@@ -147,22 +165,27 @@ async def seal(
     begin_signature = None
     if model.state == ModelState.UPLOADING:
         _check_authority(address, model, ctx.authority)
-        if artifact is not None and check_upload:
+        checked = artifact is not None and check_upload
+        if checked and artifact is not None:
             with reporter.waiting("the chain's bytes to be read and compared with the artifact"):
                 await _check_uploaded(client, program_id, address, model, artifact)
-        else:
+        _check_bound(address, model)
+        if before_sending is not None:
+            await before_sending()
+        if not checked:
             reporter.note(
                 f"sealing {address} freezes each of its {len(model.sections)} weight accounts "
                 f"as the seal reaches it. If their bytes do not hash to the declared hash, the "
                 f"seal ends failed and `curta-chain publish` must reopen and rewrite them (give "
                 f"`seal` the artifact to check the bytes first)"
             )
-        _check_bound(address, model)
         began = await sender.send([txs.begin_sealing(address)], what="the seal's beginning")
         landed += began.confirmed
         begin_signature = began.last_signature
         model = await require_model(client, program_id, address)
         reporter.line(f"began sealing {address}: each section freezes as the seal enters it")
+    elif before_sending is not None:
+        await before_sending()
     with reporter.waiting("the weight accounts' bytes to be read"):
         sections = await read_bound_sections(client, program_id, address, model)
     mirror = SealMirror(list(hash_steps(sections)))
@@ -175,11 +198,8 @@ async def seal(
             f"resuming the seal at chunk {done + 1} of {len(mirror.steps)} "
             f"(section {step.section} offset {step.offset:,})"
         )
-    # Each step is checked as soon as it is processed: waiting a slot for every one of
-    # them to be confirmed would make sealing 16 MB take minutes. The last step is then
-    # waited for at the caller's commitment, so the result stands at that commitment.
     processed = RpcClient(client.transport, "processed")
-    last_step = ""
+    reader = RpcClient(client.transport, client.commitment)
     bar = reporter.progress(
         "seal",
         sum(len(s) for s in sections),
@@ -187,25 +207,28 @@ async def seal(
         done_bytes=sum(step.length for step in mirror.steps[:done]),
         done_transactions=done,
     )
+    last_step = ""
     try:
         while model.state == ModelState.SEALING:
-            step = mirror.steps[done]
-            account = model.sections[step.section].weight_account
-            sent = await sender.send(
-                [txs.seal_step(address, account, done)], commitment="processed"
-            )
+            specs = _round(txs, address, model, mirror, done)
+
+            async def look() -> None:
+                mirror.check(await _read_at(processed, [sender.client], program_id, address))
+
+            with round_sender(sender, min(len(specs), account_cu_limit // SEAL_STEP_CU)):
+                sending = sender.send(specs, bar, commitment="processed")
+                sent = await while_watching(sending, look)
             landed += sent.confirmed
             last_step = sent.last_signature
-            model = await require_model(processed, program_id, address)
-            done += 1
+            done += len(specs)
+            model = await _read_at(processed, [sender.client], program_id, address)
             mirror.check(model, done)
-            bar.advance(step.length, 1)
     finally:
         bar.close()
     if last_step:
         with reporter.waiting(f"the last seal step to be {client.commitment}"):
             await wait_for_signature(client, last_step)
-        model = await require_model(client, program_id, address)
+        model = await _read_at(reader, [processed, sender.client], program_id, address)
         mirror.check(model, done)
     first_bad = next(
         (
@@ -227,6 +250,32 @@ async def seal(
         begin_signature=begin_signature,
         last_signature=last_step or None,
     )
+
+
+def _round(
+    txs: Transactions, address: Pubkey, model: ModelAccount, mirror: "SealMirror", done: int
+) -> list[TxSpec]:
+    """The steps that may all be in flight at once from chunk ``done``.
+
+    A step names the cursor's section and the next one (the program takes one or two
+    consecutive slots and uses the cursor's): so every step up to the end of the next
+    section goes out together, each distinct by its label, landing in any order.
+    """
+    steps, slots = mirror.steps, model.sections
+    first = steps[done].section
+    pair = [first] if first + 1 == len(slots) else [first, first + 1]
+    weights = [slots[i].weight_account for i in pair]
+    end = next((i for i in range(done, len(steps)) if steps[i].section > pair[-1]), len(steps))
+    return [txs.seal_step(address, weights, i, steps[i].length) for i in range(done, end)]
+
+
+async def _read_at(
+    client: RpcClient, seen: Sequence[RpcClient], program_id: Pubkey, address: Pubkey
+) -> ModelAccount:
+    """The model, read at a slot no older than any of ``seen`` read at or saw land."""
+    floor = max(max(c.context_slot, c.min_context_slot or 0) for c in (client, *seen))
+    client.min_context_slot = floor or None
+    return await require_model(client, program_id, address)
 
 
 def _check_authority(address: Pubkey, model: ModelAccount, authority: Keypair) -> None:

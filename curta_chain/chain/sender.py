@@ -2,17 +2,37 @@
 
 ``Sender.send`` takes transactions as specs (instructions and extra signers), signs them
 with a recent blockhash and keeps up to ``window`` of them in flight. Sends go out as
-JSON-RPC batches; statuses are polled 256 signatures a call. A transaction that the node
-has not seen once its blockhash expired is signed again with a fresh blockhash: after
-expiry the old one can never land, so nothing is applied twice. Each transaction is tried
-at most ``max_attempts`` times; then the sender gives up with an error that says how to
-resume. A sender's first blockhash is newer than any an earlier run could have signed
-with, so no transaction of ours is mistaken for a replay of an earlier run's. Only the
-caller's specs decide what is sent; the sender never invents work.
+JSON-RPC batches (``rpc.py`` sizes them to what the provider takes); statuses are polled
+256 signatures a call.
+
+The sender owns the retries, as Solana's guide to retrying transactions recommends and
+agave's ``send_and_confirm_transactions_in_parallel`` does: nodes are asked not to resend
+(``maxRetries: 0``), and every ``RESEND_INTERVAL`` seconds each transaction the node has
+not seen yet is sent again, the same bytes: a resend is the same signature, which the
+cluster processes once, so it never makes a second transaction. Only once its blockhash
+expired (the block height passed its last valid height, read before the statuses from the
+same node, so a status read after it that is still unseen can never appear) is a
+transaction signed again with a fresh blockhash. ``BlockhashNotFound`` (a blockhash the
+leader does not know yet) is no attempt either: the same bytes go again a slot later, and
+new transactions take the next blockhash. The sender gives up only on time without
+progress: when nothing was confirmed while ``max_expiries`` blockhash lifetimes passed (or
+the block height stood still for ``STALLED_HEIGHT`` seconds). A sender's first blockhash
+is newer than any an earlier run could have signed with, so no transaction of ours is
+mistaken for a replay of an earlier run's. Only the caller's specs decide what is sent;
+the sender never invents work.
+
+A transaction the node refuses for funds (a preflight's ``InsufficientFundsForFee``, a
+landed failure for rent or lamports, or one the node dropped unseen while the payer holds
+less than its fee) ends the wait at once with an ``InsufficientFundsError`` that says so.
+
+Polls: about once a slot off loopback (``POLL_INTERVAL``), backing off to the resend
+interval while nothing new lands; a localnet on loopback is polled every
+``LOOPBACK_POLL`` seconds, which costs it nothing. Every landed transaction's slot is told
+to the client (``RpcClient.landed``), so the reads after it carry that ``minContextSlot``.
 
 The payer signs every transaction and pays its fee; ``cosigners`` (the model's authority,
 when ``--fee-payer`` names someone else) sign those whose instructions need them. What the
-sender waits for goes to the reporter; what one ``send`` landed is the ``SendStats`` it
+sender waits for goes to the reporter; what one ``send`` did is the ``SendStats`` it
 returns (a sender keeps no running totals, so one sender serves any number of sends).
 
 Statuses are read in one place, ``StatusPoller``: the sender's rounds and
@@ -21,20 +41,31 @@ Statuses are read in one place, ``StatusPoller``: the sender's rounds and
 
 import asyncio
 import contextlib
+import math
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from solders.hash import Hash
 from solders.keypair import Keypair
+from solders.system_program import ID as SYSTEM_PROGRAM_ID
 
+from curta_chain.chain.cluster import is_loopback
 from curta_chain.chain.rpc import RpcClient, SignatureStatus
 from curta_chain.chain.specs import TxSpec, sign
 from curta_chain.constants import COMMITMENT_RANK, MAX_TRANSACTION_SIZE
-from curta_chain.errors import ChainError, RpcCallError, RpcError, SendGaveUpError
+from curta_chain.errors import (
+    ChainError,
+    InsufficientFundsError,
+    RpcCallError,
+    RpcError,
+    SendGaveUpError,
+)
+from curta_chain.localnet.fees import LAMPORTS_PER_SIGNATURE
 from curta_chain.program import preflight_error, transaction_error
-from curta_chain.reporting import NullReporter, Progress, Reporter
+from curta_chain.reporting import NullReporter, Progress, Reporter, sol
 
 CONFIRM_TIMEOUT = 60.0
 """Seconds ``wait_for_signature`` waits for a transaction someone else sent."""
@@ -42,13 +73,23 @@ FRESH_BLOCKHASH_WAIT = 60.0
 """Seconds a new sender waits for the node's next blockhash (one slot, normally)."""
 BLOCKHASH_MAX_AGE = 10.0
 """Seconds a blockhash is used for new transactions (it stays valid for ~60 s)."""
+BLOCKHASH_LIFETIME = 151
+"""Block heights a blockhash is valid for (the validator's MAX_PROCESSING_AGE, plus its own)."""
 WINDOW = 2_048
 """Transactions in flight at once: enough to cover a slot or two of confirmation latency at
 ~2,000 writes/s; also what a crash can make land twice (same bytes, one fee each)."""
 BATCH_SIZE = 128
-"""sendTransaction calls per JSON-RPC batch request."""
-POLL_INTERVAL = 0.05
-"""Seconds between two status polls while nothing new reached the commitment."""
+"""sendTransaction calls per group the sender hands the client (which may split it)."""
+RESEND_INTERVAL = 2.0
+"""Seconds between two sends of the same bytes while the node has not seen them."""
+POLL_INTERVAL = 0.4
+"""Seconds between two status polls off loopback while nothing new lands: about a slot."""
+LOOPBACK_POLL = 0.05
+"""The same on loopback: a localnet answers a poll in well under a millisecond."""
+MAX_EXPIRIES = 3
+"""Blockhash lifetimes without a single confirmation before the sender gives up."""
+STALLED_HEIGHT = 120.0
+"""Seconds the block height may stand still, with transactions outstanding, before giving up."""
 
 Clock = Callable[[], float]
 
@@ -61,9 +102,14 @@ class SendStats:
     signatures: list[str] = field(default_factory=list)
     """Every confirmed transaction's signature, in the order they were confirmed."""
     sent: int = 0
-    """sendTransaction calls answered (a re-signed transaction counts each time)."""
+    """sendTransaction calls answered, resends included."""
+    resent: int = 0
+    """Of those, sends of bytes already sent (the same transaction again)."""
     resigned: int = 0
+    """Transactions signed again after their blockhash expired unseen."""
     seconds: float = 0.0
+    last_slot: int = 0
+    """The highest slot a confirmed transaction landed in (0 when none did)."""
 
     @property
     def last_signature(self) -> str:
@@ -82,6 +128,15 @@ class StatusPoller:
     interval: float = POLL_INTERVAL
     clock: Clock = time.monotonic
 
+    async def read(self, signatures: Sequence[str]) -> tuple[list[SignatureStatus | None], int]:
+        """The statuses of ``signatures`` and the block height, the height read first.
+
+        A status read after the height from the same node: one unseen then whose blockhash
+        was already past its last valid height can never land.
+        """
+        height = await self.client.block_height()
+        return await self.client.signature_statuses(signatures), height
+
     async def poll(self, signatures: Sequence[str], wanted: int) -> tuple[list[bool | None], int]:
         """One round: for each signature, None (unseen), False (seen, not yet), True (there).
 
@@ -90,9 +145,7 @@ class StatusPoller:
         Raises:
             ChainError: a transaction failed (a ``ProgramError`` when the program refused it).
         """
-        statuses, height = await asyncio.gather(
-            self.client.signature_statuses(signatures), self.client.block_height()
-        )
+        statuses, height = await self.read(signatures)
         return [_reached(status, wanted) for status in statuses], height
 
     async def wait(self, signature: str, commitment: str, timeout: float) -> None:
@@ -106,7 +159,8 @@ class StatusPoller:
         deadline = self.clock() + timeout
         while True:
             (status,) = await self.client.signature_statuses([signature])
-            if _reached(status, wanted):
+            if status is not None and _reached(status, wanted):
+                self.client.landed(status.slot)
                 return
             if self.clock() >= deadline:
                 raise RpcError(f"{signature} was not {commitment} within {timeout:.0f} s")
@@ -121,6 +175,11 @@ def _reached(status: SignatureStatus | None, wanted: int) -> bool | None:
     return COMMITMENT_RANK.get(status.confirmation or "processed", 0) >= wanted
 
 
+def default_poll_interval(url: str) -> float:
+    """About a slot for a cluster; ``LOOPBACK_POLL`` for a node on this machine."""
+    return LOOPBACK_POLL if is_loopback(url) else POLL_INTERVAL
+
+
 async def wait_for_signature(
     client: RpcClient, signature: str, timeout: float = CONFIRM_TIMEOUT
 ) -> None:
@@ -130,19 +189,24 @@ async def wait_for_signature(
         ChainError: the transaction failed.
         RpcError: it was not confirmed within ``timeout`` seconds.
     """
-    await StatusPoller(client).wait(signature, client.commitment, timeout)
+    await StatusPoller(client, default_poll_interval(client.url)).wait(
+        signature, client.commitment, timeout
+    )
 
 
 async def send_checked(client: RpcClient, transaction: bytes) -> str:
     """Send signed bytes with preflight; a failing simulation raises the program's error.
 
     Raises:
+        InsufficientFundsError: the payer cannot pay the fee or the rent.
         ProgramError: the program refused the transaction in simulation (named from the IDL).
         RpcCallError: the node refused it for another reason.
     """
     try:
         return await client.send_transaction(transaction, preflight=True)
     except RpcCallError as exc:
+        if (short := _preflight_funds(exc)) is not None:
+            raise InsufficientFundsError(f"the node refused a transaction: {short}") from exc
         translated = preflight_error(exc)
         if translated is None:
             raise
@@ -152,10 +216,32 @@ async def send_checked(client: RpcClient, transaction: bytes) -> str:
 @dataclass
 class _Flight:
     spec: TxSpec
-    attempts: int
     signature: str = ""
     wire: bytes = b""
     last_valid_height: int = 0
+    signed_with: Hash | None = None
+    signer_count: int = 1
+    sent_at: float = -math.inf
+    """When its bytes last went out (resends are timed from it)."""
+    seen: bool = False
+    """The node has a status for it: it landed, only not at our commitment yet."""
+    signings: int = 0
+
+
+@dataclass
+class _Round:
+    """What one ``send`` has going: to sign, in flight, and how it is progressing."""
+
+    queue: deque[_Flight]
+    in_flight: dict[str, _Flight] = field(default_factory=dict)
+    height: int = 0
+    progress_height: int | None = None
+    """The block height when something was last confirmed (or the first one read)."""
+    height_since: float = 0.0
+    """When the block height was last seen to move."""
+    last_refusal: str = ""
+    idle: int = 0
+    """Polls in a row that confirmed nothing."""
 
 
 @dataclass
@@ -169,9 +255,12 @@ class Sender:
         reporter: where waits are shown.
         cosigners: signers besides the payer, each signing the transactions that name it.
         window: transactions in flight at once.
-        batch_size: sendTransaction calls per JSON-RPC batch.
-        max_attempts: signings of one transaction before the sender gives up.
-        poll_interval: seconds between status polls.
+        batch_size: sendTransaction calls per group (the client splits it further when the
+            provider takes smaller batches).
+        max_expiries: blockhash lifetimes without a confirmation before giving up.
+        poll_interval: seconds between status polls while nothing new lands (None: about a
+            slot, or ``LOOPBACK_POLL`` on loopback).
+        resend_interval: seconds between two sends of the same unseen bytes.
         concurrency: batch requests on the wire at once.
         clock: monotonic seconds (how old a blockhash is, how long a wait lasts).
     """
@@ -183,18 +272,36 @@ class Sender:
     cosigners: tuple[Keypair, ...] = ()
     window: int = WINDOW
     batch_size: int = BATCH_SIZE
-    max_attempts: int = 5
-    poll_interval: float = POLL_INTERVAL
+    max_expiries: int = MAX_EXPIRIES
+    poll_interval: float | None = None
+    resend_interval: float = RESEND_INTERVAL
     concurrency: int = 4
     clock: Clock = time.monotonic
     _blockhash: Hash | None = field(default=None, init=False, repr=False)
     _last_valid: int = field(default=0, init=False, repr=False)
     _fetched_at: float = field(default=0.0, init=False, repr=False)
+    _refused_blockhash: Hash | None = field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.poll_interval is None:
+            self.poll_interval = default_poll_interval(self.client.url)
+
+    @property
+    def interval(self) -> float:
+        """Seconds between two polls while something new may land.
+
+        About a slot, even on loopback, once the node limits our rate: polls must not
+        take the calls the sends need.
+        """
+        assert self.poll_interval is not None
+        if self.client.limits.rps is not None:
+            return max(self.poll_interval, POLL_INTERVAL)
+        return self.poll_interval
 
     @property
     def poller(self) -> StatusPoller:
         """The status poller this sender's rounds use."""
-        return StatusPoller(self.client, self.poll_interval, self.clock)
+        return StatusPoller(self.client, self.interval, self.clock)
 
     async def send(
         self,
@@ -209,19 +316,20 @@ class Sender:
         (say, "the model account's creation") to be confirmed.
 
         Returns:
-            What this call did: its confirmations, signatures, sends and re-signings.
+            What this call did: its confirmations, signatures, sends, resends and
+            re-signings, and the last slot one landed in.
 
         Raises:
             ProgramError: a transaction failed in the program (the error named in the IDL).
-            SendGaveUpError: the node stayed unreachable, or a transaction did not land after
-                ``max_attempts`` signings; the message says how to resume.
+            InsufficientFundsError: the node refused a transaction for funds.
+            SendGaveUpError: the node stayed unreachable, or nothing landed for
+                ``max_expiries`` blockhash lifetimes; the message says how to resume.
         """
         started = self.clock()
         stats = SendStats()
         level = commitment or self.client.commitment
         wanted = COMMITMENT_RANK[level]
-        queue: deque[_Flight] = deque(_Flight(spec, 0) for spec in specs)
-        in_flight: dict[str, _Flight] = {}
+        state = _Round(deque(_Flight(spec) for spec in specs), height_since=started)
         poller = self.poller
         label = what or f"{len(specs):,} transaction{'s' if len(specs) != 1 else ''}"
         # A progress display shows the wait itself (rate, ETA, stalls).
@@ -232,16 +340,20 @@ class Sender:
         )
         try:
             with shown:
-                while queue or in_flight:
+                while state.queue or state.in_flight:
                     await self._refresh_blockhash()
-                    await self._send_round(queue, in_flight, stats)
-                    done = await self._poll_round(queue, in_flight, progress, wanted, poller, stats)
-                    if not done and in_flight:
-                        await asyncio.sleep(self.poll_interval)
+                    await self._send_round(state, stats)
+                    done = await self._poll_round(state, progress, wanted, poller, stats, specs)
+                    if progress is not None and (stats.resent or stats.resigned):
+                        progress.retries(stats.resent, stats.resigned)
+                    if done:
+                        state.idle = 0
+                    elif state.in_flight:
+                        state.idle += 1
+                        await asyncio.sleep(self._pause(state))
         except RpcError as exc:
             if isinstance(exc, SendGaveUpError) or not self.client.sends:
                 raise  # a give-up says how to resume; with nothing sent there is no resuming
-            # Counted from the confirmations: a group being sent is in neither queue nor map.
             unconfirmed = len(specs) - stats.confirmed
             raise SendGaveUpError(
                 f"gave up with {unconfirmed} of {len(specs)} transactions not "
@@ -250,11 +362,21 @@ class Sender:
         stats.seconds = self.clock() - started
         return stats
 
-    def _prepare(self, flight: _Flight, stats: SendStats) -> _Flight:
-        if flight.attempts >= self.max_attempts:
-            raise SendGaveUpError(
-                f"a transaction did not land after {self.max_attempts} signings; {self.resume_hint}"
-            )
+    def _pause(self, state: _Round) -> float:
+        """A slot's pause while things may land; longer while none do, up to the next resend.
+
+        With nothing seen, the sender is only waiting: for a lost transaction's next resend
+        or for its blockhash to expire, and polls back off to the resend interval, never
+        past the moment the next resend is due.
+        """
+        flights = state.in_flight.values()
+        if any(flight.seen for flight in flights):
+            return self.interval
+        backoff = min(self.interval * 2 ** max(state.idle - 2, 0), self.resend_interval)
+        due = min((f.sent_at + self.resend_interval for f in flights), default=math.inf)
+        return max(min(backoff, due - self.clock()), 0.0)
+
+    def _sign(self, flight: _Flight, stats: SendStats) -> None:
         assert self._blockhash is not None
         tx = sign(flight.spec, self.payer, self._blockhash, self.cosigners)
         wire = bytes(tx)
@@ -262,13 +384,15 @@ class Sender:
             raise ChainError(
                 f"a transaction is {len(wire)} bytes, over the {MAX_TRANSACTION_SIZE}-byte limit"
             )
-        if flight.attempts:
+        if flight.signings:
             stats.resigned += 1
-        flight.attempts += 1
+        flight.signings += 1
         flight.signature = str(tx.signatures[0])
+        flight.signer_count = len(tx.signatures)
         flight.wire = wire
+        flight.signed_with = self._blockhash
         flight.last_valid_height = self._last_valid
-        return flight
+        flight.sent_at, flight.seen = -math.inf, False
 
     async def _refresh_blockhash(self, force: bool = False) -> None:
         if self._blockhash is None:
@@ -287,29 +411,41 @@ class Sender:
         ours for a replay of it. The next blockhash rules that out, for one slot's wait.
         """
         current, _ = await self.client.latest_blockhash()
+        self._blockhash, self._last_valid = await self._next_blockhash(current)
+
+    async def _next_blockhash(self, current: Hash) -> tuple[Hash, int]:
+        """Wait for the node's blockhash to be another than ``current``; return it."""
         deadline = self.clock() + FRESH_BLOCKHASH_WAIT
         with self.reporter.waiting("the node's next block (a fresh blockhash)"):
             while True:
                 blockhash, last_valid = await self.client.latest_blockhash()
                 if blockhash != current:
-                    break
+                    self._fetched_at = self.clock()
+                    return blockhash, last_valid
                 if self.clock() > deadline:
                     raise RpcError(
                         f"{self.client.url}: the blockhash did not change in "
                         f"{FRESH_BLOCKHASH_WAIT:.0f} s: is the node producing blocks?"
                     )
-                await asyncio.sleep(self.poll_interval)
-        self._blockhash, self._last_valid = blockhash, last_valid
-        self._fetched_at = self.clock()
+                await asyncio.sleep(self.interval)
 
-    async def _send_round(
-        self, queue: deque[_Flight], in_flight: dict[str, _Flight], stats: SendStats
-    ) -> None:
-        """Sign and send up to the window, one batch request per group.
+    async def _send_round(self, state: _Round, stats: SendStats) -> None:
+        """Resend what is due, then sign and send new ones up to the window.
 
         Signing the next group overlaps the node's work on the previous one: each request
         starts before the next group is signed.
         """
+        now = self.clock()
+        due = [
+            flight
+            for flight in state.in_flight.values()
+            if not flight.seen
+            and now - flight.sent_at >= self.resend_interval
+            and state.height <= flight.last_valid_height
+        ]
+        if due:
+            # Unseen for a resend interval: a node drops what the payer cannot pay for.
+            await self._check_payer(due, len(state.in_flight) + len(state.queue))
         semaphore = asyncio.Semaphore(self.concurrency)
 
         async def send_group(group: list[_Flight]) -> list[object]:
@@ -320,14 +456,18 @@ class Sender:
                 semaphore.release()
 
         sending: list[tuple[list[_Flight], asyncio.Task[list[object]]]] = []
-        room = self.window - len(in_flight)
+        room = self.window - len(state.in_flight)
         try:
-            while queue and room > 0:
-                group = [
-                    self._prepare(queue.popleft(), stats)
-                    for _ in range(min(self.batch_size, room, len(queue)))
-                ]
-                room -= len(group)
+            while due or (state.queue and room > 0):
+                if due:
+                    group, due = due[: self.batch_size], due[self.batch_size :]
+                else:
+                    group = []
+                    for _ in range(min(self.batch_size, room, len(state.queue))):
+                        flight = state.queue.popleft()
+                        self._sign(flight, stats)
+                        group.append(flight)
+                    room -= len(group)
                 await semaphore.acquire()
                 sending.append((group, asyncio.create_task(send_group(group))))
                 await asyncio.sleep(0)
@@ -335,50 +475,117 @@ class Sender:
         finally:
             for _, task in sending:
                 task.cancel()
-        stale_blockhash = False
+        answered = self.clock()
+        unknown: Hash | None = None
         for (group, _), results in zip(sending, answers, strict=True):
             for flight, result in zip(group, results, strict=True):
                 stats.sent += 1
+                if flight.sent_at > -math.inf:
+                    stats.resent += 1
+                state.in_flight[flight.signature] = flight
+                flight.sent_at = answered
                 if not isinstance(result, RpcCallError) or _already_processed(result):
-                    in_flight[flight.signature] = flight
-                elif _blockhash_unknown(result):
-                    stale_blockhash = True
-                    queue.appendleft(flight)
+                    continue
+                if _blockhash_unknown(result):
+                    # Not yet known to the leader: the same bytes go again in about a slot.
+                    flight.sent_at = answered - self.resend_interval + self.interval
+                    unknown = flight.signed_with
+                elif (short := _preflight_funds(result)) is not None:
+                    raise InsufficientFundsError(
+                        f"the node refused a transaction: {short}; {self.resume_hint}"
+                    ) from result
                 elif (refused := preflight_error(result)) is not None:
                     raise refused from result
                 else:
-                    queue.append(flight)  # a refusal we do not understand: bounded retry
-        if stale_blockhash:
-            await self._refresh_blockhash(force=True)
+                    # A refusal we do not understand: resent on the clock, like a lost one.
+                    state.last_refusal = str(result)
+        if unknown is not None and unknown == self._blockhash:
+            # New transactions wait for the next blockhash rather than meet the same refusal.
+            self._blockhash, self._last_valid = await self._next_blockhash(unknown)
 
     async def _poll_round(
         self,
-        queue: deque[_Flight],
-        in_flight: dict[str, _Flight],
+        state: _Round,
         progress: Progress | None,
         wanted: int,
         poller: StatusPoller,
         stats: SendStats,
+        specs: Sequence[TxSpec],
     ) -> int:
+        in_flight = state.in_flight
         if not in_flight:
             return 0
         signatures = list(in_flight)
-        reached, height = await poller.poll(signatures, wanted)
+        statuses, height = await poller.read(signatures)
+        now = self.clock()
+        if height != state.height:
+            state.height, state.height_since = height, now
+        if state.progress_height is None:
+            state.progress_height = height
         done = 0
-        for signature, there in zip(signatures, reached, strict=True):
+        expired: list[_Flight] = []
+        for signature, status in zip(signatures, statuses, strict=True):
             flight = in_flight[signature]
-            if there is None:
+            if status is None:
                 if height > flight.last_valid_height:
                     del in_flight[signature]  # expired unseen: it can never land now
-                    queue.append(flight)
-            elif there:
+                    expired.append(flight)
+                continue
+            if status.err is not None:
+                raise self._failure(flight, status.err)
+            flight.seen = True
+            if COMMITMENT_RANK.get(status.confirmation or "processed", 0) >= wanted:
                 del in_flight[signature]
                 done += 1
                 stats.confirmed += 1
                 stats.signatures.append(signature)
+                stats.last_slot = max(stats.last_slot, status.slot)
+                self.client.landed(status.slot)
                 if progress is not None:
                     progress.advance(flight.spec.payload_bytes, 1)
+        if expired:
+            await self._check_payer(expired, len(specs) - stats.confirmed)
+            state.queue.extendleft(reversed(expired))
+        if done:
+            state.progress_height = height
+        self._check_stall(state, len(specs) - stats.confirmed, len(specs), now)
         return done
+
+    def _failure(self, flight: _Flight, err: Any) -> ChainError:
+        """The error a landed failure stands for: a shortage of funds, or the program's."""
+        short = _funds_failure(err, flight.spec)
+        if short is not None:
+            return InsufficientFundsError(f"a transaction failed: {short}; {self.resume_hint}")
+        return transaction_error(err)
+
+    async def _check_payer(self, unseen: list[_Flight], unconfirmed: int) -> None:
+        """A node drops unseen what the payer cannot pay the fee of: say so, at once."""
+        fee = LAMPORTS_PER_SIGNATURE * max(flight.signer_count for flight in unseen)
+        balance = await self.client.balance(self.payer.pubkey())
+        if balance < fee:
+            raise InsufficientFundsError(
+                f"payer {self.payer.pubkey()} has {sol(balance)}, less than a transaction's "
+                f"fee ({sol(fee)}): the node drops what it cannot charge; {unconfirmed} "
+                f"transactions not confirmed; fund it, then {self.resume_hint}"
+            )
+
+    def _check_stall(self, state: _Round, unconfirmed: int, total: int, now: float) -> None:
+        assert state.progress_height is not None
+        lifetimes = (state.height - state.progress_height) / BLOCKHASH_LIFETIME
+        stalled = now - state.height_since
+        if lifetimes < self.max_expiries and stalled < STALLED_HEIGHT:
+            return
+        why = (
+            f"nothing landed in {self.max_expiries} blockhash lifetimes "
+            f"({state.height - state.progress_height} blocks)"
+            if lifetimes >= self.max_expiries
+            else f"the block height stayed at {state.height} for {stalled:.0f} s"
+        )
+        last = f"; the node's last refusal: {state.last_refusal}" if state.last_refusal else ""
+        raise SendGaveUpError(
+            f"gave up with {unconfirmed} of {total} transactions not confirmed: {why}{last}; "
+            f"{self.resume_hint}"
+        )
 
 
 def _already_processed(error: RpcCallError) -> bool:
@@ -389,3 +596,46 @@ def _already_processed(error: RpcCallError) -> bool:
 def _blockhash_unknown(error: RpcCallError) -> bool:
     text = f"{error} {error.data}"
     return "BlockhashNotFound" in text or "Blockhash not found" in text
+
+
+_FUNDS_ERRORS = {
+    "InsufficientFundsForFee": "the payer cannot pay the fee",
+    "InsufficientFundsForRent": "an account would be left below its rent-exempt minimum",
+}
+_SYSTEM_RESULT_WITH_NEGATIVE_LAMPORTS = 1
+"""The System Program's error for a transfer or creation the source cannot pay."""
+
+
+def _funds_reason(err: Any) -> str | None:
+    """The shortage a TransactionError names, if it names one."""
+    key = err if isinstance(err, str) else next(iter(err), None) if isinstance(err, dict) else None
+    return _FUNDS_ERRORS.get(key) if isinstance(key, str) else None
+
+
+def _preflight_funds(error: RpcCallError) -> str | None:
+    """What a refused preflight says is short of funds, else None."""
+    data = error.data if isinstance(error.data, dict) else {}
+    if (reason := _funds_reason(data.get("err"))) is not None:
+        return reason
+    logs = data.get("logs") or ()
+    if any("insufficient lamports" in str(line) for line in logs):
+        return "insufficient lamports"
+    return None
+
+
+def _funds_failure(err: Any, spec: TxSpec) -> str | None:
+    """What a landed failure says is short of funds (the System Program's), else None."""
+    if (reason := _funds_reason(err)) is not None:
+        return reason
+    if isinstance(err, dict) and "InstructionError" in err:
+        index, inner = err["InstructionError"]
+        instructions = spec.instructions
+        if (
+            isinstance(inner, dict)
+            and inner.get("Custom") == _SYSTEM_RESULT_WITH_NEGATIVE_LAMPORTS
+            and isinstance(index, int)
+            and 0 <= index < len(instructions)
+            and instructions[index].program_id == SYSTEM_PROGRAM_ID
+        ):
+            return "insufficient lamports for a transfer or an account's rent"
+    return None

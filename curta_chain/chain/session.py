@@ -10,14 +10,17 @@ names); anything else is refused with one line.
 
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from solders.pubkey import Pubkey
 
 from curta_chain.chain.cluster import is_localnet
 from curta_chain.chain.program_check import DeployedProgram, check_program, read_program
 from curta_chain.chain.rpc import RpcClient
+from curta_chain.constants import LOCALNET_PROGRAM_ID
 from curta_chain.errors import ConfigError, ProgramCheckError
+
+LOCALNET_PROGRAM = Pubkey.from_string(LOCALNET_PROGRAM_ID)
 
 _HASH = re.compile(r"[0-9a-fA-F]{64}")
 
@@ -31,6 +34,8 @@ class Connection:
     program: DeployedProgram
     program_source: str
     """Where the program id came from (the flag, the config key, the embedded localnet)."""
+    note: str | None = None
+    """Why the program is not the one first named (the recorded one is not on this ledger)."""
 
     @property
     def program_id(self) -> Pubkey:
@@ -87,6 +92,17 @@ async def connect(
     genesis_hash = await client.genesis_hash()
     text, source = program_id(genesis_hash)
     address = parse_address(text, "--program-id" if source == "--program-id" else source)
+    note = None
+    if source != "--program-id" and is_localnet(genesis_hash) and address != LOCALNET_PROGRAM:
+        # Every embedded localnet has the same genesis hash, so a program deployed on one
+        # ledger is recorded for all of them; a fresh ledger has only the preloaded one.
+        (info,) = await client.accounts([address], head=0)
+        if info is None:
+            note = (
+                f"program {address} ({source}) is not on this localnet's ledger: using the "
+                f"program it preloads, {LOCALNET_PROGRAM}"
+            )
+            address, source = LOCALNET_PROGRAM, "the embedded localnet"
     try:
         program = await read_program(client, address)
         check_program(program, trusted_hashes)
@@ -94,4 +110,31 @@ async def connect(
         if source == "--program-id":
             raise
         raise ProgramCheckError(f"{exc} (program id from {source})") from exc
-    return Connection(client, genesis_hash, program, source)
+    return Connection(client, genesis_hash, program, source, note)
+
+
+async def follow_owner(
+    connection: Connection, address: Pubkey, trusted_hashes: Sequence[str] = ()
+) -> Connection | None:
+    """The connection to read ``address`` through, when its owner is another trusted program.
+
+    A model published under one shipped build (the localnet's preloaded program) stays
+    readable after another is deployed and recorded. Returns None when the account is
+    missing, owned by the connection's program, or owned by anything but a program
+    holding a shipped build (or a trusted hash): reading it then fails as it would.
+    """
+    (info,) = await connection.client.accounts([address], head=0)
+    if info is None or info.owner == connection.program_id:
+        return None
+    try:
+        program = await read_program(connection.client, info.owner)
+        check_program(program, trusted_hashes)
+    except ProgramCheckError:
+        return None
+    return replace(
+        connection,
+        program=program,
+        program_source=f"the owner of {address}",
+        note=f"{address} belongs to program {info.owner} (a shipped build), not "
+        f"{connection.program_id}: reading it there",
+    )

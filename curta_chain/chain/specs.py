@@ -2,7 +2,9 @@
 
 ``TxSpec`` is a transaction before it is signed (instructions, extra signers, the weight
 bytes it carries); ``sign`` signs one; ``Transactions`` builds the curta program's for one
-program, authority, payer and ``Budget``. The sender (``sender.py``) signs and lands them.
+program, authority, payer and ``Budget`` (publish, seal, close, and a run's open, steps
+and close); ``DeployTransactions`` the upgradeable loader's that ``deploy`` sends. This is
+the one place transactions are built. The sender (``sender.py``) signs and lands them.
 
 Compute units: on a real cluster the scheduler charges each transaction the compute units
 it requests against a per-account budget per block, so a write asking for the default
@@ -12,7 +14,7 @@ priority fee. The ~40 bytes those instructions take come out of each write's pay
 """
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from solders.compute_budget import set_compute_unit_limit, set_compute_unit_price
 from solders.hash import Hash
@@ -33,7 +35,11 @@ from solders.system_program import (
 from solders.transaction import Transaction
 
 from curta_chain import program
+from curta_chain.artifact.layout import ModelConfig
+from curta_chain.chain import loader
 from curta_chain.chain.plan import NewAccount, PublishPlan, WritePiece
+from curta_chain.constants import MAX_COMPUTE_UNITS
+from curta_chain.inference import SamplingSettings
 
 # Compute units each transaction asks for: what scripts/bench_program_cu.py measures for the
 # largest case (18 sections), plus the compute-budget and system instructions, with margin.
@@ -44,6 +50,34 @@ BEGIN_SEALING_CU = 5_000
 SEAL_STEP_CU = 40_000
 REOPEN_CU = 5_000
 CLOSE_CU = 5_000
+
+
+STEP_CU = MAX_COMPUTE_UNITS
+"""A step spends up to its budget (1.2 M estimated units) and asks for the most there is."""
+CLOSE_RUN_CU = 5_000
+# The loader's, measured in LiteSVM (InitializeBuffer 2,520, Write 2,370, create +
+# DeployWithMaxDataLen + SetAuthority 5,040), with margin.
+BUFFER_CU = 10_000
+BUFFER_WRITE_CU = 5_000
+DEPLOY_CU = 50_000
+SET_AUTHORITY_CU = 10_000
+
+
+def open_run_units(config: ModelConfig) -> int:
+    """The compute units openRun asks for: it checks section zero's tables and tokenizer.
+
+    Measured (LiteSVM, a1-program's build): 88,924 for a 259-token, 16-wide model with a
+    16-position context; each vocabulary entry adds 13, each context position 80 and each
+    unit of width (dim and hidden) about 100 (623,000 for the stories15M shape). A quarter
+    more, for margin.
+    """
+    measured = (
+        85_000
+        + 13 * config.vocab_size
+        + 80 * config.seq_len
+        + 100 * (config.dim + config.hidden_dim)
+    )
+    return measured * 5 // 4
 
 
 @dataclass(frozen=True)
@@ -73,31 +107,51 @@ def sign(
 
 
 @dataclass(frozen=True)
+class AutoPrice:
+    """``--with-compute-unit-price auto``: a percentile of recent prices, at most ``cap``.
+
+    The prices are what recent blocks paid to write the command's accounts
+    (getRecentPrioritizationFees); ``fees.priced`` reads them.
+    """
+
+    percentile: int = 75
+    cap: int | None = None
+
+
+@dataclass(frozen=True)
 class Budget:
     """Whether transactions carry compute-budget instructions, and the price if any.
 
     ``separate_fee_payer``: a fee payer other than the authority signs every transaction,
-    which leaves a write 96 bytes less room (a key and a signature).
+    which leaves a write 96 bytes less room (a key and a signature). ``auto_price``: the
+    price is still to be read from the node (``fees.priced`` resolves it); until then the
+    transactions carry a price of 0, so they have their final size.
     """
 
     limit_compute: bool = False
     compute_unit_price: int | None = None
     separate_fee_payer: bool = False
+    auto_price: AutoPrice | None = None
+
+    @property
+    def priced(self) -> bool:
+        """Whether transactions carry a compute-unit price (perhaps one still to be read)."""
+        return self.compute_unit_price is not None or self.auto_price is not None
 
     def instructions(self, units: int) -> tuple[Instruction, ...]:
         """The compute-budget instructions for a transaction needing ``units``."""
         out: list[Instruction] = []
-        if self.limit_compute or self.compute_unit_price is not None:
+        if self.limit_compute or self.priced:
             out.append(set_compute_unit_limit(units))
-        if self.compute_unit_price is not None:
-            out.append(set_compute_unit_price(self.compute_unit_price))
+        if self.priced:
+            out.append(set_compute_unit_price(self.compute_unit_price or 0))
         return tuple(out)
 
     def write_payload(self) -> int:
         """The most weight bytes one write transaction can carry under this budget."""
         # Sized for a limit and a price: without the price this leaves ~10 bytes unused.
         return program.max_write_payload(
-            with_compute_budget=self.limit_compute or self.compute_unit_price is not None,
+            with_compute_budget=self.limit_compute or self.priced,
             fee_payer=self.separate_fee_payer,
         )
 
@@ -193,16 +247,18 @@ class Transactions:
         ix = program.begin_sealing(self.program_id, self.authority, model)
         return self._authority(ix, BEGIN_SEALING_CU)
 
-    def seal_step(self, model: Pubkey, weight: Pubkey, step: int) -> TxSpec:
-        """Seal step ``step``. Its compute-unit limit varies with it (SEAL_STEP_CU + step % 4096).
+    def seal_step(
+        self, model: Pubkey, weights: Sequence[Pubkey], label: int, chunk_bytes: int = 0
+    ) -> TxSpec:
+        """A seal step: it hashes the next chunk wherever the model's cursor is.
 
-        Consecutive steps are otherwise the same instructions and can share a blockhash, so
-        they would be one signature that the cluster processes once: the varying limit makes
-        each step its own transaction.
+        ``weights`` are the weight accounts of one or two consecutive sections, the cursor's
+        among them when it lands. ``label`` (any value: the program does not read it) makes
+        each step its own transaction, so that many can be in flight at once; the steps land
+        in any order. ``chunk_bytes`` is what the progress display counts for it.
         """
-        limit = set_compute_unit_limit(SEAL_STEP_CU + step % 4096)
-        extra = self.budget.instructions(SEAL_STEP_CU)[1:]  # the price, if any
-        return TxSpec((limit, *extra, program.seal_step(self.program_id, model, weight)))
+        ix = program.seal_step(self.program_id, model, weights, label)
+        return TxSpec((*self.budget.instructions(SEAL_STEP_CU), ix), (), chunk_bytes)
 
     def reopens(self, plan: PublishPlan) -> list[TxSpec]:
         """One reopen per weight account of the plan's failed model that is still frozen."""
@@ -240,3 +296,97 @@ class Transactions:
     def _authority(self, instruction: Instruction, units: int) -> TxSpec:
         """A transaction of one authority instruction (begin sealing, reopen, close)."""
         return TxSpec((*self.budget.instructions(units), instruction))
+
+    # A run's transactions: the payer opens the run, pays its rent and gets it back. They
+    # always set their own compute-unit limit (and the price, if any): a step asks for far
+    # more than the default, openRun for more or less with the vocabulary.
+
+    def _run_budget(self, units: int) -> tuple[Instruction, ...]:
+        return replace(self.budget, limit_compute=True).instructions(units)
+
+    def open_run(
+        self,
+        run: Keypair,
+        funding: NewAccount,
+        model: Pubkey,
+        section_zero: Pubkey,
+        capacity: int,
+        prompt: bytes | Sequence[int],
+        settings: SamplingSettings,
+        config: ModelConfig,
+    ) -> TxSpec:
+        """Create the run account (``funding``; the run's keypair signs) and open the run.
+
+        ``prompt`` is UTF-8 text, or token ids (an empty text's run opens with ``(1,)``).
+        """
+        create = new_account(self.payer, funding, self.program_id)
+        ix = program.open_run(
+            self.program_id,
+            self.payer,
+            run.pubkey(),
+            model,
+            section_zero,
+            capacity,
+            prompt,
+            settings.temperature,
+            settings.top_p,
+            settings.seed,
+        )
+        return TxSpec((*self._run_budget(open_run_units(config)), *create, ix), (run,))
+
+    def step(self, run: Pubkey, model: Pubkey, weights: Sequence[Pubkey], label: int) -> TxSpec:
+        """A step of ``run``; ``weights[0]`` is section zero's account. Anyone may send it."""
+        ix = program.step(self.program_id, run, model, weights, label)
+        return TxSpec((*self._run_budget(STEP_CU), ix))
+
+    def close_run(self, run: Pubkey) -> TxSpec:
+        """Close ``run`` (in any state): its lamports back to the payer, its opener."""
+        return TxSpec(
+            (*self._run_budget(CLOSE_RUN_CU), program.close_run(self.program_id, self.payer, run))
+        )
+
+
+@dataclass(frozen=True)
+class DeployTransactions:
+    """The upgradeable loader's transactions of one deploy.
+
+    ``payer`` pays, and is the buffer's and the program's upgrade authority.
+    """
+
+    payer: Pubkey
+    budget: Budget = field(default_factory=Budget)
+
+    def create_buffer(self, buffer: Keypair, funding: NewAccount) -> TxSpec:
+        """Create the buffer (``funding``) and initialize it with the payer as its authority."""
+        create = new_account(self.payer, funding, loader.LOADER_V3)
+        init = loader.initialize_buffer(buffer.pubkey(), self.payer)
+        return TxSpec((*self.budget.instructions(BUFFER_CU), *create, init), (buffer,))
+
+    def write(self, buffer: Pubkey, elf: bytes, piece: WritePiece) -> TxSpec:
+        """Write ``piece`` of the ELF into the buffer."""
+        data = elf[piece.offset : piece.offset + piece.length]
+        ix = loader.write(buffer, self.payer, piece.offset, data)
+        return TxSpec((*self.budget.instructions(BUFFER_WRITE_CU), ix), (), piece.length)
+
+    def deploy(
+        self,
+        program_keypair: Keypair,
+        buffer: Pubkey,
+        funding: NewAccount,
+        elf_length: int,
+        final: bool,
+    ) -> TxSpec:
+        """Create the program (``funding``) and deploy the buffer into it (and make it final)."""
+        program_id = program_keypair.pubkey()
+        ixs: list[Instruction] = [
+            *new_account(self.payer, funding, loader.LOADER_V3),
+            loader.deploy_with_max_data_len(self.payer, program_id, buffer, self.payer, elf_length),
+        ]
+        if final:
+            ixs.append(loader.set_upgrade_authority(program_id, self.payer, None))
+        return TxSpec((*self.budget.instructions(DEPLOY_CU), *ixs), (program_keypair,))
+
+    def make_final(self, program_id: Pubkey) -> TxSpec:
+        """Remove a deployed program's upgrade authority: it is never upgradeable again."""
+        final = loader.set_upgrade_authority(program_id, self.payer, None)
+        return TxSpec((*self.budget.instructions(SET_AUTHORITY_CU), final))

@@ -11,14 +11,28 @@ is not there. So until the node's first answer, a host name that does not resolv
 at once and a refused connection fails after ``FIRST_CONTACT_GRACE`` seconds, each with
 one line. Once it has answered, the same failures are a node restarting: the transport
 retries for ``give_up_after`` seconds and tells the reporter what it is waiting for.
+
+A provider's limits are learnt, per URL, for the command's run (``ProviderLimits``): a 429
+is an answer, not a failure, so it never counts toward giving up; it is waited out as its
+``Retry-After`` asks and lowers the request rate (the first to what the provider took in
+the last second, each later one met while sending near the rate by 30%, at most once a
+second), which then grows again by about one call a second each second (additive
+increase, multiplicative decrease, as TCP does). Calls of a batch each count, as
+providers count them. A batch the provider refuses (HTTP 413 or 400)
+is ``BatchRefusedError``: the client halves the batch and goes on. ``--rpc-rps`` and
+``--rpc-batch`` set the two limits outright.
 """
 
 import asyncio
 import contextlib
 import json
+import math
 import socket
+import ssl
 import time
+from collections import deque
 from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlparse
 
@@ -35,6 +49,126 @@ FIRST_CONTACT_GRACE = 0.5
 """Seconds a node that has never answered may refuse connections before we give up."""
 CONNECT_TIMEOUT = 10.0
 """Seconds to resolve the host and open a connection."""
+DEFAULT_BATCH = 128
+"""Calls per JSON-RPC batch until the provider says it takes fewer."""
+MIN_RPS = 1.0
+"""The request rate never falls below one call a second, whatever the 429s say."""
+FIRST_RPS_FLOOR = 10.0
+"""The first learnt rate is never below a public endpoint's 10 calls a second: a 429 met
+early (few calls taken yet) says little about the rate."""
+RATE_INCREASE = 1.0
+"""Calls per second the rate grows each second of traffic without a 429."""
+RATE_WINDOW = 1.2
+"""Seconds over which the rate is kept: a provider's second, with a margin for the requests'
+own latency (two requests a second apart here may reach it less than a second apart)."""
+RATE_DECREASE = 0.7
+"""What a 429 (after the first) leaves of the rate: a multiplicative decrease, as CUBIC's."""
+
+
+class BatchRefusedError(RpcError):
+    """The provider refused a batch as a whole (HTTP 413 or 400): send smaller ones."""
+
+
+@dataclass
+class ProviderLimits:
+    """What one provider (one URL) allows, learnt during a command's run or set outright.
+
+    Attributes:
+        rps: calls per second (None: not limited until the first 429).
+        batch: calls per JSON-RPC batch.
+        fixed_rps, fixed_batch: set outright (``--rpc-rps``, ``--rpc-batch``): never learnt.
+    """
+
+    rps: float | None = None
+    batch: int = DEFAULT_BATCH
+    fixed_rps: bool = False
+    fixed_batch: bool = False
+    rate_limited: int = 0
+    """429 answers met."""
+    batches_refused: int = 0
+    _next_free: float = field(default=0.0, repr=False)
+    """No request before this (a Retry-After)."""
+    _decreased_at: float = field(default=-math.inf, repr=False)
+    _recent: deque[tuple[float, int]] = field(default_factory=deque, repr=False)
+    """Calls the provider took, when (for the first estimate of its rate)."""
+    _booked: list[tuple[float, int]] = field(default_factory=list, repr=False)
+    """Calls posted or reserved, when: the sliding second the rate is kept over."""
+
+    @classmethod
+    def fixed(cls, rps: float | None = None, batch: int | None = None) -> "ProviderLimits":
+        """Limits set outright where given, learnt where not."""
+        return cls(
+            rps=rps,
+            batch=batch or DEFAULT_BATCH,
+            fixed_rps=rps is not None,
+            fixed_batch=batch is not None,
+        )
+
+    def delay(self, calls: int, now: float) -> float:
+        """Reserve a moment to post ``calls`` calls; return how long to wait for it.
+
+        The rate holds over every sliding second, as providers count: requests go in the
+        order they were booked, each once the calls booked in the second before it leave
+        room for its own (a batch larger than the rate goes alone).
+        """
+        at = max(now, self._next_free, self._booked[-1][0] if self._booked else now)
+        if self.rps is not None:
+            # Bookings are in time order: the second before ``at`` holds all that counts.
+            self._booked = [(t, n) for t, n in self._booked if t > now - RATE_WINDOW]
+            window = [(t, n) for t, n in self._booked if t > at - RATE_WINDOW]
+            held = sum(n for _, n in window)
+            # Wait for the oldest bookings to leave the window until this one fits.
+            for t, n in window:
+                if held + calls <= max(self.rps, calls):
+                    break
+                held -= n
+                at = max(at, t + RATE_WINDOW)
+        self._booked.append((at, calls))
+        return at - now
+
+    def succeeded(self, calls: int, now: float) -> None:
+        """Additive increase: about ``RATE_INCREASE`` calls/s more per second of traffic."""
+        self._recent.append((now, calls))
+        while self._recent and self._recent[0][0] < now - 1.0:
+            self._recent.popleft()
+        if self.rps is not None and not self.fixed_rps:
+            self.rps += RATE_INCREASE * calls / self.rps
+
+    def too_many(self, now: float, wait: float, calls: int) -> bool:
+        """A 429 for ``calls`` calls: wait as asked, lower the rate; say if it is a batch to split.
+
+        True when the request is a batch larger than a second's allowance.
+
+        Until the first decrease the rate is unknown: a batch refused while the provider
+        took fewer calls than it holds in the last second may be over the allowance by
+        itself, so it is split first; otherwise the rate becomes what the provider took in
+        the last second. Each later 429 lowers it by 30%, at most once a second: 429s within
+        a second of a decrease answer requests sent before it (one decrease per congestion
+        event, as TCP).
+        """
+        self.rate_limited += 1
+        self._next_free = max(self._next_free, now + wait)
+        if self.fixed_rps:
+            return calls > 1 and self.rps is not None and calls > self.rps
+        taken = sum(n for at, n in self._recent if at >= now - 1.0)
+        if self.rps is None:
+            if calls > 1 and taken < calls:
+                return True
+            self.rps, self._decreased_at = max(FIRST_RPS_FLOOR, float(taken)), now
+        elif now - self._decreased_at >= 1.0 and self._attempted(now) >= RATE_DECREASE * self.rps:
+            # Only a 429 met while sending near the rate is about the rate; one met while
+            # sending far below it (a provider refusing at random) is waited out, no more.
+            self.rps, self._decreased_at = max(MIN_RPS, self.rps * RATE_DECREASE), now
+        return calls > 1 and calls > self.rps
+
+    def _attempted(self, now: float) -> int:
+        """Calls posted in the last second, refused ones included."""
+        return sum(n for t, n in self._booked if now - 1.0 < t <= now)
+
+    def refused(self, size: int) -> None:
+        """A batch of ``size`` calls was refused: the next ones take at most half of it."""
+        self.batches_refused += 1
+        self.batch = max(1, min(self.batch, size // 2))
 
 
 class HttpTransport:
@@ -46,6 +180,8 @@ class HttpTransport:
         give_up_after: seconds of failures of a node that answered before.
         max_connections: connections kept open to the node.
         reporter: told what a wait is for.
+        limits: the provider's request rate and batch size (shared by the run's transports
+            to this URL).
         http: httpx's transport (tests pass an ``httpx.MockTransport``).
         clock, sleep: monotonic seconds and the backoff's sleep (tests pass fakes).
     """
@@ -58,6 +194,7 @@ class HttpTransport:
         give_up_after: float = GIVE_UP_AFTER,
         max_connections: int = 8,
         reporter: Reporter | None = None,
+        limits: ProviderLimits | None = None,
         http: httpx.AsyncBaseTransport | None = None,
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
@@ -66,6 +203,7 @@ class HttpTransport:
         self._give_up_after = give_up_after
         self._reporter = reporter or NullReporter()
         self._clock, self._sleep = clock, sleep
+        self.limits = limits or ProviderLimits()
         self.answered = False
         """Whether the node has ever given a usable answer."""
         self._client = httpx.AsyncClient(
@@ -83,25 +221,43 @@ class HttpTransport:
         """Send ``payload`` and return the decoded JSON answer.
 
         Raises:
+            BatchRefusedError: the provider refused a batch of several calls as a whole
+                (HTTP 413 or 400), or rate-limits it below one batch a second.
             RpcError: the node's host does not resolve or refuses connections and it has
                 never answered, or it gave no usable answer for ``give_up_after`` seconds.
         """
         body = json.dumps(payload, separators=(",", ":")).encode()
+        calls = len(payload) if isinstance(payload, list) else 1
         started = self._clock()
         delay = 0.1
         with contextlib.ExitStack() as stack:
             waiting: Waiting | None = None
             failure: Exception | None = None
             while True:
+                if (pause := self.limits.delay(calls, self._clock())) > 0:
+                    await self._sleep(pause)
                 self.requests += 1
                 try:
                     response = await self._client.post(self.url, content=body)
                     failure = None
                     if response.status_code == 429:
+                        # An answer: the provider is there, only slower than we asked.
+                        self.answered = True
                         wait = _retry_after(response, delay)
-                        problem = "HTTP 429 Too Many Requests"
+                        if self.limits.too_many(self._clock(), wait, calls):
+                            self.limits.refused(calls)  # a batch over a second's allowance
+                            raise BatchRefusedError(f"{self.url}: HTTP 429 for {calls} calls")
+                        # The rate's next slot is after the wait; it never counts toward
+                        # giving up.
+                        started = self._clock() + wait
+                        wait, problem = 0.0, "HTTP 429 Too Many Requests"
                     elif response.status_code >= 500:
                         wait, problem = delay, f"HTTP {response.status_code}"
+                    elif response.status_code in (400, 413) and calls > 1:
+                        self.answered = True
+                        raise BatchRefusedError(
+                            f"{self.url}: HTTP {response.status_code} for a batch of {calls}"
+                        )
                     elif response.status_code != 200:
                         raise RpcError(
                             f"{self.url}: HTTP {response.status_code}: {_brief(response)}"
@@ -109,6 +265,7 @@ class HttpTransport:
                     else:
                         answer = json.loads(response.content)
                         self.answered = True
+                        self.limits.succeeded(calls, self._clock())
                         return answer
                 except (httpx.TransportError, json.JSONDecodeError, UnicodeDecodeError) as exc:
                     if not self.answered:
@@ -129,7 +286,8 @@ class HttpTransport:
                 else:
                     waiting.update(what)
                 self.retries += 1
-                await self._sleep(wait)
+                if wait > 0:
+                    await self._sleep(wait)
                 delay = min(delay * 2, 5.0)
 
     def _fail_fast(self, exc: Exception, elapsed: float) -> None:
@@ -140,6 +298,10 @@ class HttpTransport:
                 raise RpcError(
                     f"{self.url}: cannot resolve the host {host}: {cause.strerror or cause}"
                 ) from exc
+            if isinstance(cause, ssl.SSLError) and cause.reason == "WRONG_VERSION_NUMBER":
+                # A TLS hello answered in plain text: retrying cannot help.
+                plain = "http://" + self.url.split("://", 1)[-1]
+                raise RpcError(f"{self.url}: the node speaks HTTP, not HTTPS: try {plain}") from exc
             if isinstance(cause, ConnectionRefusedError) and elapsed >= FIRST_CONTACT_GRACE:
                 hint = " (start one with `curta-chain localnet`)" if is_loopback(self.url) else ""
                 raise RpcError(

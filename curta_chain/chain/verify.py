@@ -35,6 +35,8 @@ from curta_chain.program import ModelAccount, ModelState
 
 LISTED_RANGES = 10
 """Differing byte ranges a report lists by default (all are counted); None lists all."""
+DIFFERENCE_BINS = 48
+"""Equal parts of a section that ``VerifyReport.difference_bins`` counts differing bytes in."""
 
 
 @dataclass(frozen=True)
@@ -84,6 +86,8 @@ class VerifyReport:
     differing_ranges: int = 0
     """How many byte ranges differ in all (``differences`` lists the first of them)."""
     differing_bytes: int = 0
+    difference_bins: tuple[tuple[int, ...], ...] = ()
+    """Per section, the differing bytes in each of ``DIFFERENCE_BINS`` equal parts of it."""
 
     @property
     def ok(self) -> bool:
@@ -108,6 +112,7 @@ class VerifyReport:
             "differing_ranges": self.differing_ranges,
             "differing_ranges_listed": self.listed_ranges,
             "differing_bytes": self.differing_bytes,
+            "difference_bins": [list(bins) for bins in self.difference_bins],
             "program": self.program.to_json(),
             "slot": self.slot,
             "cross_checked": self.cross_checked,
@@ -218,13 +223,17 @@ async def verify(
     chain_sections = view.sections
     ranges: list[Difference] = []
     counted_ranges = counted_bytes = 0
+    bins: list[tuple[int, ...]] = []
     for i, section in enumerate(chain_sections):
+        part = (0,) * DIFFERENCE_BINS
         if section is not None and i < len(artifact.sections):
             room = None if listed_ranges is None else max(listed_ranges - len(ranges), 0)
             listed, count, size = _byte_ranges(i, section, artifact.sections[i], room)
+            part = _difference_bins(section, artifact.sections[i]) if count else part
             ranges.extend(listed)
             counted_ranges += count
             counted_bytes += size
+        bins.append(part)
     chain_hash = None
     if all(s is not None for s in chain_sections):
         complete = [s for s in chain_sections if s is not None]
@@ -265,6 +274,7 @@ async def verify(
         cross_checked=cross_check.url if cross_check is not None else None,
         differing_ranges=counted_ranges,
         differing_bytes=counted_bytes,
+        difference_bins=tuple(bins),
     )
 
 
@@ -391,6 +401,16 @@ def _byte_ranges(
         for s, e in zip(starts[:shown], ends[:shown], strict=True)
     ]
     return listed, len(starts), int(np.count_nonzero(differs))
+
+
+def _difference_bins(chain: bytes, local: bytes) -> tuple[int, ...]:
+    """How many of the common bytes differ in each of ``DIFFERENCE_BINS`` equal parts."""
+    n = min(len(chain), len(local))
+    a = np.frombuffer(chain, dtype=np.uint8, count=n)
+    b = np.frombuffer(local, dtype=np.uint8, count=n)
+    edges = np.linspace(0, max(n, 1), DIFFERENCE_BINS + 1)
+    per_bin, _ = np.histogram(np.flatnonzero(a != b), bins=edges)
+    return tuple(int(count) for count in per_bin)
 
 
 def _config_differences(

@@ -26,9 +26,13 @@ from curta_chain.cli import (
     deploy_commands,
     keygen_command,
     localnet_command,
+    read_commands,
+    run_account_commands,
     run_command,
 )
 from curta_chain.errors import CurtaError
+
+__all__ = ["build_parser", "main"]
 
 _COMMAND_MODULES = (
     artifact_commands,
@@ -36,7 +40,9 @@ _COMMAND_MODULES = (
     localnet_command,
     deploy_commands,
     chain_commands,
+    read_commands,
     run_command,
+    run_account_commands,
 )
 
 _INVALID_CHOICE = re.compile(r"argument (?P<arg>[^:]+): invalid choice: '(?P<value>[^']*)'")
@@ -61,15 +67,30 @@ class _Parser(argparse.ArgumentParser):
             what = "command" if match["arg"] == "COMMAND" else f"choice for {match['arg']}"
             listed = ", ".join(choices)
             hint = f"; did you mean {near[0]!r}?" if near else f"; expected one of {listed}"
+            longer = self._longer_options(match["arg"])
+            if longer and not near:
+                hint += f" (or did you mean {' or '.join(longer)}?)"
             return f"no {what} {match['value']!r}{hint}"
         return message
 
     def _choices_of(self, name: str) -> list[str]:
+        # argparse names an option's action by all its option strings joined with "/".
         for action in self._actions:
-            names = {action.metavar, action.dest, *action.option_strings}
-            if name in names or name in "/".join(action.option_strings):
+            if name in (action.metavar, action.dest, "/".join(action.option_strings)):
                 return [str(c) for c in action.choices or ()]
         return []
+
+    def _longer_options(self, name: str) -> list[str]:
+        """Other options whose names begin with ``name`` (``--output-file`` for ``--output``)."""
+        if not name.startswith("-"):
+            return []
+        return sorted(
+            {
+                "/".join(action.option_strings)
+                for action in self._actions
+                if any(o != name and o.startswith(name) for o in action.option_strings)
+            }
+        )
 
     def parse_known_args(  # type: ignore[override]
         self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
@@ -77,23 +98,64 @@ class _Parser(argparse.ArgumentParser):
         """Parse; a subcommand refuses what it does not know itself, naming its nearest option.
 
         argparse would hand a subcommand's leftovers up to the top-level parser, whose
-        error ("unrecognized arguments") knows nothing of the subcommand's options.
+        error ("unrecognized arguments") knows nothing of the subcommand's options; and it
+        would complain of a missing required argument before an unknown option that was
+        meant to be it (``--promt hi``). So a leaf command checks its options first.
         """
-        namespace, extras = super().parse_known_args(args, namespace)
+        if self._subcommand and self._subparsers is None and args is not None:
+            unknown = self._first_unknown_option(list(args))
+            if unknown is not None:
+                self.error(self._unrecognized([unknown]))
+        parsed, extras = super().parse_known_args(args, namespace or argparse.Namespace())
         if extras and self._subcommand:
             self.error(self._unrecognized(extras))
-        return namespace, extras
+        return parsed, extras
 
     _subcommand = False
 
+    def _first_unknown_option(self, args: list[str]) -> str | None:
+        """The first word that looks like an option and is none of this command's."""
+        words = iter(args)
+        for word in words:
+            if word == "--":
+                return None
+            if not word.startswith("-") or word == "-" or self._negative_number_matcher.match(word):
+                continue
+            name = word.split("=", 1)[0]
+            action = self._option_string_actions.get(name)
+            if action is None and not word.startswith("--"):
+                action = self._option_string_actions.get(word[:2])  # -kFILE, -ojson
+                if action is not None:
+                    continue
+            if action is None:
+                return word
+            if "=" not in word and action.nargs != 0:
+                next(words, None)  # the option's value, whatever it looks like
+        return None
+
     def _unrecognized(self, extras: list[str]) -> str:
-        options = list(self._option_string_actions)
         for extra in extras:
             if extra.startswith("-"):
-                near = difflib.get_close_matches(extra.split("=", 1)[0], options, n=1)
-                if near:
-                    return f"unrecognized option {extra!r}; did you mean {near[0]!r}?"
+                name = extra.split("=", 1)[0]
+                hint = self._nearest_option(name)
+                if hint:
+                    return f"unrecognized option {extra!r}; {hint}"
         return f"unrecognized arguments: {' '.join(extras)}"
+
+    def _nearest_option(self, name: str) -> str | None:
+        """A hint for a mistyped option: llama2.c's -z, a prefix, then the nearest spelling."""
+        options = list(self._option_string_actions)
+        if name == "-z":
+            return f"llama2.c's -z is the tokenizer: {_NO_TOKENIZER_FLAG}"
+        longer = sorted(o for o in options if o.startswith(name) and len(name) > 2)
+        if len(longer) == 1:
+            return f"did you mean {longer[0]!r}?"
+        near = difflib.get_close_matches(name, options, n=1)
+        return f"did you mean {near[0]!r}?" if near else None
+
+
+# run takes llama2.c's -i -n -t -p -s itself (run_command.py); its -z has no counterpart.
+_NO_TOKENIZER_FLAG = "the artifact holds its tokenizer (`curta-chain convert` puts it there)"
 
 
 class _SubcommandParser(_Parser):

@@ -83,6 +83,7 @@ def _run_inspect(args: argparse.Namespace) -> int:
 
 def _display(artifact: "Artifact", out: "Reporter") -> None:
     from curta_chain.artifact.layout import BLOCK_NAMES, matrix_name
+    from curta_chain.cli.pictures import artifact_bar
 
     config = artifact.config
     out.line(f"artifact       {artifact.source} ({len(artifact.data):,} bytes, CURTAW01)")
@@ -96,6 +97,8 @@ def _display(artifact: "Artifact", out: "Reporter") -> None:
     for index, section in enumerate(artifact.sections):
         out.line(f"{index:>7} {offset:>12,} {len(section):>12,}")
         offset += len(section)
+    for line in artifact_bar([len(section) for section in artifact.sections]):
+        out.line(line)
     out.line("")
     out.line(f"{'block':<28} {'offset':>10}")
     for name, block in zip(BLOCK_NAMES, artifact.blocks, strict=True):

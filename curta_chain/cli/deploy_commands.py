@@ -12,7 +12,12 @@ from curta_chain.cli.options import (
     make_reporter,
     resolve,
 )
-from curta_chain.cli.running import add_price_option, budget_for, run_with_client
+from curta_chain.cli.running import (
+    add_price_option,
+    budget_for,
+    describe_price,
+    run_with_client,
+)
 
 if TYPE_CHECKING:  # the loader and the program load when deploy runs, not for --help
     from curta_chain.chain.rpc import RpcClient
@@ -49,15 +54,13 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
 
 
 def _deploy(args: argparse.Namespace) -> int:
+    from dataclasses import replace
+
     from curta_chain.chain.context import ChainContext
-    from curta_chain.chain.deploy import (
-        RESUME_HINT,
-        check_deploy_funds,
-        default_program_keypair,
-        deploy,
-        plan_deploy,
-    )
+    from curta_chain.chain.deploy import RESUME_HINT, check_deploy_funds, deploy, plan_deploy
     from curta_chain.chain.features import select_build
+    from curta_chain.chain.fees import priced
+    from curta_chain.chain.keys import default_program_keypair
     from curta_chain.cli.confirm import confirm_spend
     from curta_chain.cli.keypairs import load_keypair
     from curta_chain.cli.solana_config import default_config_path, record_program_id
@@ -79,13 +82,23 @@ def _deploy(args: argparse.Namespace) -> int:
             client, program.pubkey(), payer, budget=budget_for(args, target.url), reporter=reporter
         )
         plan = await plan_deploy(ctx, program, build, args.final)
+        auto = ctx.budget.auto_price is not None
+        if auto:
+            # The price of writing the buffer and the program, then the cost at that price.
+            writable = [plan.buffer, plan.program_id]
+            ctx = replace(ctx, budget=await priced(client, ctx.budget, writable))
+            plan = await plan_deploy(ctx, program, build, args.final)
         for line in (choice.reason, *plan.describe()):
             reporter.line(line)
+        if (price_line := describe_price(ctx.budget, auto)) is not None:
+            reporter.line(price_line)
+        if plan.transactions:
+            # Dry runs too: a plan the payer cannot pay is refused with its shortfall.
+            await check_deploy_funds(ctx, plan)
         if args.dry_run:
             emit(args, {"dry_run": True, "plan": plan.to_json()})
             return 0
         if plan.transactions:
-            await check_deploy_funds(ctx, plan)
             what = f"deploying {plan.program_id}"
             confirm_spend(args, client.url, genesis_hash, plan.cost_lamports, what)
         result = await deploy(ctx, program, plan)

@@ -23,13 +23,20 @@ def load_keypair(path: Path) -> "Keypair":
             half does not match its secret half.
     """
     try:
-        text = path.read_text(encoding="utf-8")
+        data = path.read_bytes()
     except FileNotFoundError as exc:
         raise KeypairError(
             f"{path}: no such keypair file; make one with `curta-chain keygen new -o {path}`"
         ) from exc
-    except (OSError, UnicodeDecodeError) as exc:
+    except OSError as exc:
         raise KeypairError(f"{path}: cannot read the keypair: {exc}") from exc
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise KeypairError(
+            f"{path}: not a keypair: expected a JSON array of 64 bytes, found binary data "
+            f"(byte {exc.start:,} is {data[exc.start]:#04x})"
+        ) from exc
     return keypair_from_json(text, str(path))
 
 

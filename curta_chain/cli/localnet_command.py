@@ -2,11 +2,25 @@
 
 import argparse
 import json
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from curta_chain.cli.console import ConsoleReporter
 from curta_chain.cli.options import add_output_option, is_json
-from curta_chain.constants import LOCALNET_PORT
-from curta_chain.reporting import ConsoleReporter, NullReporter
+from curta_chain.constants import (
+    ACCOUNT_CU_LIMIT,
+    ACCOUNT_WRITE_LIMIT,
+    BLOCK_CU_LIMIT,
+    LOCALNET_PORT,
+    SLOT_SECONDS,
+)
+from curta_chain.errors import InputError
+from curta_chain.reporting import NullReporter
+
+if TYPE_CHECKING:
+    from curta_chain.localnet.busy import BusyOptions
 
 
 def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -34,8 +48,100 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
         action="store_true",
         help="run solana-test-validator with the same program instead, if it is installed",
     )
+    busy = parser.add_argument_group(
+        "busy cluster",
+        "behave like a busy cluster (all off by default; docs/localnet.md describes each)",
+    )
+    busy.add_argument(
+        "--profile",
+        choices=["busy"],
+        help="busy: blocks, the leader's order and limits, 10%% loss, background load filling "
+        "half of each block, 50 requests a second, batches of at most 100",
+    )
+    busy.add_argument(
+        "--blocks",
+        action="store_true",
+        default=None,
+        help="run transactions in the block of the next slot, by compute-unit price",
+    )
+    busy.add_argument(
+        "--slot-ms", type=_positive(float), help="milliseconds a slot lasts (default 400)"
+    )
+    busy.add_argument(
+        "--seed", type=_at_least(0), help="seed of the loss, the shuffle and the load (default 0)"
+    )
+    busy.add_argument(
+        "--drop-rate",
+        type=_fraction,
+        help="share of accepted transactions that never reach the leader (default 0)",
+    )
+    busy.add_argument(
+        "--block-cu-limit",
+        type=_at_least(1),
+        help=f"compute units per block (default {BLOCK_CU_LIMIT:,}; needs --blocks)",
+    )
+    busy.add_argument(
+        "--account-cu-limit",
+        type=_at_least(1),
+        help="compute units per writable account per block "
+        f"(default {ACCOUNT_CU_LIMIT:,}; needs --blocks)",
+    )
+    busy.add_argument(
+        "--account-write-limit",
+        type=_at_least(1),
+        help="transactions writing one account per block "
+        f"(default {ACCOUNT_WRITE_LIMIT}; needs --blocks)",
+    )
+    busy.add_argument(
+        "--background-load",
+        type=_at_least(0),
+        metavar="CU",
+        help="compute units of other users' transactions per block (default 0; needs --blocks)",
+    )
+    busy.add_argument(
+        "--rps",
+        type=_at_least(1),
+        help="JSON-RPC calls a second before HTTP 429 (default: no limit)",
+    )
+    busy.add_argument(
+        "--max-batch",
+        type=_at_least(1),
+        help="longest JSON-RPC batch served (default: no limit)",
+    )
     add_output_option(parser)
     parser.set_defaults(run=_run)
+
+
+_BUSY_FIELDS = (
+    "blocks",
+    "seed",
+    "drop_rate",
+    "block_cu_limit",
+    "account_cu_limit",
+    "account_write_limit",
+    "background_load",
+    "rps",
+    "max_batch",
+)
+_NEEDS_BLOCKS = ("block_cu_limit", "account_cu_limit", "account_write_limit", "background_load")
+
+
+def busy_options(args: argparse.Namespace) -> "BusyOptions":
+    """Return the busy-cluster settings the flags ask for (the profile, then each flag).
+
+    Raises:
+        InputError: a flag that needs ``--blocks`` without it.
+    """
+    from curta_chain.localnet.busy import NOT_BUSY, BusyOptions
+
+    options = BusyOptions.busy() if args.profile == "busy" else NOT_BUSY
+    given = {name: getattr(args, name) for name in _BUSY_FIELDS if getattr(args, name) is not None}
+    options = replace(options, **given)
+    if not options.blocks:
+        for name in _NEEDS_BLOCKS:
+            if name in given:
+                raise InputError(f"--{name.replace('_', '-')} needs --blocks (or --profile busy)")
+    return options
 
 
 class _JsonLines(NullReporter):
@@ -44,6 +150,42 @@ class _JsonLines(NullReporter):
     def line(self, text: str) -> None:
         """Print ``{"message": text}``."""
         print(json.dumps({"message": text}), flush=True)
+
+
+def _at_least(low: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text.replace("_", "").replace(",", ""))
+        except ValueError:
+            value = low - 1
+        if value < low:
+            raise argparse.ArgumentTypeError(f"{text}: expected a whole number of at least {low}")
+        return value
+
+    return parse
+
+
+def _positive(kind: Callable[[str], float]) -> Callable[[str], float]:
+    def parse(text: str) -> float:
+        try:
+            value = kind(text)
+        except ValueError:
+            value = 0
+        if not value > 0:
+            raise argparse.ArgumentTypeError(f"{text}: expected a number above 0")
+        return value
+
+    return parse
+
+
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"{text}: expected a fraction from 0 to 1")
+    return value
 
 
 def _port(text: str) -> int:
@@ -60,10 +202,24 @@ def _port(text: str) -> int:
 def _run(args: argparse.Namespace) -> int:
     # Imported here so other commands do not pay for LiteSVM and aiohttp at start-up.
     from curta_chain.localnet import serve
+    from curta_chain.localnet.busy import NOT_BUSY, describe
     from curta_chain.localnet.validator import run_validator
 
+    busy = busy_options(args)
+    slot_duration = args.slot_ms / 1000 if args.slot_ms is not None else SLOT_SECONDS
     if args.validator:
+        if busy != NOT_BUSY or args.slot_ms is not None:
+            raise InputError("the busy-cluster flags work with the embedded localnet only")
         return run_validator(args.port, args.ledger or Path("test-ledger"), args.reset)
     reporter = _JsonLines() if is_json(args) else ConsoleReporter()
-    serve(port=args.port, ledger=args.ledger, reset=args.reset, reporter=reporter)
+    if busy != NOT_BUSY:
+        reporter.line(f"Busy cluster: {describe(busy)}")
+    serve(
+        port=args.port,
+        ledger=args.ledger,
+        reset=args.reset,
+        reporter=reporter,
+        slot_duration=slot_duration,
+        busy=busy,
+    )
     return 0

@@ -6,7 +6,8 @@
   notes and result lines, each where the output mode wants them).
 - ``add_cluster_options(parser, keypair=..., fee_payer=..., program=...)`` and
   ``resolve(args)``: ``-u``, ``-k``, ``--fee-payer``, ``--commitment``, ``--program-id``,
-  ``--program-hash``, ``-C``, ``--rpc-timeout`` and ``--output``, resolved against the
+  ``--program-hash``, ``-C``, ``--rpc-timeout``, ``--rpc-rps``, ``--rpc-batch`` and
+  ``--output``, resolved against the
   Solana CLI config into a ``Cluster`` (which resolves signers, see ``signers.py``);
   ``add_yes_option`` for commands that spend.
 - ``running.py`` runs a command's body against the cluster (``run_on_cluster``).
@@ -23,19 +24,24 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from curta_chain.cli import solana_config
+from curta_chain.cli.console import ConsoleReporter
 from curta_chain.cli.signers import Signers
 from curta_chain.constants import COMMITMENTS, GIVE_UP_AFTER
 from curta_chain.errors import ConfigError
-from curta_chain.reporting import ConsoleReporter, Reporter
+from curta_chain.reporting import Reporter
 
 if TYPE_CHECKING:
     from solders.keypair import Keypair
     from solders.pubkey import Pubkey
 
+    from curta_chain.artifact import Artifact
     from curta_chain.chain.rpc import RpcClient
     from curta_chain.chain.session import Connection
+    from curta_chain.chain.transport import ProviderLimits
 
 OUTPUT_FORMATS = ("display", "json", "json-compact")
+MAX_RPC_BATCH = 10_000
+"""The most calls ``--rpc-batch`` puts in one request."""
 
 _URL_HELP = (
     "URL for Solana's JSON RPC or moniker (or their first letter): "
@@ -70,7 +76,7 @@ def emit(args: argparse.Namespace, value: object) -> bool:
     return True
 
 
-def make_reporter(args: argparse.Namespace, lines_to_stderr: bool = False) -> Reporter:
+def make_reporter(args: argparse.Namespace, lines_to_stderr: bool = False) -> ConsoleReporter:
     """The reporter for this command's output mode.
 
     Display: result lines on stdout, progress and waits on stderr (a live line on a
@@ -119,6 +125,20 @@ def add_cluster_options(
         metavar="SECONDS",
         help="give up on a node that answered before and stopped, after this long "
         f"(default {GIVE_UP_AFTER:.0f}); one that never answers fails at once",
+    )
+    parser.add_argument(
+        "--rpc-rps",
+        type=float,
+        metavar="N",
+        help="send at most N calls a second to the node, each call of a batch counted "
+        "(default: as fast as it answers, learning its rate from HTTP 429s)",
+    )
+    parser.add_argument(
+        "--rpc-batch",
+        type=int,
+        metavar="N",
+        help="put at most N calls in one JSON-RPC batch (default 128, halved each time the "
+        "node refuses a batch)",
     )
     add_output_option(parser)
 
@@ -190,14 +210,22 @@ class Cluster:
     """``--program-id`` as given (None: from the config or the localnet)."""
     program_hashes: tuple[str, ...] = ()
     config: solana_config.CliConfig = field(default_factory=solana_config.CliConfig)
+    rpc_rps: float | None = None
+    """``--rpc-rps``: calls a second, set outright (None: learnt from the node's 429s)."""
+    rpc_batch: int | None = None
+    """``--rpc-batch``: calls per batch, set outright (None: learnt from refused batches)."""
+    limits: "dict[str, ProviderLimits]" = field(default_factory=dict, compare=False)
+    """Each URL's limits as learnt so far: every client of this command's run shares them."""
 
     def client(self, url: str | None = None, min_context_slot: int | None = None) -> "RpcClient":
         """A fresh RPC client for this cluster (create it inside the running event loop)."""
         from curta_chain.chain.rpc import RpcClient
-        from curta_chain.chain.transport import HttpTransport
+        from curta_chain.chain.transport import HttpTransport, ProviderLimits
 
+        url = url or self.url
+        limits = self.limits.setdefault(url, ProviderLimits.fixed(self.rpc_rps, self.rpc_batch))
         transport = HttpTransport(
-            url or self.url, give_up_after=self.rpc_timeout, reporter=self.reporter
+            url, give_up_after=self.rpc_timeout, reporter=self.reporter, limits=limits
         )
         return RpcClient(transport, self.commitment, min_context_slot)
 
@@ -211,7 +239,26 @@ class Cluster:
             )
 
         with self.reporter.waiting(f"{self.url} to show the curta program"):
-            return await connect(client, program_id, self.program_hashes)
+            connection = await connect(client, program_id, self.program_hashes)
+        if connection.note:
+            self.reporter.note(connection.note)
+        return connection
+
+    async def follow_owner(self, connection: "Connection", address: "Pubkey") -> "Connection":
+        """For a read: the connection to the program that owns ``address`` (``session``).
+
+        With ``--program-id`` the named program is used, whoever owns the account.
+        """
+        from curta_chain.chain.session import follow_owner
+
+        if self.program_id is not None:
+            return connection
+        followed = await follow_owner(connection, address, self.program_hashes)
+        if followed is None:
+            return connection
+        if followed.note:
+            self.reporter.note(followed.note)
+        return followed
 
     def keypair(self) -> "Keypair":
         """The ``-k`` signer (the default keypair when none was named)."""
@@ -243,7 +290,40 @@ def resolve(args: argparse.Namespace, reporter: Reporter | None = None) -> Clust
         program_id=program_id,
         program_hashes=parse_program_hashes(getattr(args, "program_hash", [])),
         config=config,
+        rpc_rps=_optional_positive(getattr(args, "rpc_rps", None), "--rpc-rps", "calls a second"),
+        rpc_batch=_batch(getattr(args, "rpc_batch", None)),
     )
+
+
+MODEL_HELP = "the model account's address (publish prints it)"
+ARTIFACT_HELP = "the CURTAW01 artifact file"
+
+
+def add_model_and_artifact(parser: argparse.ArgumentParser, artifact_help: str) -> None:
+    """Add ``MODEL`` and an optional ``ARTIFACT`` (seal, status)."""
+    parser.add_argument("model", metavar="MODEL", help=MODEL_HELP)
+    parser.add_argument("artifact", type=Path, nargs="?", metavar="ARTIFACT", help=artifact_help)
+
+
+def read_artifact_file(path: Path) -> "Artifact":
+    """Read and check the artifact at ``path`` (the artifact code loads only here)."""
+    from curta_chain.artifact import read_artifact
+
+    return read_artifact(path)
+
+
+def next_command(args: argparse.Namespace, *words: object) -> str:
+    """A command line to run next, repeating the cluster options the user gave."""
+    line = ["curta-chain", *(str(w) for w in words)]
+    for option, value in (("-u", args.url), ("-C", args.config)):
+        if value is not None:
+            line += [option, str(value)]
+    keypair = getattr(args, "keypair", None)
+    if keypair is not None and words[0] in ("seal", "publish", "close"):
+        line += ["-k", keypair]
+    if getattr(args, "program_id", None) is not None:
+        line += ["--program-id", args.program_id]
+    return " ".join(line)
 
 
 class Interrupted(KeyboardInterrupt):
@@ -257,6 +337,18 @@ class Interrupted(KeyboardInterrupt):
 def _positive(value: float, what: str) -> float:
     if not value > 0:
         raise ConfigError(f"{what} {value}: expected a positive number of seconds")
+    return value
+
+
+def _optional_positive(value: float | None, what: str, unit: str) -> float | None:
+    if value is not None and not 0 < value < float("inf"):
+        raise ConfigError(f"{what} {value}: expected a positive number of {unit}")
+    return value
+
+
+def _batch(value: int | None) -> int | None:
+    if value is not None and not 1 <= value <= MAX_RPC_BATCH:
+        raise ConfigError(f"--rpc-batch {value}: expected a count of calls 1 to {MAX_RPC_BATCH}")
     return value
 
 

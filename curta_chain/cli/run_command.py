@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from curta_chain.cli.console import ConsoleReporter
 from curta_chain.cli.options import (
     Cluster,
     add_cluster_options,
@@ -24,6 +25,7 @@ from curta_chain.cli.options import (
 )
 from curta_chain.cli.running import add_price_option, budget_for, run_on_cluster
 from curta_chain.constants import DEFAULT_STEPS
+from curta_chain.reporting import counted, sol
 
 if TYPE_CHECKING:
     from curta_chain.artifact import Artifact
@@ -122,6 +124,7 @@ def _load(args: argparse.Namespace) -> "Artifact":
     loaded: list[Artifact] = []
 
     async def main(target: Cluster, chain: "Connection") -> int:
+        chain = await target.follow_owner(chain, address)
         with reporter.waiting(f"model {address} to be read"):
             loaded.append(
                 await fetch_artifact(chain.client, chain.program_id, address, args.allow_unsealed)
@@ -143,11 +146,9 @@ def _run(args: argparse.Namespace) -> int:
     model, tokenizer = IntModel.from_artifact(artifact), Tokenizer.from_artifact(artifact)
     plan = plan_run(model, tokenizer, args.prompt, args.steps)
     text_mode = not is_json(args)
-    stream = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    show = _TextShown(make_reporter(args, lines_to_stderr=True), text_mode)
     prompt_bytes = tokenizer.decode(plan.prompt_ids[1:])
-    if text_mode:
-        sys.stdout.write(stream.decode(prompt_bytes))
-        sys.stdout.flush()
+    show(prompt_bytes)
     generated: list[int] = []
     pieces: list[bytes] = []
     start = time.perf_counter()
@@ -160,15 +161,13 @@ def _run(args: argparse.Namespace) -> int:
         piece = tokenizer.piece(previous, token)
         previous = token
         pieces.append(piece)
-        if text_mode and piece:
-            sys.stdout.write(stream.decode(piece))
-            sys.stdout.flush()
+        show(piece)
     end = time.perf_counter()
     rate = (len(generated) - 1) / (end - first) if len(generated) > 1 and end > first else None
     stop = "token" if generated and generated[-1] in STOP_TOKENS else "steps"
     generated_bytes = b"".join(pieces)
     if text_mode:
-        sys.stdout.write(stream.decode(b"", final=True) + "\n")
+        show.end()
         speed = f"{rate:.1f} tokens/s" if rate is not None else "one token"
         seed = "greedy" if settings.greedy else f"seed {settings.seed}"
         print(
@@ -204,27 +203,23 @@ def _run_on_chain(args: argparse.Namespace, settings: "SamplingSettings") -> int
         raise ConfigError(
             f"--on-chain runs a model on chain: {args.source!r} is not an address"
         ) from exc
-    text_mode = not is_json(args)
-    stream = codecs.getincrementaldecoder("utf-8")(errors="replace")
     # The text is stdout; what the run does is said on stderr.
     reporter = make_reporter(args, lines_to_stderr=True)
+    show = _TextShown(reporter, not is_json(args))
     target = resolve(args, reporter)
     runs: list[OnChainRun] = []
-
-    def show(piece: bytes) -> None:
-        if text_mode and piece:
-            sys.stdout.write(stream.decode(piece))
-            sys.stdout.flush()
 
     async def main(target: Cluster, chain: "Connection") -> int:
         from curta_chain.chain.context import ChainContext
         from curta_chain.cli.confirm import confirm_spend
 
         def confirm(rent: int, size: int) -> None:
+            back = "at the end (--close-run)" if args.close_run else "when the run is closed"
             what = (
-                f"a run account of {size:,} bytes on {address} (its rent comes back when the "
-                "run is closed: --close-run), plus a fee for each step"
+                f"a run account of {size:,} bytes on {address} (its rent comes back {back}), "
+                "plus a fee for each step"
             )
+            reporter.line(f"opening {what}: rent {sol(rent)}")
             confirm_spend(args, chain.client.url, chain.genesis_hash, rent, what)
 
         ctx = ChainContext(
@@ -252,7 +247,7 @@ def _run_on_chain(args: argparse.Namespace, settings: "SamplingSettings") -> int
     result = runs[0]
     if emit(args, {**result.to_json(), "sampling": settings.to_json()}):
         return 0
-    sys.stdout.write(stream.decode(b"", final=True) + "\n")
+    show.end()
     per_token = result.steps_per_token
     units = result.units_per_token
     print(
@@ -265,7 +260,32 @@ def _run_on_chain(args: argparse.Namespace, settings: "SamplingSettings") -> int
             if per_token is not None and units is not None
             else ""
         )
-        + f"; seed {settings.seed}",
+        + ("; greedy" if settings.greedy else f"; seed {settings.seed}"),
+        file=sys.stderr,
+    )
+    # Each step's run account was compared with the integer core's mirror as it landed.
+    print(
+        f"the chain's {counted(len(result.generated), 'token')} equal the off-chain integer "
+        "core's: the mirror checked every step",
         file=sys.stderr,
     )
     return 0
+
+
+class _TextShown:
+    """The generated text on stdout: UTF-8 decoded as it streams, through the reporter."""
+
+    def __init__(self, reporter: ConsoleReporter, shown: bool):
+        self._reporter = reporter
+        self._shown = shown
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+
+    def __call__(self, piece: bytes) -> None:
+        if self._shown and piece:
+            self._reporter.text(self._decoder.decode(piece))
+
+    def end(self) -> None:
+        """Write what the decoder holds and end the text's line."""
+        if self._shown:
+            self._reporter.text(self._decoder.decode(b"", final=True))
+            self._reporter.end_text()

@@ -29,26 +29,71 @@ U64_MAX = 2**64 - 1
 """Lamports and micro-lamport prices travel as u64."""
 
 
+AUTO_PERCENTILE = 75
+"""``--with-compute-unit-price auto`` pays the 75th percentile of recent prices."""
+
+
 def add_price_option(parser: argparse.ArgumentParser) -> None:
-    """Add ``--with-compute-unit-price``."""
+    """Add ``--with-compute-unit-price`` and ``--max-compute-unit-price``."""
     parser.add_argument(
         "--with-compute-unit-price",
+        metavar="auto|MICROLAMPORTS",
+        help="priority fee per compute unit (adds a tight compute-unit limit too); auto: "
+        f"the {AUTO_PERCENTILE}th percentile of what recent blocks paid to write the "
+        "command's accounts (getRecentPrioritizationFees), shown in the plan's cost",
+    )
+    parser.add_argument(
+        "--max-compute-unit-price",
         type=int,
         metavar="MICROLAMPORTS",
-        help="priority fee per compute unit (adds a tight compute-unit limit too)",
+        help="the most --with-compute-unit-price auto pays per compute unit (default: no cap)",
     )
 
 
 def budget_for(args: argparse.Namespace, url: str) -> "specs.Budget":
-    """Compute-budget instructions off loopback; the price ``--with-compute-unit-price``."""
+    """Compute-budget instructions off loopback; the price ``--with-compute-unit-price``.
+
+    Raises:
+        ConfigError: a price that is neither ``auto`` nor a u64, or a cap without ``auto``.
+    """
     from curta_chain.chain import specs
     from curta_chain.chain.cluster import is_loopback
     from curta_chain.errors import ConfigError
 
-    price = args.with_compute_unit_price
-    if price is not None and not 0 <= price <= U64_MAX:
-        raise ConfigError(f"--with-compute-unit-price {price}: expected a count 0 to {U64_MAX}")
-    return specs.Budget(limit_compute=not is_loopback(url), compute_unit_price=price)
+    text = args.with_compute_unit_price
+    cap = getattr(args, "max_compute_unit_price", None)
+    if cap is not None and not 0 <= cap <= U64_MAX:
+        raise ConfigError(f"--max-compute-unit-price {cap}: expected a count 0 to {U64_MAX}")
+    limit = not is_loopback(url)
+    if text == "auto":
+        return specs.Budget(limit_compute=limit, auto_price=specs.AutoPrice(AUTO_PERCENTILE, cap))
+    if cap is not None:
+        raise ConfigError("--max-compute-unit-price caps --with-compute-unit-price auto only")
+    price = None if text is None else _price(str(text))
+    return specs.Budget(limit_compute=limit, compute_unit_price=price)
+
+
+def describe_price(budget: "specs.Budget", auto: bool) -> str | None:
+    """The plan's line for a priced budget ("compute-unit price 1,200 micro-lamports ...")."""
+    price = budget.compute_unit_price
+    if price is None:
+        return None
+    how = f" (auto: the {AUTO_PERCENTILE}th percentile of recent blocks')" if auto else ""
+    return f"  compute-unit price {price:,} micro-lamports{how}, in the fees above"
+
+
+def _price(text: str) -> int:
+    from curta_chain.errors import ConfigError
+
+    try:
+        price = int(text)
+    except ValueError:
+        price = -1
+    if not 0 <= price <= U64_MAX:
+        raise ConfigError(
+            f"--with-compute-unit-price {text}: expected a count 0 to {U64_MAX}, or auto"
+        )
+    return price
 
 
 def run_on_cluster(

@@ -5,7 +5,7 @@ same integers. A typical run::
 
     artifact = read_artifact("stories260K.curta")
     model, tokenizer = IntModel.from_artifact(artifact), Tokenizer.from_artifact(artifact)
-    plan = plan_run(model, tokenizer, "Once upon a time", steps=64)
+    plan = plan_run(model, tokenizer, "Once upon a time", max_tokens=64)
     for token in generate(model, plan, SamplingSettings(temperature=0)):
         ...
 

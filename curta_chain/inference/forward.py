@@ -144,8 +144,8 @@ def attention(
     kv_heads, group = config.n_kv_heads, config.n_heads // config.n_kv_heads
     length = keys.shape[0]
     # Query head h reads key/value head h // group: stack each group's queries together.
-    queries = q.reshape(count, kv_heads, group, head).transpose(1, 2, 0, 3)
-    queries = queries.reshape(kv_heads, group * count, head)
+    grouped = q.reshape(count, kv_heads, group, head).transpose(1, 2, 0, 3)
+    queries = grouped.reshape(kv_heads, group * count, head)
     k = keys.reshape(length, kv_heads, head).transpose(1, 2, 0)
     v = values.reshape(length, kv_heads, head).transpose(1, 0, 2)
     dots = queries @ k  # |q·k| <= 64 × 2^54 = 2^60

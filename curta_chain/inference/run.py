@@ -13,23 +13,23 @@ from curta_chain.inference.tokenizer import STOP_TOKENS, Tokenizer
 
 @dataclass(frozen=True)
 class RunPlan:
-    """A prompt's token ids and how many tokens to generate after them."""
+    """A prompt's token ids and the most tokens to generate after them."""
 
     prompt_ids: tuple[int, ...]
-    steps: int
+    max_tokens: int
 
 
-def plan_run(model: IntModel, tokenizer: Tokenizer, prompt: str, steps: int | None) -> RunPlan:
-    """Encode ``prompt`` and check that it and ``steps`` new tokens fit the context.
+def plan_run(model: IntModel, tokenizer: Tokenizer, prompt: str, max_tokens: int | None) -> RunPlan:
+    """Encode ``prompt`` and check that it and ``max_tokens`` new tokens fit the context.
 
     The prompt's tokens (the opening token included) and the new tokens must together
     fit the model's context. An empty prompt is the opening token alone, as llama2.c's
-    ``run.c`` runs with no ``-i``. With ``steps`` None, generate ``DEFAULT_STEPS`` or as many
-    as fit.
+    ``run.c`` runs with no ``-i``. With ``max_tokens`` None, generate ``DEFAULT_STEPS`` or
+    as many as fit.
 
     Raises:
         PromptError: a non-UTF-8 prompt, a prompt longer than the context, a
-            step count below 1, or more steps than the context has room for.
+            token count below 1, or more tokens than the context has room for.
     """
     ids = tokenizer.encode(prompt)
     context = model.config.seq_len
@@ -38,21 +38,21 @@ def plan_run(model: IntModel, tokenizer: Tokenizer, prompt: str, steps: int | No
         raise PromptError(
             f"the prompt is {len(ids)} tokens, longer than the model's context of {context}"
         )
-    if steps is None:
-        steps = min(DEFAULT_STEPS, room)
-        if steps == 0:
+    if max_tokens is None:
+        max_tokens = min(DEFAULT_STEPS, room)
+        if max_tokens == 0:
             raise PromptError(
                 f"the prompt's {len(ids)} tokens fill the model's context of {context}: "
                 "no room to generate"
             )
-    if steps < 1:
-        raise PromptError(f"--steps {steps}: expected at least 1")
-    if steps > room:
+    if max_tokens < 1:
+        raise PromptError(f"--steps {max_tokens}: expected at least 1")
+    if max_tokens > room:
         raise PromptError(
-            f"--steps {steps}: the prompt's {len(ids)} tokens and {steps} new ones are "
-            f"past the model's context of {context} (at most {room} new tokens)"
+            f"--steps {max_tokens}: the prompt's {len(ids)} tokens and {max_tokens} new ones "
+            f"are past the model's context of {context} (at most {room} new tokens)"
         )
-    return RunPlan(tuple(ids), steps)
+    return RunPlan(tuple(ids), max_tokens)
 
 
 def generate(model: IntModel, plan: RunPlan, settings: SamplingSettings) -> Iterator[int]:
@@ -64,9 +64,9 @@ def generate(model: IntModel, plan: RunPlan, settings: SamplingSettings) -> Iter
     cache = KVCache.empty(model)
     rng = Xorshift64Star(settings.seed)
     logits = forward(model, cache, plan.prompt_ids)
-    for step in range(plan.steps):
+    for step in range(plan.max_tokens):
         token = sample(logits[-1], settings, model.exp, rng)
         yield token
-        if token in STOP_TOKENS or step == plan.steps - 1:
+        if token in STOP_TOKENS or step == plan.max_tokens - 1:
             return
         logits = forward(model, cache, [token])

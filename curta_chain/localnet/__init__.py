@@ -16,10 +16,13 @@ Modules, from the chain outwards:
 ``serve`` runs it on a port until Ctrl-C; ``start_in_thread`` runs it in the background
 for tests and returns a ``LocalnetHandle`` with ``url``, ``ws_url`` and ``stop()``.
 JSON-RPC is served on the port, the PubSub websocket on the port + 1, as a validator
-does. ``curta-chain localnet`` is the command-line front of ``serve``.
+does. ``curta-chain localnet`` is the command-line front of ``serve``. ``busy`` is the
+busy-cluster mode (``BusyOptions``: blocks, the leader's order, limits, loss, providers),
+off by default; docs/localnet.md describes it.
 """
 
-from curta_chain.localnet.chain import Landed, Localnet, Refused
+from curta_chain.localnet.busy import BusyOptions
+from curta_chain.localnet.chain import Landed, Localnet, Queued, Refused
 from curta_chain.localnet.clock import ManualClock
 from curta_chain.localnet.lifecycle import (
     LocalnetHandle,
@@ -29,11 +32,13 @@ from curta_chain.localnet.lifecycle import (
 )
 
 __all__ = [
+    "BusyOptions",
     "Landed",
     "Localnet",
     "LocalnetHandle",
     "LocalnetOptions",
     "ManualClock",
+    "Queued",
     "Refused",
     "serve",
     "start_in_thread",

@@ -17,6 +17,7 @@ failure can be told apart from a runtime one, and so replay can skip them.
 """
 
 import hashlib
+import random
 import struct
 import time
 from collections.abc import Callable, Iterable
@@ -49,9 +50,15 @@ from curta_chain.constants import (
 )
 from curta_chain.errors import LocalnetError
 from curta_chain.localnet.bank_history import AccountState, BankHistory
+from curta_chain.localnet.busy import NOT_BUSY, BusyOptions, Leader, Pending, scheduling_cost
 from curta_chain.localnet.clock import SLOT_SECONDS, SLOTS_PER_EPOCH, SlotClock
 from curta_chain.localnet.codec import transaction_error_json
-from curta_chain.localnet.fees import priority_fee, transaction_fee
+from curta_chain.localnet.fees import (
+    compute_budget,
+    priority_fee,
+    priority_lamports,
+    transaction_fee,
+)
 from curta_chain.localnet.ledger import RECORD_TRANSACTION, Ledger
 from curta_chain.localnet.load_limit import loads_too_much, refused_before_running
 from curta_chain.localnet.owner_index import OwnerIndex
@@ -149,7 +156,14 @@ class Refused:
     seq: int = 0
 
 
-SendOutcome = Landed | Refused
+@dataclass(frozen=True)
+class Queued:
+    """A transaction accepted for a later block (or lost on its way to the leader)."""
+
+    signature: str
+
+
+SendOutcome = Landed | Refused | Queued
 
 
 @dataclass(frozen=True)
@@ -196,6 +210,7 @@ class Localnet:
         snapshot_bytes: log bytes after which ``snapshot_due`` turns true.
         now: the time source slots are counted from (``time.time``; tests pass a
             ``ManualClock``).
+        busy: the busy-cluster behaviours (``busy``; none by default).
 
     Raises:
         LocalnetError: the ledger cannot be opened or replayed, or the program not loaded.
@@ -209,6 +224,7 @@ class Localnet:
         program_binary: Path | None = None,
         snapshot_bytes: int = DEFAULT_SNAPSHOT_BYTES,
         now: Callable[[], float] = time.time,
+        busy: BusyOptions = NOT_BUSY,
     ):
         binary = program_binary if program_binary is not None else find_program_binary()
         program = binary.read_bytes() if binary is not None else None
@@ -218,6 +234,10 @@ class Localnet:
         self.identity = Keypair.from_seed(hashlib.sha256(IDENTITY_SEED).digest()).pubkey()
         self.vote_account = Keypair.from_seed(hashlib.sha256(VOTE_SEED).digest()).pubkey()
         self.snapshot_bytes = snapshot_bytes
+        self.busy = busy
+        self.leader = Leader(busy) if busy.blocks else None
+        """The block scheduler in block mode (None: transactions run inside the send)."""
+        self._drops = random.Random(busy.seed) if busy.drop_rate else None
         self.ledger: Ledger | None = None
         self.svm = self._new_svm(program)
         self.svm.set_account(
@@ -292,9 +312,29 @@ class Localnet:
         """Bring LiteSVM's clock and the commitment views to the current slot; return it."""
         slot = self.clock.current_slot()
         if slot != self._clock_slot:
+            if self.leader is not None and self.leader.queue:
+                self._produce(slot)
             self.set_slot(slot)
             self.banks.advance(slot)
         return slot
+
+    def _produce(self, upto: int) -> None:
+        """Produce the blocks of the slots after the last one up to ``upto`` (block mode).
+
+        The block of slot ``n`` holds what the leader picked from its queue when ``n``
+        began, run in its order at slot ``n``: visible at processed from then on.
+        """
+        assert self.leader is not None
+        for slot in range(self._clock_slot + 1, upto + 1):
+            if not self.leader.queue:
+                return
+            self.set_slot(slot)
+            self.banks.advance(slot)
+            landed = []
+            for pending in self.leader.plan(slot, self.clock.valid_at):
+                if self._run_in_block(pending, slot) is not None:
+                    landed.append(pending)
+            self.leader.record(slot, landed)
 
     def set_slot(self, slot: int) -> None:
         """Set LiteSVM's Clock and SlotHashes sysvars for ``slot``."""
@@ -458,14 +498,20 @@ class Localnet:
 
         With ``preflight``, a transaction that would fail is ``Refused`` and changes
         nothing. Without it, one that fails at execution lands with its error and pays its
-        fee; one that could never land (bad signature, unknown blockhash) is refused.
+        fee; one that could never land (bad signature, unknown blockhash) is refused. In
+        the busy mode (``busy``), one accepted is ``Queued``: lost at the drop rate, else
+        left to the leader's next blocks (or, without blocks, run at once).
         """
+        if not self.busy.changes_sending:
+            return self._send_now(raw, tx, preflight)
+        return self._accept(raw, tx, preflight)
+
+    def _send_now(self, raw: bytes, tx: VersionedTransaction, preflight: bool) -> SendOutcome:
         slot = self.tick()
         signature = str(tx.signatures[0])
         message = tx.message  # solders copies the message on each access: once is enough
         accounts = self._accounts_of(message)
-        payer = accounts.keys[0]
-        payer_before = self.svm.get_account(payer)
+        payer_before = self.svm.get_account(accounts.keys[0])
         priority = priority_fee(message)
         fee = transaction_fee(message, priority)
         refusal = self._refusal_before_execution(
@@ -473,6 +519,23 @@ class Localnet:
         )
         if refusal is not None:
             return refusal
+        return self._run(raw, tx, message, accounts, payer_before, priority, slot, preflight)
+
+    def _run(
+        self,
+        raw: bytes,
+        tx: VersionedTransaction,
+        message: Message | MessageV0,
+        accounts: TransactionAccounts,
+        payer_before: Account | None,
+        priority: int,
+        slot: int,
+        preflight: bool,
+    ) -> Landed | Refused:
+        """Execute a transaction that passed the checks before execution, in ``slot``."""
+        signature = str(tx.signatures[0])
+        payer = accounts.keys[0]
+        fee = transaction_fee(message, priority)
         self.banks.will_write(slot, accounts.writable)
         pre = [self.svm.get_balance(key) or 0 for key in accounts.keys]
         pre_tokens = token_balances(accounts.keys, self.get_account)
@@ -494,6 +557,95 @@ class Localnet:
         return self._land(
             signature, raw, message, fee, slot, meta, err, accounts, pre, pre_tokens, seq
         )
+
+    def _accept(
+        self, raw: bytes, tx: VersionedTransaction, preflight: bool, faucet: bool = False
+    ) -> SendOutcome:
+        """Send in the busy mode: check, preflight at once, then drop or queue."""
+        slot = self.tick()
+        signature = str(tx.signatures[0])
+        message = tx.message
+        accounts = self._accounts_of(message)
+        payer_before = self.svm.get_account(accounts.keys[0])
+        units, price = compute_budget(message)
+        priority = priority_lamports(units, price)
+        fee = transaction_fee(message, priority)
+        refusal = self._refusal_before_execution(
+            tx, message, signature, accounts, payer_before, fee
+        )
+        if refusal is None and preflight:
+            refusal = self._simulate(tx, message, signature, accounts, payer_before, priority)
+        if refusal is not None:
+            return refusal
+        if not faucet and self._drops is not None and self._drops.random() < self.busy.drop_rate:
+            return Queued(signature)  # lost on its way to the leader
+        if self.leader is None:
+            return self._run(raw, tx, message, accounts, payer_before, priority, slot, False)
+        cost = scheduling_cost(message, len(accounts.writable), units)
+        blockhash = str(message.recent_blockhash)
+        # Static keys cannot change before the block: only lookups are resolved again then.
+        lookups = isinstance(message, MessageV0) and bool(message.address_table_lookups)
+        known = None if lookups else accounts
+        self.leader.enqueue(
+            Pending(
+                signature,
+                raw,
+                tx,
+                message,
+                blockhash,
+                price,
+                priority,
+                cost,
+                accounts.writable,
+                known,
+                faucet,
+            )
+        )
+        return Queued(signature)
+
+    def _simulate(
+        self,
+        tx: VersionedTransaction,
+        message: Message | MessageV0,
+        signature: str,
+        accounts: TransactionAccounts,
+        payer_before: Account | None,
+        priority: int,
+    ) -> Refused | None:
+        """Preflight against the current bank without changing it: why it would fail, or None."""
+        charge = priority if payer_before is not None else 0
+        if payer_before is not None:
+            looked_up = [*accounts.loaded_writable, *accounts.loaded_readonly]
+            owner = self._owners.owner
+            if loads_too_much(message, accounts.keys, looked_up, self.get_account, owner):
+                return Refused(signature, "MaxLoadedAccountsDataSizeExceeded", [], 0)
+            if charge:
+                # The priority fee is charged before the transaction runs, as _execute does.
+                self.svm.set_account(accounts.keys[0], _with_lamports(payer_before, charge))
+        try:
+            result = self.svm.simulate_transaction(tx)
+        finally:
+            if charge and payer_before is not None:
+                self.svm.set_account(accounts.keys[0], payer_before)
+                self._forget_reads()
+        if isinstance(result, FailedTransactionMetadata):
+            meta = result.meta()
+            err = transaction_error_json(result.err())
+            return Refused(signature, err, meta.logs(), meta.compute_units_consumed())
+        return None
+
+    def _run_in_block(self, pending: Pending, slot: int) -> Landed | None:
+        """Run a queued transaction in the block of ``slot``; None if it cannot land."""
+        tx, message = pending.tx, pending.message
+        if pending.signature in self.history.statuses:
+            return None  # the same transaction landed meanwhile
+        accounts = pending.accounts or self._accounts_of(message)
+        payer_before = self.svm.get_account(accounts.keys[0])
+        priority = pending.priority
+        if payer_before is None or payer_before.lamports < transaction_fee(message, priority):
+            return None  # a leader drops what cannot pay its fee
+        outcome = self._run(pending.raw, tx, message, accounts, payer_before, priority, slot, False)
+        return outcome if isinstance(outcome, Landed) else None
 
     def _refusal_before_execution(
         self,
@@ -556,6 +708,11 @@ class Localnet:
         if self._observed:
             self._landed.append(landed)
         return landed
+
+    @property
+    def landed_waiting(self) -> bool:
+        """Whether transactions landed that ``take_landed`` has not handed out yet."""
+        return bool(self._landed)
 
     def take_landed(self) -> list[Landed]:
         """Return and forget the transactions landed since the last call that are durable."""
@@ -713,10 +870,16 @@ class Localnet:
             extra = [set_compute_unit_limit(MAX_COMPUTE_UNITS - variant)] if variant else []
             message = Message.new_with_blockhash([*extra, instruction], payer, blockhash)
             tx = VersionedTransaction(message, [self.faucet])
-            if str(tx.signatures[0]) not in self.history.statuses:
+            signature = str(tx.signatures[0])
+            queued = self.leader is not None and signature in self.leader.queue
+            if signature not in self.history.statuses and not queued:
                 break
             attempt += 1
-        return self.send_transaction(bytes(tx), tx, preflight=True)
+        if not self.busy.changes_sending:
+            return self._send_now(bytes(tx), tx, preflight=True)
+        # The faucet is the localnet's own: its transfers go through blocks, first in
+        # theirs, and are never lost.
+        return self._accept(bytes(tx), tx, preflight=True, faucet=True)
 
     # -- ledger -----------------------------------------------------------------------
 

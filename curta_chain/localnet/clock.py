@@ -13,10 +13,10 @@ import time
 from collections.abc import Callable
 
 import based58
-from solders.clock import DEFAULT_MS_PER_SLOT, DEFAULT_SLOTS_PER_EPOCH, MAX_PROCESSING_AGE
+from solders.clock import DEFAULT_SLOTS_PER_EPOCH, MAX_PROCESSING_AGE
 
-SLOT_SECONDS = DEFAULT_MS_PER_SLOT / 1000
-"""A validator's target slot time, 400 ms."""
+from curta_chain.constants import SLOT_SECONDS
+
 SLOTS_PER_EPOCH = DEFAULT_SLOTS_PER_EPOCH
 # Blockhashes are kept for twice their validity window so isBlockhashValid can answer
 # "expired" (known but too old) as well as "valid".
@@ -60,6 +60,11 @@ class SlotClock:
         if slot > self._slot:
             self._advance(slot)
         return self._slot
+
+    def seconds_to_next_slot(self) -> float:
+        """Return the seconds until the next slot begins (at most one slot)."""
+        elapsed = (self._now() - self.genesis_time) / self.slot_duration
+        return (int(elapsed + 1e-6) + 1 - elapsed) * self.slot_duration
 
     def _advance(self, slot: int) -> None:
         first = max(self._slot + 1, slot - _KEPT_BLOCKHASHES)

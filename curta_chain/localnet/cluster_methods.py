@@ -243,17 +243,27 @@ def get_max_shred_insert_slot(localnet: Localnet, params: Params) -> int:
 
 
 def get_recent_prioritization_fees(localnet: Localnet, params: Params) -> list[dict[str, int]]:
-    """``getRecentPrioritizationFees``: the last 150 slots; none ever needed a price."""
+    """``getRecentPrioritizationFees``: the last 150 slots.
+
+    Without blocks no transaction ever needed a price: every slot answers 0. In block mode,
+    each block answers what it held (``Leader.prioritization_fee``).
+    """
     addresses = optional(params, 0) or []
     if not isinstance(addresses, list) or len(addresses) > MAX_PRIORITIZATION_ADDRESSES:
         raise invalid_params(
             f"Invalid params: expected at most {MAX_PRIORITIZATION_ADDRESSES} addresses"
         )
-    for address in addresses:
-        pubkey_param(address)
+    keys = [pubkey_param(address) for address in addresses]
     slot = localnet.tick()
     first = max(slot - MAX_PROCESSING_AGE + 1, 0)
-    return [{"slot": n, "prioritizationFee": 0} for n in range(first, slot + 1)]
+    leader = localnet.leader
+    if leader is None:
+        return [{"slot": n, "prioritizationFee": 0} for n in range(first, slot + 1)]
+    # A block is whole from the start of its slot: the current one is answered too.
+    return [
+        {"slot": n, "prioritizationFee": leader.prioritization_fee(n, keys)}
+        for n in range(first, slot + 1)
+    ]
 
 
 def get_latest_blockhash(localnet: Localnet, params: Params) -> dict[str, Any]:

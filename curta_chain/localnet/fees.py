@@ -20,8 +20,12 @@ _SET_COMPUTE_UNIT_LIMIT = 2
 _SET_COMPUTE_UNIT_PRICE = 3
 
 
-def priority_fee(message: Message | MessageV0) -> int:
-    """Return the priority fee of ``message`` in lamports (0 without a compute-unit price)."""
+def compute_budget(message: Message | MessageV0) -> tuple[int, int]:
+    """Return (compute-unit limit, compute-unit price) of ``message`` as the runtime reads them.
+
+    The limit is the one requested, or 200,000 units per instruction that is not a
+    compute-budget one, at most 1,400,000; the price is 0 without SetComputeUnitPrice.
+    """
     keys = message.account_keys
     price = 0
     limit: int | None = None
@@ -36,10 +40,17 @@ def priority_fee(message: Message | MessageV0) -> int:
             limit = int.from_bytes(data[1:], "little")
         elif len(data) == 9 and data[0] == _SET_COMPUTE_UNIT_PRICE:
             price = int.from_bytes(data[1:], "little")
-    if price == 0:
-        return 0
     units = limit if limit is not None else others * DEFAULT_INSTRUCTION_COMPUTE_UNITS
-    units = min(units, MAX_COMPUTE_UNITS)
+    return min(units, MAX_COMPUTE_UNITS), price
+
+
+def priority_fee(message: Message | MessageV0) -> int:
+    """Return the priority fee of ``message`` in lamports (0 without a compute-unit price)."""
+    return priority_lamports(*compute_budget(message))
+
+
+def priority_lamports(units: int, price: int) -> int:
+    """Return the priority fee of a ``units`` limit at ``price`` micro-lamports a unit."""
     return -(-price * units // MICRO_LAMPORTS_PER_LAMPORT)
 
 

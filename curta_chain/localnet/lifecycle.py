@@ -9,6 +9,7 @@ benchmarks).
 """
 
 import asyncio
+import contextlib
 import signal
 import threading
 import time
@@ -21,6 +22,7 @@ from aiohttp import web
 
 from curta_chain.constants import LOCALNET_PORT
 from curta_chain.errors import LocalnetError
+from curta_chain.localnet.busy import NOT_BUSY, BusyOptions
 from curta_chain.localnet.chain import DEFAULT_SNAPSHOT_BYTES, Localnet
 from curta_chain.localnet.clock import SLOT_SECONDS
 from curta_chain.localnet.pubsub import PubSub
@@ -40,6 +42,8 @@ class LocalnetOptions:
     snapshot_bytes: int = DEFAULT_SNAPSHOT_BYTES
     now: Callable[[], float] = time.time
     """The time source slots are counted from: a ``ManualClock`` makes tests sleep-free."""
+    busy: BusyOptions = NOT_BUSY
+    """The busy-cluster behaviours (blocks, loss, limits, providers); none by default."""
 
 
 Ready = Callable[[Localnet, str, str | None], None]
@@ -61,6 +65,7 @@ def open_localnet(options: LocalnetOptions, reporter: Reporter) -> Localnet:
         slot_duration=options.slot_duration,
         snapshot_bytes=options.snapshot_bytes,
         now=options.now,
+        busy=options.busy,
     )
     if options.ledger is not None:
         reporter.line(f"Ledger {options.ledger}: {localnet.replayed:,} transactions replayed")
@@ -125,6 +130,7 @@ async def _serve(
     await runner.setup()
     await ws_runner.setup()
     host = options.host
+    blocks: asyncio.Future[None] | None = None
     try:
         site = web.TCPSite(runner, host, options.port)
         try:
@@ -146,8 +152,14 @@ async def _serve(
             f"{host}:{ws_bound}" if ws_bound is not None else None,
         )
         ready(localnet, f"http://{host}:{bound}", ws_url)
+        if localnet.leader is not None:
+            blocks = asyncio.ensure_future(server.produce_blocks())
         await stop.wait()
     finally:
+        if blocks is not None:
+            blocks.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await blocks
         await pubsub.close()
         await ws_runner.cleanup()
         await runner.cleanup()
@@ -163,6 +175,7 @@ def serve(
     host: str = "127.0.0.1",
     reporter: Reporter | None = None,
     slot_duration: float = SLOT_SECONDS,
+    busy: BusyOptions = NOT_BUSY,
 ) -> None:
     """Serve the localnet until Ctrl-C or SIGTERM; report its URL once it accepts requests.
 
@@ -171,7 +184,7 @@ def serve(
     """
     reporter = reporter or NullReporter()
     options = LocalnetOptions(
-        port=port, host=host, ledger=ledger, reset=reset, slot_duration=slot_duration
+        port=port, host=host, ledger=ledger, reset=reset, slot_duration=slot_duration, busy=busy
     )
 
     def on_loop(loop: asyncio.AbstractEventLoop, stop: asyncio.Event) -> None:
@@ -258,15 +271,17 @@ def start_in_thread(
     slot_duration: float = SLOT_SECONDS,
     snapshot_bytes: int = DEFAULT_SNAPSHOT_BYTES,
     now: Callable[[], float] = time.time,
+    busy: BusyOptions = NOT_BUSY,
 ) -> LocalnetHandle:
     """Start a localnet in a daemon thread and return once it accepts requests.
 
     ``port=0`` picks a free port; the handle's ``url`` names it. ``now`` is the clock
-    (pass a ``ManualClock`` to move time by hand).
+    (pass a ``ManualClock`` to move time by hand); ``busy`` turns on the busy-cluster
+    behaviours (``BusyOptions``: blocks, loss, limits, providers).
 
     Raises:
         LocalnetError: the localnet could not start.
     """
     return LocalnetHandle(
-        LocalnetOptions(port, host, ledger, reset, slot_duration, snapshot_bytes, now)
+        LocalnetOptions(port, host, ledger, reset, slot_duration, snapshot_bytes, now, busy)
     )

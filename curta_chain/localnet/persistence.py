@@ -57,6 +57,8 @@ def begin_snapshot(localnet: Localnet) -> Snapshot:
     ledger = localnet.ledger
     if ledger is None:
         raise LocalnetError("this localnet has no ledger to snapshot")
+    # Ticking first: a block it produces belongs to the closed segment and to this state.
+    last_slot = localnet.tick()
     segment = ledger.rotate()
     accounts = []
     for pubkey in localnet.indexed_accounts():
@@ -76,4 +78,4 @@ def begin_snapshot(localnet: Localnet) -> Snapshot:
         sig: (slot, json.dumps(err) if err is not None else None)
         for sig, (slot, err, _) in localnet.history.statuses.items()
     }
-    return Snapshot(segment, localnet.tick(), accounts, statuses)
+    return Snapshot(segment, last_slot, accounts, statuses)

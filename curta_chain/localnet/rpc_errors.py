@@ -20,6 +20,10 @@ BLOCK_NOT_AVAILABLE = -32004
 NO_SNAPSHOT = -32008
 MIN_CONTEXT_SLOT_NOT_REACHED = -32016
 UNSUPPORTED_TRANSACTION_VERSION = -32015
+PROVIDER_BATCH_SIZE_EXCEEDED = 7701
+"""A provider's refusal of a batch longer than the plan allows (Syndica's code and wording)."""
+PROVIDER_RATE_LIMITED = 7429
+"""A provider's refusal past the plan's requests a second (Syndica's), sent with HTTP 429."""
 
 
 class RpcMethodError(Exception):

@@ -17,6 +17,7 @@ from typing import Any
 from aiohttp import web
 
 from curta_chain.errors import CurtaError, LocalnetError
+from curta_chain.localnet.busy import RateLimit
 from curta_chain.localnet.chain import Localnet
 from curta_chain.localnet.methods import METHODS, WRITE_METHODS
 from curta_chain.localnet.persistence import begin_snapshot
@@ -27,6 +28,8 @@ from curta_chain.localnet.rpc_errors import (
     INVALID_REQUEST,
     METHOD_NOT_FOUND,
     PARSE_ERROR,
+    PROVIDER_BATCH_SIZE_EXCEEDED,
+    PROVIDER_RATE_LIMITED,
     RpcMethodError,
 )
 from curta_chain.reporting import Reporter
@@ -94,6 +97,9 @@ class RpcServer:
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ledger")
         self._flush_task: asyncio.Future[None] | None = None
         self._snapshot_task: asyncio.Future[None] | None = None
+        busy = localnet.busy
+        self._rate = RateLimit(busy.rps) if busy.rps is not None else None
+        self._max_batch = busy.max_batch
 
     async def handle(self, request: web.Request) -> web.Response:
         """Answer one HTTP POST: a JSON-RPC request or a batch of them."""
@@ -105,13 +111,19 @@ class RpcServer:
             payload = json.loads(body)
         except (ValueError, UnicodeDecodeError):
             return self._respond(_error(PARSE_ERROR, "Parse error"))
+        refusal = self._provider_refusal(payload)
+        if refusal is not None:
+            return refusal
         if isinstance(payload, list):
             if not payload:
                 return self._respond(_error(INVALID_REQUEST, "Invalid request"))
             answers = [self._call(item) for item in payload]
         else:
             answers = [self._call(payload)]
-        if any(wrote for _, wrote in answers):
+        # In block mode any request may have produced a block (every call looks at the
+        # clock): its notifications go out before an answer can tell of it.
+        produced = self.localnet.leader is not None and self.localnet.landed_waiting
+        if produced or any(wrote for _, wrote in answers):
             try:
                 await self.wait_durable(self.localnet.ledger.seq if self.localnet.ledger else 0)
             except LocalnetError as exc:
@@ -125,6 +137,19 @@ class RpcServer:
         if not responses:  # a notification gets no answer
             return web.Response(status=204)
         return self._respond(responses[0])
+
+    def _provider_refusal(self, payload: Any) -> web.Response | None:
+        """Refuse as a paid provider does: a batch past ``max_batch``, calls past ``rps``."""
+        calls = len(payload) if isinstance(payload, list) else 1
+        if self._max_batch is not None and isinstance(payload, list) and calls > self._max_batch:
+            return self._respond(_error(PROVIDER_BATCH_SIZE_EXCEEDED, "Batch Size Exceeded"))
+        if self._rate is not None:
+            wait = self._rate.admit(calls)
+            if wait is not None:
+                response = self._respond(_error(PROVIDER_RATE_LIMITED, "Rate Limited"), 429)
+                response.headers["Retry-After"] = str(wait)
+                return response
+        return None
 
     @staticmethod
     def _respond(body: Any, status: int = 200) -> web.Response:
@@ -184,6 +209,25 @@ class RpcServer:
             self.reporter.line(f"warning: snapshot not written: {exc}")
         finally:
             self._snapshot_task = None
+
+    async def produce_blocks(self) -> None:
+        """In block mode: produce each slot's block as the slot begins, then publish it.
+
+        Requests produce blocks too (every read ticks the clock); this task makes sure a
+        block is produced, made durable and notified even when nobody asks.
+        """
+        localnet = self.localnet
+        while self.failure is None:
+            await asyncio.sleep(localnet.clock.seconds_to_next_slot())
+            localnet.tick()
+            ledger = localnet.ledger
+            if ledger is not None and ledger.durable_seq < ledger.seq:
+                try:
+                    await self.wait_durable(ledger.seq)
+                except LocalnetError:
+                    return  # _flush reported it and stopped the server
+            if self.pubsub is not None:
+                self.pubsub.publish(localnet.take_landed())
 
     async def drain(self) -> None:
         """Finish queued writes and a running snapshot."""

@@ -7,12 +7,13 @@ writes. A client creates the account with ``run_account_size`` bytes before ``op
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import struct
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
-from typing import Any
+from typing import Any, get_type_hints
 
 from solders.pubkey import Pubkey
 
@@ -20,7 +21,7 @@ from curta_chain.artifact import ModelConfig
 from curta_chain.constants import MAX_ACCOUNT_SIZE
 from curta_chain.errors import AccountError, InputError
 from curta_chain.program.accounts import decode_account, encode_account
-from curta_chain.program.idl import types_coder
+from curta_chain.program.idl import load_idl, types_coder
 
 RUN_HEADER_SIZE = 512
 """The run header: discriminator, fields, region offsets, reserved zeros."""
@@ -219,9 +220,78 @@ def _enum_variant(name: str, index: int) -> Any:
     return types_coder().decode(name, bytes([index]))
 
 
+@cache
+def _idl_enums() -> frozenset[str]:
+    return frozenset(t.name for t in load_idl().types)
+
+
+_CONFIG_FIELDS = ("dim", "hidden_dim", "layers", "heads", "kv_heads", "vocab", "context")
+"""The IDL's names of the model's shape in a run, in ``ModelConfig``'s field order."""
+_RESERVED = {"reserved0": 0, "reserved1": 0, "reserved": bytes(216)}
+
+
 @dataclass(frozen=True)
+class _Codec:
+    """How one field of ``RunAccount`` maps to the IDL's ``Run`` and to JSON."""
+
+    decode: Callable[[Any, str], Any]
+    encode: Callable[[Any, str], dict[str, Any]]
+    json: Callable[[Any], Any]
+
+
+def _plain(value: Any, name: str) -> dict[str, Any]:
+    return {name: value}
+
+
+def _enum_codec(kind: type[enum.IntEnum]) -> _Codec:
+    def decode(raw: Any, name: str) -> Any:
+        value = getattr(raw, name)
+        return kind(value if isinstance(value, int) else value.index)
+
+    def encode(value: Any, name: str) -> dict[str, Any]:
+        # An enum the IDL defines is Borsh's one-byte variant; others are plain integers.
+        defined = kind.__name__ in _idl_enums()
+        return {name: _enum_variant(kind.__name__, value) if defined else int(value)}
+
+    return _Codec(decode, encode, lambda value: value.name.lower())
+
+
+_CODECS: dict[object, _Codec] = {
+    int: _Codec(getattr, _plain, lambda value: value),
+    Pubkey: _Codec(getattr, _plain, str),
+    tuple[int, ...]: _Codec(
+        lambda raw, name: tuple(getattr(raw, name)),
+        lambda value, name: {name: list(value)},
+        list,
+    ),
+    ModelConfig: _Codec(
+        lambda raw, name: ModelConfig(*(getattr(raw, f) for f in _CONFIG_FIELDS)),
+        lambda value, name: dict(zip(_CONFIG_FIELDS, dataclasses.astuple(value), strict=True)),
+        lambda value: value.to_json(),
+    ),
+}
+
+
+@cache
+def _codecs() -> tuple[tuple[str, _Codec], ...]:
+    """Each field of ``RunAccount`` with its codec, chosen by the field's type."""
+    hints = get_type_hints(RunAccount)
+    table = []
+    for f in dataclasses.fields(RunAccount):
+        kind = hints[f.name]
+        is_enum = isinstance(kind, type) and issubclass(kind, enum.IntEnum)
+        table.append((f.name, _enum_codec(kind) if is_enum else _CODECS[kind]))
+    return tuple(table)
+
+
+@dataclass(slots=True)
 class RunAccount:
-    """A decoded run header (the account's first 512 bytes)."""
+    """A decoded run header (the account's first 512 bytes).
+
+    The fields are written once, here: the IDL codec and ``to_json`` follow them, each by its
+    type. The header is mutable so that the mirror's step updates it in place, as the
+    program updates its ``Run``; a decoded header is a copy, never the account's bytes.
+    """
 
     model: Pubkey
     opener: Pubkey
@@ -269,91 +339,19 @@ class RunAccount:
             AccountError: too short, wrong discriminator or undecodable fields.
         """
         raw = decode_account("Run", bytes(data[:RUN_HEADER_SIZE]), RUN_HEADER_SIZE, "run account")
-        config = ModelConfig(
-            raw.dim, raw.hidden_dim, raw.layers, raw.heads, raw.kv_heads, raw.vocab, raw.context
-        )
         if raw.heads == 0:
             raise AccountError("run account: heads is 0 at offset 84")
-        return cls(
-            model=raw.model,
-            opener=raw.opener,
-            config=config,
-            capacity=raw.capacity,
-            prompt_length=raw.prompt_length,
-            prompt_tokens=raw.prompt_tokens,
-            token_count=raw.token_count,
-            position=raw.position,
-            state=RunState(raw.state.index),
-            prompt_kind=PromptKind(raw.prompt_kind.index),
-            finish_reason=FinishReason(raw.finish_reason.index),
-            phase=raw.phase,
-            cursor=raw.cursor,
-            work_count=raw.work_count,
-            temperature=raw.temperature,
-            top_p=raw.top_p,
-            seed=raw.seed,
-            rng=raw.rng,
-            steps=raw.steps,
-            regions=tuple(raw.regions),
-            best_logit=raw.best_logit,
-            best_token=raw.best_token,
-            sample_pass=SamplePass(raw.sample_pass),
-            weight_sum=raw.weight_sum,
-            kept_sum=raw.kept_sum,
-            cut_weight=raw.cut_weight,
-            cut_count=raw.cut_count,
-            cut_seen=raw.cut_seen,
-            target=raw.target,
-            running=raw.running,
-        )
+        return cls(**{name: codec.decode(raw, name) for name, codec in _codecs()})
 
     def to_bytes(self) -> bytes:
         """Encode the header as the program lays it out (512 bytes)."""
-        c = self.config
-        return encode_account(
-            "Run",
-            {
-                "model": self.model,
-                "opener": self.opener,
-                "dim": c.dim,
-                "hidden_dim": c.hidden_dim,
-                "layers": c.n_layers,
-                "heads": c.n_heads,
-                "kv_heads": c.n_kv_heads,
-                "vocab": c.vocab_size,
-                "context": c.seq_len,
-                "capacity": self.capacity,
-                "prompt_length": self.prompt_length,
-                "prompt_tokens": self.prompt_tokens,
-                "token_count": self.token_count,
-                "position": self.position,
-                "state": _enum_variant("RunState", self.state),
-                "prompt_kind": _enum_variant("PromptKind", self.prompt_kind),
-                "finish_reason": _enum_variant("FinishReason", self.finish_reason),
-                "reserved0": 0,
-                "phase": self.phase,
-                "cursor": self.cursor,
-                "work_count": self.work_count,
-                "temperature": self.temperature,
-                "top_p": self.top_p,
-                "seed": self.seed,
-                "rng": self.rng,
-                "steps": self.steps,
-                "regions": list(self.regions),
-                "reserved1": 0,
-                "best_logit": self.best_logit,
-                "best_token": self.best_token,
-                "sample_pass": self.sample_pass,
-                "weight_sum": self.weight_sum,
-                "kept_sum": self.kept_sum,
-                "cut_weight": self.cut_weight,
-                "cut_count": self.cut_count,
-                "cut_seen": self.cut_seen,
-                "target": self.target,
-                "running": self.running,
-                "reserved": bytes(216),
-            },
-        )
+        values: dict[str, Any] = dict(_RESERVED)
+        for name, codec in _codecs():
+            values.update(codec.encode(getattr(self, name), name))
+        return encode_account("Run", values)
+
+    def __bytes__(self) -> bytes:
+        return self.to_bytes()
 
     @property
     def generated(self) -> int:
@@ -362,35 +360,4 @@ class RunAccount:
 
     def to_json(self) -> dict[str, Any]:
         """The header as JSON-ready values (addresses base58, enums by name)."""
-        return {
-            "model": str(self.model),
-            "opener": str(self.opener),
-            "config": self.config.to_json(),
-            "capacity": self.capacity,
-            "prompt_length": self.prompt_length,
-            "prompt_tokens": self.prompt_tokens,
-            "token_count": self.token_count,
-            "position": self.position,
-            "state": self.state.name.lower(),
-            "prompt_kind": self.prompt_kind.name.lower(),
-            "finish_reason": self.finish_reason.name.lower(),
-            "phase": self.phase,
-            "cursor": self.cursor,
-            "work_count": self.work_count,
-            "temperature": self.temperature,
-            "top_p": self.top_p,
-            "seed": self.seed,
-            "rng": self.rng,
-            "steps": self.steps,
-            "regions": list(self.regions),
-            "best_logit": self.best_logit,
-            "best_token": self.best_token,
-            "sample_pass": self.sample_pass.name.lower(),
-            "weight_sum": self.weight_sum,
-            "kept_sum": self.kept_sum,
-            "cut_weight": self.cut_weight,
-            "cut_count": self.cut_count,
-            "cut_seen": self.cut_seen,
-            "target": self.target,
-            "running": self.running,
-        }
+        return {name: codec.json(getattr(self, name)) for name, codec in _codecs()}

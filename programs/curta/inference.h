@@ -5,7 +5,7 @@
  * A run is one generation from one sealed model: openRun binds a fresh account to the
  * model and lays out its regions, `step` (anyone may crank) advances the forward pass by
  * a bounded slice, closeRun returns the rent to the opener. The arithmetic is the integer
- * forward pass of docs/inference.md; curta_chain/program/run_steps.py mirrors every step
+ * forward pass of docs/inference.md; curta_chain/program/run_mirror.py mirrors every step
  * in Python, and the layouts here are the IDL's `Run` account (tests compare them).
  */
 #ifndef INFERENCE_H
@@ -32,7 +32,7 @@ enum InferenceError {
   ERR_WRONG_OPENER = 6106,
   ERR_RUN_CLOSED = 6107,
   ERR_RUN_FINISHED = 6108,
-  ERR_STEP_OUT_OF_ORDER = 6109,
+  ERR_STEP_OUT_OF_ORDER = 6109, /* retired: a step's label is not read (steps are order-free) */
   ERR_MISSING_WEIGHT_ACCOUNT = 6110,
   ERR_TOO_MANY_WEIGHT_ACCOUNTS = 6111,
   ERR_NOTHING_FITS = 6112,
@@ -176,7 +176,7 @@ typedef struct {
   uint32_t top_p;       /* Q16; the nucleus applies when 0 < top_p < 65,536 */
   uint64_t seed;
   uint64_t rng;   /* xorshift64* state */
-  uint64_t steps; /* steps applied: a step names the count it expects */
+  uint64_t steps; /* steps landed */
   uint32_t regions[REGION_COUNT];
   uint32_t reserved1;
   int64_t best_logit;   /* the classifier's running maximum... */
@@ -231,8 +231,6 @@ enum TokenizePhase {
 #ifndef STEP_BUDGET
 #define STEP_BUDGET 1200000UL
 #endif
-/* Weight accounts a step takes at most: section zero and three matrix sections. */
-#define MAX_STEP_WEIGHT_ACCOUNTS 4
 
 /* ---- Fixed point (docs/inference.md). ---- */
 
@@ -249,6 +247,10 @@ static inline int64_t round_shift(int64_t a, uint64_t bits) {
 }
 
 static inline uint64_t round8(uint64_t v) { return (v + 7) & ~(uint64_t)7; }
+
+/* A divisor that is >= 1 for every model openRun accepts (its exponential table gives the
+ * largest score a weight >= 1), kept >= 1 anyway: defence in depth, changing nothing there. */
+static inline uint64_t at_least_one(uint64_t d) { return d ? d : 1; }
 
 /* ---- What a step works with. ---- */
 
@@ -267,6 +269,7 @@ typedef struct {
   uint64_t s0_length;
   const uint8_t *sections[MAX_SECTIONS]; /* the passed sections' bytes, 0 when not passed */
   uint64_t budget;                       /* estimated compute units left */
+  bool missing; /* a phase that fit the budget needs a section that was not passed */
 } Step;
 
 /* Typed views of the run's regions and of section zero. */
@@ -274,11 +277,22 @@ static inline int64_t *region_i64(const Step *s, uint64_t region) {
   /* Regions are 8-aligned offsets inside the (8-aligned) account data. */
   return (int64_t *)(s->data + s->run->regions[region]);
 }
+static inline uint64_t *region_u64(const Step *s, uint64_t region) {
+  return (uint64_t *)(s->data + s->run->regions[region]); /* 8-aligned, as above */
+}
 static inline uint32_t *region_u32(const Step *s, uint64_t region) {
-  return (uint32_t *)(s->data + s->run->regions[region]);
+  return (uint32_t *)(s->data + s->run->regions[region]); /* 8-aligned, as above */
 }
 static inline const uint8_t *block_of(const Step *s, uint64_t block) {
+  /* The block table is u32s at a 4-aligned offset of the 8-aligned section zero. */
   return s->s0 + ((const uint32_t *)(s->s0 + ART_BLOCKS))[block];
+}
+/* A block's entries: openRun checked each block 4-aligned in the 8-aligned section zero. */
+static inline const uint32_t *block_u32(const Step *s, uint64_t block) {
+  return (const uint32_t *)block_of(s, block);
+}
+static inline const int32_t *block_i32(const Step *s, uint64_t block) {
+  return (const int32_t *)block_of(s, block);
 }
 static inline const MatrixDescriptor *matrix_of(const uint8_t *s0, uint64_t index) {
   /* The matrix table is 8-aligned in section zero, which is 8-aligned in the account. */
@@ -327,10 +341,10 @@ typedef struct {
 void key_dots(const CacheSpan *keys, const int64_t *q, int64_t *dots);
 void value_sums(const CacheSpan *values, const int64_t *w, int64_t *out);
 
-/* forward.c: one token's phases. Each returns false when nothing fit the budget. */
+/* forward.c: one token's phases. Each returns false when nothing fit the budget, or (with
+ * s->missing set) when its slice needs a section the step was not passed. */
 bool forward_phase(Step *s);
 int64_t exp_weight(uint64_t distance, const uint32_t *table);
-uint64_t phase_section(const Step *s, uint64_t *needed);
 
 /* tokenize.c: the tokenizer's phases and the log of a finished token. */
 bool tokenize_phase(Step *s);

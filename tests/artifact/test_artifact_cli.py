@@ -272,5 +272,6 @@ def test_inspect_and_hash_refuse_a_broken_artifact(capsys, workdir, stories260k)
         capsys,
         workdir,
         ["inspect", workdir / "stories260K.bin"],
-        r"stories260K.bin: byte 0 \(tag\): b'@\\x00\\x00\\x00\\xac\\x00\\x00\\x00', expected",
+        r"stories260K.bin: this is a llama2.c checkpoint, not a CURTAW01 artifact: run "
+        r"`curta-chain convert .*stories260K.bin TOKENIZER -o OUT.curta` first",
     )

@@ -7,8 +7,9 @@ is a ``ManualClock`` that each request moves on by one slot: slots pass as a cli
 every run sees the same slots, and nothing sleeps or reads a wall clock. A status is
 confirmed from the request after the one that landed it.
 
-Faults are injected by subclasses that override ``forward`` (one request in, its answer
-out), as ``tests/reliability/fault_proxy.py`` does over HTTP.
+With ``busy`` (``BusyOptions``) it is the busy-cluster mode: blocks, the leader's order,
+its limits, loss. Faults are injected by subclasses that override ``forward`` (one
+request in, its answer out), as ``tests/reliability/fault_proxy.py`` does over HTTP.
 """
 
 from typing import Any
@@ -24,7 +25,7 @@ from curta_chain.chain.rpc import RpcClient
 from curta_chain.chain.sender import Sender
 from curta_chain.chain.specs import Budget
 from curta_chain.constants import LAMPORTS_PER_SOL, LOCALNET_PROGRAM_ID
-from curta_chain.localnet import Localnet, ManualClock
+from curta_chain.localnet import BusyOptions, Localnet, ManualClock
 from curta_chain.localnet.clock import SLOT_SECONDS
 from curta_chain.localnet.server import answer
 
@@ -43,9 +44,9 @@ class LocalnetTransport:
 
     url = "inprocess://localnet"
 
-    def __init__(self, tick: float = SLOT_SECONDS):
+    def __init__(self, tick: float = SLOT_SECONDS, busy: BusyOptions | None = None):
         self.clock = ManualClock(GENESIS_TIME)
-        self.localnet = Localnet(now=self.clock)
+        self.localnet = Localnet(now=self.clock, busy=busy or BusyOptions())
         self.tick = tick
         self.methods: list[str] = []
 

@@ -14,7 +14,7 @@ from solders.keypair import Keypair
 
 from curta_chain.artifact import Artifact
 from curta_chain.chain import loader
-from curta_chain.chain.deploy import default_program_keypair
+from curta_chain.chain.keys import default_program_keypair
 from curta_chain.chain.plan import differing_pieces
 from curta_chain.chain.rent import rent_exempt_minimum
 from curta_chain.cli import keypairs, solana_config

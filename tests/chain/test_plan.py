@@ -3,15 +3,8 @@ import os
 from solders.keypair import Keypair
 from solders.pubkey import Pubkey
 
-from curta_chain.chain.plan import (
-    ClusterScope,
-    NewAccount,
-    WritePiece,
-    differing_pieces,
-    interleave,
-    model_keypair,
-    weight_keypair,
-)
+from curta_chain.chain.keys import ClusterScope, model_keypair, weight_keypair
+from curta_chain.chain.plan import NewAccount, WritePiece, differing_pieces, interleave
 from curta_chain.constants import LOCALNET_GENESIS_HASH, LOCALNET_PROGRAM_ID
 
 LOCAL = ClusterScope(LOCALNET_GENESIS_HASH, Pubkey.from_string(LOCALNET_PROGRAM_ID))

@@ -16,7 +16,8 @@ from solders.system_program import AllocateParams, TransferParams, allocate, tra
 
 from curta_chain import program
 from curta_chain.artifact import Artifact
-from curta_chain.chain.plan import ClusterScope, NewAccount, WritePiece, model_keypair
+from curta_chain.chain.keys import ClusterScope, model_keypair
+from curta_chain.chain.plan import NewAccount, WritePiece
 from curta_chain.chain.publish import (
     PublishState,
     check_funds,

@@ -16,7 +16,10 @@ from solders.signature import Signature
 from solders.system_program import TransferParams, transfer
 
 from curta_chain.chain import rpc
+from curta_chain.chain.fees import percentile, priced
 from curta_chain.chain.rpc import RpcClient
+from curta_chain.chain.specs import AutoPrice, Budget
+from curta_chain.chain.transport import BatchRefusedError
 from curta_chain.constants import LAMPORTS_PER_SOL
 from curta_chain.errors import ChainError, RpcCallError, RpcError
 
@@ -60,16 +63,18 @@ async def test_a_batch_is_matched_by_id_and_an_error_object_is_its_item():
 
 
 @pytest.mark.asyncio
-@pytest.mark.parametrize(
-    ("answer", "message"),
-    [
-        ({"jsonrpc": "2.0", "id": 1, "result": 1}, "expected a JSON-RPC batch answer"),
-        ([], "the batch answer lacks request 1"),
-    ],
-)
-async def test_a_batch_answer_that_is_not_one_is_an_rpc_error(answer, message):
-    with pytest.raises(RpcError, match=message):
-        await RpcClient(Canned(answer)).batch([("getSlot", [])])
+async def test_a_batch_answer_that_lacks_a_request_is_an_rpc_error():
+    with pytest.raises(RpcError, match="the batch answer lacks request 1"):
+        await RpcClient(Canned([])).batch([("getSlot", [])])
+
+
+@pytest.mark.asyncio
+async def test_a_batch_answered_by_no_list_goes_again_as_a_plain_call():
+    node = Canned({"jsonrpc": "2.0", "id": 1, "result": 1}, lambda p: {**p, "result": 2})
+    client = RpcClient(node)
+    assert await client.batch([("getSlot", [])]) == [2]
+    assert isinstance(node.posted[0], list) and isinstance(node.posted[1], dict)
+    assert client.limits.batch == 1
 
 
 @pytest.mark.asyncio
@@ -124,15 +129,29 @@ async def test_statuses_go_256_and_accounts_100_a_call(node):
 @pytest.mark.asyncio
 async def test_reads_keep_the_highest_context_slot_and_ask_for_a_minimum(node):
     client = RpcClient(node, "processed")
+    client.lag_poll = 0.0
     payer = node.fund()
     await client.balance(payer.pubkey())
     assert client.context_slot == 0  # getBalance is no account read
     await client.account(payer.pubkey())
     seen = client.context_slot
     assert seen > 0
-    ahead = RpcClient(node, "processed", min_context_slot=seen + 1_000)
+    # A node behind the slot a read needs is waited for (this one moves a slot a request).
+    ahead = RpcClient(node, "processed", min_context_slot=seen + 5)
+    ahead.lag_poll = 0.0
+    assert (await ahead.account(payer.pubkey())) is not None
+    assert ahead.lag_waits > 0 and ahead.context_slot >= seen + 5
+    # ... for ``lag_wait`` seconds; then its refusal is the error.
+    stuck = RpcClient(node, "processed", min_context_slot=seen + 1_000)
+    stuck.lag_wait = 0.0
     with pytest.raises(RpcCallError, match="Minimum context slot has not been reached"):
-        await ahead.account(payer.pubkey())
+        await stuck.account(payer.pubkey())
+    # A landed transaction raises the floor; never lowers it.
+    client.landed(seen + 3)
+    client.landed(seen + 1)
+    assert client.min_context_slot == seen + 3
+    assert (await client.account_at(payer.pubkey(), seen + 6)) is not None
+    assert client.context_slot >= seen + 6
 
 
 @pytest.mark.asyncio
@@ -168,3 +187,66 @@ def test_a_send_call_skips_preflight_and_retries_or_asks_for_it():
     assert config == {"encoding": "base64", "skipPreflight": True, "maxRetries": 0}
     _, (_, config) = client.send_call(b"\1\2", preflight=True)
     assert config == {"encoding": "base64", "preflightCommitment": "confirmed"}
+
+
+class Capped:
+    """A provider that refuses batches over ``cap`` calls in the way ``refusal`` says."""
+
+    url = "capped://node"
+
+    def __init__(self, cap: int, refusal: str) -> None:
+        self.cap, self.refusal = cap, refusal
+        self.sizes: list[int] = []
+
+    async def post(self, payload: Any) -> Any:
+        size = len(payload) if isinstance(payload, list) else 0
+        self.sizes.append(size)
+        if size > self.cap or (size and self.cap == 0):
+            if self.refusal == "status":
+                raise BatchRefusedError("HTTP 413")
+            if self.refusal == "error object":
+                return {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": "big"}}
+            return {"message": "batch too large"}  # no list, no JSON-RPC at all
+        if not size:
+            return {"jsonrpc": "2.0", "id": payload["id"], "result": payload["method"]}
+        return reversed_batch(payload)
+
+    async def aclose(self) -> None:
+        pass
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("refusal", ["status", "error object", "no list"])
+@pytest.mark.parametrize("cap", [100, 7, 0])
+async def test_a_refused_batch_is_halved_until_the_provider_takes_it(refusal, cap):
+    node = Capped(cap, refusal)
+    client = RpcClient(node)
+    calls = [("getSlot", [i]) for i in range(300)]
+    assert await client.batch(calls) == ["getSlot"] * 300
+    learnt = client.limits.batch
+    assert learnt <= max(cap, 1) and (cap == 0 or learnt > cap // 2)
+    # Learnt for the rest of the run: the next batch is sent in pieces the provider takes.
+    node.sizes.clear()
+    assert await client.batch(calls[:50]) == ["getSlot"] * 50
+    assert max(node.sizes) <= max(cap, 1) and len(node.sizes) == -(-50 // learnt)
+
+
+@pytest.mark.asyncio
+async def test_an_auto_price_is_a_percentile_of_recent_prices_under_its_cap():
+    recent = [{"slot": n, "prioritizationFee": fee} for n, fee in enumerate([0, 0, 10, 50, 900])]
+    node = Canned(*[lambda p: {**p, "result": recent}] * 3)
+    client = RpcClient(node)
+    accounts = [Keypair().pubkey() for _ in range(130)]
+    auto = Budget(auto_price=AutoPrice(75))
+    assert (await priced(client, auto, accounts)).compute_unit_price == 50
+    # The node takes at most 128 accounts: the first ones are asked about.
+    assert node.posted[0]["params"][0] == [str(k) for k in accounts[:128]]
+    capped = await priced(client, Budget(auto_price=AutoPrice(100, cap=700)), accounts)
+    assert (capped.compute_unit_price, capped.auto_price) == (700, None)
+    assert (await priced(client, Budget(auto_price=AutoPrice(1)), accounts)).compute_unit_price == 0
+    assert await priced(client, Budget(compute_unit_price=5), accounts) == Budget(
+        compute_unit_price=5
+    )
+    assert percentile([], 75) == 0
+    # Unresolved, an auto price already sizes the transactions as a priced one.
+    assert auto.write_payload() == Budget(compute_unit_price=1).write_payload()

@@ -5,30 +5,39 @@ import base64
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
 import pytest
 from solders.compute_budget import set_compute_unit_limit
+from solders.keypair import Keypair
 from solders.pubkey import Pubkey
+from solders.system_program import TransferParams, transfer
 
+from curta_chain import program
 from curta_chain.artifact import Artifact
+from curta_chain.chain.accounts import require_model
 from curta_chain.chain.context import ChainContext
+from curta_chain.chain.keys import ClusterScope, run_keypair
+from curta_chain.chain.plan import NewAccount
+from curta_chain.chain.rent import rent_exempt_minimum
 from curta_chain.chain.rpc import RpcClient
-from curta_chain.chain.run_onchain import run_keypair, run_on_chain
+from curta_chain.chain.run_onchain import run_on_chain
 from curta_chain.chain.sender import Sender
 from curta_chain.chain.specs import TxSpec
 from curta_chain.chain.transport import HttpTransport
 from curta_chain.cli import main
 from curta_chain.cli.keypairs import load_keypair, write_keypair
 from curta_chain.constants import LOCALNET_PROGRAM_ID, MAX_COMPUTE_UNITS
+from curta_chain.errors import ProgramError
 from curta_chain.inference import IntModel, SamplingSettings, Tokenizer, generate, plan_run
 from curta_chain.program import RunAccount
+from curta_chain.program.run_account import opened_run_data
 
 PROMPT = "Once upon a time"
 STEPS = 32
 PROGRAM_ID = Pubkey.from_string(LOCALNET_PROGRAM_ID)
+PROCESSED = {"commitment": "processed"}
 
 
 def cli_json(capsys, *args: str) -> dict:
@@ -79,33 +88,74 @@ def rpc(url: str, method: str, params: list) -> dict:
     return httpx.post(url, json=body, timeout=30).json()["result"]
 
 
-def run_steps(url: str, run: Pubkey) -> int:
+def run_steps(url: str, run: Pubkey, commitment: str = "processed") -> int:
     """The run account's count of steps (0 while it does not exist)."""
-    params = [str(run), {"encoding": "base64", "commitment": "processed"}]
+    params = [str(run), {"encoding": "base64", "commitment": commitment}]
     value = rpc(url, "getAccountInfo", params)["value"]
     return 0 if value is None else RunAccount.from_bytes(base64.b64decode(value["data"][0])).steps
 
 
-def test_a_killed_run_resumes_from_the_chain(capsys, localnet, sealed_model, tmp_path):
+def the_run(url: str, keypair: Path, model: str, capacity: int) -> Pubkey:
+    """The address ``run --on-chain`` derives for this payer, model and greedy prompt."""
+    scope = ClusterScope(rpc(url, "getGenesisHash", []), PROGRAM_ID)
+    settings = SamplingSettings(0, 0, 0)
+    run = run_keypair(
+        load_keypair(keypair), scope, Pubkey.from_string(model), PROMPT.encode(), capacity, settings
+    )
+    return run.pubkey()
+
+
+def test_a_killed_run_resumes_from_the_chain_after_a_stranger_s_short_step(
+    capsys, localnet, fund, sealed_model
+):
     model, artifact, chain, keypair = sealed_model
     args = ["--prompt", PROMPT, "--steps", "40", "--temperature", "0"]
     command = [sys.executable, "-m", "curta_chain", "run", model, *args, *chain, "--on-chain"]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     capacity = len(cli_json(capsys, "run", str(artifact), *args)["prompt_ids"]) + 40
-    payer, address = load_keypair(keypair), Pubkey.from_string(model)
-    run = run_keypair(payer, address, PROMPT.encode(), capacity, SamplingSettings(0, 0, 0))
-    deadline = time.monotonic() + 120
+    run = the_run(localnet.url, keypair, model, capacity)
+    # Counted at the commitment the resumed run reads at, so it sees at least as many.
     steps = 0
-    while steps < 12 and time.monotonic() < deadline and process.poll() is None:
-        steps = run_steps(localnet.url, run.pubkey())
-        time.sleep(0.05)
+    while steps < 12 and process.poll() is None:
+        steps = run_steps(localnet.url, run, "confirmed")
     process.kill()
     process.wait()
-    assert steps >= 12, "the run did not get far enough before the kill"
+    assert steps >= 12, "the run finished before the kill"
+    # A stranger's step naming section zero alone is refused, the run unchanged.
+    stranger = fund(localnet.url, 1)
+    short = program.step(
+        PROGRAM_ID, run, Pubkey.from_string(model), [section_zero(localnet.url, model)], 7
+    )
+
+    async def step_short() -> None:
+        client = RpcClient(HttpTransport(localnet.url), "confirmed")
+        try:
+            await Sender(client, stranger).send(
+                [TxSpec((set_compute_unit_limit(MAX_COMPUTE_UNITS), short))]
+            )
+        finally:
+            await client.aclose()
+
+    before = run_steps(localnet.url, run, "confirmed")
+    with pytest.raises(ProgramError, match="MissingWeightAccount"):
+        asyncio.run(step_short())
+    assert run_steps(localnet.url, run, "confirmed") == before
     resumed = cli_json(capsys, "run", model, *args, *chain, "--on-chain")
-    assert resumed["resumed_from_step"] >= 12
+    assert resumed["resumed_from_step"] >= steps
     from_file = cli_json(capsys, "run", str(artifact), *args)
     assert resumed["generated_ids"] == from_file["generated_ids"]
+
+
+def section_zero(url: str, model: str) -> Pubkey:
+    async def read() -> Pubkey:
+        client = RpcClient(HttpTransport(url), "confirmed")
+        try:
+            account = await require_model(client, PROGRAM_ID, Pubkey.from_string(model))
+            return account.sections[0].weight_account
+        finally:
+            await client.aclose()
+
+    return asyncio.run(read())
 
 
 def test_bad_input_is_one_line_and_spends_nothing(capsys, localnet, fund, tmp_path, stories260k):
@@ -135,53 +185,62 @@ def test_bad_input_is_one_line_and_spends_nothing(capsys, localnet, fund, tmp_pa
     assert rpc(localnet.url, "getBalance", [payer])["value"] == balance
 
 
-class RacingSender(Sender):
-    """A sender that lets a rival land each step it is given at ``race_at`` first, as a
-    killed invocation's last transaction would, landing after the rerun planned it."""
-
-    rival: Sender | None = None
-    race_at: tuple[int, ...] = ()
-    calls: int = 0
-
-    async def send(self, specs, progress=None, commitment=None):
-        self.calls += 1
-        if self.calls in self.race_at and self.rival is not None:
-            limit = set_compute_unit_limit(MAX_COMPUTE_UNITS - 1)  # another signature
-            rival = [TxSpec((limit, *s.instructions[1:]), s.signers) for s in specs]
-            await self.rival.send(rival, commitment="processed")
-        return await super().send(specs, progress, commitment)
-
-
-def test_a_step_landed_by_another_sender_first_is_taken_in_stride(
-    localnet, fund, sealed_model, stories260k
-):
+def test_a_bot_stepping_a_live_run_does_not_break_it(localnet, fund, sealed_model, stories260k):
     model, _, _, keypair = sealed_model
-    payer, rival = load_keypair(keypair), fund(localnet.url, 10)
+    payer, bot_payer = load_keypair(keypair), fund(localnet.url, 10)
     settings = SamplingSettings(0, 0, 0)
+    address = Pubkey.from_string(model)
     pieces: list[bytes] = []
+    model260k, tokenizer = IntModel.from_artifact(stories260k), Tokenizer.from_artifact(stories260k)
+    plan = plan_run(model260k, tokenizer, PROMPT, 12)
+    run = the_run(localnet.url, keypair, model, len(plan.prompt_ids) + 12)
+    bot_steps: list[int] = []
+
+    async def bot(client: RpcClient, weights: list[Pubkey]) -> None:
+        """Watch for the run account, then step it with every weight account, as a bot would."""
+        sender = Sender(client, bot_payer)
+        while (await client.account(run)) is None:
+            await asyncio.sleep(0)
+        for label in range(10**6, 10**6 + 8):
+            spec = TxSpec(
+                (
+                    set_compute_unit_limit(MAX_COMPUTE_UNITS),
+                    program.step(PROGRAM_ID, run, address, weights, label),
+                )
+            )
+            try:
+                await sender.send([spec], commitment="processed")
+            except ProgramError as exc:
+                assert exc.name == "RunFinished"
+                return
+            bot_steps.append(label)
 
     async def work() -> object:
         client = RpcClient(HttpTransport(localnet.url), "confirmed")
+        bot_client = RpcClient(HttpTransport(localnet.url), "processed")
         try:
-            sender = RacingSender(client, payer)
-            sender.rival, sender.race_at = Sender(client, rival), (3, 7, 8)
-            ctx = ChainContext(client, PROGRAM_ID, payer, sender=sender)
-            return await run_on_chain(
-                ctx, Pubkey.from_string(model), PROMPT, 12, settings, on_piece=pieces.append
-            )
+            account = await require_model(client, PROGRAM_ID, address)
+            weights = [slot.weight_account for slot in account.sections]
+            ctx = ChainContext(client, PROGRAM_ID, payer)
+            crank = asyncio.create_task(bot(bot_client, weights))
+            result = await run_on_chain(ctx, address, PROMPT, 12, settings, on_piece=pieces.append)
+            await crank
+            return result
         finally:
             await client.aclose()
+            await bot_client.aclose()
 
     result = asyncio.run(work())
-    model260k, tokenizer = IntModel.from_artifact(stories260k), Tokenizer.from_artifact(stories260k)
-    plan = plan_run(model260k, tokenizer, PROMPT, 12)
     want = list(generate(model260k, plan, settings))
+    assert bot_steps, "the bot never landed a step"
     assert result.generated == want
     assert b"".join(pieces) == tokenizer.decode([*plan.prompt_ids[1:], *want])
-    assert len(result.step_units) == result.steps - 3  # three steps were the rival's
+    assert len(result.step_units) + len(bot_steps) == result.steps
 
 
-def test_close_run_gives_the_rent_back(capsys, localnet, sealed_model):
+def test_close_run_gives_the_rent_back_and_a_prefunded_address_runs_again(
+    capsys, localnet, fund, sealed_model
+):
     model, _, chain, keypair = sealed_model
     args = ["--prompt", PROMPT, "--steps", "4", "--temperature", "0"]
     payer = str(load_keypair(keypair).pubkey())
@@ -193,5 +252,93 @@ def test_close_run_gives_the_rent_back(capsys, localnet, sealed_model):
     after = rpc(localnet.url, "getBalance", [payer, {"commitment": "processed"}])["value"]
     # Only fees were spent: a signature each for the steps and closeRun, two for openRun
     # (the payer's and the new run account's).
-    signatures = done["transactions"] + 1 + 1
+    assert done["transactions"] == done["step_transactions"] + 2  # openRun, closeRun
+    signatures = done["transactions"] + 1
     assert before - after == 5_000 * signatures, done
+    # Someone sends the closed run's public address a lamport: the same command runs again.
+    rival = fund(localnet.url, 1)
+    send_lamports(localnet.url, rival, run, 1)
+    again = cli_json(capsys, "run", model, *args, *chain, "--on-chain", "--close-run")
+    assert again["run"] == done["run"] and again["generated_ids"] == done["generated_ids"]
+    assert again["closed"] and run_steps(localnet.url, run) == 0
+
+
+def send_lamports(url: str, payer, to: Pubkey, lamports: int) -> None:
+    async def send() -> None:
+        client = RpcClient(HttpTransport(url), "confirmed")
+        try:
+            move = transfer(
+                TransferParams(from_pubkey=payer.pubkey(), to_pubkey=to, lamports=lamports)
+            )
+            await Sender(client, payer).send([TxSpec((move,))])
+        finally:
+            await client.aclose()
+
+    asyncio.run(send())
+
+
+def test_runs_lists_an_unfinished_run_and_close_run_ends_it_for_its_opener_only(
+    capsys, localnet, fund, tmp_path, sealed_model, stories260k
+):
+    model, _, chain, keypair = sealed_model
+    payer, address = load_keypair(keypair), Pubkey.from_string(model)
+    run = Keypair()
+    capacity, text, settings = 12, PROMPT.encode(), SamplingSettings(0, 0, 0)
+    size = len(opened_run_data(stories260k.config, address, payer.pubkey(), capacity, text))
+    rent = rent_exempt_minimum(size)
+
+    async def open_only() -> None:
+        client = RpcClient(HttpTransport(localnet.url), "confirmed")
+        try:
+            account = await require_model(client, PROGRAM_ID, address)
+            txs = ChainContext(client, PROGRAM_ID, payer).transactions
+            spec = txs.open_run(
+                run,
+                NewAccount(run.pubkey(), size, rent),
+                address,
+                account.sections[0].weight_account,
+                capacity,
+                text,
+                settings,
+                stories260k.config,
+            )
+            await Sender(client, payer).send([spec])
+        finally:
+            await client.aclose()
+
+    asyncio.run(open_only())
+    (listed,) = cli_json(capsys, "runs", *chain)["runs"]
+    assert (listed["run"], listed["model"], listed["state"]) == (
+        str(run.pubkey()),
+        model,
+        "tokenizing",
+    )
+    assert (listed["rent_lamports"], listed["steps"], listed["capacity"]) == (rent, 0, capacity)
+    capsys.readouterr()
+    assert main(["runs", *chain]) == 0
+    assert "1 run of" in capsys.readouterr().out
+    # A stranger cannot close it: one line, nothing spent.
+    stranger = tmp_path / "stranger.json"
+    write_keypair(fund(localnet.url, 1), stranger)
+    who = str(load_keypair(stranger).pubkey())
+    balance = rpc(localnet.url, "getBalance", [who, PROCESSED])["value"]
+    code = main(["close-run", str(run.pubkey()), "-u", localnet.url, "-k", str(stranger)])
+    out, err = capsys.readouterr()
+    assert (code, out) == (1, "")
+    assert err == (
+        f"error: run {run.pubkey()} was opened by {payer.pubkey()}: only its opener closes it "
+        "(pass its keypair with -k); nothing was sent\n"
+    )
+    assert rpc(localnet.url, "getBalance", [who, PROCESSED])["value"] == balance
+    # Its opener can, unfinished as it is: the rent comes back, and says so.
+    before = rpc(localnet.url, "getBalance", [str(payer.pubkey()), PROCESSED])["value"]
+    closed = cli_json(capsys, "close-run", str(run.pubkey()), *chain)
+    assert closed["closed"] and closed["lamports_returned"] == rent
+    after = rpc(localnet.url, "getBalance", [str(payer.pubkey()), PROCESSED])["value"]
+    assert after - before == rent - 5_000
+    assert cli_json(capsys, "runs", *chain)["runs"] == []
+    code = main(["close-run", str(run.pubkey()), *chain])
+    assert (code, capsys.readouterr().err) == (
+        1,
+        f"error: run {run.pubkey()}: no such account (closed already?)\n",
+    )

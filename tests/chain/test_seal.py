@@ -129,7 +129,7 @@ async def test_a_seal_cut_short_resumes_from_the_chain(node, tiny):
     txs = ctx.transactions
     sender = ctx.sender_for("")
     await sender.send([txs.begin_sealing(plan.model)])
-    await sender.send([txs.seal_step(plan.model, plan.weight_accounts[0], 0)])
+    await sender.send([txs.seal_step(plan.model, [plan.weight_accounts[0]], 0)])
     notes: list[str] = []
     ctx = replace(ctx, reporter=Notes(notes))
     result = await seal(ctx, plan.model, tiny)
@@ -155,18 +155,21 @@ class Notes(NullReporter):
 
 
 class WritesAfterTheFirstStep(Sender):
-    """Lands a write into section 1 right after the seal's first step: the authority
+    """Lands a write into section 1 right after the seal's first step lands: the authority
     changes bytes the seal has not reached yet (it cannot know the model is sealing)."""
 
     write: TxSpec | None = None
     calls: int = 0
 
     async def send(self, specs, progress=None, commitment=None, what=None):  # type: ignore[override]
-        stats = await super().send(specs, progress, commitment, what)
         self.calls += 1
-        if self.calls == 2 and self.write is not None:  # begin, then step 0
-            await super().send([self.write])
-        return stats
+        if self.calls != 2 or self.write is None:  # begin, then the steps
+            return await super().send(specs, progress, commitment, what)
+        first = await super().send(specs[:1], progress, commitment, what)
+        await super().send([self.write])
+        rest = await super().send(specs[1:], progress, commitment, what)
+        rest.confirmed += first.confirmed
+        return rest
 
 
 @pytest.mark.asyncio

@@ -26,7 +26,14 @@ from curta_chain.chain.sender import (
 )
 from curta_chain.chain.specs import TxSpec, sign
 from curta_chain.constants import LAMPORTS_PER_SOL
-from curta_chain.errors import ChainError, ProgramError, RpcCallError, RpcError, SendGaveUpError
+from curta_chain.errors import (
+    ChainError,
+    InsufficientFundsError,
+    ProgramError,
+    RpcCallError,
+    RpcError,
+    SendGaveUpError,
+)
 from curta_chain.localnet.clock import MAX_PROCESSING_AGE
 
 EXPIRY = MAX_PROCESSING_AGE + 2
@@ -129,14 +136,53 @@ async def test_a_transaction_lost_before_the_node_is_signed_again_once_expired()
 
 
 @pytest.mark.asyncio
-async def test_a_transaction_that_never_lands_is_given_up_on_saying_how_to_resume():
+async def test_a_transaction_that_never_lands_is_given_up_on_after_lifetimes_without_progress():
     node = Dropping(drop=None)
     payer = node.fund()
-    sender = node.sender(payer, max_attempts=3, resume_hint="rerun me")
+    sender = node.sender(payer, max_expiries=2, resume_hint="rerun me")
     with pytest.raises(SendGaveUpError) as gave_up:
         await sender.send(transfers(payer, 1))
-    assert str(gave_up.value) == "a transaction did not land after 3 signings; rerun me"
-    assert node.dropped == 3
+    assert str(gave_up.value).startswith(
+        "gave up with 1 of 1 transactions not confirmed: nothing landed in 2 blockhash lifetimes ("
+    )
+    assert str(gave_up.value).endswith("; rerun me")
+    # Each lost signing expired before the next: two lifetimes took two or three signings.
+    assert node.dropped in (2, 3)
+    node.localnet.close()
+
+
+class LosingFirstSends(LocalnetTransport):
+    """Answers the first ``lose`` sendTransaction calls but delivers none of them; time
+    goes on one slot a request, so the blockhash stays valid for the resends."""
+
+    def __init__(self, lose: int) -> None:
+        super().__init__()
+        self.lose = lose
+        self.delivered: list[str] = []
+
+    def forward(self, request: dict[str, Any]) -> Any:
+        if request["method"] != "sendTransaction":
+            return super().forward(request)
+        wire = base64.b64decode(request["params"][0])
+        signature = str(Transaction.from_bytes(wire).signatures[0])
+        if self.lose > 0:
+            self.lose -= 1
+            return {"jsonrpc": "2.0", "result": signature, "id": request["id"]}
+        self.delivered.append(signature)
+        return super().forward(request)
+
+
+@pytest.mark.asyncio
+async def test_a_lost_send_is_resent_as_the_same_bytes_until_it_lands():
+    node = LosingFirstSends(lose=6)
+    payer = node.fund()
+    before = node.localnet.get_account(payer.pubkey()).lamports
+    stats = await node.sender(payer).send(transfers(payer, 3))
+    assert (stats.confirmed, stats.resigned) == (3, 0)
+    assert stats.resent == stats.sent - 3 >= 6 // 3
+    # Every resend was one of the three signatures: three transfers, three fees.
+    assert set(node.delivered) == set(stats.signatures)
+    assert before - node.localnet.get_account(payer.pubkey()).lamports == 3 * (10**6 + 5_000)
     node.localnet.close()
 
 
@@ -317,3 +363,67 @@ async def test_the_poller_raises_a_failed_transaction(node):
         await StatusPoller(client).poll([signature], 0)
     reached, height = await StatusPoller(client).poll([str(Signature.new_unique())], 0)
     assert reached == [None] and height > 0
+
+
+@pytest.mark.asyncio
+async def test_a_payer_who_cannot_pay_the_fee_ends_the_wait_at_once(node):
+    payer = Keypair()  # holds nothing: the node drops its transactions unseen
+    sender = node.sender(payer, resume_hint="rerun me")
+    with pytest.raises(InsufficientFundsError) as short:
+        await sender.send(transfers(payer, 2))
+    assert str(short.value) == (
+        f"payer {payer.pubkey()} has 0.000000000 SOL, less than a transaction's fee "
+        "(0.000005000 SOL): the node drops what it cannot charge; 2 transactions not "
+        "confirmed; fund it, then rerun me"
+    )
+    # Found when the first resend was due (and not sent), long before the blockhash expired.
+    assert node.methods.count("sendTransaction") == 2
+
+
+@pytest.mark.asyncio
+async def test_a_refusal_or_a_landed_failure_for_funds_is_said_at_once(node):
+    preflighting = Preflighting()
+    payer = preflighting.fund(sol=0.000001)  # less than a fee
+    with pytest.raises(InsufficientFundsError, match="the payer cannot pay the fee; rerun me"):
+        await preflighting.sender(payer, resume_hint="rerun me").send(transfers(payer, 1))
+    assert preflighting.errors == ["InsufficientFundsForFee"]
+    preflighting.localnet.close()
+
+    poor = node.fund(sol=0.0001)  # pays the fee, not the transfer
+    with pytest.raises(InsufficientFundsError, match="insufficient lamports for a transfer"):
+        await node.sender(poor).send(transfers(poor, 1))
+
+
+class UnknownBlockhashFirst(LocalnetTransport):
+    """Refuses the first sends of each blockhash with BlockhashNotFound, as a leader that
+    has not seen it yet does (the client's node is ahead of the leader)."""
+
+    def __init__(self, refusals: int) -> None:
+        super().__init__()
+        self.refusals = refusals
+        self.refused: list[str] = []
+
+    def forward(self, request: dict[str, Any]) -> Any:
+        if request["method"] == "sendTransaction" and self.refusals > 0:
+            self.refusals -= 1
+            wire = base64.b64decode(request["params"][0])
+            self.refused.append(str(Transaction.from_bytes(wire).signatures[0]))
+            error = {
+                "code": -32002,
+                "message": "Transaction simulation failed: Blockhash not found",
+                "data": {"err": "BlockhashNotFound", "logs": []},
+            }
+            return {"jsonrpc": "2.0", "error": error, "id": request["id"]}
+        return super().forward(request)
+
+
+@pytest.mark.asyncio
+async def test_a_blockhash_the_leader_does_not_know_yet_is_waited_for_and_no_attempt():
+    node = UnknownBlockhashFirst(refusals=4)
+    payer = node.fund()
+    stats = await node.sender(payer).send(transfers(payer, 2))
+    assert (stats.confirmed, stats.resigned) == (2, 0)
+    # The refused bytes went again unchanged, and they are what landed.
+    assert set(stats.signatures) <= set(node.refused)
+    assert stats.resent >= 2
+    node.localnet.close()

@@ -8,7 +8,8 @@ from solders.pubkey import Pubkey
 from solders.system_program import ID as SYSTEM_PROGRAM_ID
 
 from curta_chain import program
-from curta_chain.chain.plan import ClusterScope, NewAccount, PublishPlan, WritePiece
+from curta_chain.chain.keys import ClusterScope
+from curta_chain.chain.plan import NewAccount, PublishPlan, WritePiece
 from curta_chain.chain.specs import Budget, Transactions, TxSpec, new_account, sign
 from curta_chain.constants import LOCALNET_GENESIS_HASH, MAX_TRANSACTION_SIZE
 
@@ -79,16 +80,17 @@ def test_every_write_fits_one_transaction_and_carries_its_piece(budget: Budget):
     assert MAX_TRANSACTION_SIZE - 14 <= size <= MAX_TRANSACTION_SIZE
 
 
-def test_consecutive_seal_steps_are_different_transactions():
+def test_seal_steps_with_distinct_labels_are_different_transactions():
     txs = Transactions(PROGRAM_ID, AUTHORITY.pubkey(), AUTHORITY.pubkey())
-    model, weight = Keypair().pubkey(), Keypair().pubkey()
-    steps = [txs.seal_step(model, weight, i) for i in range(5)]
-    assert len({bytes(s.instructions[0].data) for s in steps}) == 5
-    assert steps[0].instructions[0] == set_compute_unit_limit(40_000)
+    model, weights = Keypair().pubkey(), [Keypair().pubkey(), Keypair().pubkey()]
+    steps = [txs.seal_step(model, weights, i) for i in range(5)]
+    assert len({bytes(s.instructions[-1].data) for s in steps}) == 5
+    assert [m.pubkey for m in steps[0].instructions[-1].accounts] == [model, *weights]
     priced = Transactions(
         PROGRAM_ID, AUTHORITY.pubkey(), AUTHORITY.pubkey(), Budget(compute_unit_price=3)
     )
-    assert priced.seal_step(model, weight, 1).instructions[1] == set_compute_unit_price(3)
+    step = priced.seal_step(model, weights[:1], 1)
+    assert step.instructions[:2] == (set_compute_unit_limit(40_000), set_compute_unit_price(3))
     # Anyone cranks: a seal step needs no signature but the payer's.
     signed = sign(steps[0], PAYER, BLOCKHASH, (AUTHORITY,))
     assert signed.message.header.num_required_signatures == 1

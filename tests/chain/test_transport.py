@@ -14,10 +14,16 @@ from typing import Any
 import httpx
 import pytest
 
-from curta_chain.chain.transport import FIRST_CONTACT_GRACE, HttpTransport
+from curta_chain.chain.transport import (
+    FIRST_CONTACT_GRACE,
+    BatchRefusedError,
+    HttpTransport,
+    ProviderLimits,
+)
 from curta_chain.errors import RpcError
 
 OK = {"jsonrpc": "2.0", "id": 1, "result": "ok"}
+OK_RESPONSE = httpx.Response(200, json=OK)
 REQUEST = {"jsonrpc": "2.0", "id": 1, "method": "getHealth"}
 
 
@@ -95,23 +101,90 @@ async def test_a_post_sends_compact_json_and_returns_the_answer():
 
 
 @pytest.mark.asyncio
-async def test_429_waits_what_retry_after_asks_and_5xx_backs_off():
+async def test_5xx_backs_off_and_429_waits_what_retry_after_asks_without_giving_up():
+    made, time, _ = transport(
+        [httpx.Response(503), httpx.Response(500), httpx.Response(200, json=OK)]
+    )
+    assert await made.post(REQUEST) == OK
+    assert time.sleeps == [0.1, 0.2]  # the backoff doubles
+    # 429s are answers: waited out as asked (a minute at most, "soon" is the backoff),
+    # for longer in all than give_up_after, which counts only failures.
     made, time, _ = transport(
         [
             httpx.Response(429, headers={"retry-after": "3"}),
-            httpx.Response(503),
-            httpx.Response(500),
-            httpx.Response(429, headers={"retry-after": "soon"}),  # not seconds: back off
-            httpx.Response(429, headers={"retry-after": "3600"}),  # capped at a minute
+            httpx.Response(429, headers={"retry-after": "soon"}),
+            httpx.Response(429, headers={"retry-after": "3600"}),
             httpx.Response(200, json=OK),
         ],
-        give_up_after=120.0,
+        give_up_after=10.0,
     )
     assert await made.post(REQUEST) == OK
-    # The backoff doubles with each retry, a Retry-After's included.
-    assert time.sleeps == [3.0, 0.2, 0.4, 0.8, 60.0]
-    assert made.retries == 5
-    await made.aclose()
+    assert time.now >= 3 + 0.2 + 60
+    assert made.limits.rate_limited == 3
+
+
+@pytest.mark.asyncio
+async def test_a_429_sets_the_rate_to_what_was_taken_lowers_it_then_it_grows_back():
+    too_many = httpx.Response(429, headers={"retry-after": "1"})
+    made, time, _ = transport([*[httpx.Response(200, json=OK)] * 12, too_many, OK_RESPONSE])
+    for _ in range(13):  # twelve calls taken in the same instant, then the provider's 429
+        await made.post(REQUEST)
+    assert made.limits.rps is not None and 12 < made.limits.rps < 12.5  # and one success's
+    # One wait: past the Retry-After, until the calls booked at 0 left the rate's 1.2 s.
+    assert time.sleeps == [pytest.approx(1.2)]
+    rate = made.limits.rps
+    for _ in range(40):
+        await made.post(REQUEST)
+    # Forty calls at twelve to sixteen per 1.2 s: three to four seconds, and about as many
+    # calls a second more.
+    assert 2.5 < time.now - 1.2 < 4.5
+    assert rate + 2 < made.limits.rps < rate + 5
+
+
+def test_only_a_429_met_while_sending_near_the_rate_lowers_it_once_a_second():
+    limits = ProviderLimits(rps=10.0)
+    assert not limits.too_many(5.0, 1.0, 1)  # sending nothing: a 429 at random
+    assert limits.rps == 10.0
+    assert limits.delay(8, 10.0) == 0.0
+    assert not limits.too_many(10.0, 1.0, 1)
+    assert limits.rps == pytest.approx(7.0)  # 30% less
+    assert not limits.too_many(10.5, 1.0, 1)  # within a second of the decrease
+    assert limits.rps == pytest.approx(7.0)
+    assert limits.rate_limited == 3
+
+
+@pytest.mark.asyncio
+async def test_a_rate_set_outright_paces_every_call_of_a_batch_and_is_never_learnt():
+    made, time, _ = transport(
+        [httpx.Response(429, headers={"retry-after": "1"}), httpx.Response(200, json=[OK])],
+        limits=ProviderLimits.fixed(rps=10, batch=5),
+    )
+    for _ in range(3):
+        await made.post([REQUEST] * 5)
+    assert made.limits.rps == 10 and made.limits.batch == 5
+    assert time.now >= 1.0 + 1.0  # the Retry-After, then 15 calls at 10 a second
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("status", [400, 413])
+async def test_a_batch_refused_by_status_is_a_batch_refusal_and_a_call_s_is_an_error(status):
+    made, _, _ = transport([httpx.Response(status, text="too big")])
+    with pytest.raises(BatchRefusedError, match=f"HTTP {status} for a batch of 2"):
+        await made.post([REQUEST, REQUEST])
+    with pytest.raises(RpcError, match=f"HTTP {status}: too big") as single:
+        await made.post(REQUEST)
+    assert not isinstance(single.value, BatchRefusedError)
+
+
+@pytest.mark.asyncio
+async def test_a_batch_rate_limited_below_its_own_size_is_refused_to_be_split():
+    made, _, _ = transport(
+        [httpx.Response(429, headers={"retry-after": "1"})],
+        limits=ProviderLimits(rps=4.0),
+    )
+    with pytest.raises(BatchRefusedError, match="HTTP 429 for 6 calls"):
+        await made.post([REQUEST] * 6)
+    assert made.limits.rps == pytest.approx(2.8) and made.limits.batch == 3
 
 
 @pytest.mark.asyncio

@@ -247,12 +247,18 @@ def test_verify_puts_the_verdict_and_both_hashes_first_and_counts_every_range(us
     assert lines[1].startswith("declared hash  ") and lines[1].endswith("(the model's, sealed)")
     assert lines[2].startswith("artifact hash  ") and lines[2].endswith(f"({other}: DIFFERENT)")
     assert lines[3].startswith("declared-hash: the model declares ")  # the cause, then bytes
-    assert [line.startswith("bytes section 1 offset ") for line in lines[4:14]] == [True] * 10
-    assert lines[14] == "and 190 more differing byte ranges: --all-differences lists them"
+    # Where in each section the bytes differ (the first 14,400 of 288,704: 3 of 48 parts),
+    # then the ranges.
+    assert lines[4] == f"section 1  [xxx{'.' * 45}] 288,704 bytes"
+    assert [line.startswith("bytes section 1 offset ") for line in lines[5:15]] == [True] * 10
+    assert lines[15] == "and 190 more differing byte ranges: --all-differences lists them"
+    assert len(lines[4]) <= 80
 
     code, out, _ = user("verify", model, str(other), "--all-differences", keypair=False)
     assert code == 1 and out.count("bytes section 1 offset ") == 200
     assert "more differing byte ranges" not in out
     report = user.json("verify", model, str(other), keypair=False, code=1)
     assert (report["differing_ranges"], report["differing_ranges_listed"]) == (200, 10)
+    bins = report["difference_bins"]
+    assert bins[0] == [0] * 48 and sum(bins[1]) == 200 and bins[1][3:] == [0] * 45
     assert all(d["offset"] is not None for d in report["differences"] if d["kind"] == "bytes")

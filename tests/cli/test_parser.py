@@ -72,6 +72,33 @@ def test_a_typo_is_answered_with_the_nearest_command_or_option(capsys, argv, mes
     assert exit_.value.code == 2 and message in err and err.count("\n") == 1, err
 
 
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        # An unknown option comes before the required one it was meant to be.
+        (["run", "m.curta", "--promt", "hi"], "'--promt'; did you mean '--prompt'?"),
+        (["run", "--promt", "hi"], "'--promt'; did you mean '--prompt'?"),
+        # A prefix of one option is that option, not the nearest spelling (--steps).
+        (["run", "m.curta", "--prompt", "x", "--temp", "0"], "did you mean '--temperature'?"),
+        # llama2.c's habits: run takes -i -n -t -p -s (tests/test_demo_model.py), not -z.
+        (["run", "m.curta", "-z", "t.bin"], "-z is the tokenizer: the artifact holds its"),
+        (["publish", "m.curta", "-z", "t.bin"], "-z is the tokenizer: the artifact holds its"),
+        # --output (the format) inside -o/--output-file: its choices, and the other option.
+        (
+            ["convert", "a.bin", "b.bin", "--output", "x.curta"],
+            "no choice for --output 'x.curta'; expected one of display, json, json-compact "
+            "(or did you mean -o/--output-file?)",
+        ),
+    ],
+)
+def test_a_habit_or_typo_is_named_before_what_is_missing(capsys, argv, message):
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2 and message in err and err.count("\n") == 1, err
+    assert "required" not in err
+
+
 def test_options_are_never_abbreviated(capsys, tmp_path):
     # --output is not an abbreviation of --output-file, nor --dry of --dry-run.
     with pytest.raises(SystemExit):

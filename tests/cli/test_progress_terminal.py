@@ -3,13 +3,19 @@
 Every frame the bar draws must fit in 79 columns (the 80th makes some terminals wrap), so
 each redraw overwrites the last instead of scrolling a new line; a seal interrupted and
 rerun says it resumed and ends with the bar full.
+
+The localnet makes blocks (``--blocks``): a seal sends its steps many at once, and a block
+takes at most 100 writes of the model account, so the seal is seen part way through.
 """
 
 import re
+from collections.abc import Iterator
 
+import pytest
 from pty_helper import Terminal, curta
 
 from curta_chain.cli.keypairs import write_keypair
+from curta_chain.localnet import BusyOptions, LocalnetHandle, start_in_thread
 
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
@@ -22,7 +28,17 @@ def bar_frames(text: str, label: str) -> list[str]:
     return [f for f in frames(text) if re.match(rf"{label} +\d+% ", f)]
 
 
-def test_publish_and_seal_on_an_80_column_terminal(localnet, fund, tmp_path, stories15m):
+@pytest.fixture
+def blocks() -> Iterator[LocalnetHandle]:
+    handle = start_in_thread(busy=BusyOptions(blocks=True))
+    try:
+        yield handle
+    finally:
+        handle.stop()
+
+
+def test_publish_and_seal_on_an_80_column_terminal(blocks, fund, tmp_path, stories15m):
+    localnet = blocks
     art, keypair = tmp_path / "m.curta", tmp_path / "id.json"
     art.write_bytes(stories15m.data)
     write_keypair(fund(localnet.url, 200), keypair)

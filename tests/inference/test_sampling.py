@@ -125,11 +125,11 @@ def test_plan_refuses_what_does_not_fit(stories260k, model260k):
         with pytest.raises(PromptError, match=message):
             plan_run(model260k, tokenizer, prompt, steps)
     plan = plan_run(model260k, tokenizer, "hello", None)
-    assert len(plan.prompt_ids) == 7 and plan.steps == 256
-    assert plan_run(model260k, tokenizer, "x" * 300, None).steps == 512 - 302
-    assert plan_run(model260k, tokenizer, "hello", 505).steps == 505
+    assert len(plan.prompt_ids) == 7 and plan.max_tokens == 256
+    assert plan_run(model260k, tokenizer, "x" * 300, None).max_tokens == 512 - 302
+    assert plan_run(model260k, tokenizer, "hello", 505).max_tokens == 505
     empty = plan_run(model260k, tokenizer, "", None)  # run.c with no -i: the opening token
-    assert empty.prompt_ids == (1,) and empty.steps == 256
+    assert empty.prompt_ids == (1,) and empty.max_tokens == 256
 
 
 def test_greedy_runs_are_deterministic_and_follow_teacher_forcing(stories260k, model260k):

@@ -6,19 +6,25 @@ Each runs every method and subscription its client exposes, at each commitment w
 applies, and compares the answers with the shapes of Solana's JSON-RPC documentation.
 The localnet runs on a manual clock: a suite asks for slots to pass (``@@{"advance": n}``
 on stdout) and this test moves the clock and answers "ok", so nothing sleeps against
-slot durations.
+slot durations. Each suite also runs once against the busy mode's blocks
+(``BusyOptions(blocks=True)``, no loss): the web3.js and kit suites' sends then move the
+clock one slot to their block (``landed()``); Anchor's ``.rpc()`` waits for its
+confirmation inside the call, so for it a producer thread moves the clock one slot
+whenever the leader has something queued (a state, not a time).
 """
 
 import json
 import os
 import shutil
 import subprocess
+import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 from localnet_helpers import advance_slots
 from solana.rpc.api import Client
+from solana.rpc.types import TxOpts
 from solders.hash import Hash
 from solders.instruction import Instruction
 from solders.keypair import Keypair
@@ -44,7 +50,8 @@ from spl.token.instructions import (
 )
 
 from curta_chain.constants import LOCALNET_PROGRAM_ID
-from curta_chain.localnet import ManualClock, start_in_thread
+from curta_chain.localnet import BusyOptions, ManualClock, start_in_thread
+from curta_chain.localnet.busy import NOT_BUSY
 from curta_chain.localnet.parsed import MEMO_PROGRAMS, MINT_SIZE, TOKEN_PROGRAM
 from curta_chain.program import IDL_PATH
 
@@ -63,20 +70,26 @@ def _node_ready() -> str | None:
     return None
 
 
-def _send(client: Client, payer: Keypair, instructions: list, *signers: Keypair) -> str:
+def _send(
+    client: Client, payer: Keypair, instructions: list, *signers: Keypair, skip: bool = False
+) -> str:
     blockhash = client.get_latest_blockhash().value.blockhash
     message = Message.new_with_blockhash(instructions, payer.pubkey(), blockhash)
     tx = VersionedTransaction(message, [payer, *signers])
-    return str(client.send_transaction(tx).value)
+    return str(client.send_transaction(tx, opts=TxOpts(skip_preflight=skip)).value)
 
 
-def build_world(url: str, ws_url: str, clock: ManualClock) -> dict[str, Any]:
+def build_world(url: str, ws_url: str, clock: ManualClock, blocks: bool) -> dict[str, Any]:
     """Set up what the suites read: a payer, a memo, a token mint and account, a delegate,
-    a lookup table and a durable nonce account, all finalized."""
+    a lookup table and a durable nonce account, all finalized.
+
+    The airdrop, the memo and the token transactions share one block (with ``blocks``, the
+    memo and token ones skip preflight: the airdrop funding them runs first in that block).
+    """
     client = Client(url, "processed")
     payer = Keypair()
     airdrop = str(client.request_airdrop(payer.pubkey(), 100 * SOL).value)
-    memo = _send(client, payer, [Instruction(MEMO_PROGRAMS[0], b"curta world", [])])
+    memo = _send(client, payer, [Instruction(MEMO_PROGRAMS[0], b"curta world", [])], skip=blocks)
     mint, holder, delegate = Keypair(), Keypair(), Keypair()
     token_account = get_associated_token_address(holder.pubkey(), mint.pubkey())
     rent = client.get_minimum_balance_for_rent_exemption(MINT_SIZE).value
@@ -123,7 +136,10 @@ def build_world(url: str, ws_url: str, clock: ManualClock) -> dict[str, Any]:
         ],
         mint,
         holder,
+        skip=blocks,
     )
+    if blocks:
+        advance_slots(clock, 1)
     slot = client.get_slot().value
     create, table = create_lookup_table(
         {"authority_address": payer.pubkey(), "payer_address": payer.pubkey(), "recent_slot": 0}
@@ -145,8 +161,9 @@ def build_world(url: str, ws_url: str, clock: ManualClock) -> dict[str, Any]:
         list(create_nonce_account(payer.pubkey(), nonce.pubkey(), payer.pubkey(), 2 * SOL)),
         nonce,
     )
-    advance_slots(clock, 33)
+    advance_slots(clock, 34 if blocks else 33)
     return {
+        "blocks": blocks,
         "url": url,
         "wsUrl": ws_url,
         "payer": list(bytes(payer)),
@@ -168,12 +185,27 @@ def build_world(url: str, ws_url: str, clock: ManualClock) -> dict[str, Any]:
     }
 
 
-def run_suite(script: str) -> dict[str, dict[str, Any]]:
+def run_suite(script: str, blocks: bool = False) -> dict[str, dict[str, Any]]:
     """Run ``js/<script>`` against a fresh localnet; return each check's outcome by name."""
     clock = ManualClock()
-    handle = start_in_thread(now=clock)
+    handle = start_in_thread(now=clock, busy=BusyOptions(blocks=True) if blocks else NOT_BUSY)
+    moving = threading.Lock()  # the suite's advances and the producer's move one clock
+    done = threading.Event()
+
+    def advance(slots: int) -> None:
+        with moving:
+            advance_slots(clock, slots)
+
+    def produce() -> None:
+        while not done.wait(0.02):
+            if handle.call(lambda localnet: bool(localnet.leader and localnet.leader.queue)):
+                advance(1)
+
+    producer = threading.Thread(target=produce, daemon=True)
     try:
-        world = build_world(handle.url, handle.ws_url or "", clock)
+        world = build_world(handle.url, handle.ws_url or "", clock, blocks)
+        if blocks and script == "anchor.mjs":
+            producer.start()
         process = subprocess.Popen(
             ["node", str(JS / script), json.dumps(world)],
             cwd=JS,
@@ -192,7 +224,7 @@ def run_suite(script: str) -> dict[str, dict[str, Any]]:
                 continue
             message = json.loads(line[2:])
             if "advance" in message:
-                advance_slots(clock, message["advance"])
+                advance(message["advance"])
                 process.stdin.write("ok\n")
                 process.stdin.flush()
             elif "check" in message:
@@ -204,20 +236,32 @@ def run_suite(script: str) -> dict[str, dict[str, Any]]:
         checks["(client output)"] = {"ok": True, "output": other}
         return checks
     finally:
+        done.set()
+        if producer.is_alive():
+            producer.join()
         handle.stop()
 
 
-SUITES = ("web3.mjs", "kit.mjs", "anchor.mjs")
+SUITES = (
+    ("web3.mjs", False),
+    ("kit.mjs", False),
+    ("anchor.mjs", False),
+    ("web3.mjs", True),
+    ("kit.mjs", True),
+    ("anchor.mjs", True),
+)
 
 
-@pytest.mark.parametrize("script", SUITES)
-def test_js_client_suite(script):
+@pytest.mark.parametrize(
+    ("script", "blocks"), SUITES, ids=[f"{s}{'-blocks' if b else ''}" for s, b in SUITES]
+)
+def test_js_client_suite(script, blocks):
     reason = _node_ready()
     if reason is not None:
         if os.environ.get("CI"):
             pytest.fail(reason)
         pytest.skip(reason)
-    checks = run_suite(script)
+    checks = run_suite(script, blocks)
     output = checks.pop("(client output)")["output"]
     failed = {name: check["error"] for name, check in checks.items() if not check["ok"]}
     assert not failed, "\n\n".join(f"{name}: {error}" for name, error in failed.items())

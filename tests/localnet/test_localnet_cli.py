@@ -6,7 +6,6 @@ from pathlib import Path
 from solana.rpc.api import Client
 from solders.pubkey import Pubkey
 
-import curta_chain.localnet as localnet_package
 from curta_chain.constants import LOCALNET_PROGRAM_ID
 
 
@@ -77,11 +76,6 @@ def test_the_localnet_program_id_has_no_keypair_and_no_seed_derives_one():
     assert not (repo / "localnet" / "write_program_keypair.py").exists()
     script = (repo / "localnet" / "start-test-validator.sh").read_text()
     assert f"--bpf-program {LOCALNET_PROGRAM_ID} " in script
-
-
-def test_package_exports_are_complete():
-    for name in localnet_package.__all__:
-        assert hasattr(localnet_package, name), name
 
 
 def test_bad_port_and_ledger_are_one_line_errors(tmp_path):

@@ -13,6 +13,21 @@ itself, so it can hurt the client the ways a real RPC path does:
 - ``truncate``: forward and send only half of the node's answer under the full
   Content-Length, then close.
 
+It can also behave as a provider and a cluster that is not the localnet (``Provider``):
+
+- ``max_batch``: a batch of more calls is refused whole, as ``batch_refusal`` says (HTTP
+  413, HTTP 400, or a JSON-RPC error object for the batch);
+- ``rps``: past that many calls a second (each call of a batch counted), HTTP 429 with a
+  ``Retry-After``, as paid plans do;
+- ``lag_seconds``: the node answers behind the cluster: a status is unseen for that long
+  after the proxy first saw it, and a read whose ``minContextSlot`` it first met that
+  recently is refused with -32016 (the node has not reached the slot);
+- ``unknown_blockhash``: that share of blockhashes the node hands out are unknown to the
+  leader for ``unknown_blockhash_seconds``: a send signed with one is refused with
+  ``BlockhashNotFound`` (not delivered);
+- ``lose``: that share of the transactions in a sendTransaction is answered with its
+  signature but never delivered (a leader that drops it).
+
 Each request draws at most one fault from a seeded ``random.Random`` with the rates in
 ``Faults``. ``down = True`` drops every request (an RPC that stays down). A node that
 cannot be reached (killed) drops the client's connection too. With ``serialize`` the
@@ -37,13 +52,15 @@ import asyncio
 import base64
 import contextlib
 import json
+import math
 import os
 import random
 import struct
 import subprocess
 import sys
 import threading
-from collections import Counter
+import time
+from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -66,7 +83,13 @@ _LOADER_KINDS = {
     4: "loader_set_authority",
 }
 _LOADER_WRITE_ARGS = struct.Struct("<IIQ")
-_REASONS = {200: "OK", 400: "Bad Request", 429: "Too Many Requests", 500: "Internal Server Error"}
+_REASONS = {
+    200: "OK",
+    400: "Bad Request",
+    413: "Content Too Large",
+    429: "Too Many Requests",
+    500: "Internal Server Error",
+}
 FAULT_KINDS = ("drop_request", "drop_response", "delay", "rate_limit", "server_error", "truncate")
 
 
@@ -93,6 +116,20 @@ class Faults:
         return None
 
 
+@dataclass
+class Provider:
+    """How the proxy's provider and cluster differ from the localnet (all off by default)."""
+
+    max_batch: int | None = None
+    batch_refusal: str = "error"
+    """``413``, ``400`` or ``error`` (a JSON-RPC error object answering the whole batch)."""
+    rps: float | None = None
+    lag_seconds: float = 0.0
+    unknown_blockhash: float = 0.0
+    unknown_blockhash_seconds: float = 1.0
+    lose: float = 0.0
+
+
 @dataclass(frozen=True)
 class SentTransaction:
     """A transaction the proxy delivered to the node."""
@@ -102,6 +139,7 @@ class SentTransaction:
     """The curta instruction it carries (e.g. ``write_weights``), or ``other``."""
     signatures: int
     account: str = ""
+    blockhash: str = ""
     """For a write: the weight account written."""
     offset: int = 0
     payload_bytes: int = 0
@@ -140,6 +178,7 @@ class FaultProxy:
 
     upstream: str
     faults: Faults = field(default_factory=Faults)
+    provider: Provider = field(default_factory=Provider)
     seed: int = 0
     down: bool = False
     serialize: bool = False
@@ -157,6 +196,11 @@ class FaultProxy:
     _server: asyncio.Server | None = None
     _session: aiohttp.ClientSession | None = None
     _order: asyncio.Lock = field(init=False)
+    _calls: deque[tuple[float, int]] = field(default_factory=deque)
+    _first_seen: dict[str, float] = field(default_factory=dict)
+    """A status's signature, or ``slot:N`` for a minContextSlot: when the proxy first met it."""
+    _unknown_until: dict[str, float] = field(default_factory=dict)
+    """Blockhashes the leader does not know yet, until when."""
 
     def __post_init__(self) -> None:
         self._rng = random.Random(self.seed)
@@ -252,6 +296,11 @@ class FaultProxy:
             if self.down:
                 self.injected["down"] += 1
                 return False
+            refusal = self._provider_refusal(body)
+            if refusal is not None:
+                status, answer, headers = refusal
+                await _respond(writer, status, answer, headers)
+                return True
             fault = self.faults.draw(self._rng)
             if fault is not None:
                 self.injected[fault] += 1
@@ -263,6 +312,7 @@ class FaultProxy:
                 return True
             if fault == "delay":
                 await asyncio.sleep(self.faults.delay_seconds)
+            body, held = self._hold_sends(body)
             request = _parse(body)
             fired = await self._fire("before", request)
             try:
@@ -273,8 +323,12 @@ class FaultProxy:
             if answered is None:
                 return False
             status, answer = answered
+            if held:
+                answer = _merge(answer, held)
             if self.edits and set(request.methods) & set(self.edits):
                 answer = self._edit(body, answer)
+            if self.provider.lag_seconds or self.provider.unknown_blockhash:
+                answer = self._lag(body, answer)
             for trigger in await self._fire("after", request):
                 trigger.settled.set()
         if fault == "drop_response":
@@ -288,6 +342,122 @@ class FaultProxy:
             return False
         await _respond(writer, status, answer)
         return True
+
+    def _provider_refusal(self, body: bytes) -> tuple[int, bytes, dict[str, str]] | None:
+        """A provider's refusal of the whole request: a batch too long, or past the rate."""
+        provider = self.provider
+        try:
+            payload = json.loads(body)
+        except ValueError:
+            return None
+        calls = len(payload) if isinstance(payload, list) else 1
+        if (
+            provider.max_batch is not None
+            and isinstance(payload, list)
+            and calls > provider.max_batch
+        ):
+            self.injected["batch refused"] += 1
+            if provider.batch_refusal in ("413", "400"):
+                return int(provider.batch_refusal), b"batch too large", {}
+            error = {"code": -32600, "message": f"batch of {calls} over {provider.max_batch}"}
+            return 200, json.dumps({"jsonrpc": "2.0", "error": error, "id": None}).encode(), {}
+        if provider.rps is not None:
+            now = time.monotonic()
+            while self._calls and self._calls[0][0] <= now - 1.0:
+                self._calls.popleft()
+            if sum(n for _, n in self._calls) + calls > provider.rps:
+                self.injected["rate limited"] += 1
+                wait = self._calls[0][0] + 1.0 - now if self._calls else 1.0
+                headers = {"Retry-After": str(max(1, math.ceil(wait)))}
+                return 429, b'{"error":"rate limited"}', headers
+            self._calls.append((now, calls))
+        return None
+
+    def _hold_sends(self, body: bytes) -> tuple[bytes, list[dict[str, Any]]]:
+        """Take out the sends the leader will not get: lost ones, and unknown blockhashes'.
+
+        Returns the body to forward and the answers for what was taken out.
+        """
+        provider = self.provider
+        if not (provider.lose or provider.unknown_blockhash):
+            return body, []
+        try:
+            payload = json.loads(body)
+        except ValueError:
+            return body, []
+        calls = payload if isinstance(payload, list) else [payload]
+        kept: list[Any] = []
+        held: list[dict[str, Any]] = []
+        now = time.monotonic()
+        for call in calls:
+            if not isinstance(call, dict) or call.get("method") != "sendTransaction":
+                kept.append(call)
+                continue
+            tx = _decode(call["params"][0])
+            if self._unknown_until.get(tx.blockhash, 0.0) > now:
+                self.injected["blockhash not found"] += 1
+                error = {
+                    "code": -32002,
+                    "message": "Transaction simulation failed: Blockhash not found",
+                    "data": {"err": "BlockhashNotFound", "logs": []},
+                }
+                held.append({"jsonrpc": "2.0", "error": error, "id": call.get("id")})
+            elif self._rng.random() < provider.lose:
+                # Each send of the same bytes (a resend) is lost, or not, anew.
+                self.injected["lost"] += 1
+                held.append({"jsonrpc": "2.0", "result": tx.signature, "id": call.get("id")})
+            else:
+                kept.append(call)
+        if not held:
+            return body, []
+        if not kept:
+            return b"", held
+        return json.dumps(kept if isinstance(payload, list) else kept[0]).encode(), held
+
+    def _lag(self, body: bytes, answer: bytes) -> bytes:
+        """The node's answer as a node ``lag_seconds`` behind gives it; blockhashes marked."""
+        try:
+            payload, reply = json.loads(body), json.loads(answer)
+        except ValueError:
+            return answer
+        calls = {c.get("id"): c for c in (payload if isinstance(payload, list) else [payload])}
+        items = reply if isinstance(reply, list) else [reply]
+        now = time.monotonic()
+        lag = self.provider.lag_seconds
+        out = []
+        for item in items:
+            call = calls.get(item.get("id")) if isinstance(item, dict) else None
+            method = call.get("method") if isinstance(call, dict) else None
+            if method is None or "result" not in item:
+                out.append(item)
+                continue
+            if method == "getLatestBlockhash" and self.provider.unknown_blockhash:
+                blockhash = item["result"]["value"]["blockhash"]
+                if blockhash not in self._first_seen:
+                    self._first_seen[blockhash] = now
+                    if self._rng.random() < self.provider.unknown_blockhash:
+                        self._unknown_until[blockhash] = (
+                            now + self.provider.unknown_blockhash_seconds
+                        )
+            if lag and method == "getSignatureStatuses":
+                values = item["result"]["value"]
+                for i, (signature, value) in enumerate(zip(call["params"][0], values, strict=True)):
+                    # Behind: a status is unseen until ``lag`` after the cluster had it.
+                    if (
+                        value is not None
+                        and now - self._first_seen.setdefault(signature, now) < lag
+                    ):
+                        values[i] = None
+                        self.injected["status behind"] += 1
+            config = call["params"][-1] if call.get("params") else None
+            if lag and isinstance(config, dict) and "minContextSlot" in config:
+                key = f"slot:{config['minContextSlot']}"
+                if now - self._first_seen.setdefault(key, now) < lag:
+                    self.injected["context slot behind"] += 1
+                    error = {"code": -32016, "message": "Minimum context slot has not been reached"}
+                    item = {"jsonrpc": "2.0", "error": error, "id": item["id"]}
+            out.append(item)
+        return json.dumps(out if isinstance(reply, list) else out[0]).encode()
 
     def _edit(self, body: bytes, answer: bytes) -> bytes:
         """The node's answer with each edited method's result rewritten."""
@@ -306,6 +476,8 @@ class FaultProxy:
 
     async def _deliver(self, body: bytes, request: Request) -> tuple[int, bytes] | None:
         """Forward to the node and book the transactions; None if the node is gone."""
+        if not body:
+            return 200, b"[]"  # every call was held back: nothing reaches the node
         try:
             assert self._session is not None
             async with self._session.post(
@@ -342,6 +514,17 @@ async def _read_request(reader: asyncio.StreamReader) -> bytes | None:
         if name.strip().lower() == b"content-length":
             length = int(value.strip())
     return await reader.readexactly(length)
+
+
+def _merge(answer: bytes, held: list[dict[str, Any]]) -> bytes:
+    """The node's answer with the answers of the calls the proxy held back put in."""
+    try:
+        reply = json.loads(answer)
+    except ValueError:
+        return answer
+    items = reply if isinstance(reply, list) else [reply]
+    merged = [item for item in items if item] + held
+    return json.dumps(merged if len(merged) != 1 or isinstance(reply, list) else merged[0]).encode()
 
 
 def _head(status: int, length: int, headers: dict[str, str]) -> bytes:
@@ -382,6 +565,7 @@ def _decode(encoded: str) -> SentTransaction:
     message = tx.message
     keys = message.account_keys
     signature = str(tx.signatures[0])
+    blockhash = str(message.recent_blockhash)
     for ix in message.instructions:
         data = bytes(ix.data)
         if keys[ix.program_id_index] == LOADER_V3 and len(data) >= 4:
@@ -389,17 +573,21 @@ def _decode(encoded: str) -> SentTransaction:
             if kind == "loader_write":
                 _, offset, length = _LOADER_WRITE_ARGS.unpack_from(data)
                 account = str(keys[ix.accounts[0]])
-                return SentTransaction(signature, kind, len(tx.signatures), account, offset, length)
-            return SentTransaction(signature, kind, len(tx.signatures))
+                return SentTransaction(
+                    signature, kind, len(tx.signatures), account, offset, length, blockhash
+                )
+            return SentTransaction(signature, kind, len(tx.signatures), blockhash=blockhash)
         kind = _KINDS.get(data[:8], "")
         if not kind:
             continue
         if kind == "write_weights":
             offset, length = _WRITE_ARGS.unpack_from(data, 8)
             account = str(keys[ix.accounts[1]])
-            return SentTransaction(signature, kind, len(tx.signatures), account, offset, length)
-        return SentTransaction(signature, kind, len(tx.signatures))
-    return SentTransaction(signature, "other", len(tx.signatures))
+            return SentTransaction(
+                signature, kind, len(tx.signatures), account, offset, length, blockhash
+            )
+        return SentTransaction(signature, kind, len(tx.signatures), blockhash=blockhash)
+    return SentTransaction(signature, "other", len(tx.signatures), blockhash=blockhash)
 
 
 # What landed, read from the node directly (never through the proxy), at the commitment the

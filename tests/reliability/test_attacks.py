@@ -38,7 +38,7 @@ from solders.pubkey import Pubkey
 from solders.system_program import TransferParams, transfer
 
 from curta_chain.artifact import Artifact, decode_artifact
-from curta_chain.chain.plan import ClusterScope, model_keypair, weight_keypair
+from curta_chain.chain.keys import ClusterScope, model_keypair, weight_keypair
 from curta_chain.chain.rent import rent_exempt_minimum
 from curta_chain.chain.sender import Sender
 from curta_chain.chain.specs import TxSpec

@@ -35,7 +35,7 @@ from curta_chain.artifact import Artifact, decode_artifact
 from curta_chain.artifact.layout import BLOCK_NAMES
 from curta_chain.artifact.synthetic import tezw_bytes
 from curta_chain.chain import loader, specs
-from curta_chain.chain.deploy import buffer_keypair, default_program_keypair
+from curta_chain.chain.keys import buffer_keypair, default_program_keypair
 from curta_chain.chain.plan import NewAccount
 from curta_chain.chain.rent import rent_exempt_minimum
 from curta_chain.chain.sender import Sender
@@ -50,6 +50,7 @@ from curta_chain.program import MODEL_ACCOUNT_SIZE
 PROGRAM_ID = Pubkey.from_string(LOCALNET_PROGRAM_ID)
 SYSTEM = "11111111111111111111111111111111"
 DEVNET_GENESIS = "EtWTRABZaYq6iMfeYKouRu166VU2xqa1wcaWoxPkrZBG"
+MAINNET_GENESIS = "5eykt4UsFv8P8NJdTREpY1vzqKqZKvdpKuc147dw2N9d"
 
 
 @dataclass(frozen=True)
@@ -71,6 +72,8 @@ class World:
     """The localnet behind a proxy that claims devnet's genesis hash: not a localnet."""
     greedy_url: str
     """The localnet behind a proxy that asks 300 times the rent."""
+    mainnet_url: str
+    """The localnet behind a proxy that claims mainnet-beta's genesis hash."""
 
 
 @dataclass(frozen=True)
@@ -392,7 +395,8 @@ CASES: dict[str, Case] = {
     ),
     "artifact is a checkpoint": (
         lambda ctx: ctx.chain("publish", ctx.file("ckpt.bin", ctx.world.checkpoint)),
-        r"ckpt.bin: byte 0 \(tag\)",
+        r"ckpt.bin: this is a llama2.c checkpoint, not a CURTAW01 artifact: run "
+        r"`curta-chain convert .*ckpt.bin TOKENIZER -o OUT.curta` first$",
     ),
     "artifact path absent": (
         lambda ctx: ctx.chain("publish", ctx.work / "absent.curta"),
@@ -423,9 +427,21 @@ CASES: dict[str, Case] = {
         bad_checkpoint(lambda c: c[:20]),
         r"ckpt.bin: 20 bytes",
     ),
+    "checkpoint given to inspect": (
+        lambda ctx: ["inspect", str(ctx.file("ckpt.bin", ctx.world.checkpoint))],
+        r"ckpt.bin: this is a llama2.c checkpoint, not a CURTAW01 artifact: run `curta-chain "
+        r"convert",
+    ),
     "tokenizer truncated": (
         bad_tokenizer(lambda t: t[:-3]),
         r"tok.bin: truncated at byte [\d,]+ in token 511, expected 512 tokens",
+    ),
+    "tokenizer with more tokens than the model": (
+        # The README's stories260K with the 32,000-token tokenizer.bin: these bytes follow.
+        bad_tokenizer(lambda t: t + struct.pack("<fI", 0.0, 3) + b"abc"),
+        r"tok.bin: 11 bytes after token 511 at byte [\d,]+, expected exactly 512 tokens "
+        r"\(the checkpoint's vocabulary\); if its first 512 are the model's, keep those: "
+        r"`python scripts/cut_tokenizer.py .*tok.bin 512 tok512.bin`$",
     ),
     "tokenizer longest length 0": (
         bad_tokenizer(lambda t: patch(t, 0, "<I", 0)),
@@ -503,6 +519,11 @@ CASES: dict[str, Case] = {
         bad_keypair(None),
         r"bad-id.json: cannot read the keypair: ",
     ),
+    "keypair file is binary": (
+        bad_keypair(bytes(range(128, 256))),
+        r"bad-id.json: not a keypair: expected a JSON array of 64 bytes, found binary data "
+        r"\(byte 0 is 0x80\)$",
+    ),
     "keypair absent": (
         lambda ctx: [
             "publish",
@@ -545,6 +566,10 @@ CASES: dict[str, Case] = {
         r"--url 'ftp://127.0.0.1:8899': expected localhost, devnet",
     ),
     "url without host": (with_url("http://"), r"--url 'http://': expected"),
+    "url https to a node that speaks HTTP": (
+        lambda ctx: with_url(ctx.world.url.replace("http://", "https://"))(ctx),
+        r"https://127.0.0.1:\d+: the node speaks HTTP, not HTTPS: try http://127.0.0.1:\d+$",
+    ),
     "url port": (
         with_url("http://127.0.0.1:88a9"),
         r"--url 'http://127.0.0.1:88a9': malformed port",
@@ -560,6 +585,22 @@ CASES: dict[str, Case] = {
     "compute unit price negative": (
         lambda ctx: ctx.chain("publish", ctx.art(), "--with-compute-unit-price", "-1"),
         r"--with-compute-unit-price -1: expected a count 0 to 18446744073709551615",
+    ),
+    "rpc rate zero": (
+        lambda ctx: ctx.chain("publish", ctx.art(), "--rpc-rps", "0"),
+        r"--rpc-rps 0.0: expected a positive number of calls a second",
+    ),
+    "rpc batch zero": (
+        lambda ctx: ctx.chain("seal", ctx.world.not_a_model, "--rpc-batch", "0"),
+        r"--rpc-batch 0: expected a count of calls 1 to 10000",
+    ),
+    "compute unit price neither auto nor a count": (
+        lambda ctx: ctx.chain("publish", ctx.art(), "--with-compute-unit-price", "high"),
+        r"--with-compute-unit-price high: expected a count 0 to 18446744073709551615, or auto",
+    ),
+    "compute unit price cap without auto": (
+        lambda ctx: ctx.chain("publish", ctx.art(), "--max-compute-unit-price", "10"),
+        r"--max-compute-unit-price caps --with-compute-unit-price auto only",
     ),
     "compute unit price over u64": (
         lambda ctx: ctx.chain("seal", ctx.world.not_a_model, "--with-compute-unit-price", 2**64),
@@ -584,6 +625,10 @@ CASES: dict[str, Case] = {
     "airdrop under a lamport": (
         lambda ctx: ctx.chain("airdrop", "1e-12"),
         r"airdrop 1e-12: expected a positive amount of SOL",
+    ),
+    "airdrop on mainnet-beta, known by its genesis hash": (
+        lambda ctx: ctx.chain("airdrop", "1", url=ctx.world.mainnet_url),
+        r"http://127.0.0.1:\d+ is mainnet-beta \(by its genesis hash\): it has no faucet$",
     ),
     # -- model addresses ----------------------------------------------------------------------
     "model not base58": (
@@ -652,6 +697,18 @@ CASES: dict[str, Case] = {
         ),
         r"--cross-check 'ftp://x': expected localhost, devnet, testnet, mainnet-beta or an http",
     ),
+    "trust a cross-check of the same node": (
+        lambda ctx: ctx.chain(
+            "verify",
+            ctx.world.not_a_model,
+            ctx.art(),
+            "--cross-check",
+            ctx.world.url,
+            keypair=False,
+        ),
+        r"--cross-check http://127.0.0.1:\d+: that is the node -u reads \(http://127.0.0.1:\d+\); "
+        r"a cross-check reads every account again from a second, independent node",
+    ),
     # -- spending (with --output json: the plan and its cost are not printed) --------------
     "spend with no terminal off the localnet": (
         lambda ctx: ctx.chain(
@@ -679,6 +736,26 @@ CASES: dict[str, Case] = {
         ],
         r"payer \w+ has 0.000000000 SOL; deploying needs 0\.\d+ SOL \(short by 0\.\d+ "
         r"SOL\); nothing was sent",
+    ),
+    "spend more than the payer has, in a deploy dry run": (
+        lambda ctx: [
+            *ctx.chain(
+                "deploy", "--dry-run", "-C", ctx.work / "c.yml", "--output", "json", keypair=False
+            ),
+            "-k",
+            str(ctx.file("poor.json", json.dumps(list(bytes(Keypair()))).encode())),
+        ],
+        r"payer \w+ has 0.000000000 SOL; deploying needs 0\.\d+ SOL \(short by 0\.\d+ "
+        r"SOL\); nothing was sent$",
+    ),
+    "spend more than the payer has, in a publish dry run": (
+        lambda ctx: [
+            *ctx.chain("publish", ctx.art(), "--dry-run", "--output", "json", keypair=False),
+            "-k",
+            str(ctx.file("poor.json", json.dumps(list(bytes(Keypair()))).encode())),
+        ],
+        r"payer \w+ has 0.000000000 SOL; publishing costs 2\.\d+ SOL \(short by 2\.\d+ "
+        r"SOL\); nothing was sent$",
     ),
     # -- deploy ---------------------------------------------------------------------------
     "deploy with a missing program keypair": (
@@ -766,6 +843,7 @@ def world(stories260k: Artifact, stories260k_bytes: bytes, tok512_bytes: bytes) 
         for edits in (
             {"getGenesisHash": lambda _: DEVNET_GENESIS},
             {"getMinimumBalanceForRentExemption": lambda lamports: lamports * 300},
+            {"getGenesisHash": lambda _: MAINNET_GENESIS},
         ):
             proxies.append(FaultProxy(handle.url, edits=edits).start())
         yield World(
@@ -779,6 +857,7 @@ def world(stories260k: Artifact, stories260k_bytes: bytes, tok512_bytes: bytes) 
             foreign=foreign,
             devnet_url=proxies[0].url,
             greedy_url=proxies[1].url,
+            mainnet_url=proxies[2].url,
         )
     finally:
         for proxy in proxies:

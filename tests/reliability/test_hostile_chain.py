@@ -13,10 +13,10 @@ that change the victims.
 
 Runs take part too: the owner publishes and seals another copy of stories260K, the attacker
 a tiny model, and each opens runs of theirs (the owner's: one under way, one finished, one
-closed). Steps the attacker cranks out of
-order, on a finished or closed run, with another model's accounts, or missing the section
-their phase needs, and closes by anyone but the opener, are refused the same way and change
-no account; afterwards the owner's run goes on to the end, every step mirrored.
+closed). Steps the attacker cranks naming an
+account twice, on a finished or closed run, with another model's accounts, or missing the
+section their slice needs, and closes by anyone but the opener, are refused the same way and
+change no account; afterwards the owner's run goes on to the end, every step mirrored.
 """
 
 import asyncio
@@ -42,7 +42,8 @@ from curta_chain.artifact import Artifact, ModelConfig, hash_steps
 from curta_chain.artifact.convert import convert_llama2c_bytes
 from curta_chain.artifact.synthetic import llama2c_checkpoint_bytes, llama2c_tokenizer_bytes
 from curta_chain.chain.context import ChainContext
-from curta_chain.chain.plan import NewAccount, model_keypair, weight_keypair
+from curta_chain.chain.keys import model_keypair, weight_keypair
+from curta_chain.chain.plan import NewAccount
 from curta_chain.chain.publish import plan_publish, publish
 from curta_chain.chain.rpc import RpcClient
 from curta_chain.chain.seal import seal
@@ -170,7 +171,7 @@ async def make_model(
         steps = len(list(hash_steps(sections)))
     for index, step in enumerate(list(hash_steps(sections))[:steps]):
         account = model.accounts[step.section]
-        spec = txs(authority).seal_step(model.address, account, index)
+        spec = txs(authority).seal_step(model.address, [account], index)
         await sender.send([spec])
     assert (await read(client, model.address)).state == state
     return model
@@ -211,6 +212,15 @@ def tiny_artifact(seed: int) -> Artifact:
     checkpoint = llama2c_checkpoint_bytes(TINY, seed)
     tokenizer = llama2c_tokenizer_bytes(TINY.vocab_size, seed)
     return convert_llama2c_bytes(checkpoint, tokenizer, f"tiny{seed}.bin", "tok.bin")
+
+
+def with_hostile_exp_table(artifact: Artifact) -> list[bytes]:
+    """The sections with exponential table entry 0 at 2^32 - 1, as issue 19's attacker sealed
+    them: a softmax weight of 2^24 indexed the nucleus histogram 8,191 buckets deep."""
+    zero = bytearray(artifact.sections[0])
+    exp_block = int.from_bytes(zero[40 + 4 * 2 : 40 + 4 * 3], "little")
+    zero[exp_block : exp_block + 4] = (2**32 - 1).to_bytes(4, "little")
+    return [bytes(zero), *artifact.sections[1:]]
 
 
 def step_spec(model: Model, run: Pubkey, sections: Sequence[int], expected: int) -> TxSpec:
@@ -269,7 +279,9 @@ def world(stories260k: Artifact) -> Iterator[World]:
     A: stories260K, published by ``publish``, uploading (the victim). B: A's section
     lengths, all zeros, bound, uploading. S, S2: small, the same lengths, sealing with the
     seal in section 1 (section 0 frozen). D: small, sealed. F: small, failed. U: small, slot
-    1 unbound. The attacker's C (sealing like S) and CU (slot 1 unbound).
+    1 unbound. The attacker's C (sealing like S) and CU (slot 1 unbound). Runnable: R
+    (stories260K, the owner's), RA (tiny, the attacker's) and RH (tiny with a hostile
+    exponential table, sealed by the attacker: openRun refuses it).
     """
     handle = start_in_thread()
     try:
@@ -300,10 +312,13 @@ def world(stories260k: Artifact) -> Iterator[World]:
             m["C"] = await make_model(attacker_sends, SMALL, state=ModelState.SEALING)
             m["CU"] = await make_model(attacker_sends, SMALL, bind=[0])
             # Runnable models and their runs: R (the owner's) and RA (the attacker's).
-            world.tiny = {"R": stories260k, "RA": tiny_artifact(2)}
+            world.tiny = {"R": stories260k, "RA": tiny_artifact(2), "RH": tiny_artifact(3)}
             for name, sender in (("R", owner_sends), ("RA", attacker_sends)):
                 sections = list(world.tiny[name].sections)
                 m[name] = await make_model(sender, sections, state=ModelState.SEALED)
+            # RH: the attacker's model sealed with a hostile exponential table.
+            hostile = with_hostile_exp_table(world.tiny["RH"])
+            m["RH"] = await make_model(attacker_sends, hostile, state=ModelState.SEALED)
             r, ra = world.tiny["R"], world.tiny["RA"]
             run, mirror = await open_run(owner_sends, m["R"], r, RUN_PROMPT, 12)
             await crank(owner_sends, m["R"], run, mirror, steps=1)  # tokenized, running
@@ -455,7 +470,14 @@ def open_on(model: str, section_zero: str | None = None) -> Callable[[World], At
 
 
 P = PROGRAM_ID
-write, begin, step = program.write_weights, program.begin_sealing, program.seal_step
+write, begin = program.write_weights, program.begin_sealing
+
+
+def step(program_id: Pubkey, model: Pubkey, weight: Pubkey) -> Instruction:
+    """sealStep naming one weight account."""
+    return program.seal_step(program_id, model, [weight], 0)
+
+
 reopen, close, bind = program.reopen, program.close_model, program.bind_weight_account
 close_weight = program.close_weight_account
 
@@ -591,13 +613,17 @@ OUT_OF_ORDER: Cases = {
     ),
     "bind a second account into a bound slot": (bind_fresh("owner", "B", 0), "SlotAlreadyBound"),
     "open a run of a model that is still uploading": (open_on("A", "R"), "ModelNotSealed"),
-    "step a run naming a step count it has passed": (
-        run_attack("attacker", run_step("R", "R1", expected=0)),
-        "StepOutOfOrder",
+    "open a run of a model sealed with a hostile exponential table": (
+        open_on("RH"),
+        "BadArtifact",
     ),
-    "step a run naming a step count it has not reached": (
-        run_attack("attacker", run_step("R", "R1", expected=1_000)),
-        "StepOutOfOrder",
+    "step a run naming its matrix section twice": (
+        run_attack("attacker", run_step("R", "R1", sections=(1, 1))),
+        "DuplicateAccount",
+    ),
+    "step a run naming section zero twice": (
+        run_attack("attacker", run_step("R", "R1", sections=(0,))),
+        "DuplicateAccount",
     ),
     "step a run without the section its phase needs": (
         run_attack("attacker", run_step("R", "R1", sections=())),

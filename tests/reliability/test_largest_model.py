@@ -113,7 +113,7 @@ def test_attack_2_a_model_over_64_mib_no_longer_locks_its_rent():
         # one weight account a transaction: every lamport of rent comes back.
         await sender.send([TxSpec((begin,))])
         for index in range(2):
-            await sender.send([txs.seal_step(address, accounts[0], index)])
+            await sender.send([txs.seal_step(address, [accounts[0]], index)])
         assert (await read(client, address)).frozen_count == 1
         before = await processed.balance(me)
         result = await close(ChainContext(client, P, owner), address)

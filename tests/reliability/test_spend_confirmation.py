@@ -111,7 +111,11 @@ def test_the_terminal_is_asked_and_only_yes_spends(localnet, devnet, payer, via,
     )
 
     code, seen = on_terminal(("seal", plan["model"], *via), b"yes\n")
-    assert code == 0 and f"on sealing {plan['model']} on {devnet.url}? [y/N] " in seen, seen
+    assert (
+        code == 0
+        and f"on sealing {plan['model']} (final: it can never be closed) on {devnet.url}? [y/N] "
+        in seen
+    ), seen
     record("spend confirmation: a terminal answers no, then yes", lost_lamports=0)
 
 

@@ -6,7 +6,7 @@
  * is still the prompt's, the position ends after the last layer (no classifier). Matrix
  * phases are sliced by rows and attention by heads; the rest are whole. Each phase
  * function spends from the step's budget with the cost model below and returns false
- * when not even its smallest slice fits (curta_chain/program/run_steps.py has the same
+ * when not even its smallest slice fits (curta_chain/program/run_mirror.py has the same
  * model: a step ends where the mirror says it does).
  */
 #include "../inference.h"
@@ -149,7 +149,7 @@ static int64_t *cache_row(const Step *s, uint64_t region, uint64_t layer, uint64
 }
 
 static const int32_t *norm_weights(const Step *s, uint64_t index) {
-  return (const int32_t *)block_of(s, BLOCK_NORM) + index * s->run->dim;
+  return block_i32(s, BLOCK_NORM) + index * s->run->dim;
 }
 
 /* The phase is done: on to the next (or, after the last layer of a prompt token, to the
@@ -185,7 +185,7 @@ static void run_rows(const Step *s, const MatrixDescriptor *m, uint64_t first, u
                      const Rows *r, int64_t sum_x, int64_t *dst) {
   Run *run = s->run;
   const uint8_t *rows = s->sections[m->section] + m->offset + first * m->row_bytes;
-  int64_t *sums = (int64_t *)SCRATCH;
+  int64_t *sums = (int64_t *)SCRATCH; /* the heap is 8-aligned */
   uint64_t id = first;
   while (count) {
     uint64_t n = count < ROWS_PER_CHUNK ? count : ROWS_PER_CHUNK;
@@ -208,6 +208,13 @@ static void run_rows(const Step *s, const MatrixDescriptor *m, uint64_t first, u
   }
 }
 
+/* The section a phase's rows (or embedding row) are in, when the step was passed it; else
+ * the step is refused (step.c). A phase's matrices share one section (openRun checks it). */
+static bool has_section(Step *s, const MatrixDescriptor *m) {
+  s->missing = !s->sections[m->section];
+  return !s->missing;
+}
+
 static bool matrix_phase(Step *s, const Rows *r) {
   Run *run = s->run;
   const MatrixDescriptor *first = matrix_of(s->s0, r->matrix[0]);
@@ -219,7 +226,7 @@ static bool matrix_phase(Step *s, const Rows *r) {
   uint64_t padded = first->row_bytes - ROW_HEADER_SIZE;
   uint64_t per_row = padded * COST_MAC_TWENTIETHS / 20 + COST_ROW;
   uint64_t fixed = COST_ROWS + COST_ROWS_COLUMN * padded;
-  if (s->budget < fixed + per_row) {
+  if (s->budget < fixed + per_row || !has_section(s, first)) {
     return false;
   }
   uint64_t n = (s->budget - fixed) / per_row;
@@ -250,13 +257,13 @@ static bool matrix_phase(Step *s, const Rows *r) {
 
 static bool embed(Step *s) {
   Run *run = s->run;
-  if (!spend(s, COST_EMBED + COST_EMBED_ELEMENT * run->dim)) {
+  const MatrixDescriptor *m = matrix_of(s->s0, MAT_EMBEDDING);
+  if (!spend(s, COST_EMBED + COST_EMBED_ELEMENT * run->dim) || !has_section(s, m)) {
     return false;
   }
-  const MatrixDescriptor *m = matrix_of(s->s0, MAT_EMBEDDING);
   uint64_t token = region_u32(s, REGION_TOKENS)[run->position];
   const uint8_t *row = s->sections[m->section] + m->offset + token * m->row_bytes;
-  int64_t scale = *(const uint32_t *)row;
+  int64_t scale = *(const uint32_t *)row; /* rows are 8-aligned in their section */
   int64_t *x = region_i64(s, REGION_X);
   for (uint64_t i = 0; i < run->dim; i++) {
     int64_t q = (int64_t)row[ROW_HEADER_SIZE + i] - WEIGHT_BIAS;
@@ -295,7 +302,7 @@ static bool rope(Step *s, uint64_t layer) {
     return false;
   }
   uint64_t head_size = run->dim / run->heads;
-  const int32_t *angles = (const int32_t *)block_of(s, BLOCK_ROTARY) + run->position * head_size;
+  const int32_t *angles = block_i32(s, BLOCK_ROTARY) + run->position * head_size;
   rotate(region_i64(s, REGION_Q), run->dim, head_size, angles);
   rotate(cache_row(s, REGION_KEYS, layer, run->position), kv_dim, head_size, angles);
   next_phase(s);
@@ -320,7 +327,7 @@ static void attend(const Step *s, uint64_t layer, uint64_t head) {
     weights[t] = score;
     largest = (t == 0 || score > largest) ? score : largest;
   }
-  const uint32_t *table = (const uint32_t *)block_of(s, BLOCK_EXP);
+  const uint32_t *table = block_u32(s, BLOCK_EXP);
   uint64_t total = 0;
   for (uint64_t t = 0; t < positions; t++) {
     weights[t] = exp_weight((uint64_t)(largest - weights[t]), table);
@@ -330,7 +337,7 @@ static void attend(const Step *s, uint64_t layer, uint64_t head) {
   value_sums(&span, weights, sums);
   int64_t *out = region_i64(s, REGION_XB) + head * head_size;
   for (uint64_t i = 0; i < head_size; i++) {
-    out[i] = divide_rounded(sums[i], total);
+    out[i] = divide_rounded(sums[i], at_least_one(total));
   }
 }
 
@@ -362,34 +369,13 @@ static bool swiglu(Step *s) {
   if (!spend(s, COST_SWIGLU + COST_SWIGLU_ELEMENT * run->hidden_dim)) {
     return false;
   }
-  const int32_t *table = (const int32_t *)block_of(s, BLOCK_SILU);
+  const int32_t *table = block_i32(s, BLOCK_SILU);
   int64_t *gate = region_i64(s, REGION_HB);
   const int64_t *up = region_i64(s, REGION_HB2);
   for (uint64_t i = 0; i < run->hidden_dim; i++) {
     gate[i] = sat32(round_shift(silu(gate[i], table) * up[i], ACT_BITS));
   }
   next_phase(s);
-  return true;
-}
-
-uint64_t phase_section(const Step *s, uint64_t *needed) {
-  const Run *run = s->run;
-  uint64_t phase = run->phase, layers = run->layers;
-  uint64_t matrix;
-  if (phase == PH_EMBED) {
-    matrix = MAT_EMBEDDING;
-  } else if (phase == phase_classifier(layers)) {
-    matrix = MAT_CLASSIFIER;
-  } else if (phase < phase_final_norm(layers)) {
-    uint64_t kind = (phase - 1) % PHASES_PER_LAYER;
-    if (kind != PH_QKV && kind != PH_OUTPUT && kind != PH_GATE_UP && kind != PH_DOWN) {
-      return false;
-    }
-    matrix = layer_matrix((phase - 1) / PHASES_PER_LAYER, MAT_QUERY);
-  } else {
-    return false;
-  }
-  *needed = matrix_of(s->s0, matrix)->section;
   return true;
 }
 

@@ -12,13 +12,6 @@
  */
 #include "../inference.h"
 
-/* The cost model (as in forward.c). */
-#define COST_PASS 500
-#define COST_WEIGHT 55 /* an id's weight: a division and the table */
-#define COST_ID 14     /* an id in the cut or the draw */
-#define COST_CHOOSE 500 /* the draw's generator step, and the chosen token appended, logged */
-#define COST_BUCKETS (12 * (HIST_HIGH + HIST_LOW)) /* the scans of both histograms */
-
 #define RNG_GOLDEN 0x9E3779B97F4A7C15UL
 #define RNG_MULTIPLIER 0x2545F4914F6CDD1DUL
 #define STOP_OPENING 1
@@ -98,15 +91,23 @@ static uint64_t crossing(const uint64_t *buckets, uint64_t count, uint64_t *abov
   return 0; /* unreachable: the whole sum passes (Z x 65,536 > P x Z for P < 65,536) */
 }
 
+/* The high histogram's bucket of a weight: w >> 11, at most 2,048 for every model openRun
+ * accepts (its exponential table makes w <= 2^22). Clamped anyway (defence in depth), so no
+ * table could index past the histogram: the clamp changes nothing for those models. */
+static uint64_t hist_bucket(uint64_t w) {
+  uint64_t bucket = w >> HIST_SHIFT;
+  return bucket < HIST_HIGH ? bucket : HIST_HIGH - 1;
+}
+
 static bool weights_pass(Step *s) {
   Run *run = s->run;
   uint64_t n = ids_that_fit(s, COST_WEIGHT, COST_PASS);
   if (n == 0) {
     return false;
   }
-  const uint32_t *table = (const uint32_t *)block_of(s, BLOCK_EXP);
+  const uint32_t *table = block_u32(s, BLOCK_EXP);
   int64_t *logits = region_i64(s, REGION_LOGITS);
-  uint64_t *high = (uint64_t *)region_i64(s, REGION_HIST);
+  uint64_t *high = region_u64(s, REGION_HIST);
   bool hist = nucleus(run);
   if (run->cursor == 0 && hist) {
     sol_memset_(high, 0, 8 * (HIST_HIGH + HIST_LOW)); /* the last token's histograms */
@@ -117,7 +118,7 @@ static bool weights_pass(Step *s) {
     logits[t] = (int64_t)w;
     run->weight_sum += w;
     if (hist) {
-      high[w >> HIST_SHIFT] += w;
+      high[hist_bucket(w)] += w;
     }
   }
   run->cursor += (uint32_t)n;
@@ -135,8 +136,8 @@ static bool cut_pass(Step *s) {
   if (n == 0) {
     return false;
   }
-  const uint64_t *high = (const uint64_t *)region_i64(s, REGION_HIST);
-  uint64_t *low = (uint64_t *)region_i64(s, REGION_HIST) + HIST_HIGH;
+  const uint64_t *high = region_u64(s, REGION_HIST);
+  uint64_t *low = region_u64(s, REGION_HIST) + HIST_HIGH;
   uint64_t limit = (uint64_t)run->top_p * run->weight_sum;
   uint64_t above = 0;
   uint64_t bucket = crossing(high, HIST_HIGH, &above, limit);
@@ -153,7 +154,7 @@ static bool cut_pass(Step *s) {
     uint64_t v = bucket << HIST_SHIFT | crossing(low, HIST_LOW, &above, limit);
     uint64_t need = limit - (above << ACT_BITS);
     run->cut_weight = v;
-    run->cut_count = need / (v << ACT_BITS) + 1;
+    run->cut_count = need / at_least_one(v << ACT_BITS) + 1;
     run->kept_sum = above + run->cut_count * v;
     run->cursor = 0;
     run->sample_pass = PASS_DRAW;
@@ -168,7 +169,7 @@ static bool draw_pass(Step *s) {
     return false;
   }
   if (run->cursor == 0) {
-    run->target = rng_next(run) % run->kept_sum;
+    run->target = rng_next(run) % at_least_one(run->kept_sum);
   }
   const int64_t *w = region_i64(s, REGION_LOGITS);
   bool cut = nucleus(run);

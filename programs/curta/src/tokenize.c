@@ -17,15 +17,6 @@
 #define NO_TOKEN 0xFFFFFFFFUL
 #define OPENING_TOKEN 1
 #define BYTE_TOKEN_BASE 3
-/* Estimated compute units (the cost model; curta_chain/program/run_steps.py has the same). */
-#define COST_CHAR 80
-#define COST_PAIR 80
-#define COST_PROBE 40
-#define COST_PROBE_BYTE 6
-#define COST_SCAN 8
-#define COST_SHIFT 12
-#define COST_FINISH 500
-#define COST_BYTE 4
 
 typedef struct {
   uint32_t *tokens;
@@ -41,7 +32,7 @@ static Work work_of(const Step *s) {
 }
 
 static const uint32_t *entry_of(const Step *s, uint64_t id) {
-  return (const uint32_t *)block_of(s, BLOCK_TOKEN_ENTRIES) + 4 * id;
+  return block_u32(s, BLOCK_TOKEN_ENTRIES) + 4 * id;
 }
 
 static uint64_t token_length(const Step *s, uint64_t id) { return entry_of(s, id)[1]; }
@@ -63,7 +54,7 @@ static int64_t compare(const uint8_t *a, uint64_t a_len, const uint8_t *b, uint6
 
 /* The lowest id whose bytes are str[0..len), or NO_TOKEN. */
 static uint64_t lookup(const Step *s, const uint8_t *str, uint64_t len) {
-  const uint32_t *sorted = (const uint32_t *)block_of(s, BLOCK_SORTED_IDS);
+  const uint32_t *sorted = block_u32(s, BLOCK_SORTED_IDS);
   uint64_t lo = 0, hi = s->run->vocab;
   while (lo < hi) {
     uint64_t mid = (lo + hi) / 2;
@@ -89,12 +80,12 @@ static uint64_t lookup_cost(const Step *s, uint64_t len) {
   for (uint64_t v = s->run->vocab; v; v >>= 1) {
     probes++;
   }
-  return probes * (COST_PROBE + COST_PROBE_BYTE * len);
+  return LOOKUP_COST(probes, len);
 }
 
 /* The pair at i: the token its two tokens join into, and that token's score key. */
 static void look_up_pair(const Step *s, const Work *w, uint64_t i) {
-  uint8_t *joined = (uint8_t *)SCRATCH;
+  uint8_t *joined = (uint8_t *)SCRATCH; /* scratch bytes: no alignment needed */
   uint64_t a = w->tokens[i], b = w->tokens[i + 1];
   uint64_t a_len = token_length(s, a), b_len = token_length(s, b);
   sol_memcpy_(joined, token_bytes(s, a), a_len);
@@ -106,7 +97,7 @@ static void look_up_pair(const Step *s, const Work *w, uint64_t i) {
 
 static uint64_t pair_cost(const Step *s, uint64_t a, uint64_t b) {
   uint64_t len = token_length(s, a) + token_length(s, b);
-  return COST_PAIR + COST_BYTE * len + lookup_cost(s, len);
+  return PAIR_COST(len, lookup_cost(s, len));
 }
 
 /* The length of the UTF-8 character at text[i]: its lead byte and continuation bytes. */
@@ -132,7 +123,7 @@ static void append_char(const Step *s, const Work *w, const uint8_t *c, uint64_t
 }
 
 static uint64_t char_cost(const Step *s, uint64_t len) {
-  return COST_CHAR + COST_BYTE * len + lookup_cost(s, len);
+  return CHAR_COST(len, lookup_cost(s, len));
 }
 
 static bool chars(Step *s) {
@@ -186,10 +177,10 @@ static bool pairs(Step *s) {
 static bool finish(Step *s) {
   Run *run = s->run;
   uint64_t n = run->work_count;
-  if (COST_FINISH + COST_BYTE * n > s->budget) {
+  if (FINISH_COST(n) > s->budget) {
     return false;
   }
-  s->budget -= COST_FINISH + COST_BYTE * n;
+  s->budget -= FINISH_COST(n);
   run->prompt_tokens = (uint32_t)n;
   run->phase = PH_EMBED;
   run->cursor = 0;
@@ -210,7 +201,7 @@ static bool merges(Step *s) {
   bool progress = false;
   for (;;) {
     uint64_t n = run->work_count;
-    uint64_t scan = COST_PAIR + COST_SCAN * n;
+    uint64_t scan = MERGE_SCAN_COST(n);
     /* The best pair: the highest score key, the leftmost among equals. */
     uint64_t best = NO_TOKEN, best_key = 0;
     for (uint64_t i = 0; i + 1 < n; i++) {
@@ -223,7 +214,7 @@ static bool merges(Step *s) {
       return finish(s) || progress;
     }
     uint64_t merged = w.pair_ids[best];
-    uint64_t cost = scan + COST_SHIFT * (n - best);
+    uint64_t cost = scan + MERGE_SHIFT_COST(n - best);
     if (best > 0) {
       cost += pair_cost(s, w.tokens[best - 1], merged);
     }
@@ -278,7 +269,7 @@ static uint64_t hex_digit(uint8_t c) {
 
 void log_token(const Step *s, uint64_t previous, uint64_t token) {
   /* "Program data: <its index in the run and its id, two u32> <the token's bytes>" */
-  uint8_t *head = (uint8_t *)SCRATCH;
+  uint8_t *head = (uint8_t *)SCRATCH; /* 8-aligned: the two u32 below are aligned */
   uint8_t *byte = head + 8;
   ((uint32_t *)head)[0] = s->run->position;
   ((uint32_t *)head)[1] = (uint32_t)token;

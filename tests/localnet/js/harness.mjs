@@ -4,7 +4,8 @@
 // prints one line `@@{"check": name, "ok": true|false, "error": ...}`; `advance(n)` prints
 // `@@{"advance": n}` and waits for pytest to move the localnet's manual clock n slots and
 // answer "ok" on stdin, so no check sleeps against slot durations. `done()` prints
-// `@@{"done": true}`.
+// `@@{"done": true}`. With `world.blocks` the localnet runs `--blocks`: a transaction is
+// processed only once the next slot begins, and `landed()` moves the clock there.
 
 import readline from 'node:readline';
 
@@ -23,6 +24,12 @@ export async function advance(slots) {
     if (value !== 'ok') throw new Error(`advance(${slots}): pytest answered ${value}`);
     // The PubSub slot watcher looks at the clock every 50 ms.
     await sleep(120);
+}
+
+/** In block mode (world.blocks), move one slot on so that what was just sent is in a block:
+ * from then on a check reads what it would read right after the send without blocks. */
+export async function landed() {
+    if (world.blocks) await advance(1);
 }
 
 export function sleep(ms) {

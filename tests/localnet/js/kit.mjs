@@ -19,7 +19,7 @@ import {
     signTransactionMessageWithSigners,
 } from '@solana/kit';
 
-import { advance, assert, check, done, eq, rejects, shape, world } from './harness.mjs';
+import { advance, assert, check, done, eq, landed, rejects, shape, world } from './harness.mjs';
 
 const rpc = createSolanaRpc(world.url);
 const subscriptions = createSolanaRpcSubscriptions_UNSTABLE(world.wsUrl);
@@ -70,6 +70,7 @@ async function signed(instruction, commitment = 'processed') {
 async function send(instruction) {
     const tx = await signed(instruction);
     await rpc.sendTransaction(getBase64EncodedWireTransaction(tx), { encoding: 'base64', preflightCommitment: 'processed' }).send();
+    await landed();
     return getSignatureFromTransaction(tx);
 }
 
@@ -196,6 +197,7 @@ await check('transactions: simulate, send, statuses, getTransaction', async () =
         'innerInstructions?': 'array|null', 'replacementBlockhash?': 'object|null',
     }));
     const signature = await rpc.sendTransaction(wire, { encoding: 'base64', preflightCommitment: 'processed' }).send();
+    await landed();
     const statuses = await rpc.getSignatureStatuses([signature]).send();
     shape(statuses, withContext([STATUS]));
     eq(statuses.value[0].confirmationStatus, 'processed');

@@ -14,7 +14,7 @@ import {
     VersionedTransaction,
 } from '@solana/web3.js';
 
-import { advance, assert, check, done, eq, rejects, world } from './harness.mjs';
+import { advance, assert, check, done, eq, landed, rejects, world } from './harness.mjs';
 
 const consoleErrors = [];
 const originalError = console.error;
@@ -39,7 +39,9 @@ async function transfer(to, lamports) {
     tx.recentBlockhash = blockhash;
     tx.feePayer = payer.publicKey;
     tx.sign(payer);
-    return connection.sendRawTransaction(tx.serialize(), { preflightCommitment: 'processed' });
+    const signature = await connection.sendRawTransaction(tx.serialize(), { preflightCommitment: 'processed' });
+    await landed();
+    return signature;
 }
 
 async function atEach(read) {
@@ -91,6 +93,7 @@ await check('the lookup-table pattern: createLookupTable({recentSlot: await getS
     const tx = new Transaction({ feePayer: payer.publicKey, blockhash, lastValidBlockHeight });
     tx.add(create, extend).sign(payer);
     const signature = await connection.sendRawTransaction(tx.serialize());
+    await landed();
     const confirming = connection.confirmTransaction({ signature, blockhash, lastValidBlockHeight });
     await advance(1);
     const { value } = await confirming;
@@ -200,6 +203,7 @@ await check('transactions: send, simulate, statuses, getTransaction at confirmed
     const simulated = await connection.simulateTransaction(tx, [payer]);
     eq([simulated.value.err, simulated.value.unitsConsumed], [null, 150]);
     const signature = await connection.sendTransaction(tx, [payer], { preflightCommitment: 'processed' });
+    await landed();
     eq((await connection.getSignatureStatus(signature)).value.confirmationStatus, 'processed');
     eq(await connection.getTransaction(signature, { commitment: 'confirmed' }), null);
     await advance(1);

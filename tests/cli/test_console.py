@@ -10,16 +10,9 @@ import threading
 
 import pytest
 
-from curta_chain.reporting import (
-    HEARTBEAT,
-    STALL,
-    WAIT_QUIET,
-    WAIT_QUIET_OFF_TERMINAL,
-    WARMUP,
-    ConsoleReporter,
-    NullReporter,
-    duration,
-)
+from curta_chain.cli.console import HEARTBEAT, WAIT_QUIET, WAIT_QUIET_OFF_TERMINAL, ConsoleReporter
+from curta_chain.cli.live_line import STALL, WARMUP, duration
+from curta_chain.reporting import NullReporter, sol
 
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
@@ -131,6 +124,21 @@ def test_off_a_terminal_a_line_every_few_seconds_then_a_summary():
     assert err.getvalue().splitlines()[-1].startswith("upload: 100% (")
 
 
+def test_the_sender_s_resends_and_re_signings_show_on_the_line_once_there_are_any():
+    console, _, err, clock = reporter(width=132)
+    bar = upload(console, clock, seconds=2)
+    assert "resent" not in frames(err.getvalue())[-1]
+    bar.retries(12, 3)
+    console.refresh()
+    assert "resent 12, signed again 3" in frames(err.getvalue())[-1]
+    plain, _, plain_err, plain_clock = reporter(terminal=False)
+    bar = upload(plain, plain_clock, seconds=2)
+    bar.retries(7, 0)
+    plain_clock.tick(HEARTBEAT)
+    plain.refresh()
+    assert ", resent 7, " in plain_err.getvalue().splitlines()[-1]
+
+
 def test_a_short_or_failed_run_off_a_terminal_leaves_no_summary_line():
     console, _, err, clock = reporter(terminal=False)
     bar = upload(console, clock, seconds=2)
@@ -237,3 +245,63 @@ def test_the_null_reporter_takes_everything_and_says_nothing(capsys):
     with null.waiting("w") as wait:
         wait.update("v")
     assert capsys.readouterr() == ("", "")
+
+
+def test_sol_is_exact_to_the_lamport_at_any_size():
+    # A float divides 9,007,199.254740993 SOL to ...992: integers do not.
+    assert sol(9_007_199_254_740_993) == "9007199.254740993 SOL"
+    assert sol(2**64 - 1) == "18446744073.709551615 SOL"
+    assert sol(1) == "0.000000001 SOL" and sol(-1_500_000_000) == "-1.500000000 SOL"
+    assert sol(1_500_000_000, short=True) == "1.5 SOL" and sol(2 * 10**9, short=True) == "2 SOL"
+
+
+class Screen(io.StringIO):
+    """A terminal's stdout (stderr is drawn to the same screen)."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def test_streamed_text_meets_notes_and_the_live_line_on_lines_of_their_own(monkeypatch):
+    screen = Screen()
+    monkeypatch.setattr("sys.stdout", screen)
+    console, _, err, clock = reporter(80)
+    # Control characters are left out, as llama2.c's safe_printf leaves them out: what
+    # follows an escape is only text then.
+    console.text("Once\x1b[2J upon a\x07 time\r\x00\x9b")
+    assert screen.getvalue() == "Once[2J upon a time"
+    # The live line is drawn after the text on its line, never over it with a carriage return.
+    bar = console.progress("run", 0, 300)
+    bar.describe("token 4/50")
+    clock.tick(0.25)
+    bar.advance(transactions=12, units=3_400_000)
+    console.refresh()
+    drawn = err.getvalue()
+    # Too little room for a bar: the numbers say more.
+    assert drawn == "  run   4% token 4/50  12/300 tx 3.4M CU  ETA ..."
+    assert "\r" not in drawn and len(drawn) <= 79 - len("Once[2J upon a time")
+    # A note after the text starts a line of its own; the text goes on below it.
+    console.note("resuming run X at step 12")
+    after = err.getvalue()[len(drawn) :]
+    assert after.startswith(f"\x1b[{len(drawn)}D\x1b[K\nresuming run X at step 12\n")
+    console.text(", there")
+    console.end_text()
+    assert screen.getvalue() == "Once[2J upon a time, there\n"
+
+
+def test_text_off_a_terminal_is_left_alone_but_its_control_characters(monkeypatch, capsys):
+    console, _, err, _ = reporter(80, terminal=False)
+    console.text("a\tb\nc\x1b")
+    console.note("note")
+    assert capsys.readouterr().out == "a\tb\nc" and err.getvalue() == "note\n"
+
+
+def test_resends_and_resignings_are_shown_on_and_off_a_terminal():
+    for terminal in (True, False):
+        console, _, err, clock = reporter(80, terminal=terminal)
+        bar = console.progress("upload", 0, 100)
+        bar.advance(transactions=10)
+        bar.retries(12, 3)
+        clock.tick(HEARTBEAT)
+        console.refresh()
+        assert "resent 12, signed again 3" in err.getvalue(), (terminal, err.getvalue())

@@ -1,0 +1,304 @@
+"""The chain commands that only read: verify, status and models.
+
+Each connects first (finds the curta program and checks it is a shipped build) and
+follows a model's owner when that is another shipped build (``Cluster.follow_owner``).
+Each run function imports the library when it runs (``curta-chain --help`` stays fast).
+"""
+
+import argparse
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from curta_chain.cli.options import (
+    ARTIFACT_HELP,
+    MODEL_HELP,
+    Cluster,
+    add_cluster_options,
+    add_model_and_artifact,
+    emit,
+    make_reporter,
+    next_command,
+    parse_pubkey,
+    read_artifact_file,
+    resolve,
+)
+from curta_chain.cli.running import resolve_url, run_on_cluster
+from curta_chain.reporting import counted, sol
+
+if TYPE_CHECKING:
+    from curta_chain.chain.session import Connection
+    from curta_chain.chain.status import ModelStatus
+    from curta_chain.chain.verify import VerifyReport
+    from curta_chain.reporting import Reporter
+
+
+def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
+    """Add verify, status and models."""
+    p = subparsers.add_parser(
+        "verify",
+        help="prove a model on chain is exactly an artifact",
+        description="Read the model and its weight accounts and check them against the "
+        "artifact: bindings, lengths, every byte, the configuration, both hashes and the "
+        "sealed state. Exit 0 only if all hold.",
+    )
+    p.add_argument("model", metavar="MODEL", help=MODEL_HELP)
+    p.add_argument("artifact", type=Path, metavar="ARTIFACT", help=ARTIFACT_HELP)
+    add_cluster_options(p, keypair=False)
+    p.add_argument(
+        "--require-final",
+        action="store_true",
+        help="fail when the program can still be upgraded (by anyone)",
+    )
+    p.add_argument(
+        "--cross-check",
+        metavar="URL",
+        help="read every account again from this second node, at the same slot or later, "
+        "and fail on any difference (without it, verify trusts the one node it reads)",
+    )
+    p.add_argument(
+        "--all-differences",
+        action="store_true",
+        help="list every differing byte range (default: the first 10; all are counted)",
+    )
+    p.set_defaults(run=_verify)
+
+    p = subparsers.add_parser(
+        "status",
+        help="show a model: state, hashes, lamports, sections and the next step",
+        description="Show a model account, what its accounts hold in lamports and bytes, and "
+        "the next command. Given the artifact, count the bytes already uploaded.",
+    )
+    add_model_and_artifact(p, "count, per section, the bytes on chain that match it")
+    add_cluster_options(p, keypair=False)
+    p.set_defaults(run=_status)
+
+    p = subparsers.add_parser(
+        "models",
+        help="list the models of an authority (yours by default)",
+        description="List the curta models whose authority is the given address (default: "
+        "the -k keypair's), found with one filtered getProgramAccounts call.",
+    )
+    p.add_argument(
+        "--authority",
+        metavar="ADDRESS_OR_SIGNER",
+        help="whose models to list (default: the -k keypair's address)",
+    )
+    p.add_argument("--all", action="store_true", help="list every model of the program")
+    add_cluster_options(p)
+    p.set_defaults(run=_models)
+
+
+def _verify(args: argparse.Namespace) -> int:
+    from curta_chain.chain.verify import LISTED_RANGES, verify
+
+    artifact = read_artifact_file(args.artifact)
+    reporter = make_reporter(args)
+    target = resolve(args, reporter)
+    address = parse_pubkey(args.model, "model")
+    cross_check = resolve_url(args.cross_check, "--cross-check") if args.cross_check else None
+    if cross_check is not None and cross_check.rstrip("/") == target.url.rstrip("/"):
+        from curta_chain.errors import ConfigError
+
+        raise ConfigError(
+            f"--cross-check {args.cross_check}: that is the node -u reads ({target.url}); "
+            "a cross-check reads every account again from a second, independent node"
+        )
+
+    async def body(target: Cluster, chain: "Connection") -> int:
+        chain = await target.follow_owner(chain, address)
+        second = target.client(url=cross_check) if cross_check else None
+        try:
+            with reporter.waiting(f"model {address} and its weight accounts to be read"):
+                report = await verify(
+                    chain.client,
+                    chain.program_id,
+                    address,
+                    artifact,
+                    target.program_hashes,
+                    args.require_final,
+                    second,
+                    None if args.all_differences else LISTED_RANGES,
+                )
+        finally:
+            if second is not None:
+                await second.aclose()
+        if not emit(args, report.to_json()):
+            lengths = [len(section) for section in artifact.sections]
+            _print_verify(reporter, report, args.artifact, chain.client.url, lengths)
+        return 0 if report.ok else 1
+
+    return run_on_cluster(args, body, target=target)
+
+
+def _print_verify(
+    reporter: "Reporter",
+    report: "VerifyReport",
+    artifact: Path,
+    url: str,
+    lengths: Sequence[int] = (),
+) -> None:
+    """The verdict and both hashes first, then the causes, where bytes differ, the program.
+
+    Where bytes differ: a strip per section marking where in it they fall, then the ranges.
+    """
+    from curta_chain.cli.pictures import difference_strips
+
+    if report.ok:
+        reporter.line(f"verified {report.model}: sealed, every byte matches {artifact}")
+    else:
+        causes = [d for d in report.differences if d.kind != "bytes"]
+        found = [counted(len(causes), "problem")] if causes else []
+        if report.differing_ranges:
+            found.append(
+                f"{counted(report.differing_ranges, 'differing byte range')} "
+                f"({counted(report.differing_bytes, 'byte')})"
+            )
+        reporter.line(f"NOT verified {report.model}: {', '.join(found)}")
+    same = report.declared_hash == report.artifact_hash
+    reporter.line(f"declared hash  {report.declared_hash.hex()}  (the model's, {report.state})")
+    reporter.line(
+        f"artifact hash  {report.artifact_hash.hex()}  ({artifact}: "
+        f"{'the same' if same else 'DIFFERENT'})"
+    )
+    if report.chain_hash is not None and report.chain_hash != report.declared_hash:
+        reporter.line(f"chain hash     {report.chain_hash.hex()}  (the chain's bytes hash to it)")
+    strips = difference_strips(report, lengths)
+    for difference in report.differences:
+        if difference.kind == "bytes" and strips:
+            for line in strips:
+                reporter.line(line)
+            strips = []
+        reporter.line(str(difference))
+    hidden = report.differing_ranges - report.listed_ranges
+    if hidden:
+        reporter.line(
+            f"and {counted(hidden, 'more differing byte range')}: --all-differences lists them"
+        )
+    for line in report.program.describe():
+        reporter.line(line)
+    if report.cross_checked:
+        reporter.line(f"cross-checked  every account read again from {report.cross_checked}")
+    else:
+        reporter.line(f"trusted node   {url} (one node: --cross-check URL adds another)")
+
+
+def _status(args: argparse.Namespace) -> int:
+    artifact = read_artifact_file(args.artifact) if args.artifact else None
+    reporter = make_reporter(args)
+    target = resolve(args, reporter)
+
+    async def body(target: Cluster, chain: "Connection") -> int:
+        from curta_chain.chain.status import read_status
+
+        address = parse_pubkey(args.model, "model")
+        chain = await target.follow_owner(chain, address)
+        with reporter.waiting(f"model {address} and its weight accounts to be read"):
+            status = await read_status(chain.client, chain.program_id, address, artifact)
+        after = _status_next(args, status)
+        if not emit(args, {**status.to_json(), "next": after}):
+            _print_status(reporter, status, after)
+        return 0
+
+    return run_on_cluster(args, body, target=target)
+
+
+def _status_next(args: argparse.Namespace, status: "ModelStatus") -> str:
+    from curta_chain.program import ModelState
+
+    artifact, address = args.artifact or "ARTIFACT", status.address
+    if status.state == ModelState.UPLOADING:
+        if status.uploaded:
+            return next_command(args, "seal", address, artifact)
+        return f"{next_command(args, 'publish', artifact)} (to finish the upload), then seal"
+    if status.state == ModelState.SEALING:
+        return f"{next_command(args, 'seal', address)} (to finish the seal)"
+    if status.state == ModelState.SEALED:
+        return next_command(args, "verify", address, artifact)
+    return (
+        f"{next_command(args, 'publish', artifact)} (reopens it and rewrites what differs), or "
+        f"{next_command(args, 'close', address)} (rent back)"
+    )
+
+
+def _print_status(reporter: "Reporter", status: "ModelStatus", after: str) -> None:
+    from curta_chain.cli.pictures import section_bar
+
+    model = status.model
+    rows = [
+        ("Model", str(status.address)),
+        ("Program", str(status.program_id)),
+        ("State", model.state.name.lower()),
+        ("Authority", str(model.authority)),
+        ("Declared hash", model.declared_hash.hex()),
+        ("Running hash", model.running_hash.hex()),
+        ("Sealed chunks", f"{model.chunks_hashed}/{model.total_chunks}"),
+        ("Balance", f"{sol(status.lamports)} in the model and {status.bound} weight accounts"),
+    ]
+    if status.artifact_hash_matches is False:
+        rows.append(("Artifact", "its hash is NOT the declared hash: another artifact"))
+    for key, value in rows:
+        reporter.line(f"{key + ':':<15} {value}")
+    for line in section_bar(status):
+        reporter.line(line)
+    for s in status.sections:
+        account = s.weight_account or "unbound"
+        frozen = {True: "frozen", False: "open", None: ""}[s.frozen]
+        line = f"Section {s.index:<7} {s.length:>10,} bytes  {account}  {frozen}"
+        if s.bytes_matching is not None:
+            missing = s.length - s.bytes_matching
+            line += f"  {f'{missing:,} bytes to upload' if missing else 'uploaded'}"
+        reporter.line(line.rstrip())
+    reporter.line(f"{'Next:':<15} {after}")
+
+
+def _models(args: argparse.Namespace) -> int:
+    reporter = make_reporter(args)
+    target = resolve(args, reporter)
+
+    async def body(target: Cluster, chain: "Connection") -> int:
+        from curta_chain.chain.accounts import find_models
+        from curta_chain.chain.status import model_balances
+
+        authority = None
+        if not args.all:
+            authority = (
+                target.keypair().pubkey()
+                if args.authority is None
+                else target.signers.pubkey(args.authority, "--authority")
+            )
+        with reporter.waiting(f"{target.url} to list the program's models"):
+            found = await find_models(chain.client, chain.program_id, authority)
+            balances = await model_balances(
+                chain.client, [(model, lamports) for _, model, lamports in found]
+            )
+        rows = []
+        for (address, model, own), balance in zip(found, balances, strict=True):
+            fields = model.to_json()
+            fields.pop("sections")
+            rows.append(
+                {
+                    "model": str(address),
+                    **fields,
+                    "sections": len(model.sections),
+                    "lamports": balance,
+                    "model_lamports": own,
+                }
+            )
+        if emit(args, {"authority": str(authority) if authority else None, "models": rows}):
+            return 0
+        whose = f"of {authority}" if authority else "of every authority"
+        if not rows:
+            reporter.line(f"no models {whose} on {target.url}")
+            return 0
+        # The balance is the model's and its weight accounts': what closing it gives back.
+        reporter.line(f"{'Model':<44}  {'State':<9}  {'Sections':>8}  {'Balance SOL':>13}")
+        for row in rows:
+            held = sol(int(str(row["lamports"]))).removesuffix(" SOL")
+            reporter.line(
+                f"{row['model']:<44}  {row['state']:<9}  {row['sections']:>8}  {held:>13}"
+            )
+        reporter.line(f"{counted(len(rows), 'model')} {whose}")
+        return 0
+
+    return run_on_cluster(args, body, target=target)

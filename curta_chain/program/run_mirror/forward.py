@@ -1,0 +1,167 @@
+"""A token's phases (``programs/curta/src/forward.c``): embed, norms, rows, rotary, SwiGLU.
+
+Each phase spends from the step's budget with the schedule's cost formulas and does the
+off-chain integer core's arithmetic (``curta_chain.inference``) on the rows, heads or
+vector the slice covers. Attention is in ``attention``, the SAMPLE phase in ``sampling``.
+"""
+
+from __future__ import annotations
+
+import enum
+
+import numpy as np
+
+from curta_chain.inference.fixed import ACT_BITS, rmsnorm, rotate, round_shift, sat32, silu
+from curta_chain.inference.model import Matrix
+from curta_chain.program.run_account import Region
+from curta_chain.program.run_mirror.attention import attention_phase
+from curta_chain.program.run_mirror.machine import Step, Stop
+from curta_chain.program.run_mirror.sampling import sample_phase
+from curta_chain.program.schedule import (
+    EMBED_COST,
+    MAT_CLASSIFIER,
+    NORM_COST,
+    ROPE_COST,
+    ROW_COST,
+    ROWS_FIXED_COST,
+    SWIGLU_COST,
+    LayerPhase,
+    Phase,
+    TokenPhase,
+    layer_matrix,
+)
+
+_QUERY, _OUTPUT, _GATE, _DOWN = 0, 3, 4, 5
+"""The first matrix of each layer phase's rows (``enum LayerMatrix``)."""
+
+
+class Rows(enum.Enum):
+    """Where a phase's rows go (``enum RowsKind`` and the phase's destinations)."""
+
+    QKV = "query, then the cached key and value"
+    GATE_UP = "gate, then up"
+    LOGITS = "the logits, and the running maximum"
+    RESIDUAL = "added to x, from xb"
+    RESIDUAL_HIDDEN = "added to x, from the hidden vector"
+
+
+def forward_phase(s: Step) -> bool:
+    """Run the run's phase as far as the budget allows (``Stop`` when nothing fits)."""
+    model, layers = s.model.model, s.config.n_layers
+    phase = Phase.of(s.run.phase, layers)
+    if phase.token == TokenPhase.EMBED:
+        return _embed(s)
+    if phase.token == TokenPhase.FINAL_NORM:
+        return _norm(s, 2 * layers)
+    if phase.token == TokenPhase.CLASSIFIER:
+        return _rows(s, model.classifier, Rows.LOGITS, MAT_CLASSIFIER)
+    if phase.token == TokenPhase.SAMPLE:
+        return sample_phase(s)
+    layer = phase.layer
+    weights = model.layers[layer]
+    match phase.layer_phase:
+        case LayerPhase.ATT_NORM:
+            return _norm(s, 2 * layer)
+        case LayerPhase.QKV:
+            return _rows(s, weights.qkv, Rows.QKV, layer_matrix(layer, _QUERY), layer)
+        case LayerPhase.ROPE:
+            return _rope(s, layer)
+        case LayerPhase.ATTENTION:
+            return attention_phase(s, layer)
+        case LayerPhase.OUTPUT:
+            return _rows(s, weights.output, Rows.RESIDUAL, layer_matrix(layer, _OUTPUT))
+        case LayerPhase.FFN_NORM:
+            return _norm(s, 2 * layer + 1)
+        case LayerPhase.GATE_UP:
+            return _rows(s, weights.gate_up, Rows.GATE_UP, layer_matrix(layer, _GATE))
+        case LayerPhase.SWIGLU:
+            return _swiglu(s)
+        case _:
+            matrix = layer_matrix(layer, _DOWN)
+            return _rows(s, weights.down, Rows.RESIDUAL_HIDDEN, matrix)
+
+
+def _embed(s: Step) -> bool:
+    c = s.config
+    s.spend(EMBED_COST(dim=c.dim))
+    token = int(s.u32(Region.TOKENS, 1, s.run.position)[0])
+    s.i64(Region.X, c.dim)[:] = s.model.model.embed(np.array([token]))[0]
+    s.next_phase()
+    return True
+
+
+def _norm(s: Step, index: int) -> bool:
+    c = s.config
+    s.spend(NORM_COST(dim=c.dim))
+    x = s.i64(Region.X, c.dim).copy()
+    s.i64(Region.XB, c.dim)[:] = rmsnorm(x[None, :], s.model.model.norm[index])[0]
+    s.next_phase()
+    return True
+
+
+def _rows(s: Step, matrix: Matrix, rows: Rows, first: int, layer: int = 0) -> bool:
+    """Rows [cursor, cursor + n) of the phase's stacked matrices, n as the budget allows.
+
+    The cost counts the first matrix's row length as the artifact gives it (``first``: its
+    index in the matrix table), padding included, as the program reads it.
+    """
+    c, run = s.config, s.run
+    total, columns = matrix.weights.shape
+    padded = s.model.padded(first)
+    per_row = ROW_COST(padded=padded)
+    fixed = ROWS_FIXED_COST(padded=padded)
+    if s.budget < fixed + per_row:
+        raise Stop
+    n = min((s.budget - fixed) // per_row, total - run.cursor)
+    s.budget -= fixed + n * per_row
+    start, end = run.cursor, run.cursor + n
+    source = Region.HB if rows == Rows.RESIDUAL_HIDDEN else Region.XB
+    x = s.i64(source, columns).copy()
+    piece = Matrix(matrix.weights[start:end], matrix.scales[start:end], matrix.row_l1)
+    y = piece.apply(x[None, :])[0]
+    if rows == Rows.QKV:
+        q = s.i64(Region.Q, c.dim)
+        k = s.cache(Region.KEYS, layer, run.position)
+        v = s.cache(Region.VALUES, layer, run.position)
+        stacked = np.concatenate([q, k, v])
+        stacked[start:end] = y
+        q[:], k[:], v[:] = np.split(stacked, [c.dim, c.dim + c.kv_dim])
+    elif rows == Rows.GATE_UP:
+        gate, up = s.i64(Region.HB, c.hidden_dim), s.i64(Region.HB2, c.hidden_dim)
+        stacked = np.concatenate([gate, up])
+        stacked[start:end] = y
+        gate[:], up[:] = stacked[: c.hidden_dim], stacked[c.hidden_dim :]
+    elif rows == Rows.LOGITS:
+        s.i64(Region.LOGITS, c.vocab_size)[start:end] = y
+        best = int(np.argmax(y))
+        if start == 0 or int(y[best]) > run.best_logit:
+            run.best_logit, run.best_token = int(y[best]), start + best
+    else:
+        out = s.i64(Region.X, c.dim)
+        out[start:end] = sat32(out[start:end] + y)
+    run.cursor = end
+    if end == total:
+        s.next_phase()
+    return True
+
+
+def _rope(s: Step, layer: int) -> bool:
+    c, run = s.config, s.run
+    s.spend(ROPE_COST(dim=c.dim, kv_dim=c.kv_dim))
+    cos = s.model.model.cos[run.position : run.position + 1]
+    sin = s.model.model.sin[run.position : run.position + 1]
+    q = s.i64(Region.Q, c.dim)
+    q[:] = rotate(q.reshape(1, c.n_heads, c.head_size), cos, sin).reshape(-1)
+    k = s.cache(Region.KEYS, layer, run.position)
+    k[:] = rotate(k.reshape(1, c.n_kv_heads, c.head_size), cos, sin).reshape(-1)
+    s.next_phase()
+    return True
+
+
+def _swiglu(s: Step) -> bool:
+    c = s.config
+    s.spend(SWIGLU_COST(hidden=c.hidden_dim))
+    gate, up = s.i64(Region.HB, c.hidden_dim), s.i64(Region.HB2, c.hidden_dim)
+    gate[:] = sat32(round_shift(silu(gate.copy(), s.model.model.silu) * up, ACT_BITS))
+    s.next_phase()
+    return True

@@ -1,0 +1,42 @@
+"""``process_step``'s loop (``programs/curta/src/step.c``): phases until the budget ends."""
+
+from __future__ import annotations
+
+from curta_chain.errors import StepPlanError
+from curta_chain.program.run_account import RUN_HEADER_SIZE, RunState
+from curta_chain.program.run_mirror.forward import forward_phase
+from curta_chain.program.run_mirror.machine import MirrorModel, Step, Stop, phase_name
+from curta_chain.program.run_mirror.tokenizer import tokenize_phase
+
+
+def take_step(model: MirrorModel, data: bytearray) -> Step:
+    """Run one step over ``data`` (changed in place), phase after phase, as the program does.
+
+    Raises:
+        StepPlanError: not even the smallest slice of the run's phase fits a step (the
+            program refuses such a step with NothingFits), or the run has finished.
+    """
+    s = Step(model, data)
+    if s.run.state == RunState.FINISHED:
+        raise StepPlanError(f"the run finished at step {s.run.steps}: no step is left")
+    progress = False
+    while s.run.state != RunState.FINISHED:
+        try:
+            if s.run.state == RunState.TOKENIZING:
+                done = tokenize_phase(s)
+            else:
+                s.need(s.phase_section())
+                done = forward_phase(s)
+        except Stop:
+            done = False
+        if not done:
+            break
+        progress = True
+    if not progress:
+        raise StepPlanError(
+            f"step {s.run.steps} ({phase_name(s.run)}) cannot advance the run: nothing fits "
+            "its budget (the program refuses it: NothingFits)"
+        )
+    s.run.steps += 1
+    s.data[:RUN_HEADER_SIZE] = s.run.to_bytes()
+    return s

@@ -1,0 +1,555 @@
+"""The on-chain step schedule: one table for the program and its mirror.
+
+A ``step`` runs a run's phases in a fixed order, each cut into slices by a cost model in
+estimated compute units, and reads the weight sections its phases name. That schedule is
+a protocol between ``programs/curta`` and ``curta_chain.program.run_mirror``: both must cut
+every step at the same place. It is written once, here: the phase enums, the phase order
+and what each phase is sliced by, the phase-to-section rule, the step's budget and section
+limit, the ``COST_*`` constants and the cost formulas built from them.
+``scripts/gen_schedule.py`` writes ``programs/curta/schedule.h`` from this table (generated,
+do not edit) and the C includes it; ``tests/program/test_schedule.py`` regenerates it and
+compares. The arithmetic the phases do stays written twice, independently, in C and in
+numpy: that is what the mirror checks.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from curta_chain.program.run_account import HIST_HIGH, HIST_LOW
+
+# -- expressions: a cost formula evaluates in Python and renders as the same C expression --
+
+_PRECEDENCE = {"+": 1, "-": 1, "*": 2, "/": 2}
+
+
+class Expr:
+    """An integer expression over named constants and parameters (+, -, *, floor /)."""
+
+    def precedence(self) -> int:
+        """How tightly the expression binds in C: an operand, a product or a sum."""
+        return 3
+
+    def __add__(self, other: Expr | int) -> Expr:
+        return _Op("+", self, _wrap(other))
+
+    def __sub__(self, other: Expr | int) -> Expr:
+        return _Op("-", self, _wrap(other))
+
+    def __mul__(self, other: Expr | int) -> Expr:
+        return _Op("*", self, _wrap(other))
+
+    def __floordiv__(self, other: Expr | int) -> Expr:
+        return _Op("/", self, _wrap(other))
+
+    def value(self, env: Mapping[str, int]) -> int:
+        """The expression's value, its parameters taken from ``env``."""
+        raise NotImplementedError
+
+    def c(self) -> str:
+        """The expression in C (unsigned operands: ``/`` is the floor division)."""
+        raise NotImplementedError
+
+
+@dataclass(frozen=True, eq=False)
+class Num(Expr):
+    """An integer literal."""
+
+    number: int
+
+    def value(self, env: Mapping[str, int]) -> int:
+        """Its number."""
+        return self.number
+
+    def c(self) -> str:
+        """Its digits."""
+        return str(self.number)
+
+
+@dataclass(frozen=True, eq=False)
+class Const(Expr):
+    """A named constant: C writes its name (a ``#define`` of the generated header).
+
+    Attributes:
+        name: its C name.
+        number: its value.
+        note: what it pays for (the header's comment).
+        definition: how the header defines it, when not as its value.
+    """
+
+    name: str
+    number: int
+    note: str = ""
+    definition: Expr | None = None
+
+    def value(self, env: Mapping[str, int]) -> int:
+        """Its number."""
+        return self.number
+
+    def c(self) -> str:
+        """Its name."""
+        return self.name
+
+
+@dataclass(frozen=True, eq=False)
+class Param(Expr):
+    """A formula's parameter: a macro argument in C, a keyword in Python."""
+
+    name: str
+
+    def value(self, env: Mapping[str, int]) -> int:
+        """Its value in ``env``."""
+        return env[self.name]
+
+    def c(self) -> str:
+        """The macro argument, bracketed."""
+        return f"({self.name})"
+
+
+@dataclass(frozen=True, eq=False)
+class _Op(Expr):
+    op: str
+    left: Expr
+    right: Expr
+
+    def precedence(self) -> int:
+        return _PRECEDENCE[self.op]
+
+    def value(self, env: Mapping[str, int]) -> int:
+        a, b = self.left.value(env), self.right.value(env)
+        if self.op == "+":
+            return a + b
+        if self.op == "-":
+            return a - b
+        if self.op == "*":
+            return a * b
+        return a // b
+
+    def c(self) -> str:
+        left = self.left.c()
+        if self.left.precedence() < self.precedence():
+            left = f"({left})"
+        right = self.right.c()
+        # The right operand is bracketed at equal precedence too: a - (b + c), a * (b / c).
+        if self.right.precedence() <= self.precedence():
+            right = f"({right})"
+        return f"{left} {self.op} {right}"
+
+
+def _wrap(value: Expr | int) -> Expr:
+    return value if isinstance(value, Expr) else Num(value)
+
+
+# -- the cost model's constants (estimated compute units, each a little above what the
+# calibration build measures: scripts/bench_program_cu.py --calibrate fits them) --
+
+COST_EMBED = Const("COST_EMBED", 100)
+COST_EMBED_ELEMENT = Const("COST_EMBED_ELEMENT", 12)
+COST_NORM = Const("COST_NORM", 900)
+COST_NORM_ELEMENT = Const("COST_NORM_ELEMENT", 38)
+COST_ROPE = Const("COST_ROPE", 100)
+COST_ROPE_ELEMENT = Const("COST_ROPE_ELEMENT", 26)
+COST_SWIGLU = Const("COST_SWIGLU", 100)
+COST_SWIGLU_ELEMENT = Const("COST_SWIGLU_ELEMENT", 40)
+COST_ROWS = Const("COST_ROWS", 800, "a slice of rows: the sum of x, the remainder rows...")
+COST_ROWS_COLUMN = Const("COST_ROWS_COLUMN", 10, "...per weight byte of a row")
+COST_ROW = Const("COST_ROW", 45, "a row beyond its MACs: the scale, the store")
+COST_MAC_TWENTIETHS = Const("COST_MAC_TWENTIETHS", 69, "a multiply-accumulate of the kernel: 3.45")
+COST_ATTENTION = Const("COST_ATTENTION", 200)
+COST_HEAD = Const("COST_HEAD", 300)
+COST_HEAD_ELEMENT = Const("COST_HEAD_ELEMENT", 32, "per element of the head: its division")
+COST_POSITION = Const("COST_POSITION", 60, "per attended position: its score and weight")
+COST_POSITION_ELEMENT = Const("COST_POSITION_ELEMENT", 11, "per position and element: two MACs")
+COST_PASS = Const("COST_PASS", 500)
+COST_WEIGHT = Const("COST_WEIGHT", 55, "an id's weight: a division and the table")
+COST_ID = Const("COST_ID", 14, "an id in the cut or the draw")
+COST_CHOOSE = Const("COST_CHOOSE", 500, "the draw's generator step, the token appended, logged")
+COST_BUCKETS = Const(
+    "COST_BUCKETS",
+    12 * (HIST_HIGH + HIST_LOW),
+    "the scans of both histograms",
+    Num(12) * (Const("HIST_HIGH", HIST_HIGH) + Const("HIST_LOW", HIST_LOW)),
+)
+COST_CHAR = Const("COST_CHAR", 80)
+COST_PAIR = Const("COST_PAIR", 80)
+COST_PROBE = Const("COST_PROBE", 40)
+COST_PROBE_BYTE = Const("COST_PROBE_BYTE", 6)
+COST_SCAN = Const("COST_SCAN", 8)
+COST_SHIFT = Const("COST_SHIFT", 12)
+COST_FINISH = Const("COST_FINISH", 500)
+COST_BYTE = Const("COST_BYTE", 4)
+
+COSTS = (
+    COST_EMBED, COST_EMBED_ELEMENT, COST_NORM, COST_NORM_ELEMENT, COST_ROPE, COST_ROPE_ELEMENT,
+    COST_SWIGLU, COST_SWIGLU_ELEMENT, COST_ROWS, COST_ROWS_COLUMN, COST_ROW, COST_MAC_TWENTIETHS,
+    COST_ATTENTION, COST_HEAD, COST_HEAD_ELEMENT, COST_POSITION, COST_POSITION_ELEMENT,
+    COST_PASS, COST_WEIGHT, COST_ID, COST_CHOOSE, COST_BUCKETS,
+    COST_CHAR, COST_PAIR, COST_PROBE, COST_PROBE_BYTE, COST_SCAN, COST_SHIFT, COST_FINISH,
+    COST_BYTE,
+)  # fmt: skip
+"""Every cost constant, in the generated header's order."""
+
+# -- the cost formulas --
+
+
+@dataclass(frozen=True)
+class Formula:
+    """A cost formula: a C function-like macro and a Python function of the same names."""
+
+    name: str
+    params: tuple[str, ...]
+    expr: Expr
+    doc: str
+
+    def __call__(self, **values: int) -> int:
+        """The cost for these parameter values (every parameter, by name)."""
+        if set(values) != set(self.params):
+            raise TypeError(f"{self.name} takes {', '.join(self.params)}")
+        return self.expr.value(values)
+
+    def c(self) -> str:
+        """The ``#define`` line."""
+        return f"#define {self.name}({', '.join(self.params)}) ({self.expr.c()})"
+
+
+_dim, _kv_dim, _hidden = Param("dim"), Param("kv_dim"), Param("hidden")
+_padded, _head_size, _positions = Param("padded"), Param("head_size"), Param("positions")
+_probes, _length, _lookup = Param("probes"), Param("length"), Param("lookup")
+_count, _shifted = Param("count"), Param("shifted")
+
+EMBED_COST = Formula("EMBED_COST", ("dim",), COST_EMBED + COST_EMBED_ELEMENT * _dim, "embed")
+NORM_COST = Formula("NORM_COST", ("dim",), COST_NORM + COST_NORM_ELEMENT * _dim, "a norm")
+ROPE_COST = Formula(
+    "ROPE_COST", ("dim", "kv_dim"), COST_ROPE + COST_ROPE_ELEMENT * (_dim + _kv_dim), "rotary"
+)
+SWIGLU_COST = Formula(
+    "SWIGLU_COST", ("hidden",), COST_SWIGLU + COST_SWIGLU_ELEMENT * _hidden, "SwiGLU"
+)
+ROWS_FIXED_COST = Formula(
+    "ROWS_FIXED_COST",
+    ("padded",),
+    COST_ROWS + COST_ROWS_COLUMN * _padded,
+    "a slice of rows of `padded` weight bytes (the artifact's row length less its header)",
+)
+ROW_COST = Formula(
+    "ROW_COST", ("padded",), _padded * COST_MAC_TWENTIETHS // 20 + COST_ROW, "each row of it"
+)
+HEAD_COST = Formula(
+    "HEAD_COST",
+    ("head_size", "positions"),
+    COST_HEAD
+    + COST_HEAD_ELEMENT * _head_size
+    + _positions * (COST_POSITION + COST_POSITION_ELEMENT * _head_size),
+    "an attention head over `positions` cached positions (a slice also pays COST_ATTENTION)",
+)
+LOOKUP_COST = Formula(
+    "LOOKUP_COST",
+    ("probes", "length"),
+    _probes * (COST_PROBE + COST_PROBE_BYTE * _length),
+    "a token lookup: a probe per halving of the vocabulary, each comparing `length` bytes",
+)
+CHAR_COST = Formula(
+    "CHAR_COST",
+    ("length", "lookup"),
+    COST_CHAR + COST_BYTE * _length + _lookup,
+    "a prompt character of `length` bytes and its lookup",
+)
+PAIR_COST = Formula(
+    "PAIR_COST",
+    ("length", "lookup"),
+    COST_PAIR + COST_BYTE * _length + _lookup,
+    "an adjacent pair of `length` joined bytes and its lookup",
+)
+MERGE_SCAN_COST = Formula(
+    "MERGE_SCAN_COST", ("count",), COST_PAIR + COST_SCAN * _count, "the best pair of `count`"
+)
+MERGE_SHIFT_COST = Formula(
+    "MERGE_SHIFT_COST", ("shifted",), COST_SHIFT * _shifted, "the tokens a merge shifts"
+)
+FINISH_COST = Formula(
+    "FINISH_COST", ("count",), COST_FINISH + COST_BYTE * _count, "the prompt's `count` tokens"
+)
+
+FORMULAS = (
+    EMBED_COST,
+    NORM_COST,
+    ROPE_COST,
+    SWIGLU_COST,
+    ROWS_FIXED_COST,
+    ROW_COST,
+    HEAD_COST,
+    LOOKUP_COST,
+    CHAR_COST,
+    PAIR_COST,
+    MERGE_SCAN_COST,
+    MERGE_SHIFT_COST,
+    FINISH_COST,
+)
+
+
+def lookup_probes(vocab: int) -> int:
+    """Probes a lookup may make: one per bit of the vocabulary size, and one more."""
+    return vocab.bit_length() + 1
+
+
+# -- the step --
+
+STEP_BUDGET = 1_200_000
+"""What a step may spend, in estimated compute units."""
+MAX_MATRIX_SECTIONS = 3
+"""Matrix sections one step reads besides section zero: a step's slice ends before a
+phase that would need one more (four weight accounts and the run stay under the 64 MiB a
+transaction loads)."""
+MAX_STEP_WEIGHT_ACCOUNTS = 1 + MAX_MATRIX_SECTIONS
+
+
+# -- the phases --
+
+
+class Slicing(enum.Enum):
+    """What a phase is cut by: done whole in one step, or by rows, heads or ids."""
+
+    WHOLE = "whole"
+    ROWS = "rows"
+    HEADS = "heads"
+    IDS = "ids"
+
+
+@dataclass(frozen=True)
+class PhaseInfo:
+    """One phase of the table: how it is sliced, whether it reads a matrix, its name."""
+
+    slicing: Slicing
+    reads_matrix: bool
+    title: str
+
+
+class LayerPhase(enum.IntEnum):
+    """A layer's phases, in order (``enum LayerPhase``: ``PH_<name>``)."""
+
+    ATT_NORM = 0
+    QKV = 1
+    ROPE = 2
+    ATTENTION = 3
+    OUTPUT = 4
+    FFN_NORM = 5
+    GATE_UP = 6
+    SWIGLU = 7
+    DOWN = 8
+
+
+LAYER_PHASES: dict[LayerPhase, PhaseInfo] = {
+    LayerPhase.ATT_NORM: PhaseInfo(Slicing.WHOLE, False, "attention norm"),
+    LayerPhase.QKV: PhaseInfo(Slicing.ROWS, True, "query, key and value rows"),
+    LayerPhase.ROPE: PhaseInfo(Slicing.WHOLE, False, "rotary"),
+    LayerPhase.ATTENTION: PhaseInfo(Slicing.HEADS, False, "attention heads"),
+    LayerPhase.OUTPUT: PhaseInfo(Slicing.ROWS, True, "attention output rows"),
+    LayerPhase.FFN_NORM: PhaseInfo(Slicing.WHOLE, False, "feed-forward norm"),
+    LayerPhase.GATE_UP: PhaseInfo(Slicing.ROWS, True, "gate and up rows"),
+    LayerPhase.SWIGLU: PhaseInfo(Slicing.WHOLE, False, "SwiGLU"),
+    LayerPhase.DOWN: PhaseInfo(Slicing.ROWS, True, "down rows"),
+}
+"""Per layer phase: its slicing, whether it reads the layer's section, its name. A layer's
+matrices share one section (the artifact's rule), named by its query matrix."""
+PHASES_PER_LAYER = len(LayerPhase)
+
+
+class TokenPhase(enum.IntEnum):
+    """A token's phases around its layers.
+
+    A run's ``phase`` is EMBED, then 1 + 9 x layer + the layer phase, then FINAL_NORM,
+    CLASSIFIER and SAMPLE (``token_phase`` gives the number). A prompt token's position ends
+    after its last layer (nothing to sample).
+    """
+
+    EMBED = 0
+    FINAL_NORM = 1
+    CLASSIFIER = 2
+    SAMPLE = 3
+
+
+TOKEN_PHASES: dict[TokenPhase, PhaseInfo] = {
+    TokenPhase.EMBED: PhaseInfo(Slicing.WHOLE, True, "embedding"),
+    TokenPhase.FINAL_NORM: PhaseInfo(Slicing.WHOLE, False, "final norm"),
+    TokenPhase.CLASSIFIER: PhaseInfo(Slicing.ROWS, True, "classifier rows"),
+    TokenPhase.SAMPLE: PhaseInfo(Slicing.IDS, False, "sampling"),
+}
+"""EMBED reads the embedding matrix's section and CLASSIFIER the classifier's."""
+
+
+class TokenizePhase(enum.IntEnum):
+    """The tokenizer's phases while a text prompt is tokenized (``enum TokenizePhase``)."""
+
+    CHARS = 0
+    PAIRS = 1
+    MERGE = 2
+
+
+TOKENIZE_PHASES: dict[TokenizePhase, str] = {
+    TokenizePhase.CHARS: "tokenizer characters",
+    TokenizePhase.PAIRS: "tokenizer pairs",
+    TokenizePhase.MERGE: "tokenizer merges",
+}
+"""Each lookup per UTF-8 character, then each adjacent pair looked up once, then the best
+pair merged and its two new neighbours looked up, again and again."""
+
+
+def token_phase(phase: TokenPhase, layers: int) -> int:
+    """The run's ``phase`` number of a token phase in a model of ``layers`` layers."""
+    if phase == TokenPhase.EMBED:
+        return 0
+    return PHASES_PER_LAYER * layers + phase
+
+
+def layer_phase(layer: int, phase: LayerPhase) -> int:
+    """The run's ``phase`` number of a layer's phase."""
+    return 1 + PHASES_PER_LAYER * layer + phase
+
+
+@dataclass(frozen=True)
+class Phase:
+    """A run's ``phase`` number decoded: a token phase, or a layer and its phase."""
+
+    token: TokenPhase | None
+    layer: int
+    layer_phase: LayerPhase | None
+
+    @classmethod
+    def of(cls, phase: int, layers: int) -> Phase:
+        """Decode ``phase`` of a model with ``layers`` layers (past SAMPLE reads as SAMPLE)."""
+        if phase == 0:
+            return cls(TokenPhase.EMBED, 0, None)
+        if phase < token_phase(TokenPhase.FINAL_NORM, layers):
+            layer, kind = divmod(phase - 1, PHASES_PER_LAYER)
+            return cls(None, layer, LayerPhase(kind))
+        after = phase - PHASES_PER_LAYER * layers
+        return cls(TokenPhase(min(after, TokenPhase.SAMPLE)), 0, None)
+
+    @property
+    def info(self) -> PhaseInfo:
+        """The table's row for this phase."""
+        if self.layer_phase is not None:
+            return LAYER_PHASES[self.layer_phase]
+        assert self.token is not None
+        return TOKEN_PHASES[self.token]
+
+    @property
+    def title(self) -> str:
+        """A readable name, e.g. ``layer 2 attention heads``."""
+        if self.layer_phase is not None:
+            return f"layer {self.layer} {self.info.title}"
+        return self.info.title
+
+    def matrix(self) -> int | None:
+        """The matrix (its index in the artifact's table) whose section the phase reads.
+
+        None for a phase that reads no matrix.
+        """
+        if not self.info.reads_matrix:
+            return None
+        if self.token == TokenPhase.EMBED:
+            return MAT_EMBEDDING
+        if self.token == TokenPhase.CLASSIFIER:
+            return MAT_CLASSIFIER
+        return layer_matrix(self.layer, 0)
+
+
+MAT_EMBEDDING = 0
+MAT_CLASSIFIER = 1
+MATRICES_PER_LAYER = 7
+
+
+def layer_matrix(layer: int, kind: int) -> int:
+    """A layer's matrix index: 0 embedding, 1 classifier, then 7 per layer (``MAT_*``)."""
+    return 2 + MATRICES_PER_LAYER * layer + kind
+
+
+# -- the generated header --
+
+HEADER_PATH = "programs/curta/schedule.h"
+"""Where ``scripts/gen_schedule.py`` writes ``c_header()``, relative to the repository."""
+
+
+def _comment(text: str) -> str:
+    return f" /* {text} */" if text else ""
+
+
+def _wrapped(define: str) -> tuple[str, ...]:
+    """A ``#define`` on one line, or its body on the next when the line passes 100."""
+    if len(define) <= 100:
+        return (define,)
+    head, body = define.split(") ", 1)
+    return (f"{head}) \\", f"  {body}")
+
+
+def _enum(name: str, prefix: str, members: list[tuple[str, int, str]], count: str) -> list[str]:
+    lines = [f"enum {name} {{"]
+    for member, value, note in members:
+        lines.append(f"  {prefix}{member} = {value},{_comment(note)}")
+    if count:
+        lines.append(f"  {count} = {len(members)},")
+    return [*lines, "};"]
+
+
+def c_header() -> str:
+    """The text of ``programs/curta/schedule.h``: this table in C."""
+    layer = [
+        (p.name, p.value, f"{info.slicing.value}: {info.title}") for p, info in LAYER_PHASES.items()
+    ]
+    # Written as the C wrote it before it was generated (!= and &&): the same code.
+    without = " && ".join(
+        f"(kind) != PH_{p.name}" for p, info in LAYER_PHASES.items() if info.reads_matrix
+    )
+    tokenize = [(p.name, p.value, title) for p, title in TOKENIZE_PHASES.items()]
+    lines = [
+        "/*",
+        " * schedule.h: GENERATED by scripts/gen_schedule.py from curta_chain/program/schedule.py.",
+        " * Do not edit: edit the table and regenerate (tests/program/test_schedule.py compares).",
+        " *",
+        " * The step schedule, shared with the mirror: the phases of a token and of the tokenizer,",
+        " * the phase-to-section rule, a step's budget and weight accounts, the cost model.",
+        " */",
+        "#ifndef SCHEDULE_H",
+        "#define SCHEDULE_H",
+        "",
+        "/* Per layer, in order; a token is EMBED, layers x these, then FINAL_NORM.. SAMPLE. */",
+        *_enum("LayerPhase", "PH_", layer, "PHASES_PER_LAYER"),
+        "#define PH_EMBED 0",
+        *(
+            f"#define phase_{p.name.lower()}(layers) ({p.value} + PHASES_PER_LAYER * (layers))"
+            for p in TokenPhase
+            if p != TokenPhase.EMBED
+        ),
+        "/* A layer phase that runs a matrix's rows reads the section of the layer's query",
+        " * matrix (a layer's matrices share a section); this is true of the others. EMBED",
+        " * reads the embedding's section, CLASSIFIER the classifier's, the rest none. */",
+        *_wrapped(f"#define layer_phase_without_matrix(kind) ({without})"),
+        "",
+        "/* While tokenizing. */",
+        *_enum("TokenizePhase", "TOK_", tokenize, ""),
+        "",
+        "/* What a step may spend, in estimated compute units. */",
+        "#ifndef STEP_BUDGET",
+        f"#define STEP_BUDGET {STEP_BUDGET}UL",
+        "#endif",
+        "/* Weight accounts a step reads at most: section zero and the matrix sections. */",
+        f"#define MAX_MATRIX_SECTIONS {MAX_MATRIX_SECTIONS}",
+        f"#define MAX_STEP_WEIGHT_ACCOUNTS {MAX_STEP_WEIGHT_ACCOUNTS}",
+        "",
+        "/* The cost model: estimated compute units, each a little above what the calibration",
+        " * build measures (scripts/bench_program_cu.py --calibrate fits them). */",
+        *(
+            f"#define {c.name} {f'({c.definition.c()})' if c.definition else c.number}"
+            f"{_comment(c.note)}"
+            for c in COSTS
+        ),
+        "",
+        "/* The cost formulas. */",
+        *(line for f in FORMULAS for line in (f"/* {f.doc} */", *_wrapped(f.c()))),
+        "",
+        "#endif",
+        "",
+    ]
+    return "\n".join(lines)

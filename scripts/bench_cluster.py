@@ -1,0 +1,275 @@
+"""Measure every chain command against the busy localnet: clean, lossy, behind providers' limits.
+
+Each scenario starts its own `curta-chain localnet --blocks` (a block a slot, the leader's
+order, the scheduler's limits) and runs, with one fresh payer: deploy, publish stories260K,
+seal it, `run --on-chain` (with --close-run), and (without --quick) publish, seal and run the
+stories15M shape. Scenarios: clean, 10 % and 30 % of accepted transactions lost, and the
+providers' limits on (--rps, --max-batch). Each row says the command's time against its
+clean time in the same run, the transactions signed, sent and landed, and the lamports
+spent beyond the plan (what the payer lost less the plan's rent and fees: a duplicate a
+resend landed, a refused step).
+
+    .venv/bin/python scripts/bench_cluster.py [--quick] [--tokens N] [--seed N]
+
+Prints a table, then as its last line one JSON object (scenario -> command -> numbers).
+"""
+
+import argparse
+import asyncio
+import json
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from bench_inference import stories260k
+from solders.keypair import Keypair
+from solders.pubkey import Pubkey
+
+from curta_chain.artifact import Artifact
+from curta_chain.artifact.synthetic import synthetic_artifact
+from curta_chain.chain.context import ChainContext
+from curta_chain.chain.deploy import deploy, plan_deploy
+from curta_chain.chain.features import select_build
+from curta_chain.chain.keys import default_program_keypair
+from curta_chain.chain.publish import plan_publish, publish
+from curta_chain.chain.rpc import RpcClient
+from curta_chain.chain.run_onchain import run_on_chain
+from curta_chain.chain.seal import seal, seal_cost
+from curta_chain.chain.sender import Sender, SendStats, wait_for_signature
+from curta_chain.chain.specs import TxSpec
+from curta_chain.chain.transport import HttpTransport
+from curta_chain.constants import LAMPORTS_PER_SOL, LOCALNET_PROGRAM_ID
+from curta_chain.inference import SamplingSettings
+from curta_chain.program import ModelState
+from curta_chain.reporting import Progress
+
+PROGRAM_ID = Pubkey.from_string(LOCALNET_PROGRAM_ID)
+SIGNATURE_FEE = 5_000
+PROMPT = "Once upon a time"
+SCENARIOS: dict[str, list[str]] = {
+    "clean": [],
+    "10% lost": ["--drop-rate", "0.1"],
+    "30% lost": ["--drop-rate", "0.3"],
+    "limits": ["--rps", "100", "--max-batch", "100"],
+}
+
+
+@dataclass
+class CountingSender(Sender):
+    """A sender that keeps the totals of every send of one command."""
+
+    signed: int = 0
+    sent_calls: int = 0
+    landed: int = 0
+    totals: list[SendStats] = field(default_factory=list)
+
+    async def send(
+        self,
+        specs: Sequence[TxSpec],
+        progress: Progress | None = None,
+        commitment: str | None = None,
+        what: str | None = None,
+    ) -> SendStats:
+        stats = await super().send(specs, progress, commitment, what)
+        self.signed += len(specs) + stats.resigned
+        self.sent_calls += stats.sent
+        self.landed += stats.confirmed
+        return stats
+
+    def reset(self) -> None:
+        self.signed = self.sent_calls = self.landed = 0
+
+
+@dataclass
+class Row:
+    command: str
+    seconds: float
+    signed: int
+    sent: int
+    landed: int
+    beyond_plan: int
+    slots: int | None = None
+    """Slots from the first to the last transaction the command landed on its account."""
+    blocks: int | None = None
+    """Of those, the slots whose blocks held one (fewer than ``slots`` when the localnet's
+    own execution, not the client, keeps a block from coming sooner)."""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start_localnet(port: int, extra: list[str], seed: int) -> subprocess.Popen[str]:
+    command = [sys.executable, "-m", "curta_chain", "localnet", "--port", str(port)]
+    command += ["--blocks", "--seed", str(seed), *extra]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        if "ready" in line.lower():
+            return proc
+    raise SystemExit(f"localnet {' '.join(extra)} did not start (exit {proc.wait()})")
+
+
+async def measured(
+    client: RpcClient,
+    sender: CountingSender,
+    name: str,
+    planned: int,
+    work: Callable[[], Awaitable[object]],
+) -> Row:
+    """Run ``work``; what the payer lost beyond ``planned`` lamports is the excess."""
+    payer = sender.payer.pubkey()
+    sender.reset()
+    before = await client.balance(payer)
+    started = time.monotonic()
+    await work()
+    seconds = time.monotonic() - started
+    after = await client.balance(payer)
+    beyond = before - after - planned
+    return Row(name, seconds, sender.signed, sender.sent_calls, sender.landed, beyond)
+
+
+async def scenario(url: str, artifacts: list[tuple[str, Artifact]], tokens: int) -> list[Row]:
+    client = RpcClient(HttpTransport(url), "confirmed")
+    payer = Keypair()
+    try:
+        signature = await client.request_airdrop(payer.pubkey(), 5_000 * LAMPORTS_PER_SOL)
+        await wait_for_signature(client, signature)
+        sender = CountingSender(client, payer)
+        rows: list[Row] = []
+        genesis = await client.genesis_hash()
+        program = default_program_keypair(payer, genesis)
+        deploy_ctx = ChainContext(client, program.pubkey(), payer, sender=sender)
+        build = (await select_build(client)).program
+        plan = await plan_deploy(deploy_ctx, program, build, final=False)
+        rows.append(
+            await measured(
+                client,
+                sender,
+                "deploy",
+                plan.cost_lamports,
+                lambda: deploy(deploy_ctx, program, plan),
+            )
+        )
+        ctx = ChainContext(client, PROGRAM_ID, payer, sender=sender)
+        for label, artifact in artifacts:
+            rows += await model_rows(ctx, sender, label, artifact, tokens)
+        return rows
+    finally:
+        await client.aclose()
+
+
+async def model_rows(
+    ctx: ChainContext, sender: CountingSender, label: str, artifact: Artifact, tokens: int
+) -> list[Row]:
+    """Publish, seal and run one model; a row each."""
+    client = ctx.client
+    published = await plan_publish(ctx, artifact)
+    rows = [
+        await measured(
+            client,
+            sender,
+            f"publish {label}",
+            published.cost_lamports,
+            lambda: publish(ctx, artifact, published),
+        )
+    ]
+    _, fee = await seal_cost(ctx, published.model)
+
+    async def sealing() -> None:
+        result = await seal(ctx, published.model, artifact)
+        assert result.state == ModelState.SEALED, result.describe()
+
+    since = await client.call("getSlot", [{"commitment": "processed"}])
+    rows.append(await measured(client, sender, f"seal {label}", fee, sealing))
+    rows[-1].slots, rows[-1].blocks = await slots_spanned(client, published.model, since)
+    runs: list[Any] = []
+
+    async def running() -> None:
+        settings = SamplingSettings(0, 0, 0)
+        runs.append(await run_on_chain(ctx, published.model, PROMPT, tokens, settings, close=True))
+
+    since = await client.call("getSlot", [{"commitment": "processed"}])
+    row = await measured(client, sender, f"run {label} ({tokens} tokens)", 0, running)
+    row.slots, row.blocks = await slots_spanned(client, runs[0].run, since)
+    # The plan of a closed run: its rent comes back; one fee a signature (openRun has two).
+    row.beyond_plan -= SIGNATURE_FEE * (runs[0].transactions + 1)
+    rows.append(row)
+    return rows
+
+
+async def slots_spanned(client: RpcClient, address: Pubkey, since: int) -> tuple[int, int]:
+    """Slots from the first to the last transaction naming ``address`` from ``since`` on,
+    and how many of them held one."""
+    slots = [t.slot for t in await client.landed_transactions(address, since)]
+    return (max(slots) - min(slots) + 1, len(set(slots))) if slots else (0, 0)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="stories260K only (a few minutes)")
+    parser.add_argument("--tokens", type=int, default=4, help="tokens each run generates")
+    parser.add_argument("--seed", type=int, default=1, help="the localnet's seed")
+    parser.add_argument("--scenarios", nargs="*", default=list(SCENARIOS), choices=list(SCENARIOS))
+    args = parser.parse_args()
+    artifacts = [("stories260K", stories260k())]
+    if not args.quick:
+        artifacts.append(("stories15M shape", synthetic_artifact()))
+    results: dict[str, list[Row]] = {}
+    for name in args.scenarios:
+        port = free_port()
+        proc = start_localnet(port, SCENARIOS[name], args.seed)
+        try:
+            results[name] = asyncio.run(
+                scenario(f"http://127.0.0.1:{port}", artifacts, args.tokens)
+            )
+        finally:
+            proc.terminate()
+            proc.wait()
+        print(f"{name}: done", file=sys.stderr)
+    clean = {row.command: row.seconds for row in results.get("clean", [])}
+    print(
+        f"| {'scenario':<9} | {'command':<32} | {'seconds':>8} | {'x clean':>7} | {'signed':>7} "
+        f"| {'sent':>7} | {'landed':>7} | {'lamports beyond plan':>20} | {'slots':>5} "
+        f"| {'blocks':>6} |"
+    )
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for name, rows in results.items():
+        for row in rows:
+            base = clean.get(row.command)
+            ratio = f"{row.seconds / base:.2f}" if base else "-"
+            print(
+                f"| {name:<9} | {row.command:<32} | {row.seconds:>8.1f} | {ratio:>7} "
+                f"| {row.signed:>7,} | {row.sent:>7,} | {row.landed:>7,} | {row.beyond_plan:>20,} "
+                f"| {row.slots if row.slots is not None else '-':>5} "
+                f"| {row.blocks if row.blocks is not None else '-':>6} |"
+            )
+    print(
+        json.dumps(
+            {
+                name: {
+                    row.command: {
+                        "seconds": round(row.seconds, 2),
+                        "signed": row.signed,
+                        "sent": row.sent,
+                        "landed": row.landed,
+                        "lamports_beyond_plan": row.beyond_plan,
+                        "slots": row.slots,
+                        "blocks": row.blocks,
+                    }
+                    for row in rows
+                }
+                for name, rows in results.items()
+            }
+        )
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,155 @@
+"""A new user's first hour (issue 24), against the embedded localnet over HTTP.
+
+Money is said before it is spent: a payer who cannot pay is refused in one line with the
+shortfall by every command that spends (dry runs too), and nothing is spent; seal says
+it is final and what rent it locks; models and status show a model's whole balance and
+status draws its sections to scale. Program resolution survives a fresh localnet and
+follows a model's owner. The run on chain says its rent and ends saying the mirror
+checked it.
+"""
+
+import re
+from pathlib import Path
+
+import pytest
+from pty_helper import Terminal, curta
+from solders.keypair import Keypair
+from solders.pubkey import Pubkey
+from test_chain_cli import User
+
+from curta_chain.cli import main
+from curta_chain.cli.solana_config import record_program_id
+from curta_chain.constants import LOCALNET_GENESIS_HASH, LOCALNET_PROGRAM_ID
+from curta_chain.reporting import sol
+
+
+@pytest.fixture
+def art(tmp_path, stories260k) -> Path:
+    path = tmp_path / "stories260K.curta"
+    path.write_bytes(stories260k.data)
+    return path
+
+
+def shortfall(payer: Pubkey, doing: str) -> str:
+    """The one line of a refusal for funds."""
+    return (
+        rf"^error: payer {payer} has 0\.000000000 SOL; {doing} \d+\.\d{{9}} SOL \(short by "
+        r"\d+\.\d{9} SOL\); nothing was sent\n$"
+    )
+
+
+def test_money_is_said_before_it_is_spent(capsys, localnet, fund, tmp_path, art):
+    user = User(capsys, localnet.url, tmp_path, fund(localnet.url, 100))
+    poor = User(capsys, localnet.url, tmp_path, Keypair())
+    poor_key = poor.keypair.pubkey()
+
+    # A dry run the payer cannot pay: the plan, then the shortfall, and exit 1.
+    code, out, err = poor("publish", str(art), "--dry-run")
+    assert code == 1 and out.startswith("Plan for model"), err
+    assert "the rent (2." in out and "comes back on `curta-chain close`" in out
+    assert re.match(shortfall(poor_key, "publishing costs"), err), err
+
+    model = user.json("publish", str(art))["model"]
+    before = user.balance()
+    for argv, doing in (
+        (("seal", model, str(art)), "sealing needs"),
+        (("close", model), "closing needs"),
+    ):
+        code, out, err = user(*argv, "--fee-payer", str(poor.path))
+        assert code == 1 and re.match(shortfall(poor_key, doing), err), (argv, err)
+    assert user.balance() == before and poor.balance() == 0
+    held = sol(user.json("status", model)["lamports"])
+    assert f"weight accounts: their {held} of rent comes back to {user.keypair.pubkey()}" in out
+
+    # What is uploaded, to scale (every byte, open), and the whole balance.
+    status = user.json("status", model, str(art))
+    assert status["state"] == "uploading"
+    code, out, _ = user("status", model, str(art))
+    bar = next(line for line in out.splitlines() if line.startswith("Sections:"))
+    assert re.fullmatch(r"Sections: +\[\++\|\++\]", bar) and len(bar) <= 80, bar
+    balance = sol(status["lamports"]).removesuffix(" SOL")
+    code, out, _ = user("models")
+    assert code == 0 and re.search(rf"^{model} +uploading +2 +{balance}$", out, re.MULTILINE)
+
+    # Seal says it is final, and how much rent that locks, before it sends.
+    code, out, err = user("seal", model, str(art))
+    assert code == 0, err
+    assert (
+        f"sealing is final: a sealed model can never be closed, so its {sol(status['lamports'])} "
+        "of rent (the model and 2 weight accounts) is locked for good"
+    ) in out
+    sealed = user.json("status", model)
+    assert [s["bytes_sealed"] for s in sealed["sections"]] == [68_536, 288_704]
+    code, out, _ = user("status", model)
+    assert re.search(r"^Sections: +\[#+\|#+\]$", out, re.MULTILINE), out
+
+    # A run on chain the payer cannot open: one line, nothing spent.
+    code, out, err = poor("run", model, "--on-chain", "--prompt", "hi", "--steps", "1")
+    assert code == 1 and out == "" and re.match(shortfall(poor_key, "opening the run locks"), err)
+
+    # A run on chain says the rent it locks, and ends on the mirror's check; greedy: no seed.
+    code, out, err = user(
+        "run", model, "--on-chain", "--prompt", "hi", "--steps", "2", "--temperature", "0"
+    )
+    assert code == 0, err
+    assert re.search(
+        rf"^opening a run account of [\d,]+ bytes on {model} \(its rent comes back when the run "
+        r"is closed\), plus a fee for each step: rent \d+\.\d{9} SOL$",
+        err,
+        re.MULTILINE,
+    ), err
+    assert "seed" not in err and "; greedy" in err
+    assert err.splitlines()[-1] == (
+        "the chain's 2 tokens equal the off-chain integer core's: the mirror checked every step"
+    )
+
+
+def test_a_recorded_program_missing_from_this_localnet_falls_back_to_the_preloaded_one(
+    capsys, localnet, fund, tmp_path, art
+):
+    user = User(capsys, localnet.url, tmp_path, fund(localnet.url, 100))
+    model = user.json("publish", str(art))["model"]
+    # Another localnet's deploy, recorded for every localnet (they share a genesis hash).
+    config = tmp_path / "config.yml"
+    gone = Keypair().pubkey()
+    record_program_id(config, LOCALNET_GENESIS_HASH, str(gone))
+    code, out, err = user("status", model, "-C", str(config))
+    assert code == 0 and out.startswith(f"Model:          {model}"), err
+    assert err == (
+        f"program {gone} (curta_program_ids in {config}) is not on this localnet's ledger: "
+        f"using the program it preloads, {LOCALNET_PROGRAM_ID}\n"
+    )
+
+    # A deploy on this ledger: reads of a model under the preloaded program follow its owner.
+    deployed = tmp_path / "deployed.yml"
+    program = user.json("deploy", "-C", str(deployed))["program_id"]
+    assert program != LOCALNET_PROGRAM_ID
+    code, out, err = user("status", model, "-C", str(deployed))
+    assert code == 0 and f"Program:        {LOCALNET_PROGRAM_ID}" in out, err
+    assert err == (
+        f"{model} belongs to program {LOCALNET_PROGRAM_ID} (a shipped build), not {program}: "
+        "reading it there\n"
+    )
+    code, out, err = user("verify", model, str(art), "-C", str(deployed), keypair=False)
+    assert code == 1 and out.startswith(f"NOT verified {model}: 1 problem"), err  # unsealed
+    # Named on the command line, the program is used as named.
+    code, _, err = user("status", model, "--program-id", program)
+    assert code == 1 and err.startswith(f"error: {model} is not a curta model: owned by "), err
+
+
+def test_inspect_draws_the_sections_to_scale(capsys, art):
+    assert main(["inspect", str(art)]) == 0
+    (bar,) = [line for line in capsys.readouterr().out.splitlines() if line.startswith("to scale")]
+    # 68,536 and 288,704 bytes: about a fifth and four fifths of 61 columns.
+    assert bar == f"to scale       [{'0' * 12}|{'1' * 49}]" and len(bar) <= 80
+
+
+def test_run_on_a_terminal_streams_the_text_then_ends_its_line(tmp_path, art):
+    # As a person at an 80-column terminal: the text, then the summary on a line of its own.
+    argv = curta("run", str(art), "--prompt", "Once upon a time", "--steps", "12")
+    terminal = Terminal([*argv, "--temperature", "0"], columns=80, cwd=tmp_path)
+    shown = terminal.finish()
+    assert terminal.process.returncode == 0, shown
+    text, summary = shown.rstrip("\r\n").rsplit("\r\n", 1)
+    assert text.lstrip().startswith("Once upon a time") and "\x1b" not in text
+    assert re.fullmatch(r"12 tokens \(.*\), greedy, stopped by the step count", summary), summary

@@ -1,0 +1,59 @@
+"""The step schedule has one source: schedule.h is the table's, and the C has no other copy."""
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from curta_chain.program import schedule
+from curta_chain.program.schedule import FORMULAS, HEADER_PATH, c_header
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "scripts" / "gen_schedule.py"
+
+
+def test_the_committed_header_is_the_tables():
+    assert (ROOT / HEADER_PATH).read_text() == c_header(), "run scripts/gen_schedule.py"
+
+
+def test_the_c_defines_no_cost_phase_or_budget_of_its_own():
+    sources = [
+        *(ROOT / "programs" / "curta" / "src").glob("*.c"),
+        ROOT / "programs/curta/inference.h",
+    ]
+    own = re.compile(r"#define (COST_\w+|STEP_BUDGET|MAX_\w*SECTIONS|MAX_STEP_\w+|PH_\w+)\b")
+    for source in sources:
+        text = source.read_text()
+        assert not own.findall(text), source.name
+        assert not re.search(r"enum (LayerPhase|TokenizePhase)\b", text), source.name
+    assert '#include "schedule.h"' in (ROOT / "programs/curta/inference.h").read_text()
+
+
+@pytest.mark.parametrize("formula", FORMULAS, ids=lambda f: f.name)
+def test_each_formula_renders_as_the_c_of_its_python_value(formula):
+    """The rendered C, read back with C's operator precedence, gives the table's values."""
+    body = formula.c().split(") ", 1)[1].replace(" / ", " // ")
+    names = {c.name: c.number for c in schedule.COSTS}
+    for values in (
+        {p: 3 + 7 * i for i, p in enumerate(formula.params)},
+        dict.fromkeys(formula.params, 61),
+    ):
+        assert eval(body, {}, {**names, **values}) == formula(**values)
+
+
+def test_a_stale_header_is_named_and_rewritten(tmp_path: Path):
+    header = tmp_path / "schedule.h"
+    header.write_text(c_header().replace("#define COST_ROW 45", "#define COST_ROW 44"))
+    check = [sys.executable, str(SCRIPT), "--check", "--header", str(header)]
+    stale = subprocess.run(check, capture_output=True, text=True, check=False)
+    assert stale.returncode == 1
+    assert (
+        stale.stderr.strip()
+        == f"{header}: stale, not the table's header: run scripts/gen_schedule.py"
+    )
+    write = [sys.executable, str(SCRIPT), "--header", str(header)]
+    assert subprocess.run(write, capture_output=True, check=False).returncode == 0
+    assert header.read_text() == c_header()
+    assert subprocess.run(check, capture_output=True, check=False).returncode == 0
