@@ -1,6 +1,7 @@
 """Benchmark: the integer pass's speed against float numpy, and its top-1 agreement.
 
     .venv/bin/python scripts/bench_run.py [--tokens N] [--repeat R] [--prompts P]
+        [--model demo|stories260K] [--agreement-only]
 
 Speed: a synthetic checkpoint of stories15M's shapes (dim 288, hidden 768, 6 layers,
 vocabulary 32,000, context 256; seed 15, as bench_convert.py) is converted, then both
@@ -10,8 +11,10 @@ pass (``curta_chain.inference``) on the artifact, and llama2.c's float32 pass in
 times on one core (BLAS limited to one thread); the best run of each is printed, with
 the ratio.
 
-Agreement: stories260K with its 512-token stand-in tokenizer (the first 512 entries of
-the Llama 2 tokenizer: its text is not English to this model). Each of P English
+Agreement: ``--model demo`` (the default) is the demo model trained here
+(``curta_chain/demo``, docs/demo-model.md) with its own tokenizer; ``--model stories260K``
+is llama2.c's, with its 512-token stand-in tokenizer (the first 512 entries of the Llama 2
+tokenizer: its text is not English to this model). Each of P English
 prompts is encoded, then continued by llama2.c's float pass on the checkpoint's floats
 to 128 positions, once greedily and once sampled (temperature 1.0, top-p 0.9, llama2.c's
 defaults, seeded). On every position of those sequences the integer pass's top-1 token
@@ -39,6 +42,7 @@ from curta_chain.artifact.synthetic import (  # noqa: E402
     llama2c_checkpoint_bytes,
     llama2c_tokenizer_bytes,
 )
+from curta_chain.demo import DEMO_MODEL, DEMO_TOKENIZER  # noqa: E402
 from curta_chain.inference import (  # noqa: E402
     FloatReference,
     IntModel,
@@ -132,30 +136,47 @@ def continue_float(
     return ids
 
 
-def agreement(prompts: int) -> None:
-    checkpoint = (DATA / "stories260K.bin").read_bytes()
-    tokenizer_file = cut((DATA / "tokenizer.bin").read_bytes(), 512)
-    artifact = convert_llama2c_bytes(checkpoint, tokenizer_file, "stories260K.bin", "tok512")
+def checkpoint_files(name: str) -> tuple[bytes, bytes]:
+    """Return the llama2.c checkpoint and tokenizer.bin of ``demo`` or ``stories260K``."""
+    if name == "demo":
+        return DEMO_MODEL.read_bytes(), DEMO_TOKENIZER.read_bytes()
+    return (DATA / "stories260K.bin").read_bytes(), cut((DATA / "tokenizer.bin").read_bytes(), 512)
+
+
+def agreement_counts(
+    checkpoint: bytes, tokenizer_file: bytes, prompts: list[str], seeded: bool
+) -> tuple[np.ndarray, int]:
+    """Count top-1 agreements over ``prompts`` continued to POSITIONS by the float pass.
+
+    Returns (int/dequantized, int/float, dequantized/float) counts, and the positions.
+    """
+    artifact = convert_llama2c_bytes(checkpoint, tokenizer_file, "model.bin", "tokenizer.bin")
     model, tokenizer = IntModel.from_artifact(artifact), Tokenizer.from_artifact(artifact)
-    original = FloatReference(parse_checkpoint(checkpoint, "stories260K.bin"))
+    original = FloatReference(parse_checkpoint(checkpoint, "model.bin"))
     deq = FloatReference(dequantize(artifact))
-    print(f"agreement: stories260K, {prompts} prompts continued to {POSITIONS} positions each")
+    counts = np.zeros(3, dtype=np.int64)
+    total = 0
+    for index, prompt in enumerate(prompts):
+        rng = np.random.default_rng(index) if seeded else None
+        ids = continue_float(original, tokenizer.encode(prompt), rng)
+        ours = teacher_forcing_logits(model, ids).argmax(axis=1)
+        theirs = deq.teacher_forcing_logits(ids).argmax(axis=1)
+        truth = original.teacher_forcing_logits(ids).argmax(axis=1)
+        counts += [(ours == theirs).sum(), (ours == truth).sum(), (theirs == truth).sum()]
+        total += len(ids)
+    return counts, total
+
+
+def agreement(prompts: int, name: str) -> None:
+    checkpoint, tokenizer_file = checkpoint_files(name)
+    print(f"agreement: {name}, {prompts} prompts continued to {POSITIONS} positions each")
     print(
         f"  {'continuation':<26} {'positions':>9} {'int/deq':>8} {'int/float':>9} {'deq/float':>9}"
     )
-    for name, seeded in (("greedy", False), ("sampled T=1.0 top-p 0.9", True)):
-        counts = np.zeros(3, dtype=np.int64)
-        total = 0
-        for index, prompt in enumerate(PROMPTS[:prompts]):
-            rng = np.random.default_rng(index) if seeded else None
-            ids = continue_float(original, tokenizer.encode(prompt), rng)
-            ours = teacher_forcing_logits(model, ids).argmax(axis=1)
-            theirs = deq.teacher_forcing_logits(ids).argmax(axis=1)
-            truth = original.teacher_forcing_logits(ids).argmax(axis=1)
-            counts += [(ours == theirs).sum(), (ours == truth).sum(), (theirs == truth).sum()]
-            total += len(ids)
+    for label, seeded in (("greedy", False), ("sampled T=1.0 top-p 0.9", True)):
+        counts, total = agreement_counts(checkpoint, tokenizer_file, PROMPTS[:prompts], seeded)
         share = counts / total
-        print(f"  {name:<26} {total:>9} {share[0]:>8.1%} {share[1]:>9.1%} {share[2]:>9.1%}")
+        print(f"  {label:<26} {total:>9} {share[0]:>8.1%} {share[1]:>9.1%} {share[2]:>9.1%}")
     print("  targets: int/deq >= 95%, int/float >= 85%")
 
 
@@ -164,9 +185,12 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=128)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--prompts", type=int, default=len(PROMPTS))
+    parser.add_argument("--model", choices=("demo", "stories260K"), default="demo")
+    parser.add_argument("--agreement-only", action="store_true", help="skip the speed runs")
     args = parser.parse_args()
-    speed(args.tokens, args.repeat)
-    agreement(args.prompts)
+    if not args.agreement_only:
+        speed(args.tokens, args.repeat)
+    agreement(args.prompts, args.model)
 
 
 if __name__ == "__main__":

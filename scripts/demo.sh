@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
-# The main job, end to end on the embedded localnet: set up, convert stories260K, deploy our
-# own program, publish, seal and verify. Everything it writes goes to ./out/demo (a Solana CLI
-# config of its own included: deploy records the program id there); the localnet stops at
-# the end.
+# The main job, end to end on the embedded localnet: set up, convert the demo model (a
+# llama2.c model and tokenizer trained here: docs/demo-model.md), deploy our own program,
+# publish, seal, verify, and let it tell a story: from the file, from the chain, and on
+# chain with the mirror checking every step. Everything it writes goes to ./out/demo (a
+# Solana CLI config of its own included: deploy records the program id there); the
+# localnet stops at the end.
 #
 #   CURTA_DEMO_PORT  the localnet's port (default: a free one the localnet picks)
 #   CURTA_DEMO_OUT   where it writes (default: out/demo)
-#   CURTA_DATA       the llama2.c files (default: ../shared/data/llama2c)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-DATA=${CURTA_DATA:-../shared/data/llama2c}
+DEMO=curta_chain/demo
 OUT=${CURTA_DEMO_OUT:-out/demo}
 PORT=${CURTA_DEMO_PORT:-0}
 
@@ -17,12 +18,12 @@ PORT=${CURTA_DEMO_PORT:-0}
 CLI=.venv/bin/curta-chain
 rm -rf "$OUT" && mkdir -p "$OUT"
 
-# stories260K was trained with a 512-token vocabulary: its first 512 entries of tokenizer.bin.
-.venv/bin/python scripts/cut_tokenizer.py "$DATA/tokenizer.bin" 512 "$OUT/tok512.bin"
-
 echo "== convert"
-$CLI convert "$DATA/stories260K.bin" "$OUT/tok512.bin" -o "$OUT/stories260K.curta"
-$CLI inspect "$OUT/stories260K.curta"
+$CLI convert "$DEMO/model.bin" "$DEMO/tokenizer.bin" -o "$OUT/demo.curta"
+$CLI inspect "$OUT/demo.curta"
+echo "== run from the file: greedy, then sampled (llama2.c's -t, -p, -s, -n, -i)"
+$CLI run "$OUT/demo.curta" -i "Once upon a time" -n 120 -t 0
+$CLI run "$OUT/demo.curta" -i "Once upon a time" -n 120 -t 1.0 -p 0.9 -s 42
 
 echo "== localnet"
 : > "$OUT/localnet.log"
@@ -52,14 +53,16 @@ CHAIN=(-u "$URL" -C "$OUT/config.yml")
 echo "== deploy (final: nobody can ever change the program)"
 $CLI deploy --final "${CHAIN[@]}" -k "$OUT/id.json"
 echo "== publish"
-$CLI publish "$OUT/stories260K.curta" "${CHAIN[@]}" -k "$OUT/id.json" | tee "$OUT/publish.log"
+$CLI publish "$OUT/demo.curta" "${CHAIN[@]}" -k "$OUT/id.json" | tee "$OUT/publish.log"
 MODEL=$(sed -n 's/^Model: //p' "$OUT/publish.log")
 echo "== seal $MODEL"
-$CLI seal "$MODEL" "$OUT/stories260K.curta" "${CHAIN[@]}" -k "$OUT/id.json"
+$CLI seal "$MODEL" "$OUT/demo.curta" "${CHAIN[@]}" -k "$OUT/id.json"
 echo "== verify"
-$CLI verify "$MODEL" "$OUT/stories260K.curta" "${CHAIN[@]}" --require-final
+$CLI verify "$MODEL" "$OUT/demo.curta" "${CHAIN[@]}" --require-final
 $CLI status "$MODEL" "${CHAIN[@]}"
-echo "== run: the sealed model speaks, read from the chain (integers; the stand-in tokenizer's text is noise)"
-$CLI run "$MODEL" "${CHAIN[@]}" --prompt "Once upon a time" --steps 24 --temperature 0
-echo "== run --on-chain: the program computes the same tokens, a step per transaction"
-$CLI run "$MODEL" "${CHAIN[@]}" -k "$OUT/id.json" --on-chain --prompt "Once upon a time" --steps 8 --temperature 0
+echo "== run: the sealed model read from the chain, the same story as from the file"
+$CLI run "$MODEL" "${CHAIN[@]}" -i "Once upon a time" -n 120 -t 0
+echo "== run --on-chain: the program computes the same tokens, the mirror checks every step"
+$CLI run "$MODEL" "${CHAIN[@]}" -k "$OUT/id.json" --on-chain -i "Once upon a time" -n 12 -t 0
+echo "== run --on-chain with no prompt: the opening token alone, as llama2.c's run.c with no -i"
+$CLI run "$MODEL" "${CHAIN[@]}" -k "$OUT/id.json" --on-chain -n 6 -t 0

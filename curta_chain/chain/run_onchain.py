@@ -196,7 +196,8 @@ async def run_on_chain(
     Args:
         ctx: the node, the program, the payer, the budget, the reporter (and sender).
         model: a sealed model.
-        prompt: the text (tokenized on chain; the mirror tokenizes it too).
+        prompt: the text (tokenized on chain; the mirror tokenizes it too); an empty one
+            is the opening token alone.
         max_tokens: tokens to generate at most (None: as ``curta-chain run`` chooses).
         settings: temperature, top-p and seed.
         on_piece: called with the prompt's bytes once the run is open, then with each
@@ -230,6 +231,9 @@ async def run_on_chain(
     plan = plan_run(int_model, tokenizer, prompt, max_tokens)
     capacity = len(plan.prompt_ids) + plan.max_tokens
     text = prompt.encode()
+    # openRun takes 1 to 2,048 bytes of text: an empty prompt opens with the opening token
+    # as a token prompt instead, the same run as llama2.c's with no -i.
+    opening: bytes | tuple[int, ...] = text or plan.prompt_ids
     scope = ClusterScope(await client.genesis_hash(), program_id)
     keypair = run_keypair(payer, scope, model, text, capacity, settings)
     flow = _Flow(
@@ -247,7 +251,7 @@ async def run_on_chain(
         model,
         payer.pubkey(),
         capacity,
-        text,
+        opening,
         settings.temperature,
         settings.top_p,
         settings.seed,
@@ -256,7 +260,7 @@ async def run_on_chain(
     chain = await flow.read_run(flow.processed)
     flow.since_slot = flow.processed.context_slot
     if chain is None:
-        await _open(flow, keypair, artifact, capacity, text, settings, len(opened), confirm)
+        await _open(flow, keypair, artifact, capacity, opening, settings, len(opened), confirm)
         reporter.line(f"opened run {address}: {capacity} tokens, {len(opened):,} bytes")
         chain = await _read_after(flow, flow.processed)
     header = RunAccount.from_bytes(chain)
@@ -301,7 +305,7 @@ async def _open(
     keypair: Keypair,
     artifact: Artifact,
     capacity: int,
-    text: bytes,
+    prompt: bytes | tuple[int, ...],
     settings: SamplingSettings,
     size: int,
     confirm: Callable[[int, int], None] | None,
@@ -318,11 +322,11 @@ async def _open(
         flow.model,
         flow.model_account.sections[0].weight_account,
         capacity,
-        text,
+        prompt,
         settings,
         artifact.config,
     )
-    _check_size(spec, flow.ctx.payer, len(text))
+    _check_size(spec, flow.ctx.payer, len(prompt))
     flow.count(await flow.sender.send([spec], commitment="processed"))
 
 

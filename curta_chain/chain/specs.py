@@ -311,11 +311,14 @@ class Transactions:
         model: Pubkey,
         section_zero: Pubkey,
         capacity: int,
-        prompt: bytes,
+        prompt: bytes | Sequence[int],
         settings: SamplingSettings,
         config: ModelConfig,
     ) -> TxSpec:
-        """Create the run account (``funding``; the run's keypair signs) and open the run."""
+        """Create the run account (``funding``; the run's keypair signs) and open the run.
+
+        ``prompt`` is UTF-8 text, or token ids (an empty text's run opens with ``(1,)``).
+        """
         create = new_account(self.payer, funding, self.program_id)
         ix = program.open_run(
             self.program_id,

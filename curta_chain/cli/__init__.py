@@ -145,15 +145,10 @@ class _Parser(argparse.ArgumentParser):
         return f"unrecognized arguments: {' '.join(extras)}"
 
     def _nearest_option(self, name: str) -> str | None:
-        """A hint for a mistyped option: llama2.c's flags, a prefix, then the nearest spelling."""
+        """A hint for a mistyped option: llama2.c's -z, a prefix, then the nearest spelling."""
         options = list(self._option_string_actions)
-        habit = _LLAMA2C_FLAGS.get(name)
-        if habit is not None:
-            means, ours = habit
-            if ours is None or ours in options:
-                here = f"here it is {ours}" if ours else _NO_TOKENIZER_FLAG
-                prompt = " (the prompt is --prompt)" if name == "-p" else ""
-                return f"llama2.c's {name} is the {means}: {here}{prompt}"
+        if name == "-z":
+            return f"llama2.c's -z is the tokenizer: {_NO_TOKENIZER_FLAG}"
         longer = sorted(o for o in options if o.startswith(name) and len(name) > 2)
         if len(longer) == 1:
             return f"did you mean {longer[0]!r}?"
@@ -161,15 +156,7 @@ class _Parser(argparse.ArgumentParser):
         return f"did you mean {near[0]!r}?" if near else None
 
 
-_LLAMA2C_FLAGS = {
-    "-n": ("number of steps", "--steps"),
-    "-t": ("temperature", "--temperature"),
-    "-p": ("top-p", "--top-p"),
-    "-s": ("seed", "--seed"),
-    "-i": ("prompt", "--prompt"),
-    "-z": ("tokenizer", None),
-}
-"""llama2.c's ``run`` flags: what each means and the option that means it here."""
+# run takes llama2.c's -i -n -t -p -s itself (run_command.py); its -z has no counterpart.
 _NO_TOKENIZER_FLAG = "the artifact holds its tokenizer (`curta-chain convert` puts it there)"
 
 

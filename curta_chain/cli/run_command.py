@@ -43,18 +43,38 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
         "artifact file or a model address, and stream the text it generates.",
     )
     p.add_argument("source", metavar="SOURCE", help="an artifact file, or a model address")
-    p.add_argument("--prompt", required=True, metavar="TEXT", help="the text to continue")
+    # llama2.c's run.c options beside the long ones (-i -n -t -p -s); none of them is a
+    # Solana CLI option (-u -k -C -y). run.c's -z (a tokenizer file) has no counterpart:
+    # the tokenizer is part of the artifact, hashed and sealed with the weights. Its -y
+    # (a chat system prompt) and -m (chat mode) neither: this model is not a chat model,
+    # and -y is --yes.
     p.add_argument(
+        "-i",
+        "--prompt",
+        default="",
+        metavar="TEXT",
+        help="the text to continue (default: none, the opening token alone, as run.c)",
+    )
+    p.add_argument(
+        "-n",
         "--steps",
         type=int,
         metavar="N",
         help=f"tokens to generate (default {DEFAULT_STEPS}, or what the context has room for)",
     )
-    p.add_argument("--temperature", default="1.0", metavar="T", help="0 is greedy (default 1.0)")
     p.add_argument(
-        "--top-p", default="0.9", metavar="P", help="nucleus sampling; 0 or 1 is off (default 0.9)"
+        "-t", "--temperature", default="1.0", metavar="T", help="0 is greedy (default 1.0)"
     )
-    p.add_argument("--seed", type=int, metavar="S", help="u64 seed (default: random, printed)")
+    p.add_argument(
+        "-p",
+        "--top-p",
+        default="0.9",
+        metavar="P",
+        help="nucleus sampling; 0 or 1 is off (default 0.9)",
+    )
+    p.add_argument(
+        "-s", "--seed", type=int, metavar="S", help="u64 seed (default: random, printed)"
+    )
     p.add_argument(
         "--allow-unsealed", action="store_true", help="run a model on chain that is not sealed"
     )

@@ -23,15 +23,14 @@ def plan_run(model: IntModel, tokenizer: Tokenizer, prompt: str, max_tokens: int
     """Encode ``prompt`` and check that it and ``max_tokens`` new tokens fit the context.
 
     The prompt's tokens (the opening token included) and the new tokens must together
-    fit the model's context. With ``max_tokens`` None, generate ``DEFAULT_STEPS`` or as
-    many as fit.
+    fit the model's context. An empty prompt is the opening token alone, as llama2.c's
+    ``run.c`` runs with no ``-i``. With ``max_tokens`` None, generate ``DEFAULT_STEPS`` or
+    as many as fit.
 
     Raises:
-        PromptError: an empty or non-UTF-8 prompt, a prompt longer than the context, a
+        PromptError: a non-UTF-8 prompt, a prompt longer than the context, a
             token count below 1, or more tokens than the context has room for.
     """
-    if not prompt:
-        raise PromptError("the prompt is empty")
     ids = tokenizer.encode(prompt)
     context = model.config.seq_len
     room = context - len(ids)

@@ -80,12 +80,8 @@ def test_a_typo_is_answered_with_the_nearest_command_or_option(capsys, argv, mes
         (["run", "--promt", "hi"], "'--promt'; did you mean '--prompt'?"),
         # A prefix of one option is that option, not the nearest spelling (--steps).
         (["run", "m.curta", "--prompt", "x", "--temp", "0"], "did you mean '--temperature'?"),
-        # llama2.c's habits.
-        (
-            ["run", "m.curta", "-p", "hi"],
-            "'-p'; llama2.c's -p is the top-p: here it is --top-p (the prompt is --prompt)",
-        ),
-        (["run", "m.curta", "--prompt", "x", "-n", "3"], "-n is the number of steps: here it is"),
+        # llama2.c's habits: run takes -i -n -t -p -s (tests/test_demo_model.py), not -z.
+        (["run", "m.curta", "-z", "t.bin"], "-z is the tokenizer: the artifact holds its"),
         (["publish", "m.curta", "-z", "t.bin"], "-z is the tokenizer: the artifact holds its"),
         # --output (the format) inside -o/--output-file: its choices, and the other option.
         (

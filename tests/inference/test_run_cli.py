@@ -80,7 +80,6 @@ def test_json_gives_the_ids_and_the_text(capsys, art260k, stories260k, model260k
     "args, message",
     [
         (["--prompt", "x" * 600], r"the prompt is 602 tokens, longer than the model's context"),
-        (["--prompt", ""], r"the prompt is empty"),
         (["--prompt", "hello", "--steps", "506"], r"--steps 506: the prompt's 7 tokens and 506"),
         (["--prompt", "hello", "--steps", "-3"], r"--steps -3: expected at least 1"),
         (["--prompt", "caf\udce9"], r"the prompt is not valid UTF-8"),

@@ -114,7 +114,6 @@ def test_sampling_is_reproducible_from_its_seed():
 def test_plan_refuses_what_does_not_fit(stories260k, model260k):
     tokenizer = Tokenizer.from_artifact(stories260k)
     cases = [
-        ("", None, r"the prompt is empty"),
         ("x" * 600, None, r"the prompt is 602 tokens, longer than the model's context of 512"),
         ("x" * 510, None, r"the prompt's 512 tokens fill the model's context of 512"),
         ("hello", 0, r"--steps 0: expected at least 1"),
@@ -129,6 +128,8 @@ def test_plan_refuses_what_does_not_fit(stories260k, model260k):
     assert len(plan.prompt_ids) == 7 and plan.max_tokens == 256
     assert plan_run(model260k, tokenizer, "x" * 300, None).max_tokens == 512 - 302
     assert plan_run(model260k, tokenizer, "hello", 505).max_tokens == 505
+    empty = plan_run(model260k, tokenizer, "", None)  # run.c with no -i: the opening token
+    assert empty.prompt_ids == (1,) and empty.max_tokens == 256
 
 
 def test_greedy_runs_are_deterministic_and_follow_teacher_forcing(stories260k, model260k):
