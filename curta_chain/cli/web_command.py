@@ -28,7 +28,8 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
     parser.add_argument("--model", metavar="ADDRESS", help="the model the page opens with")
     parser.add_argument(
         "--artifact", type=Path, metavar="FILE", help="a .curta file the page opens as if it "
-        "were dropped on it (checked against --model when both are given)",
+        "were dropped on it (checked against --model when both are given; with neither, the "
+        "demo model of curta_chain/demo)",
     )  # fmt: skip
     add_output_option(parser)
     parser.set_defaults(run=_run)
@@ -42,12 +43,20 @@ def _run(args: argparse.Namespace) -> int:
     from curta_chain.cli.solana_config import read_cli_config, resolve_url
     from curta_chain.errors import ConfigError
     from curta_chain.web import WebServer
+    from curta_chain.web.server import LocalArtifact
 
     cluster = resolve_url(args.url, read_cli_config(may_be_new=True))
+    artifact: Path | LocalArtifact | None = args.artifact
     if args.artifact is not None:
         read_artifact(args.artifact)  # a file the page would refuse is refused here, first
+    elif args.model is None:
+        # Nothing named: the page opens the demo model, converted as `curta-chain convert` does.
+        from curta_chain.artifact import convert_llama2c
+        from curta_chain.demo import DEMO_MODEL, DEMO_TOKENIZER
+
+        artifact = LocalArtifact("demo.curta", convert_llama2c(DEMO_MODEL, DEMO_TOKENIZER).data)
     try:
-        server = WebServer(cluster, args.model, args.port, artifact=args.artifact)
+        server = WebServer(cluster, args.model, args.port, artifact=artifact)
     except OSError as exc:
         raise ConfigError(f"--port {args.port}: cannot listen on it: {exc.strerror}") from exc
     query = urlencode({"url": cluster, **({"model": args.model} if args.model else {})})

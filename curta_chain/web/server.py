@@ -29,13 +29,25 @@ _TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript", ".css":
 
 
 @dataclass(frozen=True)
+class LocalArtifact:
+    """An artifact the page opens as if it were dropped on it (served at ``/artifact``)."""
+
+    name: str
+    data: bytes
+
+    @classmethod
+    def read(cls, path: Path) -> "LocalArtifact":
+        """The file at ``path``, read once."""
+        return cls(path.name, path.read_bytes())
+
+
+@dataclass(frozen=True)
 class PageConfig:
     """What ``/config.json`` tells the page."""
 
     url: str | None
     model: str | None
-    artifact: Path | None = None
-    """A local artifact the page opens as if it were dropped on it (``/artifact``)."""
+    artifact: LocalArtifact | None = None
 
     def to_json(self) -> dict[str, str | None]:
         """The config as the page reads it."""
@@ -61,8 +73,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._answer(HTTPStatus.OK, "application/json", json.dumps(self.config.to_json()))
             return
         if path == "/artifact" and self.config.artifact is not None:
-            data = self.config.artifact.read_bytes()
-            self._answer(HTTPStatus.OK, "application/octet-stream", data)
+            self._answer(HTTPStatus.OK, "application/octet-stream", self.config.artifact.data)
             return
         name = "index.html" if path == "/" else path.lstrip("/")
         file = STATIC / name
@@ -116,15 +127,17 @@ class WebServer:
         model: str | None,
         port: int = 0,
         host: str = "127.0.0.1",
-        artifact: Path | None = None,
+        artifact: Path | LocalArtifact | None = None,
     ):
         """Bind ``host:port`` (0 picks a free port); ``serve`` or ``start`` serves.
 
-        ``artifact`` is a file the page opens as if dropped on it.
+        ``artifact`` is a file (or its bytes) the page opens as if dropped on it.
 
         Raises:
             OSError: the port cannot be bound.
         """
+        if isinstance(artifact, Path):
+            artifact = LocalArtifact.read(artifact)
         client = httpx.Client(timeout=RELAY_TIMEOUT)
         handler = type(
             "Handler",
@@ -158,7 +171,10 @@ class WebServer:
 
 
 def start_web_server(
-    cluster: str | None, model: str | None = None, port: int = 0, artifact: Path | None = None
+    cluster: str | None,
+    model: str | None = None,
+    port: int = 0,
+    artifact: Path | LocalArtifact | None = None,
 ) -> WebServer:
     """Start the page's server in a thread on 127.0.0.1 (``port`` 0: a free one)."""
     return WebServer(cluster, model, port, artifact=artifact).start()

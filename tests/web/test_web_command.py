@@ -78,3 +78,24 @@ def test_a_corrupt_artifact_is_refused_before_serving(world, tmp_path):
     assert out.strip().splitlines() == [
         f"error: {broken}: 100 bytes, shorter than the 4,096-byte header"
     ]
+
+
+def test_with_nothing_named_the_page_opens_the_demo_model(world):
+    from curta_chain.artifact import convert_llama2c
+    from curta_chain.demo import DEMO_MODEL, DEMO_TOKENIZER
+
+    process = subprocess.Popen(
+        [sys.executable, "-m", "curta_chain", "web", "--port", "0", "-u", world.url],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        line = process.stdout.readline()
+        assert line.startswith("Serving the page at http://127.0.0.1:"), process.stderr.read()
+        page = line.split()[4].split("?")[0]
+        with urllib.request.urlopen(page + "config.json") as answer:
+            assert json.loads(answer.read())["artifact"] == "demo.curta"
+        with urllib.request.urlopen(page + "artifact") as answer:
+            assert answer.read() == convert_llama2c(DEMO_MODEL, DEMO_TOKENIZER).data
+    finally:
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=30) == 0
