@@ -306,6 +306,29 @@ export function describeDifference(d: Difference): string {
   return `${d.kind}${where}: ${d.detail}`;
 }
 
+/** Equal parts of a section that `difference_bins` counts differing bytes in (as the CLI). */
+export const DIFFERENCE_BINS = 48;
+
+/**
+ * How many of the common bytes differ in each of DIFFERENCE_BINS equal parts: numpy's
+ * `histogram` over `linspace(0, n, DIFFERENCE_BINS + 1)` edges, as `curta-chain verify` counts.
+ */
+function differenceBins(chain: Uint8Array, local: Uint8Array): number[] {
+  const n = Math.min(chain.length, local.length);
+  const last = Math.max(n, 1);
+  const step = last / DIFFERENCE_BINS;
+  const edge = (k: number): number => (k === DIFFERENCE_BINS ? last : k * step);
+  const bins = new Array<number>(DIFFERENCE_BINS).fill(0);
+  for (let j = 0; j < n; j++) {
+    if (chain[j] === local[j]) continue;
+    let k = Math.min(Math.floor(j / step), DIFFERENCE_BINS - 1);
+    while (k > 0 && j < edge(k)) k--;
+    while (k < DIFFERENCE_BINS - 1 && j >= edge(k + 1)) k++;
+    bins[k] += 1;
+  }
+  return bins;
+}
+
 /** The verdict: the fields of `curta-chain verify --output json`, same names and values. */
 export interface VerifyReport {
   model: string;
@@ -319,6 +342,8 @@ export interface VerifyReport {
   differing_ranges: number;
   differing_ranges_listed: number;
   differing_bytes: number;
+  /** Per section, the differing bytes in each of DIFFERENCE_BINS equal parts of it. */
+  difference_bins: number[][];
   program: Omit<DeployedProgram, "hashes">;
   slot: number;
   cross_checked: null;
@@ -391,6 +416,7 @@ export async function verifyModel(rpc: Cluster, address: string, options: Verify
   options.onSlots);
   const ranges: Difference[] = [];
   let countedRanges = 0, countedBytes = 0;
+  const bins: number[][] = sections.map(() => new Array<number>(DIFFERENCE_BINS).fill(0));
   const limit = options.listedRanges === undefined ? LISTED_RANGES : options.listedRanges;
   if (artifact)
     sections.forEach((section, i) => {
@@ -400,6 +426,7 @@ export async function verifyModel(rpc: Cluster, address: string, options: Verify
         ranges.push(...listed);
         countedRanges += count;
         countedBytes += size;
+        if (count) bins[i] = differenceBins(section, artifact.sections[i]);
       }
     });
   let chainHash: string | null = null;
@@ -432,6 +459,7 @@ export async function verifyModel(rpc: Cluster, address: string, options: Verify
     differing_ranges: countedRanges,
     differing_ranges_listed: ranges.length,
     differing_bytes: countedBytes,
+    difference_bins: bins,
     program: shown,
     slot: reader.slot,
     cross_checked: null,
