@@ -3,7 +3,8 @@
 Prints Markdown tables. The numbers are the program's own line in the runtime log
 ("Program <id> consumed N of M compute units"), so system-program instructions in the same
 transaction are not counted. No instruction loops over the weight accounts any more, so the
-section count changes only createModel's cost (it checks each length).
+section count changes only createModel's cost (it checks each length). sealStep is measured
+with one weight account and with two (a step sent at a section's end names both).
 
 Inference (``--inference``): the matvec kernel's compute units per multiply-accumulate,
 built from ``programs/curta/src/matvec.c`` with the program's own flags into a harness
@@ -120,11 +121,13 @@ def measure() -> list[tuple[str, int]]:
         ix = write_weights(PROGRAM_ID, auth, keys[0], 0, os.urandom(size))
         rows.append((f"writeWeights ({size:,} bytes)", bench.units([ix])))
     rows.append(("beginSealing", bench.units([begin_sealing(PROGRAM_ID, auth, address)])))
-    step = seal_step(PROGRAM_ID, address, keys[0])
+    step = seal_step(PROGRAM_ID, address, keys[:1], 0)
     rows.append((f"sealStep ({HASH_CHUNK_SIZE:,} bytes, entering a section)", bench.units([step])))
-    rows.append((f"sealStep ({HASH_CHUNK_SIZE:,} bytes)", bench.units([step])))
-    step = seal_step(PROGRAM_ID, address, keys[1])
-    rows.append(("sealStep (3,000 bytes, last: compare, Failed)", bench.units([step])))
+    step = seal_step(PROGRAM_ID, address, keys, 1)
+    rows.append((f"sealStep ({HASH_CHUNK_SIZE:,} bytes, two accounts)", bench.units([step])))
+    step = seal_step(PROGRAM_ID, address, keys, 2)
+    label = "sealStep (3,000 bytes, the second of two accounts, last: compare, Failed)"
+    rows.append((label, bench.units([step])))
     for index, label in enumerate(("reopen (one weight account)", "reopen (the last one)")):
         ix = reopen(PROGRAM_ID, auth, address, keys[index], index)
         rows.append((label, bench.units([ix])))

@@ -9,9 +9,10 @@ Steps go one transaction at a time: each reads what the step before it wrote, so
 nothing to pipeline but the confirmation wait, which ``processed`` commitment removes (the
 last step is then awaited at the caller's commitment). After every step the mirror
 (``program.run_mirror``) compares the whole run account with its own computation and
-stops at the first differing byte, naming the position, the phase and the region. A
-step that another invocation (a killed one) landed first is refused (StepOutOfOrder,
-nothing changed); the flow then re-reads the chain and checks it against the mirror.
+stops at the first differing byte, naming the position, the phase and the region. Every
+landed step advances the run by its next slice whoever sent it, so when another invocation
+(a killed one) landed steps too, the flow replays the mirror to the chain's step count and
+checks it there.
 """
 
 import hashlib
@@ -36,9 +37,17 @@ from curta_chain.chain.rpc import RpcClient
 from curta_chain.chain.sender import Sender, wait_for_signature
 from curta_chain.chain.specs import TxSpec, sign
 from curta_chain.constants import MAX_COMPUTE_UNITS, MAX_TRANSACTION_SIZE
-from curta_chain.errors import AccountError, InputError, MirrorMismatchError, ProgramError
+from curta_chain.errors import AccountError, InputError, MirrorMismatchError
 from curta_chain.inference import IntModel, SamplingSettings, Tokenizer, plan_run
-from curta_chain.program import FinishReason, ModelAccount, ModelState, Region, RunAccount, RunState
+from curta_chain.program import (
+    RUN_HEADER_SIZE,
+    FinishReason,
+    ModelAccount,
+    ModelState,
+    Region,
+    RunAccount,
+    RunState,
+)
 from curta_chain.program.run_account import opened_run_data
 from curta_chain.program.run_mirror import Logged, RunMirror
 
@@ -356,23 +365,21 @@ async def _one_step(flow: _Flow, mirror: RunMirror, address: Pubkey, result: OnC
     ix = program.step(
         flow.program_id, address, flow.model, flow.step_weights(plan.sections), before.steps
     )
-    try:
-        await flow.land(TxSpec((*flow.compute_budget(MAX_COMPUTE_UNITS), ix)))
-    except ProgramError as exc:
-        if exc.name != "StepOutOfOrder":
-            raise
-        # Another sender (an earlier, killed invocation) landed this step first: check the
-        # chain against the mirror and go on from where it is.
-        chain = await flow.read_run(address, flow.processed) or b""
+    await flow.land(TxSpec((*flow.compute_budget(MAX_COMPUTE_UNITS), ix)))
+    chain = await flow.read_run(address, flow.processed) or b""
+    landed = RunAccount.from_bytes(chain).steps if len(chain) >= RUN_HEADER_SIZE else 0
+    if landed != before.steps + 1:
+        # Another sender (an earlier, killed invocation) landed steps too: every landed step
+        # advances the run by its next slice whoever sent it, so replay the mirror to the
+        # chain's count and check it there.
         shown = len(result.pieces)
-        _replay(mirror, RunAccount.from_bytes(chain).steps, result)
+        _replay(mirror, landed, result)
         mirror.compare(chain, before)
         for piece in result.pieces[shown:]:
             flow.on_piece(piece)
         return
-    chain = await flow.read_run(address, flow.processed)
     mirror.advance(plan)
-    mirror.compare(chain or b"", before)
+    mirror.compare(chain, before)
     _record(result, plan.logged)
     result.tokens_sent += len(plan.logged)
     for token in plan.logged:

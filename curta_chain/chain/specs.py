@@ -202,7 +202,8 @@ class Transactions:
         """
         limit = set_compute_unit_limit(SEAL_STEP_CU + step % 4096)
         extra = self.budget.instructions(SEAL_STEP_CU)[1:]  # the price, if any
-        return TxSpec((limit, *extra, program.seal_step(self.program_id, model, weight)))
+        ix = program.seal_step(self.program_id, model, [weight], step)
+        return TxSpec((limit, *extra, ix))
 
     def reopens(self, plan: PublishPlan) -> list[TxSpec]:
         """One reopen per weight account of the plan's failed model that is still frozen."""

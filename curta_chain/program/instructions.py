@@ -1,9 +1,10 @@
 """Instruction builders for the curta program, encoded through the IDL's instruction coder.
 
-Account order is the IDL's, and no instruction names more than one weight account, so every
-transaction stays far below a validator's 64 MiB of loaded account data. Writes are the hot
-path (about 17,000 per 16 MB model), so ``write_weights`` packs its bytes directly with the
-precomputed Anchor sighash; a test proves the bytes equal the IDL coder's.
+Account order is the IDL's. The authority's instructions name one weight account each and
+sealStep at most two, so their transactions stay far below a validator's 64 MiB of loaded
+account data; a step names the sections its slice needs. Writes are the hot path (about
+17,000 per 16 MB model), so ``write_weights`` packs its bytes directly with the precomputed
+Anchor sighash; a test proves the bytes equal the IDL coder's.
 """
 
 from __future__ import annotations
@@ -140,20 +141,30 @@ def begin_sealing(program_id: Pubkey, authority: Pubkey, model: Pubkey) -> Instr
     return Instruction(program_id, _encode("begin_sealing", {}), accounts)
 
 
-def seal_step(program_id: Pubkey, model: Pubkey, weight_account: Pubkey) -> Instruction:
-    """Build sealStep: hash the next chunk of the section under the model's cursor.
+def seal_step(
+    program_id: Pubkey, model: Pubkey, weight_accounts: Sequence[Pubkey], label: int
+) -> Instruction:
+    """Build sealStep: hash the next chunk wherever the model's cursor is (anyone may send it).
 
     Args:
         program_id: the curta program.
         model: the model account (writable).
-        weight_account: the weight account of the cursor's section (writable: the step that
-            enters a section freezes it).
+        weight_accounts: one weight account, or two of consecutive slots (a step sent at a
+            section's end, whose cursor may be in either when it lands); the program uses
+            the one of the cursor's slot. Writable: the step that enters a section freezes it.
+        label: any u64; the program does not read it. Distinct labels make distinct
+            transactions, so many steps can be in flight at once.
 
     Returns:
         The instruction.
+
+    Raises:
+        InputError: not one or two weight accounts, or a label that is not a u64.
     """
-    accounts = [_meta(model, False, True), _meta(weight_account, False, True)]
-    return Instruction(program_id, _encode("seal_step", {}), accounts)
+    if not 1 <= len(weight_accounts) <= 2:
+        raise InputError(f"sealStep takes 1 or 2 weight accounts, not {len(weight_accounts)}")
+    accounts = [_meta(model, False, True), *(_meta(key, False, True) for key in weight_accounts)]
+    return Instruction(program_id, _encode("seal_step", {"label": label}), accounts)
 
 
 def _one_weight_account(
@@ -293,24 +304,26 @@ def step(
     program_id: Pubkey,
     run: Pubkey,
     model: Pubkey,
-    weight_accounts: Sequence[Pubkey],
-    expected_step: int,
+    weights: Sequence[Pubkey],
+    label: int,
 ) -> Instruction:
-    """Build step: advance the run by one bounded slice (anyone may send it).
+    """Build step: advance the run by its next slice (anyone may send it, in any order).
 
     Args:
         program_id: the curta program.
         run: the run account (writable).
         model: the run's model.
-        weight_accounts: section zero's weight account first, then the matrix sections the
-            slice reaches (at most four in all).
-        expected_step: the run's count of steps so far.
+        weights: section zero's weight account first, then any of the model's other weight
+            accounts, each once, in any order: at least the sections the slice needs (the
+            program refuses the whole step otherwise).
+        label: any u64; the program does not read it. Distinct labels make distinct
+            transactions, so many steps can be in flight at once.
 
     Returns:
         The instruction.
     """
-    accounts = [_meta(run, False, True), _meta(model), *(_meta(key) for key in weight_accounts)]
-    return Instruction(program_id, _encode("step", {"expected_step": expected_step}), accounts)
+    accounts = [_meta(run, False, True), _meta(model), *(_meta(key) for key in weights)]
+    return Instruction(program_id, _encode("step", {"label": label}), accounts)
 
 
 def close_run(program_id: Pubkey, opener: Pubkey, run: Pubkey) -> Instruction:

@@ -4,8 +4,10 @@ A ``step`` runs a run's phases in a fixed order, each cut into slices by a cost 
 estimated compute units, and reads the weight sections its phases name. That schedule is
 a protocol between ``programs/curta`` and ``curta_chain.program.run_mirror``: both must cut
 every step at the same place. It is written once, here: the phase enums, the phase order
-and what each phase is sliced by, the phase-to-section rule, the step's budget and section
-limit, the ``COST_*`` constants and the cost formulas built from them.
+and what each phase is sliced by, the phase-to-section rule, the step's budget, the
+``COST_*`` constants and the cost formulas built from them. A slice depends on the run's
+state alone (the budget ends it, never the accounts passed), so the run account after k
+landed steps is a function of the run's arguments and k.
 ``scripts/gen_schedule.py`` writes ``programs/curta/schedule.h`` from this table (generated,
 do not edit) and the C includes it; ``tests/program/test_schedule.py`` regenerates it and
 compares. The arithmetic the phases do stays written twice, independently, in C and in
@@ -298,11 +300,6 @@ def lookup_probes(vocab: int) -> int:
 
 STEP_BUDGET = 1_200_000
 """What a step may spend, in estimated compute units."""
-MAX_MATRIX_SECTIONS = 3
-"""Matrix sections one step reads besides section zero: a step's slice ends before a
-phase that would need one more (four weight accounts and the run stay under the 64 MiB a
-transaction loads)."""
-MAX_STEP_WEIGHT_ACCOUNTS = 1 + MAX_MATRIX_SECTIONS
 
 
 # -- the phases --
@@ -319,10 +316,18 @@ class Slicing(enum.Enum):
 
 @dataclass(frozen=True)
 class PhaseInfo:
-    """One phase of the table: how it is sliced, whether it reads a matrix, its name."""
+    """One phase of the table: how it is sliced, the matrix it reads first, its name.
+
+    Attributes:
+        slicing: what the phase is cut by.
+        matrix: for a layer phase, the kind (``enum LayerMatrix``) of the first matrix of
+            its rows; for a token phase, the matrix's index; None for a phase that reads
+            no matrix.
+        title: a readable name.
+    """
 
     slicing: Slicing
-    reads_matrix: bool
+    matrix: int | None
     title: str
 
 
@@ -340,19 +345,24 @@ class LayerPhase(enum.IntEnum):
     DOWN = 8
 
 
+MAT_EMBEDDING, MAT_CLASSIFIER = 0, 1
+"""The matrix table's first two entries; the layers' matrices follow (``layer_matrix``)."""
+MAT_QUERY, MAT_OUTPUT, MAT_GATE, MAT_DOWN = 0, 3, 4, 5
+"""Kinds of a layer's matrices (``enum LayerMatrix``: key 1, value 2 and up 6 follow the
+first of their rows)."""
+
 LAYER_PHASES: dict[LayerPhase, PhaseInfo] = {
-    LayerPhase.ATT_NORM: PhaseInfo(Slicing.WHOLE, False, "attention norm"),
-    LayerPhase.QKV: PhaseInfo(Slicing.ROWS, True, "query, key and value rows"),
-    LayerPhase.ROPE: PhaseInfo(Slicing.WHOLE, False, "rotary"),
-    LayerPhase.ATTENTION: PhaseInfo(Slicing.HEADS, False, "attention heads"),
-    LayerPhase.OUTPUT: PhaseInfo(Slicing.ROWS, True, "attention output rows"),
-    LayerPhase.FFN_NORM: PhaseInfo(Slicing.WHOLE, False, "feed-forward norm"),
-    LayerPhase.GATE_UP: PhaseInfo(Slicing.ROWS, True, "gate and up rows"),
-    LayerPhase.SWIGLU: PhaseInfo(Slicing.WHOLE, False, "SwiGLU"),
-    LayerPhase.DOWN: PhaseInfo(Slicing.ROWS, True, "down rows"),
+    LayerPhase.ATT_NORM: PhaseInfo(Slicing.WHOLE, None, "attention norm"),
+    LayerPhase.QKV: PhaseInfo(Slicing.ROWS, MAT_QUERY, "query, key and value rows"),
+    LayerPhase.ROPE: PhaseInfo(Slicing.WHOLE, None, "rotary"),
+    LayerPhase.ATTENTION: PhaseInfo(Slicing.HEADS, None, "attention heads"),
+    LayerPhase.OUTPUT: PhaseInfo(Slicing.ROWS, MAT_OUTPUT, "attention output rows"),
+    LayerPhase.FFN_NORM: PhaseInfo(Slicing.WHOLE, None, "feed-forward norm"),
+    LayerPhase.GATE_UP: PhaseInfo(Slicing.ROWS, MAT_GATE, "gate and up rows"),
+    LayerPhase.SWIGLU: PhaseInfo(Slicing.WHOLE, None, "SwiGLU"),
+    LayerPhase.DOWN: PhaseInfo(Slicing.ROWS, MAT_DOWN, "down rows"),
 }
-"""Per layer phase: its slicing, whether it reads the layer's section, its name. A layer's
-matrices share one section (the artifact's rule), named by its query matrix."""
+"""Per layer phase: its slicing, the first matrix of its rows, its name."""
 PHASES_PER_LAYER = len(LayerPhase)
 
 
@@ -371,12 +381,12 @@ class TokenPhase(enum.IntEnum):
 
 
 TOKEN_PHASES: dict[TokenPhase, PhaseInfo] = {
-    TokenPhase.EMBED: PhaseInfo(Slicing.WHOLE, True, "embedding"),
-    TokenPhase.FINAL_NORM: PhaseInfo(Slicing.WHOLE, False, "final norm"),
-    TokenPhase.CLASSIFIER: PhaseInfo(Slicing.ROWS, True, "classifier rows"),
-    TokenPhase.SAMPLE: PhaseInfo(Slicing.IDS, False, "sampling"),
+    TokenPhase.EMBED: PhaseInfo(Slicing.WHOLE, MAT_EMBEDDING, "embedding"),
+    TokenPhase.FINAL_NORM: PhaseInfo(Slicing.WHOLE, None, "final norm"),
+    TokenPhase.CLASSIFIER: PhaseInfo(Slicing.ROWS, MAT_CLASSIFIER, "classifier rows"),
+    TokenPhase.SAMPLE: PhaseInfo(Slicing.IDS, None, "sampling"),
 }
-"""EMBED reads the embedding matrix's section and CLASSIFIER the classifier's."""
+"""Per token phase: its slicing, its matrix, its name."""
 
 
 class TokenizePhase(enum.IntEnum):
@@ -445,19 +455,16 @@ class Phase:
     def matrix(self) -> int | None:
         """The matrix (its index in the artifact's table) whose section the phase reads.
 
-        None for a phase that reads no matrix.
+        The phase-to-section rule: a phase that fits the step's budget reads the section of
+        its first matrix, and a step that was not passed that section is refused whole
+        (MissingWeightAccount). None for a phase that reads no matrix.
         """
-        if not self.info.reads_matrix:
-            return None
-        if self.token == TokenPhase.EMBED:
-            return MAT_EMBEDDING
-        if self.token == TokenPhase.CLASSIFIER:
-            return MAT_CLASSIFIER
-        return layer_matrix(self.layer, 0)
+        kind = self.info.matrix
+        if kind is None or self.layer_phase is None:
+            return kind
+        return layer_matrix(self.layer, kind)
 
 
-MAT_EMBEDDING = 0
-MAT_CLASSIFIER = 1
 MATRICES_PER_LAYER = 7
 
 
@@ -498,10 +505,6 @@ def c_header() -> str:
     layer = [
         (p.name, p.value, f"{info.slicing.value}: {info.title}") for p, info in LAYER_PHASES.items()
     ]
-    # Written as the C wrote it before it was generated (!= and &&): the same code.
-    without = " && ".join(
-        f"(kind) != PH_{p.name}" for p, info in LAYER_PHASES.items() if info.reads_matrix
-    )
     tokenize = [(p.name, p.value, title) for p, title in TOKENIZE_PHASES.items()]
     lines = [
         "/*",
@@ -509,7 +512,8 @@ def c_header() -> str:
         " * Do not edit: edit the table and regenerate (tests/program/test_schedule.py compares).",
         " *",
         " * The step schedule, shared with the mirror: the phases of a token and of the tokenizer,",
-        " * the phase-to-section rule, a step's budget and weight accounts, the cost model.",
+        " * a step's budget and the cost model. (A phase that fits the budget reads the section",
+        " * of its first matrix: forward.c's has_section; the table names each phase's matrix.)",
         " */",
         "#ifndef SCHEDULE_H",
         "#define SCHEDULE_H",
@@ -522,10 +526,6 @@ def c_header() -> str:
             for p in TokenPhase
             if p != TokenPhase.EMBED
         ),
-        "/* A layer phase that runs a matrix's rows reads the section of the layer's query",
-        " * matrix (a layer's matrices share a section); this is true of the others. EMBED",
-        " * reads the embedding's section, CLASSIFIER the classifier's, the rest none. */",
-        *_wrapped(f"#define layer_phase_without_matrix(kind) ({without})"),
         "",
         "/* While tokenizing. */",
         *_enum("TokenizePhase", "TOK_", tokenize, ""),
@@ -534,9 +534,6 @@ def c_header() -> str:
         "#ifndef STEP_BUDGET",
         f"#define STEP_BUDGET {STEP_BUDGET}UL",
         "#endif",
-        "/* Weight accounts a step reads at most: section zero and the matrix sections. */",
-        f"#define MAX_MATRIX_SECTIONS {MAX_MATRIX_SECTIONS}",
-        f"#define MAX_STEP_WEIGHT_ACCOUNTS {MAX_STEP_WEIGHT_ACCOUNTS}",
         "",
         "/* The cost model: estimated compute units, each a little above what the calibration",
         " * build measures (scripts/bench_program_cu.py --calibrate fits them). */",

@@ -34,7 +34,7 @@ enum InferenceError {
   ERR_WRONG_OPENER = 6106,
   ERR_RUN_CLOSED = 6107,
   ERR_RUN_FINISHED = 6108,
-  ERR_STEP_OUT_OF_ORDER = 6109,
+  ERR_STEP_OUT_OF_ORDER = 6109, /* retired: a step's label is not read (steps are order-free) */
   ERR_MISSING_WEIGHT_ACCOUNT = 6110,
   ERR_TOO_MANY_WEIGHT_ACCOUNTS = 6111,
   ERR_NOTHING_FITS = 6112,
@@ -178,7 +178,7 @@ typedef struct {
   uint32_t top_p;       /* Q16; the nucleus applies when 0 < top_p < 65,536 */
   uint64_t seed;
   uint64_t rng;   /* xorshift64* state */
-  uint64_t steps; /* steps applied: a step names the count it expects */
+  uint64_t steps; /* steps landed */
   uint32_t regions[REGION_COUNT];
   uint32_t reserved1;
   int64_t best_logit;   /* the classifier's running maximum... */
@@ -222,6 +222,10 @@ static inline int64_t round_shift(int64_t a, uint64_t bits) {
 
 static inline uint64_t round8(uint64_t v) { return (v + 7) & ~(uint64_t)7; }
 
+/* A divisor that is >= 1 for every model openRun accepts (its exponential table gives the
+ * largest score a weight >= 1), kept >= 1 anyway: defence in depth, changing nothing there. */
+static inline uint64_t at_least_one(uint64_t d) { return d ? d : 1; }
+
 /* ---- What a step works with. ---- */
 
 /* The heap (32 KiB, zeroed for every instruction): the parsed input at its start, then the
@@ -239,6 +243,7 @@ typedef struct {
   uint64_t s0_length;
   const uint8_t *sections[MAX_SECTIONS]; /* the passed sections' bytes, 0 when not passed */
   uint64_t budget;                       /* estimated compute units left */
+  bool missing; /* a phase that fit the budget needs a section that was not passed */
 } Step;
 
 /* Typed views of the run's regions and of section zero. */
@@ -299,10 +304,10 @@ typedef struct {
 void key_dots(const CacheSpan *keys, const int64_t *q, int64_t *dots);
 void value_sums(const CacheSpan *values, const int64_t *w, int64_t *out);
 
-/* forward.c: one token's phases. Each returns false when nothing fit the budget. */
+/* forward.c: one token's phases. Each returns false when nothing fit the budget, or (with
+ * s->missing set) when its slice needs a section the step was not passed. */
 bool forward_phase(Step *s);
 int64_t exp_weight(uint64_t distance, const uint32_t *table);
-uint64_t phase_section(const Step *s, uint64_t *needed);
 
 /* tokenize.c: the tokenizer's phases and the log of a finished token. */
 bool tokenize_phase(Step *s);

@@ -91,7 +91,7 @@ def test_publish_and_seal_a_model_over_rpc(localnet, funded_keypair):
     assert "result" in send(url, authority, [begin])
     assert ModelAccount.from_bytes(client.get_account_info(model.pubkey()).value.data).seal_slot
     for key in keys:
-        assert "result" in send(url, authority, [seal_step(PROGRAM_ID, model.pubkey(), key)])
+        assert "result" in send(url, authority, [seal_step(PROGRAM_ID, model.pubkey(), [key], 0)])
     data = client.get_account_info(model.pubkey()).value.data
     decoded = ModelAccount.from_bytes(data)
     assert decoded.state == ModelState.SEALED

@@ -213,7 +213,7 @@ class Chain:
         """Hash the next chunk, naming the weight account of the cursor's section."""
         model = published.model.pubkey()
         weight = published.weight_keys[self.model(model).cursor_section]
-        return self.must([seal_step(PROGRAM_ID, model, weight)])
+        return self.must([seal_step(PROGRAM_ID, model, [weight], 0)])
 
     def reopen_all(self, published: Published) -> ModelAccount:
         """Reopen every weight account of a failed model, one transaction each."""

@@ -117,26 +117,27 @@ def run_lifecycle(session: Session, program_id: Pubkey) -> Lifecycle:
         "writeWeights past the section",
         [write_weights(program_id, authority, keys[1], SECTION_LENGTHS[1] - 1, b"xy")],
     )
-    refused("sealStep before beginSealing", [seal_step(program_id, model.pubkey(), keys[0])])
+    refused("sealStep before beginSealing", [seal_step(program_id, model.pubkey(), [keys[0]], 0)])
     refused(
         "reopen an uploading model", [reopen(program_id, authority, model.pubkey(), keys[0], 0)]
     )
 
     units("beginSealing", [begin_sealing(program_id, authority, model.pubkey())])
     refused(
-        "sealStep with another slot's account", [seal_step(program_id, model.pubkey(), keys[1])]
+        "sealStep with another slot's account",
+        [seal_step(program_id, model.pubkey(), [keys[1]], 0)],
     )
 
-    units(SEAL_MID, [seal_step(program_id, model.pubkey(), keys[0])])
+    units(SEAL_MID, [seal_step(program_id, model.pubkey(), [keys[0]], 0)])
     refused(
         "writeWeights once the seal entered its section",
         [write_weights(program_id, authority, keys[0], 0, b"x")],
     )
     units(
         f"sealStep ({MAX_WRITE_PAYLOAD:,} bytes, ends its section)",
-        [seal_step(program_id, model.pubkey(), keys[0])],
+        [seal_step(program_id, model.pubkey(), [keys[0]], 0)],
     )
-    last = session.must([seal_step(program_id, model.pubkey(), keys[1])])
+    last = session.must([seal_step(program_id, model.pubkey(), [keys[1]], 0)])
     result.units[SEAL_END] = last.program_units(program_id)
     assert "Program log: Sealed: the weights match the declared hash" in last.logs, last.logs
 
@@ -152,5 +153,5 @@ def run_lifecycle(session: Session, program_id: Pubkey) -> Lifecycle:
         [close_weight_account(program_id, authority, model.pubkey(), keys[0], 0)],
     )
     refused("closeModel of a sealed model", [close_model(program_id, authority, model.pubkey())])
-    refused("sealStep of a sealed model", [seal_step(program_id, model.pubkey(), keys[1])])
+    refused("sealStep of a sealed model", [seal_step(program_id, model.pubkey(), [keys[1]], 0)])
     return result

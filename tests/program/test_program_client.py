@@ -106,7 +106,7 @@ def test_program_written_accounts_round_trip_through_the_codecs(chain: Chain):
     chain.svm.warp_to_slot(77)
     chain.begin(pub)
     for weight in pub.weight_keys:  # section 0 whole, then the first chunk of section 1
-        chain.must([seal_step(PROGRAM_ID, pub.model.pubkey(), weight)])
+        chain.must([seal_step(PROGRAM_ID, pub.model.pubkey(), [weight], 0)])
     raw = bytes(chain.svm.get_account(pub.model.pubkey()).data)
     model = ModelAccount.from_bytes(raw)
     assert model.to_bytes() == raw

@@ -61,7 +61,7 @@ ROUNDS_PER_PHASE = 5_200
 SEED = 20_261_130
 """Every random choice and byte comes from ``random.Random(SEED)``: a run is replayed by its
 seed (the keypairs are fresh each run; no choice depends on their values)."""
-SEAL_STEP = bytes(seal_step(PROGRAM_ID, PROGRAM_ID, PROGRAM_ID).data)
+SEAL_STEP = bytes(seal_step(PROGRAM_ID, PROGRAM_ID, [PROGRAM_ID], 0).data)
 
 
 RUN_PROMPT = b"Hi"
@@ -256,7 +256,7 @@ class World:
         if kind == 2:
             return begin_sealing(PROGRAM_ID, auth, m)
         if kind == 3:
-            return seal_step(PROGRAM_ID, m, w[slot])
+            return seal_step(PROGRAM_ID, m, [w[slot]], 0)
         if kind == 4:
             return reopen(PROGRAM_ID, auth, m, w[slot], slot)
         if kind == 5:

@@ -67,7 +67,7 @@ def test_seal_cursor_advances_chunk_by_chunk_freezing_each_section_as_it_enters(
     expected.append((2, 0, [True, True]))
     for section, offset, frozen in expected:
         cursor = chain.model(pub.model.pubkey()).cursor_section
-        chain.must([seal_step(PROGRAM_ID, pub.model.pubkey(), pub.weight_keys[cursor])])
+        chain.must([seal_step(PROGRAM_ID, pub.model.pubkey(), [pub.weight_keys[cursor]], 0)])
         model = chain.model(pub.model.pubkey())
         assert (model.cursor_section, model.cursor_offset) == (section, offset)
         assert [chain.header(k).frozen for k in pub.weight_keys] == frozen
@@ -81,7 +81,7 @@ def test_a_section_the_seal_has_not_entered_takes_writes_and_the_seal_hashes_the
     stale = [good[0], bytes(3_000)]
     pub = chain.publish(stale, declared=weights_hash(good))
     chain.begin(pub)
-    chain.must([seal_step(PROGRAM_ID, pub.model.pubkey(), pub.weight_keys[0])])
+    chain.must([seal_step(PROGRAM_ID, pub.model.pubkey(), [pub.weight_keys[0]], 0)])
     chain.write_all(pub.weight_keys[1], good[1])  # section 1: not entered, still open
     assert chain.seal(pub).state == ModelState.SEALED
 
@@ -150,7 +150,7 @@ def test_a_model_with_nothing_bound_closes_at_once(chain: Chain):
 def test_close_a_sealing_and_a_failed_model(chain: Chain):
     pub = chain.publish([os.urandom(70_000), os.urandom(10)], declared=bytes(32))
     chain.begin(pub)
-    chain.must([seal_step(PROGRAM_ID, pub.model.pubkey(), pub.weight_keys[0])])
+    chain.must([seal_step(PROGRAM_ID, pub.model.pubkey(), [pub.weight_keys[0]], 0)])
     assert chain.model(pub.model.pubkey()).state == ModelState.SEALING
     _close_and_check(chain, pub)
 

@@ -205,7 +205,7 @@ def test_write_to_an_account_of_another_program(chain: Chain, pub: Published):
 
 def test_write_into_a_section_the_seal_has_entered(chain: Chain, pub: Published):
     chain.begin(pub)
-    chain.must([seal_step(PROGRAM_ID, pub.model.pubkey(), pub.weight_keys[0])])
+    chain.must([seal_step(PROGRAM_ID, pub.model.pubkey(), [pub.weight_keys[0]], 0)])
     ix = write_weights(PROGRAM_ID, chain.authority.pubkey(), pub.weight_keys[0], 0, b"x")
     refused(chain, [ix], "WeightAccountFrozen", keys_of(pub))
 
@@ -213,7 +213,7 @@ def test_write_into_a_section_the_seal_has_entered(chain: Chain, pub: Published)
 def test_write_into_a_section_the_seal_is_inside(chain: Chain):
     big = chain.publish([os.urandom(70_000), os.urandom(10)])
     chain.begin(big)
-    chain.must([seal_step(PROGRAM_ID, big.model.pubkey(), big.weight_keys[0])])
+    chain.must([seal_step(PROGRAM_ID, big.model.pubkey(), [big.weight_keys[0]], 0)])
     assert chain.model(big.model.pubkey()).cursor_offset == 65_536
     ix = write_weights(PROGRAM_ID, chain.authority.pubkey(), big.weight_keys[0], 69_999, b"x")
     refused(chain, [ix], "WeightAccountFrozen", keys_of(big))
@@ -447,12 +447,12 @@ def _forge_header(chain: Chain, key: Pubkey, **changes) -> None:
 
 
 def test_seal_step_before_begin(chain: Chain, pub: Published):
-    ix = seal_step(PROGRAM_ID, pub.model.pubkey(), pub.weight_keys[0])
+    ix = seal_step(PROGRAM_ID, pub.model.pubkey(), [pub.weight_keys[0]], 0)
     refused(chain, [ix], "ModelNotSealing", keys_of(pub))
 
 
 def test_seal_step_after_sealed(chain: Chain, sealed: Published):
-    ix = seal_step(PROGRAM_ID, sealed.model.pubkey(), sealed.weight_keys[1])
+    ix = seal_step(PROGRAM_ID, sealed.model.pubkey(), [sealed.weight_keys[1]], 0)
     refused(chain, [ix], "ModelNotSealing", keys_of(sealed))
 
 
@@ -461,32 +461,32 @@ def test_seal_step_with_the_wrong_weight_account(chain: Chain, pub: Published):
     chain.begin(pub)
     chain.begin(other)
     for wrong in (pub.weight_keys[1], other.weight_keys[0]):
-        ix = seal_step(PROGRAM_ID, pub.model.pubkey(), wrong)
+        ix = seal_step(PROGRAM_ID, pub.model.pubkey(), [wrong], 0)
         refused(chain, [ix], "WrongWeightAccount", keys_of(pub) + keys_of(other))
 
 
 def test_seal_step_with_a_read_only_model(chain: Chain, pub: Published):
     chain.begin(pub)
-    ix = seal_step(PROGRAM_ID, pub.model.pubkey(), pub.weight_keys[0])
+    ix = seal_step(PROGRAM_ID, pub.model.pubkey(), [pub.weight_keys[0]], 0)
     refused(chain, [metas(ix, a0=(False, False))], "AccountNotWritable", keys_of(pub))
 
 
 def test_seal_step_with_the_model_twice(chain: Chain, pub: Published):
     chain.begin(pub)
-    ix = seal_step(PROGRAM_ID, pub.model.pubkey(), pub.model.pubkey())
+    ix = seal_step(PROGRAM_ID, pub.model.pubkey(), [pub.model.pubkey()], 0)
     refused(chain, [ix], "DuplicateAccount", keys_of(pub))
 
 
 def test_seal_step_with_a_read_only_weight_account(chain: Chain, pub: Published):
     chain.begin(pub)
-    ix = seal_step(PROGRAM_ID, pub.model.pubkey(), pub.weight_keys[0])
+    ix = seal_step(PROGRAM_ID, pub.model.pubkey(), [pub.weight_keys[0]], 0)
     refused(chain, [metas(ix, a1=(False, False))], "AccountNotWritable", keys_of(pub))
 
 
 def test_seal_step_inside_a_section_a_forgery_unfroze(chain: Chain):
     big = chain.publish([os.urandom(70_000), os.urandom(10)])
     chain.begin(big)
-    ix = seal_step(PROGRAM_ID, big.model.pubkey(), big.weight_keys[0])
+    ix = seal_step(PROGRAM_ID, big.model.pubkey(), [big.weight_keys[0]], 0)
     chain.must([ix])
     _forge_header(chain, big.weight_keys[0], frozen=False)
     refused(chain, [ix], "WeightAccountNotFrozen", keys_of(big))
@@ -495,7 +495,7 @@ def test_seal_step_inside_a_section_a_forgery_unfroze(chain: Chain):
 def test_seal_step_entering_a_section_a_forgery_froze(chain: Chain, pub: Published):
     chain.begin(pub)
     _forge_header(chain, pub.weight_keys[0], frozen=True)
-    ix = seal_step(PROGRAM_ID, pub.model.pubkey(), pub.weight_keys[0])
+    ix = seal_step(PROGRAM_ID, pub.model.pubkey(), [pub.weight_keys[0]], 0)
     refused(chain, [ix], "WeightAccountFrozen", keys_of(pub))
 
 
@@ -503,14 +503,14 @@ def test_seal_step_of_a_closing_model(chain: Chain, pub: Published):
     chain.begin(pub)
     auth, m = chain.authority.pubkey(), pub.model.pubkey()
     chain.must([close_weight_account(PROGRAM_ID, auth, m, pub.weight_keys[1], 1)])
-    ix = seal_step(PROGRAM_ID, m, pub.weight_keys[0])
+    ix = seal_step(PROGRAM_ID, m, [pub.weight_keys[0]], 0)
     refused(chain, [ix], "ModelNotSealing", keys_of(pub))
 
 
 def test_seal_step_with_forged_header_of_another_model_or_slot(chain: Chain, pub: Published):
     chain.begin(pub)
     _forge_header(chain, pub.weight_keys[0], section_index=1)
-    ix = seal_step(PROGRAM_ID, pub.model.pubkey(), pub.weight_keys[0])
+    ix = seal_step(PROGRAM_ID, pub.model.pubkey(), [pub.weight_keys[0]], 0)
     refused(chain, [ix], "WeightAccountOfAnotherSlot", keys_of(pub))
     _forge_header(chain, pub.weight_keys[0], section_index=0, model=Keypair().pubkey())
     refused(chain, [ix], "WeightAccountOfAnotherModel", keys_of(pub))
@@ -518,7 +518,7 @@ def test_seal_step_with_forged_header_of_another_model_or_slot(chain: Chain, pub
 
 def test_seal_step_of_an_account_of_another_program(chain: Chain, pub: Published):
     chain.begin(pub)
-    ix = seal_step(PROGRAM_ID, chain.funded().pubkey(), pub.weight_keys[0])
+    ix = seal_step(PROGRAM_ID, chain.funded().pubkey(), [pub.weight_keys[0]], 0)
     refused(chain, [ix], "WrongAccountOwner", keys_of(pub))
 
 
@@ -645,7 +645,7 @@ def _every_instruction(pub: Published, auth: Pubkey) -> dict[str, Instruction]:
         "write": write_weights(PROGRAM_ID, auth, w[0], 0, b"x"),
         "bind": bind_weight_account(PROGRAM_ID, auth, m, w[0], 0),
         "begin": begin_sealing(PROGRAM_ID, auth, m),
-        "seal": seal_step(PROGRAM_ID, m, w[0]),
+        "seal": seal_step(PROGRAM_ID, m, [w[0]], 0),
         "reopen": reopen(PROGRAM_ID, auth, m, w[0], 0),
         "close-weight": close_weight_account(PROGRAM_ID, auth, m, w[0], 0),
         "close": close_model(PROGRAM_ID, auth, m),

@@ -65,7 +65,7 @@ def publish_and_seal(session: Session, program_id: Pubkey, artifact: Artifact) -
     session.must([begin_sealing(program_id, authority, model.pubkey())])
     for weight, length in zip(weights, lengths, strict=True):
         for _ in range(math.ceil(length / HASH_CHUNK_SIZE)):
-            session.must([seal_step(program_id, model.pubkey(), weight.pubkey())])
+            session.must([seal_step(program_id, model.pubkey(), [weight.pubkey()], 0)])
     state = ModelAccount.from_bytes(session.runtime.account(model.pubkey()).data).state
     assert state == ModelState.SEALED
     return [model.pubkey(), *(w.pubkey() for w in weights)]

@@ -13,10 +13,10 @@ that change the victims.
 
 Runs take part too: the owner publishes and seals another copy of stories260K, the attacker
 a tiny model, and each opens runs of theirs (the owner's: one under way, one finished, one
-closed). Steps the attacker cranks out of
-order, on a finished or closed run, with another model's accounts, or missing the section
-their phase needs, and closes by anyone but the opener, are refused the same way and change
-no account; afterwards the owner's run goes on to the end, every step mirrored.
+closed). Steps the attacker cranks naming an
+account twice, on a finished or closed run, with another model's accounts, or missing the
+section their slice needs, and closes by anyone but the opener, are refused the same way and
+change no account; afterwards the owner's run goes on to the end, every step mirrored.
 """
 
 import asyncio
@@ -455,7 +455,14 @@ def open_on(model: str, section_zero: str | None = None) -> Callable[[World], At
 
 
 P = PROGRAM_ID
-write, begin, step = program.write_weights, program.begin_sealing, program.seal_step
+write, begin = program.write_weights, program.begin_sealing
+
+
+def step(program_id: Pubkey, model: Pubkey, weight: Pubkey) -> Instruction:
+    """sealStep naming one weight account."""
+    return program.seal_step(program_id, model, [weight], 0)
+
+
 reopen, close, bind = program.reopen, program.close_model, program.bind_weight_account
 close_weight = program.close_weight_account
 
@@ -591,13 +598,13 @@ OUT_OF_ORDER: Cases = {
     ),
     "bind a second account into a bound slot": (bind_fresh("owner", "B", 0), "SlotAlreadyBound"),
     "open a run of a model that is still uploading": (open_on("A", "R"), "ModelNotSealed"),
-    "step a run naming a step count it has passed": (
-        run_attack("attacker", run_step("R", "R1", expected=0)),
-        "StepOutOfOrder",
+    "step a run naming its matrix section twice": (
+        run_attack("attacker", run_step("R", "R1", sections=(1, 1))),
+        "DuplicateAccount",
     ),
-    "step a run naming a step count it has not reached": (
-        run_attack("attacker", run_step("R", "R1", expected=1_000)),
-        "StepOutOfOrder",
+    "step a run naming section zero twice": (
+        run_attack("attacker", run_step("R", "R1", sections=(0,))),
+        "DuplicateAccount",
     ),
     "step a run without the section its phase needs": (
         run_attack("attacker", run_step("R", "R1", sections=())),

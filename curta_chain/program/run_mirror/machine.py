@@ -18,7 +18,6 @@ from curta_chain.inference.model import IntModel
 from curta_chain.inference.tokenizer import Tokenizer
 from curta_chain.program.run_account import RUN_HEADER_SIZE, Region, RunAccount, RunState
 from curta_chain.program.schedule import (
-    MAX_MATRIX_SECTIONS,
     STEP_BUDGET,
     TOKENIZE_PHASES,
     Phase,
@@ -111,15 +110,14 @@ class Step:
             raise Stop
         self.budget -= cost
 
-    def need(self, section: int) -> None:
-        """Reach ``section`` (0: section zero, always passed) for the phase.
+    def need(self, matrix: int) -> None:
+        """The phase fits the budget and reads ``matrix``'s section: the step reads it.
 
-        Stops the step before the phase when it would be one matrix section more than a
-        step reads.
+        A step that is not passed a section it reads is refused whole by the program
+        (MissingWeightAccount), so the step's sections are these, whatever is passed.
         """
+        section = self.model.section_of(matrix)
         if section != 0 and section not in self.sections:
-            if len(self.sections) == MAX_MATRIX_SECTIONS:
-                raise Stop
             self.sections.append(section)
 
     def next_phase(self) -> None:
@@ -135,11 +133,6 @@ class Step:
             run.phase = 0
             return
         run.phase += 1
-
-    def phase_section(self) -> int:
-        """The section the run's phase reads (0 for a phase that reads no matrix)."""
-        matrix = Phase.of(self.run.phase, self.config.n_layers).matrix()
-        return 0 if matrix is None else self.model.section_of(matrix)
 
 
 def phase_name(header: RunAccount) -> str:

@@ -22,11 +22,8 @@ def take_step(model: MirrorModel, data: bytearray) -> Step:
     progress = False
     while s.run.state != RunState.FINISHED:
         try:
-            if s.run.state == RunState.TOKENIZING:
-                done = tokenize_phase(s)
-            else:
-                s.need(s.phase_section())
-                done = forward_phase(s)
+            tokenizing = s.run.state == RunState.TOKENIZING
+            done = tokenize_phase(s) if tokenizing else forward_phase(s)
         except Stop:
             done = False
         if not done:

@@ -189,6 +189,13 @@ static void run_rows(const Step *s, const MatrixDescriptor *m, uint64_t first, u
   }
 }
 
+/* The section a phase's rows (or embedding row) are in, when the step was passed it; else
+ * the step is refused (step.c). A phase's matrices share one section (openRun checks it). */
+static bool has_section(Step *s, const MatrixDescriptor *m) {
+  s->missing = !s->sections[m->section];
+  return !s->missing;
+}
+
 static bool matrix_phase(Step *s, const Rows *r) {
   Run *run = s->run;
   const MatrixDescriptor *first = matrix_of(s->s0, r->matrix[0]);
@@ -200,7 +207,7 @@ static bool matrix_phase(Step *s, const Rows *r) {
   uint64_t padded = first->row_bytes - ROW_HEADER_SIZE;
   uint64_t per_row = ROW_COST(padded);
   uint64_t fixed = ROWS_FIXED_COST(padded);
-  if (s->budget < fixed + per_row) {
+  if (s->budget < fixed + per_row || !has_section(s, first)) {
     return false;
   }
   uint64_t n = (s->budget - fixed) / per_row;
@@ -231,10 +238,10 @@ static bool matrix_phase(Step *s, const Rows *r) {
 
 static bool embed(Step *s) {
   Run *run = s->run;
-  if (!spend(s, EMBED_COST(run->dim))) {
+  const MatrixDescriptor *m = matrix_of(s->s0, MAT_EMBEDDING);
+  if (!spend(s, EMBED_COST(run->dim)) || !has_section(s, m)) {
     return false;
   }
-  const MatrixDescriptor *m = matrix_of(s->s0, MAT_EMBEDDING);
   uint64_t token = region_u32(s, REGION_TOKENS)[run->position];
   const uint8_t *row = s->sections[m->section] + m->offset + token * m->row_bytes;
   int64_t scale = *(const uint32_t *)row;
@@ -311,7 +318,7 @@ static void attend(const Step *s, uint64_t layer, uint64_t head) {
   value_sums(&span, weights, sums);
   int64_t *out = region_i64(s, REGION_XB) + head * head_size;
   for (uint64_t i = 0; i < head_size; i++) {
-    out[i] = divide_rounded(sums[i], total);
+    out[i] = divide_rounded(sums[i], at_least_one(total));
   }
 }
 
@@ -349,27 +356,6 @@ static bool swiglu(Step *s) {
     gate[i] = sat32(round_shift(silu(gate[i], table) * up[i], ACT_BITS));
   }
   next_phase(s);
-  return true;
-}
-
-uint64_t phase_section(const Step *s, uint64_t *needed) {
-  const Run *run = s->run;
-  uint64_t phase = run->phase, layers = run->layers;
-  uint64_t matrix;
-  if (phase == PH_EMBED) {
-    matrix = MAT_EMBEDDING;
-  } else if (phase == phase_classifier(layers)) {
-    matrix = MAT_CLASSIFIER;
-  } else if (phase < phase_final_norm(layers)) {
-    uint64_t kind = (phase - 1) % PHASES_PER_LAYER;
-    if (layer_phase_without_matrix(kind)) {
-      return false;
-    }
-    matrix = layer_matrix((phase - 1) / PHASES_PER_LAYER, MAT_QUERY);
-  } else {
-    return false;
-  }
-  *needed = matrix_of(s->s0, matrix)->section;
   return true;
 }
 

@@ -5,8 +5,11 @@
  * weight account. Prompt is a Borsh enum: 0 Text(bytes) or 1 Tokens(Vec<u32>). Capacity
  * is the run's tokens, the prompt's and the generated ones (2 to the context).
  *
- * Section zero is checked once here (header, configuration, blocks, matrix table,
- * tokenizer), so that every later step reads inside it and inside the matrix sections.
+ * Section zero is checked once here (header, configuration, blocks, matrix table, tables,
+ * tokenizer), so that every later step reads inside it and inside the matrix sections, and
+ * computes inside the bounds docs/inference.md derives. Every offset and length check is
+ * written so that it cannot wrap: `offset <= length && size <= length - offset`, each size
+ * a product of values bounded before it is formed.
  */
 #include "../inference.h"
 
@@ -21,8 +24,20 @@
 #define ARG_PROMPT (ARG_PROMPT_LENGTH + 4)
 #define TOP_P_ONE (1UL << ACT_BITS)
 
+/* The tables' bounds (docs/inference.md, "Formats" and "Bounds at the largest shapes"). */
+#define EXP_MAX ((1U << 30) + 1) /* E[i] <= 2^30 + 1: a softmax weight is at most 2^22 */
+#define EXP_ZERO_MIN 128         /* E[0] >= 2^7: distance 0 weighs >= 1, so no sum is 0 */
+#define SILU_MAX (1U << 20)      /* |S[i]| <= 2^20 = SiLU(16) */
+#define ROTARY_MAX ((1U << 24) + 1) /* |cos|, |sin| <= 1 + 2^-24 */
+#define INV_SQRT_MAX (1U << 24)  /* 1/sqrt(head size) <= 1 */
+
 static uint64_t bad_artifact(void) {
   return REFUSE(ERR_BAD_ARTIFACT, "BadArtifact: section zero is not a CURTAW01 header we run");
+}
+
+/* True when [offset, offset + size) lies inside `length` bytes, without forming the sum. */
+static bool inside(uint64_t offset, uint64_t size, uint64_t length) {
+  return offset <= length && size <= length - offset;
 }
 
 /* The configuration's bounds and the seven blocks inside section zero. */
@@ -52,10 +67,11 @@ static uint64_t check_config(const uint8_t *s0, uint64_t length, const Model *mo
       4 * TABLE_ENTRIES,          TOKEN_ENTRY_SIZE * vocab, 4 * vocab,
       0,
   };
+  /* Each size is below 2^23 (the configuration's bounds above). */
   for (uint64_t b = 0; b < BLOCK_COUNT; b++) {
     uint64_t at = read_u32(s0 + ART_BLOCKS + 4 * b);
-    if (at < ART_HEADER_SIZE || at % 4 || at + sizes[b] > length) {
-      return bad_artifact();
+    if (at < ART_HEADER_SIZE || at % 4 || !inside(at, sizes[b], length)) {
+      return REFUSE(ERR_BAD_ARTIFACT, "BadArtifact: a block lies outside section zero");
     }
   }
   return 0;
@@ -77,12 +93,56 @@ static uint64_t check_matrices(const uint8_t *s0, const Model *model) {
     uint64_t columns = i < 2 ? dim : shapes[(i - 2) % MATRICES_PER_LAYER][1];
     /* A layer's seven matrices share a section, as do the embedding and the classifier. */
     uint64_t first = i < 2 ? 0 : 2 + (i - 2) / MATRICES_PER_LAYER * MATRICES_PER_LAYER;
+    /* rows <= 65,536 and row_bytes <= 2,056 (checked first): the product is below 2^28. */
     if (m->section < 1 || m->section >= model->section_count || m->rows != rows ||
         m->columns != columns || m->row_bytes != round8(columns + ROW_HEADER_SIZE) ||
         m->offset % 8 || m->section != matrix_of(s0, first)->section ||
-        m->offset + rows * m->row_bytes > model->sections[m->section].length) {
-      return bad_artifact();
+        !inside(m->offset, rows * m->row_bytes, model->sections[m->section].length)) {
+      return REFUSE(ERR_BAD_ARTIFACT,
+                    "BadArtifact: a matrix of the matrix table has another shape or section, "
+                    "or lies outside its section");
     }
+  }
+  return 0;
+}
+
+/* True when every one of `count` entries at `table` lies in [low, low + span], as u32
+ * arithmetic: a signed range [-b, b] is low = -b (mod 2^32) and span = 2b. One compare an
+ * entry, which keeps openRun's cost of the tables near five compute units an entry. */
+static bool all_within(const uint32_t *table, uint64_t count, uint32_t low, uint32_t span) {
+  for (uint64_t i = 0; i < count; i++) {
+    if ((uint32_t)(table[i] - low) > span) {
+      return false;
+    }
+  }
+  return true;
+}
+
+/* The values the arithmetic relies on, each within docs/inference.md's bounds: the
+ * exponential table in [1, 2^30 + 1] with E[0] >= 2^7, the SiLU table within +-2^20, the
+ * rotary table within +-(2^24 + 1), 1/sqrt(head size) at most 2^24. The normalization
+ * weights are any i32 (the bounds hold for every one), so they need no check. A hostile
+ * model (one sealed with other values: the hash binds the bytes, not what they mean) is
+ * refused here, before any step of its runs. */
+static uint64_t check_tables(const uint8_t *s0) {
+  /* Section zero is 8-aligned and the blocks 4-aligned (check_config): u32 reads. */
+  const uint32_t *config = (const uint32_t *)(s0 + ART_CONFIG);
+  const uint32_t *blocks = (const uint32_t *)(s0 + ART_BLOCKS);
+  const uint32_t *exp = (const uint32_t *)(s0 + blocks[BLOCK_EXP]);
+  uint64_t head_size = config[0] / config[3];
+  if (!all_within(exp, TABLE_ENTRIES, 1, EXP_MAX - 1) || exp[0] < EXP_ZERO_MIN) {
+    return REFUSE(ERR_BAD_ARTIFACT, "BadArtifact: the exponential table is out of bounds");
+  }
+  if (!all_within((const uint32_t *)(s0 + blocks[BLOCK_SILU]), TABLE_ENTRIES, -SILU_MAX,
+                  2 * SILU_MAX)) {
+    return REFUSE(ERR_BAD_ARTIFACT, "BadArtifact: the SiLU table is out of bounds");
+  }
+  if (!all_within((const uint32_t *)(s0 + blocks[BLOCK_ROTARY]), config[6] * head_size,
+                  -ROTARY_MAX, 2 * ROTARY_MAX)) {
+    return REFUSE(ERR_BAD_ARTIFACT, "BadArtifact: the rotary table is out of bounds");
+  }
+  if (read_u32(s0 + ART_INV_SQRT) > INV_SQRT_MAX) {
+    return REFUSE(ERR_BAD_ARTIFACT, "BadArtifact: 1/sqrt(head size) is above 1");
   }
   return 0;
 }
@@ -95,8 +155,9 @@ static uint64_t check_tokenizer(const uint8_t *s0, uint64_t length) {
   const uint32_t *sorted = (const uint32_t *)(s0 + blocks[BLOCK_SORTED_IDS]);
   for (uint64_t id = 0; id < vocab; id++) {
     const uint32_t *e = entries + 4 * id;
-    if (e[1] > MAX_TOKEN_LENGTH || (uint64_t)e[2] + e[1] > length || sorted[id] >= vocab) {
-      return bad_artifact();
+    if (e[1] > MAX_TOKEN_LENGTH || !inside(e[2], e[1], length) || sorted[id] >= vocab) {
+      return REFUSE(ERR_BAD_ARTIFACT, "BadArtifact: a token entry lies outside section zero, "
+                                      "or a sorted id outside the vocabulary");
     }
   }
   return 0;
@@ -111,7 +172,7 @@ static uint64_t check_section_zero(const SolAccount *model_account, const SolAcc
   }
   const uint8_t *s0 = weight->data + WEIGHT_HEADER_SIZE;
   if ((err = check_config(s0, slot->length, model)) || (err = check_matrices(s0, model)) ||
-      (err = check_tokenizer(s0, slot->length))) {
+      (err = check_tables(s0)) || (err = check_tokenizer(s0, slot->length))) {
     return err;
   }
   return 0;

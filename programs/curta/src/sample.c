@@ -91,6 +91,14 @@ static uint64_t crossing(const uint64_t *buckets, uint64_t count, uint64_t *abov
   return 0; /* unreachable: the whole sum passes (Z x 65,536 > P x Z for P < 65,536) */
 }
 
+/* The high histogram's bucket of a weight: w >> 11, at most 2,048 for every model openRun
+ * accepts (its exponential table makes w <= 2^22). Clamped anyway (defence in depth), so no
+ * table could index past the histogram: the clamp changes nothing for those models. */
+static uint64_t hist_bucket(uint64_t w) {
+  uint64_t bucket = w >> HIST_SHIFT;
+  return bucket < HIST_HIGH ? bucket : HIST_HIGH - 1;
+}
+
 static bool weights_pass(Step *s) {
   Run *run = s->run;
   uint64_t n = ids_that_fit(s, COST_WEIGHT, COST_PASS);
@@ -110,7 +118,7 @@ static bool weights_pass(Step *s) {
     logits[t] = (int64_t)w;
     run->weight_sum += w;
     if (hist) {
-      high[w >> HIST_SHIFT] += w;
+      high[hist_bucket(w)] += w;
     }
   }
   run->cursor += (uint32_t)n;
@@ -146,7 +154,7 @@ static bool cut_pass(Step *s) {
     uint64_t v = bucket << HIST_SHIFT | crossing(low, HIST_LOW, &above, limit);
     uint64_t need = limit - (above << ACT_BITS);
     run->cut_weight = v;
-    run->cut_count = need / (v << ACT_BITS) + 1;
+    run->cut_count = need / at_least_one(v << ACT_BITS) + 1;
     run->kept_sum = above + run->cut_count * v;
     run->cursor = 0;
     run->sample_pass = PASS_DRAW;
@@ -161,7 +169,7 @@ static bool draw_pass(Step *s) {
     return false;
   }
   if (run->cursor == 0) {
-    run->target = rng_next(run) % run->kept_sum;
+    run->target = rng_next(run) % at_least_one(run->kept_sum);
   }
   const int64_t *w = region_i64(s, REGION_LOGITS);
   bool cut = nucleus(run);

@@ -1,25 +1,38 @@
 /*
- * seal_step.c: sealStep()
- * Accounts: 0 model (writable), 1 the weight account of the cursor's slot (writable). Anyone
- * may crank. The step that enters a section freezes its weight account, so no write lands in
- * it afterwards. Hashes one chunk: running = sha256(running || next <= 65,536 bytes of the
- * section); a chunk never crosses a section's end. After the last chunk of the last section
- * the model is sealed if running == declared, else failed.
+ * seal_step.c: sealStep(label: u64)
+ * Accounts: 0 model (writable), 1 a weight account (writable), optionally 2 the weight
+ * account of the next slot (writable). Anyone may crank, and many steps may be in flight at
+ * once: a step hashes the next chunk wherever the model's cursor is, with whichever passed
+ * account is the cursor's slot, so k steps landed in any order hash k chunks. The label is
+ * not read: it only makes each crank its own transaction. A client at a section's end passes
+ * both that section's account and the next one's, since it cannot know which of them the
+ * cursor will be in when its step lands.
+ *
+ * The step that enters a section freezes its weight account, so no write lands in it
+ * afterwards (passing the next slot's account freezes nothing until the cursor enters it).
+ * Hashes one chunk: running = sha256(running || next <= 65,536 bytes of the section); a
+ * chunk never crosses a section's end. After the last chunk of the last section the model
+ * is sealed if running == declared, else failed.
  */
 #include "../curta.h"
 
+#define ARGS_SIZE (ARGS_OFFSET + sizeof(uint64_t))
+#define FIRST_WEIGHT 1
+#define MAX_WEIGHTS 2
+
 uint64_t process_seal_step(SolInput *in) {
-  uint64_t err = check_accounts(in, 2);
+  /* The accounts the step takes: the model and one or two weight accounts. */
+  uint64_t taken = in->account_count >= FIRST_WEIGHT + MAX_WEIGHTS ? FIRST_WEIGHT + MAX_WEIGHTS
+                                                                   : FIRST_WEIGHT + 1;
+  uint64_t err = check_accounts(in, taken);
   if (err) {
     return err;
   }
-  if (in->data_len != DISCRIMINATOR_SIZE) {
-    return REFUSE(ERR_INVALID_INSTRUCTION_DATA, "InvalidInstructionData: sealStep");
+  if (in->data_len != ARGS_SIZE) {
+    return REFUSE(ERR_INVALID_INSTRUCTION_DATA, "InvalidInstructionData: sealStep takes a u64");
   }
   SolAccount *model_account = in->accounts[0];
-  SolAccount *weight = in->accounts[1];
-  if ((err = check_program_owned(in, model_account)) || (err = check_program_owned(in, weight)) ||
-      (err = check_writable(model_account)) || (err = check_writable(weight)) ||
+  if ((err = check_program_owned(in, model_account)) || (err = check_writable(model_account)) ||
       (err = check_model_layout(model_account))) {
     return err;
   }
@@ -27,7 +40,16 @@ uint64_t process_seal_step(SolInput *in) {
   if (model->state != STATE_SEALING || model->cursor_section >= model->section_count) {
     return REFUSE(ERR_MODEL_NOT_SEALING, "ModelNotSealing: call beginSealing first");
   }
-  if ((err = check_slot_weight(model_account, weight, model->cursor_section))) {
+  /* The cursor's account: the second one passed when it is that slot's, else the first
+   * (whose checks then name what is wrong with it). */
+  const SectionSlot *slot = &model->sections[model->cursor_section];
+  SolAccount *weight = in->accounts[FIRST_WEIGHT];
+  if (taken == FIRST_WEIGHT + MAX_WEIGHTS &&
+      pubkey_equal(in->accounts[FIRST_WEIGHT + 1]->key, slot->weight_account)) {
+    weight = in->accounts[FIRST_WEIGHT + 1];
+  }
+  if ((err = check_program_owned(in, weight)) || (err = check_writable(weight)) ||
+      (err = check_slot_weight(model_account, weight, model->cursor_section))) {
     return err;
   }
   /* Invariant I4 (curta.h): frozen exactly when the seal has entered the section. */
@@ -44,7 +66,7 @@ uint64_t process_seal_step(SolInput *in) {
     header->frozen = 1;
     model->frozen_count += 1;
   }
-  const SectionSlot *slot = &model->sections[model->cursor_section];
+  /* cursor_offset < length (I4: the cursor moves on at a section's end). */
   uint64_t len = slot->length - model->cursor_offset;
   if (len > HASH_CHUNK_SIZE) {
     len = HASH_CHUNK_SIZE;

@@ -1,12 +1,17 @@
 /*
- * step.c: step(expectedStep: u64). Anyone may crank.
+ * step.c: step(label: u64). Anyone may crank: "advance this run by its next slice".
  * Accounts: 0 run (writable), 1 its model, 2 the model's section-zero weight account, then
- * up to three more of the model's weight accounts: the matrix sections the step reaches.
+ * any number (up to the model's section count - 1) of its other weight accounts, each at
+ * most once, in any order.
  *
  * A step runs the run's phases in order, each as far as the budget allows (the cost model
- * of schedule.h, in estimated compute units), and stops at the budget, at a phase whose section
- * was not passed, or when the run finishes. A step names the count of steps before it, so
- * a replayed or reordered step is refused and changes nothing.
+ * of schedule.h, in estimated compute units), and stops at the budget or when the run finishes:
+ * the slice depends on the run alone, never on the accounts passed. A phase that does work
+ * in a section that was not passed refuses the whole step (MissingWeightAccount), and a
+ * refused step changes nothing, so the run account after k landed steps is a function of
+ * the run's arguments and k, whoever cranked them and in whatever order they landed. The
+ * label is not read: it only makes each crank its own transaction, so that many can be in
+ * flight at once.
  */
 #include "../inference.h"
 
@@ -85,12 +90,18 @@ static uint64_t check_step_accounts(const SolInput *in, Step *s) {
       (err = check_model_layout(model_account))) {
     return err;
   }
+  /* Run accounts are 8-aligned in the input and only openRun writes their header. */
   Run *run = (Run *)run_account->data;
   if (!pubkey_equal(run->model, model_account->key)) {
     return REFUSE(ERR_RUN_OF_ANOTHER_MODEL, "RunOfAnotherModel: the run belongs to another model");
   }
-  if (model_of(model_account)->state != STATE_SEALED) {
+  const Model *model = model_of(model_account);
+  if (model->state != STATE_SEALED) {
     return REFUSE(ERR_MODEL_NOT_SEALED, "ModelNotSealed: a run needs a sealed model");
+  }
+  if (in->account_count - FIRST_WEIGHT > model->section_count) {
+    return REFUSE(ERR_TOO_MANY_WEIGHT_ACCOUNTS,
+                  "TooManyWeightAccounts: more weight accounts than the model has sections");
   }
   for (uint64_t i = FIRST_WEIGHT; i < in->account_count; i++) {
     uint64_t section;
@@ -106,7 +117,7 @@ static uint64_t check_step_accounts(const SolInput *in, Step *s) {
   s->run = run;
   s->data = run_account->data;
   s->s0 = s->sections[0];
-  s->s0_length = model_of(model_account)->sections[0].length;
+  s->s0_length = model->sections[0].length;
   s->budget = STEP_BUDGET;
   return 0;
 }
@@ -116,9 +127,9 @@ uint64_t process_step(SolInput *in) {
     return REFUSE(ERR_NOT_ENOUGH_ACCOUNTS, "NotEnoughAccounts: step needs the run, its model "
                                            "and section zero's weight account");
   }
-  if (in->account_count > FIRST_WEIGHT + MAX_STEP_WEIGHT_ACCOUNTS) {
+  if (in->account_count > FIRST_WEIGHT + MAX_SECTIONS) {
     return REFUSE(ERR_TOO_MANY_WEIGHT_ACCOUNTS,
-                  "TooManyWeightAccounts: a step takes at most 4 weight accounts");
+                  "TooManyWeightAccounts: a step takes at most 18 weight accounts");
   }
   uint64_t err = check_accounts(in, in->account_count);
   if (err) {
@@ -135,20 +146,9 @@ uint64_t process_step(SolInput *in) {
   if (run->state == RUN_FINISHED) {
     return REFUSE(ERR_RUN_FINISHED, "RunFinished: the run has ended");
   }
-  if (read_u64(in->data + ARGS_OFFSET) != run->steps) {
-    return REFUSE(ERR_STEP_OUT_OF_ORDER, "StepOutOfOrder: the step names another step count");
-  }
-  uint64_t section;
-  if (run->state == RUN_RUNNING && phase_section(s, &section) && !s->sections[section]) {
-    return REFUSE(ERR_MISSING_WEIGHT_ACCOUNT,
-                  "MissingWeightAccount: pass the weight account of the phase's section");
-  }
 
   bool progress = false;
   while (run->state != RUN_FINISHED) {
-    if (run->state == RUN_RUNNING && phase_section(s, &section) && !s->sections[section]) {
-      break;
-    }
 #ifdef CALIBRATE
     /* The calibration build (scripts/bench_program_cu.py --calibrate): the compute units
      * left around each phase, then its position and state, phase, cursors and estimate. */
@@ -158,6 +158,11 @@ uint64_t process_step(SolInput *in) {
     sol_log_compute_units_();
 #endif
     if (!(run->state == RUN_TOKENIZING ? tokenize_phase(s) : forward_phase(s))) {
+      if (s->missing) {
+        /* Returning an error undoes every write of the step: the run is as it was. */
+        return REFUSE(ERR_MISSING_WEIGHT_ACCOUNT,
+                      "MissingWeightAccount: the slice needs a section that was not passed");
+      }
       break;
     }
 #ifdef CALIBRATE
