@@ -54,6 +54,10 @@ from curta_chain.program.run_mirror import Logged, RunMirror
 OPEN_RUN_CU_BASE = 60_000
 OPEN_RUN_CU_PER_TOKEN = 14
 """openRun checks section zero's tokenizer: about 12 compute units per vocabulary entry."""
+OPEN_RUN_CU_PER_TABLE_ENTRY = 6
+"""...and its exponential, SiLU and rotary tables: about five units per entry."""
+TABLE_ENTRIES = 4_097
+"""Entries of the exponential and of the SiLU table."""
 TRANSACTIONS_PER_BATCH = 128
 """getTransaction calls per JSON-RPC batch when the compute units are collected."""
 
@@ -329,7 +333,13 @@ async def _open(
         settings.top_p,
         settings.seed,
     )
-    units = OPEN_RUN_CU_BASE + OPEN_RUN_CU_PER_TOKEN * flow.artifact.config.vocab_size
+    config = flow.artifact.config
+    entries = 2 * TABLE_ENTRIES + config.seq_len * config.head_size
+    units = (
+        OPEN_RUN_CU_BASE
+        + OPEN_RUN_CU_PER_TOKEN * config.vocab_size
+        + OPEN_RUN_CU_PER_TABLE_ENTRY * entries
+    )
     spec = TxSpec((*flow.compute_budget(units), create, ix), (keypair,))
     _check_size(spec, flow.payer, len(text))
     await flow.land(spec)
