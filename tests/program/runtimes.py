@@ -12,7 +12,8 @@ turns a feature off or expects its effect follows whichever runtime version it r
 
 ``Session`` is a payer in a runtime: it signs and sends, creates accounts, deploys an ELF
 through the upgradeable loader (InitializeBuffer, Write, DeployWithMaxDataLen) and reads
-the curta accounts back.
+the curta accounts back. ``publish`` and ``seal`` put a model on chain there by real
+transactions, as ``curta-chain publish`` and ``seal`` do.
 """
 
 from __future__ import annotations
@@ -39,8 +40,22 @@ from solders.sysvar import CLOCK, RENT
 from solders.transaction import Transaction
 from svm_errors import custom_error_code
 
+from curta_chain.artifact import hash_steps
 from curta_chain.chain.features import FEATURE_IDS
-from curta_chain.program import error_name
+from curta_chain.constants import WEIGHT_HEADER_SIZE
+from curta_chain.program import (
+    MAX_WRITE_PAYLOAD,
+    MODEL_ACCOUNT_SIZE,
+    ModelAccount,
+    ModelState,
+    begin_sealing,
+    bind_weight_account,
+    create_model,
+    error_name,
+    seal_step,
+    shipped_program,
+    write_weights,
+)
 
 NODE_RUNNER_DIR = Path(__file__).resolve().parents[1] / "litesvm_node"
 NODE = shutil.which("node")
@@ -372,3 +387,73 @@ class Session:
 def programdata_address(program_id: Pubkey) -> Pubkey:
     """Where the upgradeable loader keeps ``program_id``'s ELF."""
     return Pubkey.find_program_address([bytes(program_id)], LOADER_V3)[0]
+
+
+def install(session: Session, build_name: str) -> Pubkey:
+    """Deploy a shipped build; the program id. Where SIMD-0500 refuses new v0 deployments,
+    the v0 build is added directly, as a program deployed before it (which still runs)."""
+    elf = shipped_program(build_name).elf
+    deployment = session.deploy(elf)
+    if deployment.outcome.ok:
+        session.next_slot()
+        return deployment.program_id
+    program_id = Pubkey.new_unique()
+    session.runtime.add_program(program_id, elf)
+    return program_id
+
+
+@dataclass(frozen=True)
+class OnChain:
+    """A model published in a runtime: its account and its weight accounts, slot by slot."""
+
+    model: Pubkey
+    weights: list[Pubkey]
+
+    @property
+    def keys(self) -> list[Pubkey]:
+        return [self.model, *self.weights]
+
+
+def publish(session: Session, program_id: Pubkey, sections: Sequence[bytes]) -> OnChain:
+    """Create, bind and write ``sections`` (their hash declared), then begin sealing."""
+    authority = session.payer.pubkey()
+    model = Keypair()
+    weights = [Keypair() for _ in sections]
+    lengths = [len(section) for section in sections]
+    declared = list(hash_steps(sections))[-1].running
+    create = create_model(program_id, authority, model.pubkey(), declared, lengths)
+    session.must(
+        [session.new_account(model.pubkey(), MODEL_ACCOUNT_SIZE, program_id), create], [model]
+    )
+    for index, (weight, section) in enumerate(zip(weights, sections, strict=True)):
+        account = session.new_account(
+            weight.pubkey(), WEIGHT_HEADER_SIZE + len(section), program_id
+        )
+        bind = bind_weight_account(program_id, authority, model.pubkey(), weight.pubkey(), index)
+        session.must([account, bind], [weight])
+        for offset in range(0, len(section), MAX_WRITE_PAYLOAD):
+            piece = section[offset : offset + MAX_WRITE_PAYLOAD]
+            session.must([write_weights(program_id, authority, weight.pubkey(), offset, piece)])
+    session.must([begin_sealing(program_id, authority, model.pubkey())])
+    return OnChain(model.pubkey(), [w.pubkey() for w in weights])
+
+
+def model_state(runtime: Runtime, key: Pubkey) -> ModelAccount:
+    return ModelAccount.from_bytes(runtime.account(key).data)
+
+
+def seal(session: Session, program_id: Pubkey, published: OnChain) -> ModelAccount:
+    """Crank the seal to its end, one step per chunk naming the cursor's account."""
+    model = model_state(session.runtime, published.model)
+    while model.state == ModelState.SEALING:
+        weight = published.weights[model.cursor_section]
+        session.must([seal_step(program_id, published.model, [weight], model.chunks_hashed)])
+        model = model_state(session.runtime, published.model)
+    return model
+
+
+def publish_and_seal(session: Session, program_id: Pubkey, sections: Sequence[bytes]) -> OnChain:
+    """``publish`` then ``seal``; the model must end sealed."""
+    published = publish(session, program_id, sections)
+    assert seal(session, program_id, published).state == ModelState.SEALED
+    return published

@@ -42,8 +42,8 @@ uint64_t process_write_weights(SolInput *in) {
   if (header->frozen) {
     return REFUSE(ERR_WEIGHT_ACCOUNT_FROZEN, "WeightAccountFrozen: sealing has begun");
   }
-  /* offset and len are u32, so the sum cannot wrap a u64. */
-  if (offset + len > header->section_length) {
+  /* Written so that it cannot wrap, as every bounds check of the program is. */
+  if (offset > header->section_length || len > header->section_length - offset) {
     return REFUSE(ERR_WRITE_OUT_OF_BOUNDS, "WriteOutOfBounds: write ends past the section");
   }
   if (len) {
