@@ -2,7 +2,7 @@
 run checked at whatever step count the chain holds (issue 21's order-free runs)."""
 
 import random
-from dataclasses import asdict
+from dataclasses import asdict, astuple
 
 import pytest
 from curta_svm import CU_LIMIT, Chain, Published
@@ -74,6 +74,21 @@ def test_a_step_missing_a_section_is_refused_by_the_plan_and_the_chain(chain, se
     assert not short.ok and "MissingWeightAccount" in " ".join(short.logs)
     assert account_data(chain, run.pubkey()) == opened
     assert mirror.observe(opened) == []
+
+
+@pytest.mark.parametrize(
+    "settings", [SamplingSettings(0, 0, 0), SamplingSettings(65_536, 0, 7)], ids=["greedy", "t1"]
+)
+def test_the_dry_count_of_steps_is_the_planned_one(stories260k, settings):
+    prompt = [1, 300, 400, 450]
+    data = opened_run_data(
+        stories260k.config, Pubkey.default(), Pubkey.default(), 12, prompt, *astuple(settings)
+    )
+    mirror = RunMirror(stories260k, data)
+    planned = mirror.plan_ahead(10_000)
+    assert mirror.steps_to_finish() == len(planned) == planned[-1].steps
+    mirror.advance(planned[0])
+    assert mirror.steps_to_finish() == len(planned) - 1
 
 
 def test_the_mirror_names_what_it_cannot_plan_or_match(stories260k):

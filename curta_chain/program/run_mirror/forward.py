@@ -80,6 +80,9 @@ def _embed(s: Step) -> bool:
     c = s.config
     s.spend(EMBED_COST(dim=c.dim))
     s.need(MAT_EMBEDDING)
+    if s.dry:
+        s.next_phase()
+        return True
     token = int(s.u32(Region.TOKENS, 1, s.run.position)[0])
     s.i64(Region.X, c.dim)[:] = s.model.model.embed(np.array([token]))[0]
     s.next_phase()
@@ -89,6 +92,9 @@ def _embed(s: Step) -> bool:
 def _norm(s: Step, index: int) -> bool:
     c = s.config
     s.spend(NORM_COST(dim=c.dim))
+    if s.dry:
+        s.next_phase()
+        return True
     x = s.i64(Region.X, c.dim).copy()
     s.i64(Region.XB, c.dim)[:] = rmsnorm(x[None, :], s.model.model.norm[index])[0]
     s.next_phase()
@@ -101,8 +107,8 @@ def _rows(s: Step, matrix: Matrix, rows: Rows, phase: Phase) -> bool:
     The cost counts the first matrix's row length as the artifact gives it, padding
     included, as the program reads it; a slice that fits reads that matrix's section.
     """
-    c, run = s.config, s.run
-    total, columns = matrix.weights.shape
+    run = s.run
+    total = matrix.weights.shape[0]
     first = phase.matrix()
     assert first is not None  # a rows phase: the table names its first matrix
     padded = s.model.padded(first)
@@ -114,6 +120,18 @@ def _rows(s: Step, matrix: Matrix, rows: Rows, phase: Phase) -> bool:
     n = min((s.budget - fixed) // per_row, total - run.cursor)
     s.budget -= fixed + n * per_row
     start, end = run.cursor, run.cursor + n
+    if not s.dry:
+        _apply(s, matrix, rows, phase, start, end)
+    run.cursor = end
+    if end == total:
+        s.next_phase()
+    return True
+
+
+def _apply(s: Step, matrix: Matrix, rows: Rows, phase: Phase, start: int, end: int) -> None:
+    """Rows [start, end) of the phase's matrices times its input, stored where they go."""
+    c, run = s.config, s.run
+    columns = matrix.weights.shape[1]
     source = Region.HB if rows == Rows.RESIDUAL_HIDDEN else Region.XB
     x = s.i64(source, columns).copy()
     piece = Matrix(matrix.weights[start:end], matrix.scales[start:end], matrix.row_l1)
@@ -138,15 +156,14 @@ def _rows(s: Step, matrix: Matrix, rows: Rows, phase: Phase) -> bool:
     else:
         out = s.i64(Region.X, c.dim)
         out[start:end] = sat32(out[start:end] + y)
-    run.cursor = end
-    if end == total:
-        s.next_phase()
-    return True
 
 
 def _rope(s: Step, layer: int) -> bool:
     c, run = s.config, s.run
     s.spend(ROPE_COST(dim=c.dim, kv_dim=c.kv_dim))
+    if s.dry:
+        s.next_phase()
+        return True
     cos = s.model.model.cos[run.position : run.position + 1]
     sin = s.model.model.sin[run.position : run.position + 1]
     q = s.i64(Region.Q, c.dim)
@@ -160,6 +177,9 @@ def _rope(s: Step, layer: int) -> bool:
 def _swiglu(s: Step) -> bool:
     c = s.config
     s.spend(SWIGLU_COST(hidden=c.hidden_dim))
+    if s.dry:
+        s.next_phase()
+        return True
     gate, up = s.i64(Region.HB, c.hidden_dim), s.i64(Region.HB2, c.hidden_dim)
     gate[:] = sat32(round_shift(silu(gate.copy(), s.model.model.silu) * up, ACT_BITS))
     s.next_phase()

@@ -8,6 +8,7 @@ phases are in ``forward``, ``attention``, ``sampling`` and ``tokenizer``, as in 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -76,10 +77,16 @@ class Step:
     Args:
         model: the run's model.
         data: the run account's bytes before the step; the step writes into them.
+        oracle: for a dry step, the run's tokens as the off-chain core chooses them: the
+            step then cuts its slices (the schedule) without their arithmetic, which is
+            all a step count needs (the tokenizer, cheap, runs in full).
     """
 
-    def __init__(self, model: MirrorModel, data: bytearray):
+    def __init__(
+        self, model: MirrorModel, data: bytearray, oracle: Callable[[Step], int] | None = None
+    ):
         self.model = model
+        self.oracle = oracle
         self.config = model.artifact.config
         self.data = data
         self.run = RunAccount.from_bytes(bytes(data[:RUN_HEADER_SIZE]))
@@ -87,6 +94,11 @@ class Step:
         self.sections: list[int] = []
         """Matrix sections the step reads, in the order it reaches them."""
         self.logged: list[Logged] = []
+
+    @property
+    def dry(self) -> bool:
+        """A dry step: the schedule only, the tokens from the oracle."""
+        return self.oracle is not None
 
     def i64(self, region: Region, count: int, start: int = 0) -> np.ndarray:
         """A writable view of ``count`` i64 of a region from element ``start``."""
