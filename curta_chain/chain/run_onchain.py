@@ -29,6 +29,7 @@ from solders.system_program import CreateAccountParams, create_account
 
 from curta_chain import program
 from curta_chain.artifact import Artifact
+from curta_chain.artifact.layout import TABLE_ENTRIES
 from curta_chain.chain.accounts import require_model
 from curta_chain.chain.context import ChainContext
 from curta_chain.chain.fetch import fetch_artifact
@@ -54,10 +55,8 @@ from curta_chain.program.run_mirror import Logged, RunMirror
 OPEN_RUN_CU_BASE = 60_000
 OPEN_RUN_CU_PER_TOKEN = 14
 """openRun checks section zero's tokenizer: about 12 compute units per vocabulary entry."""
-OPEN_RUN_CU_PER_TABLE_ENTRY = 6
-"""...and its exponential, SiLU and rotary tables: about five units per entry."""
-TABLE_ENTRIES = 4_097
-"""Entries of the exponential and of the SiLU table."""
+OPEN_RUN_CU_PER_TABLE_ENTRY = 7
+"""...and every entry of its exponential, SiLU and rotary tables: about 6 compute units each."""
 TRANSACTIONS_PER_BATCH = 128
 """getTransaction calls per JSON-RPC batch when the compute units are collected."""
 
@@ -334,11 +333,11 @@ async def _open(
         settings.seed,
     )
     config = flow.artifact.config
-    entries = 2 * TABLE_ENTRIES + config.seq_len * config.head_size
+    tables = 2 * TABLE_ENTRIES + config.seq_len * config.head_size
     units = (
         OPEN_RUN_CU_BASE
         + OPEN_RUN_CU_PER_TOKEN * config.vocab_size
-        + OPEN_RUN_CU_PER_TABLE_ENTRY * entries
+        + OPEN_RUN_CU_PER_TABLE_ENTRY * tables
     )
     spec = TxSpec((*flow.compute_budget(units), create, ix), (keypair,))
     _check_size(spec, flow.payer, len(text))

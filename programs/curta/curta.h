@@ -172,10 +172,17 @@ uint64_t check_slot_weight(const SolAccount *model_account, const SolAccount *we
 void restart_hash_chain(Model *model, uint8_t state, uint64_t seal_slot);
 void close_account(SolAccount *account, SolAccount *recipient);
 
-/* Pointer casts: account data starts 8-aligned in the input, and the layouts need no more. */
+/* Typed views of account data, writable and read-only. The casts are sound because account
+ * data starts 8-aligned in the input and the layouts need no more. */
 static inline Model *model_of(SolAccount *account) { return (Model *)account->data; }
+static inline const Model *model_view(const SolAccount *account) {
+  return (const Model *)account->data;
+}
 static inline WeightHeader *header_of(SolAccount *account) {
   return (WeightHeader *)account->data;
+}
+static inline const WeightHeader *header_view(const SolAccount *account) {
+  return (const WeightHeader *)account->data;
 }
 
 /* One processor per instruction (one file each). */

@@ -123,7 +123,7 @@ static inline bool sol_deserialize(uint8_t *input, SolInput *out) {
     data_span = (data_span + BPF_ALIGN_OF_U128 - 1) & ~(uint64_t)(BPF_ALIGN_OF_U128 - 1);
     cursor += sizeof(SolAccount) + data_span + sizeof(uint64_t) /* rent_epoch */;
   }
-  out->data_len = *(uint64_t *)cursor;
+  out->data_len = *(uint64_t *)cursor; /* past 8-aligned records: aligned */
   out->data = cursor + sizeof(uint64_t);
   out->program_id = out->data + out->data_len;
   return count <= MAX_INPUT_ACCOUNTS;

@@ -251,11 +251,22 @@ static inline int64_t *region_i64(const Step *s, uint64_t region) {
   /* Regions are 8-aligned offsets inside the (8-aligned) account data. */
   return (int64_t *)(s->data + s->run->regions[region]);
 }
+static inline uint64_t *region_u64(const Step *s, uint64_t region) {
+  return (uint64_t *)(s->data + s->run->regions[region]); /* 8-aligned, as above */
+}
 static inline uint32_t *region_u32(const Step *s, uint64_t region) {
-  return (uint32_t *)(s->data + s->run->regions[region]);
+  return (uint32_t *)(s->data + s->run->regions[region]); /* 8-aligned, as above */
 }
 static inline const uint8_t *block_of(const Step *s, uint64_t block) {
+  /* The block table is u32s at a 4-aligned offset of the 8-aligned section zero. */
   return s->s0 + ((const uint32_t *)(s->s0 + ART_BLOCKS))[block];
+}
+/* A block's entries: openRun checked each block 4-aligned in the 8-aligned section zero. */
+static inline const uint32_t *block_u32(const Step *s, uint64_t block) {
+  return (const uint32_t *)block_of(s, block);
+}
+static inline const int32_t *block_i32(const Step *s, uint64_t block) {
+  return (const int32_t *)block_of(s, block);
 }
 static inline const MatrixDescriptor *matrix_of(const uint8_t *s0, uint64_t index) {
   /* The matrix table is 8-aligned in section zero, which is 8-aligned in the account. */

@@ -1,6 +1,6 @@
 /*
  * attend.c: the two product loops of attention, shaped like the matvec kernel (matvec.c
- * explains OPAQUE and the source-order build).
+ * explains OPAQUE and the source-order build; kernel.h holds the MAC macros both share).
  *
  * key_dots: for each cached position t, q . key[t] over the head's elements. Three
  * positions share each load of q[i]: 1 + 3 x 3 instructions per 3 multiply-accumulates,
@@ -10,24 +10,7 @@
  * elements share each load of w[t] and one pointer into value row t (immediate offsets
  * 0, 8, 16, 24): 1 + 4 x 3 instructions and two pointer steps per 4 MACs.
  */
-#include "../inference.h"
-
-#define MAC(s, p, k)                                                                           \
-  do {                                                                                         \
-    int64_t t = (p)[k];                                                                        \
-    OPAQUE(t);                                                                                 \
-    t *= v;                                                                                    \
-    (s) += t;                                                                                  \
-    OPAQUE(s);                                                                                 \
-  } while (0)
-
-#define COLUMN3(k)                                                                             \
-  do {                                                                                         \
-    int64_t v = x[k];                                                                          \
-    MAC(s0, k0, k);                                                                            \
-    MAC(s1, k1, k);                                                                            \
-    MAC(s2, k2, k);                                                                            \
-  } while (0)
+#include "../kernel.h"
 
 void key_dots(const CacheSpan *c, const int64_t *q, int64_t *dots) {
   const int64_t *keys = c->rows;
@@ -45,14 +28,14 @@ void key_dots(const CacheSpan *c, const int64_t *q, int64_t *dots) {
     int64_t s0 = 0, s1 = 0, s2 = 0;
     if (round == 8) {
       do {
-        COLUMN3(0);
-        COLUMN3(1);
-        COLUMN3(2);
-        COLUMN3(3);
-        COLUMN3(4);
-        COLUMN3(5);
-        COLUMN3(6);
-        COLUMN3(7);
+        COLUMN3(0, k0, k1, k2);
+        COLUMN3(1, k0, k1, k2);
+        COLUMN3(2, k0, k1, k2);
+        COLUMN3(3, k0, k1, k2);
+        COLUMN3(4, k0, k1, k2);
+        COLUMN3(5, k0, k1, k2);
+        COLUMN3(6, k0, k1, k2);
+        COLUMN3(7, k0, k1, k2);
         x += 8;
         k0 += 8;
         k1 += 8;
@@ -60,8 +43,8 @@ void key_dots(const CacheSpan *c, const int64_t *q, int64_t *dots) {
       } while (x != end);
     } else {
       do {
-        COLUMN3(0);
-        COLUMN3(1);
+        COLUMN3(0, k0, k1, k2);
+        COLUMN3(1, k0, k1, k2);
         x += 2;
         k0 += 2;
         k1 += 2;

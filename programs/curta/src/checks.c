@@ -59,7 +59,7 @@ uint64_t check_model_layout(const SolAccount *account) {
   if (err) {
     return err;
   }
-  if (model_of((SolAccount *)account)->discriminator != MODEL_DISCRIMINATOR) {
+  if (model_view(account)->discriminator != MODEL_DISCRIMINATOR) {
     return REFUSE(ERR_WRONG_DISCRIMINATOR, "WrongDiscriminator: not a Model account");
   }
   return 0;
@@ -105,7 +105,7 @@ uint64_t check_slot_weight(const SolAccount *model_account, const SolAccount *we
    * `weight` is the account bound in slot `index` (< section_count) of the model, it has
    * that slot's size and discriminator, and its header names this model and this slot.
    * Owner and writability were checked by the caller. */
-  const Model *model = model_of((SolAccount *)model_account);
+  const Model *model = model_view(model_account);
   const SectionSlot *slot = &model->sections[index];
   if (words_zero(slot->weight_account, PUBKEY_SIZE / sizeof(uint64_t))) {
     return REFUSE(ERR_UNBOUND_SLOT, "UnboundSlot: the slot has no weight account");
@@ -117,7 +117,7 @@ uint64_t check_slot_weight(const SolAccount *model_account, const SolAccount *we
   if (weight->data_len != WEIGHT_HEADER_SIZE + slot->length) {
     return REFUSE(ERR_WRONG_ACCOUNT_SIZE, "WrongAccountSize: weight account size");
   }
-  const WeightHeader *header = header_of((SolAccount *)weight);
+  const WeightHeader *header = header_view(weight);
   if (header->discriminator != WEIGHT_ACCOUNT_DISCRIMINATOR) {
     return REFUSE(ERR_WRONG_DISCRIMINATOR, "WrongDiscriminator: not a WeightAccount");
   }

@@ -19,7 +19,7 @@ uint64_t process_close_run(SolInput *in) {
       (err = check_writable(opener)) || (err = check_run_layout(run_account))) {
     return err;
   }
-  const Run *run = (const Run *)run_account->data;
+  const Run *run = (const Run *)run_account->data; /* account data is 8-aligned */
   if (!pubkey_equal(run->opener, opener->key)) {
     return REFUSE(ERR_WRONG_OPENER, "WrongOpener: only the run's opener closes it");
   }

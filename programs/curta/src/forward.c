@@ -130,7 +130,7 @@ static int64_t *cache_row(const Step *s, uint64_t region, uint64_t layer, uint64
 }
 
 static const int32_t *norm_weights(const Step *s, uint64_t index) {
-  return (const int32_t *)block_of(s, BLOCK_NORM) + index * s->run->dim;
+  return block_i32(s, BLOCK_NORM) + index * s->run->dim;
 }
 
 /* The phase is done: on to the next (or, after the last layer of a prompt token, to the
@@ -166,7 +166,7 @@ static void run_rows(const Step *s, const MatrixDescriptor *m, uint64_t first, u
                      const Rows *r, int64_t sum_x, int64_t *dst) {
   Run *run = s->run;
   const uint8_t *rows = s->sections[m->section] + m->offset + first * m->row_bytes;
-  int64_t *sums = (int64_t *)SCRATCH;
+  int64_t *sums = (int64_t *)SCRATCH; /* the heap is 8-aligned */
   uint64_t id = first;
   while (count) {
     uint64_t n = count < ROWS_PER_CHUNK ? count : ROWS_PER_CHUNK;
@@ -244,7 +244,7 @@ static bool embed(Step *s) {
   }
   uint64_t token = region_u32(s, REGION_TOKENS)[run->position];
   const uint8_t *row = s->sections[m->section] + m->offset + token * m->row_bytes;
-  int64_t scale = *(const uint32_t *)row;
+  int64_t scale = *(const uint32_t *)row; /* rows are 8-aligned in their section */
   int64_t *x = region_i64(s, REGION_X);
   for (uint64_t i = 0; i < run->dim; i++) {
     int64_t q = (int64_t)row[ROW_HEADER_SIZE + i] - WEIGHT_BIAS;
@@ -283,7 +283,7 @@ static bool rope(Step *s, uint64_t layer) {
     return false;
   }
   uint64_t head_size = run->dim / run->heads;
-  const int32_t *angles = (const int32_t *)block_of(s, BLOCK_ROTARY) + run->position * head_size;
+  const int32_t *angles = block_i32(s, BLOCK_ROTARY) + run->position * head_size;
   rotate(region_i64(s, REGION_Q), run->dim, head_size, angles);
   rotate(cache_row(s, REGION_KEYS, layer, run->position), kv_dim, head_size, angles);
   next_phase(s);
@@ -308,7 +308,7 @@ static void attend(const Step *s, uint64_t layer, uint64_t head) {
     weights[t] = score;
     largest = (t == 0 || score > largest) ? score : largest;
   }
-  const uint32_t *table = (const uint32_t *)block_of(s, BLOCK_EXP);
+  const uint32_t *table = block_u32(s, BLOCK_EXP);
   uint64_t total = 0;
   for (uint64_t t = 0; t < positions; t++) {
     weights[t] = exp_weight((uint64_t)(largest - weights[t]), table);
@@ -349,7 +349,7 @@ static bool swiglu(Step *s) {
   if (!spend(s, SWIGLU_COST(run->hidden_dim))) {
     return false;
   }
-  const int32_t *table = (const int32_t *)block_of(s, BLOCK_SILU);
+  const int32_t *table = block_i32(s, BLOCK_SILU);
   int64_t *gate = region_i64(s, REGION_HB);
   const int64_t *up = region_i64(s, REGION_HB2);
   for (uint64_t i = 0; i < run->hidden_dim; i++) {

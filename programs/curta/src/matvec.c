@@ -23,41 +23,29 @@
  *   strength reduction from rebuilding rows 1 and 2 from row 0 on every iteration.
  * No instruction comes from the asm, so the SBPF v0 and v3 builds share this source.
  */
-#include "../inference.h"
+#include "../kernel.h"
 
-/* One multiply-accumulate of weight byte k of row pointer w into sum s, activation v. */
-#define MAC(s, w, k)                                                                           \
-  do {                                                                                         \
-    int64_t t = (w)[k];                                                                        \
-    OPAQUE(t);                                                                                 \
-    t *= v;                                                                                    \
-    (s) += t;                                                                                  \
-    OPAQUE(s);                                                                                 \
-  } while (0)
+/* Column k of the three rows (w0, w1, w2), and of the one row w0. */
+#define ROWS3(k) COLUMN3(k, w0, w1, w2)
 
-#define COLUMN3(k)                                                                             \
-  do {                                                                                         \
-    int64_t v = x[k];                                                                          \
-    MAC(s0, w0, k);                                                                            \
-    MAC(s1, w1, k);                                                                            \
-    MAC(s2, w2, k);                                                                            \
-  } while (0)
-
-#define COLUMN1(k)                                                                             \
+#define ROW1(k)                                                                                \
   do {                                                                                         \
     int64_t v = x[k];                                                                          \
     MAC(s0, w0, k);                                                                            \
   } while (0)
 
+/* Eight consecutive columns from k: 8 statements in one. */
 #define EIGHT(column, k)                                                                       \
-  column(k);                                                                                   \
-  column(k + 1);                                                                               \
-  column(k + 2);                                                                               \
-  column(k + 3);                                                                               \
-  column(k + 4);                                                                               \
-  column(k + 5);                                                                               \
-  column(k + 6);                                                                               \
-  column(k + 7)
+  do {                                                                                         \
+    column(k);                                                                                 \
+    column(k + 1);                                                                             \
+    column(k + 2);                                                                             \
+    column(k + 3);                                                                             \
+    column(k + 4);                                                                             \
+    column(k + 5);                                                                             \
+    column(k + 6);                                                                             \
+    column(k + 7);                                                                             \
+  } while (0)
 
 /* Three consecutive rows whose weight bytes start at w0; n (a multiple of 8) columns. */
 static void sums3(const uint8_t *w0, uint64_t row_bytes, const int64_t *x, uint64_t n,
@@ -71,10 +59,10 @@ static void sums3(const uint8_t *w0, uint64_t row_bytes, const int64_t *x, uint6
   int64_t s0 = 0, s1 = 0, s2 = 0;
   if (x != end32) {
     do {
-      EIGHT(COLUMN3, 0);
-      EIGHT(COLUMN3, 8);
-      EIGHT(COLUMN3, 16);
-      EIGHT(COLUMN3, 24);
+      EIGHT(ROWS3, 0);
+      EIGHT(ROWS3, 8);
+      EIGHT(ROWS3, 16);
+      EIGHT(ROWS3, 24);
       x += 32;
       w0 += 32;
       w1 += 32;
@@ -83,7 +71,7 @@ static void sums3(const uint8_t *w0, uint64_t row_bytes, const int64_t *x, uint6
   }
   if (x != end) {
     do {
-      EIGHT(COLUMN3, 0);
+      EIGHT(ROWS3, 0);
       x += 8;
       w0 += 8;
       w1 += 8;
@@ -100,7 +88,7 @@ static int64_t sums1(const uint8_t *w0, const int64_t *x, uint64_t n) {
   const int64_t *end = x + n;
   int64_t s0 = 0;
   do {
-    EIGHT(COLUMN1, 0);
+    EIGHT(ROW1, 0);
     x += 8;
     w0 += 8;
   } while (x != end);

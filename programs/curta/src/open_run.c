@@ -35,6 +35,12 @@ static uint64_t bad_artifact(void) {
   return REFUSE(ERR_BAD_ARTIFACT, "BadArtifact: section zero is not a CURTAW01 header we run");
 }
 
+/* u32 entries at `offset` of section zero: it is 8-aligned in its account, and every offset
+ * this reads at is 4-aligned (the header's fields; blocks, checked by check_config). */
+static const uint32_t *u32s(const uint8_t *s0, uint64_t offset) {
+  return (const uint32_t *)(s0 + offset);
+}
+
 /* True when [offset, offset + size) lies inside `length` bytes, without forming the sum. */
 static bool inside(uint64_t offset, uint64_t size, uint64_t length) {
   return offset <= length && size <= length - offset;
@@ -42,7 +48,7 @@ static bool inside(uint64_t offset, uint64_t size, uint64_t length) {
 
 /* The configuration's bounds and the seven blocks inside section zero. */
 static uint64_t check_config(const uint8_t *s0, uint64_t length, const Model *model) {
-  const uint32_t *config = (const uint32_t *)(s0 + ART_CONFIG);
+  const uint32_t *config = u32s(s0, ART_CONFIG);
   uint64_t dim = config[0], hidden = config[1], layers = config[2], heads = config[3];
   uint64_t kv_heads = config[4], vocab = config[5], context = config[6];
   if (length < ART_HEADER_SIZE || read_u64(s0) != ART_TAG || dim < 1 || dim > MAX_DIM ||
@@ -79,7 +85,7 @@ static uint64_t check_config(const uint8_t *s0, uint64_t length, const Model *mo
 
 /* The matrix table: shapes from the configuration, rows inside their sections. */
 static uint64_t check_matrices(const uint8_t *s0, const Model *model) {
-  const uint32_t *config = (const uint32_t *)(s0 + ART_CONFIG);
+  const uint32_t *config = u32s(s0, ART_CONFIG);
   uint64_t dim = config[0], hidden = config[1], layers = config[2], vocab = config[5];
   uint64_t kv_dim = dim * config[4] / config[3];
   uint64_t shapes[MATRICES_PER_LAYER][2] = {
@@ -106,15 +112,37 @@ static uint64_t check_matrices(const uint8_t *s0, const Model *model) {
   return 0;
 }
 
-/* True when every one of `count` entries at `table` lies in [low, low + span], as u32
- * arithmetic: a signed range [-b, b] is low = -b (mod 2^32) and span = 2b. One compare an
- * entry, which keeps openRun's cost of the tables near five compute units an entry. */
-static bool all_within(const uint32_t *table, uint64_t count, uint32_t low, uint32_t span) {
-  for (uint64_t i = 0; i < count; i++) {
-    if ((uint32_t)(table[i] - low) > span) {
+/* True when every one of `count` (>= 1) u32 entries at `table` is in [low, high]. OPAQUE
+ * makes each entry any u64 to clang, so the test stays one 64-bit subtract and compare (no
+ * 32-bit mask), and keeps the loop a pointer step and one branch back. */
+static bool all_in(const uint32_t *table, uint64_t count, uint64_t low, uint64_t high) {
+  const uint32_t *p = table, *end = table + count;
+  do {
+    uint64_t v = *p;
+    OPAQUE(v);
+    if (v - low > high - low) {
       return false;
     }
-  }
+    p++;
+    OPAQUE(p);
+  } while (p != end);
+  return true;
+}
+
+/* True when every one of `count` (>= 1) i32 entries at `table` is in [-bound, bound]: read
+ * as u32, in [0, bound] or in [2^32 - bound, 2^32). No sign extension, which the v0 build
+ * pays two instructions for. */
+static bool all_within(const uint32_t *table, uint64_t count, uint64_t bound) {
+  const uint32_t *p = table, *end = table + count;
+  do {
+    uint64_t v = *p;
+    OPAQUE(v);
+    if (v > bound && v < (1UL << 32) - bound) {
+      return false;
+    }
+    p++;
+    OPAQUE(p);
+  } while (p != end);
   return true;
 }
 
@@ -125,20 +153,17 @@ static bool all_within(const uint32_t *table, uint64_t count, uint32_t low, uint
  * model (one sealed with other values: the hash binds the bytes, not what they mean) is
  * refused here, before any step of its runs. */
 static uint64_t check_tables(const uint8_t *s0) {
-  /* Section zero is 8-aligned and the blocks 4-aligned (check_config): u32 reads. */
-  const uint32_t *config = (const uint32_t *)(s0 + ART_CONFIG);
-  const uint32_t *blocks = (const uint32_t *)(s0 + ART_BLOCKS);
-  const uint32_t *exp = (const uint32_t *)(s0 + blocks[BLOCK_EXP]);
+  const uint32_t *config = u32s(s0, ART_CONFIG);
+  const uint32_t *blocks = u32s(s0, ART_BLOCKS);
+  const uint32_t *exp = u32s(s0, blocks[BLOCK_EXP]);
   uint64_t head_size = config[0] / config[3];
-  if (!all_within(exp, TABLE_ENTRIES, 1, EXP_MAX - 1) || exp[0] < EXP_ZERO_MIN) {
+  if (!all_in(exp, TABLE_ENTRIES, 1, EXP_MAX) || exp[0] < EXP_ZERO_MIN) {
     return REFUSE(ERR_BAD_ARTIFACT, "BadArtifact: the exponential table is out of bounds");
   }
-  if (!all_within((const uint32_t *)(s0 + blocks[BLOCK_SILU]), TABLE_ENTRIES, -SILU_MAX,
-                  2 * SILU_MAX)) {
+  if (!all_within(u32s(s0, blocks[BLOCK_SILU]), TABLE_ENTRIES, SILU_MAX)) {
     return REFUSE(ERR_BAD_ARTIFACT, "BadArtifact: the SiLU table is out of bounds");
   }
-  if (!all_within((const uint32_t *)(s0 + blocks[BLOCK_ROTARY]), config[6] * head_size,
-                  -ROTARY_MAX, 2 * ROTARY_MAX)) {
+  if (!all_within(u32s(s0, blocks[BLOCK_ROTARY]), config[6] * head_size, ROTARY_MAX)) {
     return REFUSE(ERR_BAD_ARTIFACT, "BadArtifact: the rotary table is out of bounds");
   }
   if (read_u32(s0 + ART_INV_SQRT) > INV_SQRT_MAX) {
@@ -150,9 +175,9 @@ static uint64_t check_tables(const uint8_t *s0) {
 /* Token entries inside section zero and at most 128 bytes; sorted ids inside the vocab. */
 static uint64_t check_tokenizer(const uint8_t *s0, uint64_t length) {
   uint64_t vocab = read_u32(s0 + ART_CONFIG + 20);
-  const uint32_t *blocks = (const uint32_t *)(s0 + ART_BLOCKS);
-  const uint32_t *entries = (const uint32_t *)(s0 + blocks[BLOCK_TOKEN_ENTRIES]);
-  const uint32_t *sorted = (const uint32_t *)(s0 + blocks[BLOCK_SORTED_IDS]);
+  const uint32_t *blocks = u32s(s0, ART_BLOCKS);
+  const uint32_t *entries = u32s(s0, blocks[BLOCK_TOKEN_ENTRIES]);
+  const uint32_t *sorted = u32s(s0, blocks[BLOCK_SORTED_IDS]);
   for (uint64_t id = 0; id < vocab; id++) {
     const uint32_t *e = entries + 4 * id;
     if (e[1] > MAX_TOKEN_LENGTH || !inside(e[2], e[1], length) || sorted[id] >= vocab) {
@@ -164,7 +189,7 @@ static uint64_t check_tokenizer(const uint8_t *s0, uint64_t length) {
 }
 
 static uint64_t check_section_zero(const SolAccount *model_account, const SolAccount *weight) {
-  const Model *model = model_of((SolAccount *)model_account);
+  const Model *model = model_view(model_account);
   const SectionSlot *slot = &model->sections[0];
   uint64_t err = check_slot_weight(model_account, weight, 0);
   if (err) {
@@ -274,7 +299,7 @@ uint64_t process_open_run(SolInput *in) {
     return err;
   }
   const uint8_t *s0 = weight->data + WEIGHT_HEADER_SIZE;
-  const uint32_t *config = (const uint32_t *)(s0 + ART_CONFIG);
+  const uint32_t *config = u32s(s0, ART_CONFIG);
   uint64_t capacity = read_u32(in->data + ARG_CAPACITY);
   if (capacity < MIN_CAPACITY || capacity > config[6]) {
     return REFUSE(ERR_BAD_CAPACITY, "BadCapacity: 2 to the model's context tokens");
@@ -312,7 +337,7 @@ uint64_t process_open_run(SolInput *in) {
   probe->top_p = (uint32_t)top_p;
   probe->seed = read_u64(in->data + ARG_SEED);
   probe->rng = rng_seed(probe->seed);
-  Run *run = (Run *)run_account->data;
+  Run *run = (Run *)run_account->data; /* account data is 8-aligned */
   sol_memcpy_(run, probe, RUN_HEADER_SIZE);
   uint8_t *data = run_account->data;
   sol_memcpy_(data + run->regions[REGION_PROMPT], in->data + ARG_PROMPT,

@@ -105,9 +105,9 @@ static bool weights_pass(Step *s) {
   if (n == 0) {
     return false;
   }
-  const uint32_t *table = (const uint32_t *)block_of(s, BLOCK_EXP);
+  const uint32_t *table = block_u32(s, BLOCK_EXP);
   int64_t *logits = region_i64(s, REGION_LOGITS);
-  uint64_t *high = (uint64_t *)region_i64(s, REGION_HIST);
+  uint64_t *high = region_u64(s, REGION_HIST);
   bool hist = nucleus(run);
   if (run->cursor == 0 && hist) {
     sol_memset_(high, 0, 8 * (HIST_HIGH + HIST_LOW)); /* the last token's histograms */
@@ -136,8 +136,8 @@ static bool cut_pass(Step *s) {
   if (n == 0) {
     return false;
   }
-  const uint64_t *high = (const uint64_t *)region_i64(s, REGION_HIST);
-  uint64_t *low = (uint64_t *)region_i64(s, REGION_HIST) + HIST_HIGH;
+  const uint64_t *high = region_u64(s, REGION_HIST);
+  uint64_t *low = region_u64(s, REGION_HIST) + HIST_HIGH;
   uint64_t limit = (uint64_t)run->top_p * run->weight_sum;
   uint64_t above = 0;
   uint64_t bucket = crossing(high, HIST_HIGH, &above, limit);

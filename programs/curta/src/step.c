@@ -34,7 +34,7 @@ uint64_t check_run_layout(const SolAccount *account) {
   if (account->data_len < RUN_HEADER_SIZE) {
     return REFUSE(ERR_WRONG_ACCOUNT_SIZE, "WrongAccountSize: a run account is 512 bytes or more");
   }
-  const Run *run = (const Run *)account->data;
+  const Run *run = (const Run *)account->data; /* account data is 8-aligned */
   if (run->discriminator != RUN_DISCRIMINATOR) {
     return REFUSE(ERR_WRONG_DISCRIMINATOR, "WrongDiscriminator: not a Run account");
   }
@@ -50,7 +50,7 @@ uint64_t check_run_layout(const SolAccount *account) {
  * looked at. Then the binding, as every instruction checks it. */
 static uint64_t check_weight(const SolInput *in, const SolAccount *account,
                              const SolAccount *model_account, uint64_t *section) {
-  const Model *model = model_of((SolAccount *)model_account);
+  const Model *model = model_view(model_account);
   uint64_t err = check_program_owned(in, account);
   if (err) {
     return err;
@@ -58,7 +58,7 @@ static uint64_t check_weight(const SolInput *in, const SolAccount *account,
   if (account->data_len < WEIGHT_HEADER_SIZE) {
     return REFUSE(ERR_WRONG_ACCOUNT_SIZE, "WrongAccountSize: weight account below 2048 bytes");
   }
-  const WeightHeader *header = header_of((SolAccount *)account);
+  const WeightHeader *header = header_view(account);
   if (header->discriminator != WEIGHT_ACCOUNT_DISCRIMINATOR) {
     return REFUSE(ERR_WRONG_DISCRIMINATOR, "WrongDiscriminator: not a WeightAccount");
   }

@@ -32,7 +32,7 @@ static Work work_of(const Step *s) {
 }
 
 static const uint32_t *entry_of(const Step *s, uint64_t id) {
-  return (const uint32_t *)block_of(s, BLOCK_TOKEN_ENTRIES) + 4 * id;
+  return block_u32(s, BLOCK_TOKEN_ENTRIES) + 4 * id;
 }
 
 static uint64_t token_length(const Step *s, uint64_t id) { return entry_of(s, id)[1]; }
@@ -54,7 +54,7 @@ static int64_t compare(const uint8_t *a, uint64_t a_len, const uint8_t *b, uint6
 
 /* The lowest id whose bytes are str[0..len), or NO_TOKEN. */
 static uint64_t lookup(const Step *s, const uint8_t *str, uint64_t len) {
-  const uint32_t *sorted = (const uint32_t *)block_of(s, BLOCK_SORTED_IDS);
+  const uint32_t *sorted = block_u32(s, BLOCK_SORTED_IDS);
   uint64_t lo = 0, hi = s->run->vocab;
   while (lo < hi) {
     uint64_t mid = (lo + hi) / 2;
@@ -85,7 +85,7 @@ static uint64_t lookup_cost(const Step *s, uint64_t len) {
 
 /* The pair at i: the token its two tokens join into, and that token's score key. */
 static void look_up_pair(const Step *s, const Work *w, uint64_t i) {
-  uint8_t *joined = (uint8_t *)SCRATCH;
+  uint8_t *joined = (uint8_t *)SCRATCH; /* scratch bytes: no alignment needed */
   uint64_t a = w->tokens[i], b = w->tokens[i + 1];
   uint64_t a_len = token_length(s, a), b_len = token_length(s, b);
   sol_memcpy_(joined, token_bytes(s, a), a_len);
@@ -269,7 +269,7 @@ static uint64_t hex_digit(uint8_t c) {
 
 void log_token(const Step *s, uint64_t previous, uint64_t token) {
   /* "Program data: <its index in the run and its id, two u32> <the token's bytes>" */
-  uint8_t *head = (uint8_t *)SCRATCH;
+  uint8_t *head = (uint8_t *)SCRATCH; /* 8-aligned: the two u32 below are aligned */
   uint8_t *byte = head + 8;
   ((uint32_t *)head)[0] = s->run->position;
   ((uint32_t *)head)[1] = (uint32_t)token;
