@@ -17,132 +17,10 @@ numpy: that is what the mirror checks.
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
 from dataclasses import dataclass
 
+from curta_chain.program.cost_formula import Const, Formula, Num, Param
 from curta_chain.program.run_account import HIST_HIGH, HIST_LOW
-
-# -- expressions: a cost formula evaluates in Python and renders as the same C expression --
-
-_PRECEDENCE = {"+": 1, "-": 1, "*": 2, "/": 2}
-
-
-class Expr:
-    """An integer expression over named constants and parameters (+, -, *, floor /)."""
-
-    def precedence(self) -> int:
-        """How tightly the expression binds in C: an operand, a product or a sum."""
-        return 3
-
-    def __add__(self, other: Expr | int) -> Expr:
-        return _Op("+", self, _wrap(other))
-
-    def __sub__(self, other: Expr | int) -> Expr:
-        return _Op("-", self, _wrap(other))
-
-    def __mul__(self, other: Expr | int) -> Expr:
-        return _Op("*", self, _wrap(other))
-
-    def __floordiv__(self, other: Expr | int) -> Expr:
-        return _Op("/", self, _wrap(other))
-
-    def value(self, env: Mapping[str, int]) -> int:
-        """The expression's value, its parameters taken from ``env``."""
-        raise NotImplementedError
-
-    def c(self) -> str:
-        """The expression in C (unsigned operands: ``/`` is the floor division)."""
-        raise NotImplementedError
-
-
-@dataclass(frozen=True, eq=False)
-class Num(Expr):
-    """An integer literal."""
-
-    number: int
-
-    def value(self, env: Mapping[str, int]) -> int:
-        """Its number."""
-        return self.number
-
-    def c(self) -> str:
-        """Its digits."""
-        return str(self.number)
-
-
-@dataclass(frozen=True, eq=False)
-class Const(Expr):
-    """A named constant: C writes its name (a ``#define`` of the generated header).
-
-    Attributes:
-        name: its C name.
-        number: its value.
-        note: what it pays for (the header's comment).
-        definition: how the header defines it, when not as its value.
-    """
-
-    name: str
-    number: int
-    note: str = ""
-    definition: Expr | None = None
-
-    def value(self, env: Mapping[str, int]) -> int:
-        """Its number."""
-        return self.number
-
-    def c(self) -> str:
-        """Its name."""
-        return self.name
-
-
-@dataclass(frozen=True, eq=False)
-class Param(Expr):
-    """A formula's parameter: a macro argument in C, a keyword in Python."""
-
-    name: str
-
-    def value(self, env: Mapping[str, int]) -> int:
-        """Its value in ``env``."""
-        return env[self.name]
-
-    def c(self) -> str:
-        """The macro argument, bracketed."""
-        return f"({self.name})"
-
-
-@dataclass(frozen=True, eq=False)
-class _Op(Expr):
-    op: str
-    left: Expr
-    right: Expr
-
-    def precedence(self) -> int:
-        return _PRECEDENCE[self.op]
-
-    def value(self, env: Mapping[str, int]) -> int:
-        a, b = self.left.value(env), self.right.value(env)
-        if self.op == "+":
-            return a + b
-        if self.op == "-":
-            return a - b
-        if self.op == "*":
-            return a * b
-        return a // b
-
-    def c(self) -> str:
-        left = self.left.c()
-        if self.left.precedence() < self.precedence():
-            left = f"({left})"
-        right = self.right.c()
-        # The right operand is bracketed at equal precedence too: a - (b + c), a * (b / c).
-        if self.right.precedence() <= self.precedence():
-            right = f"({right})"
-        return f"{left} {self.op} {right}"
-
-
-def _wrap(value: Expr | int) -> Expr:
-    return value if isinstance(value, Expr) else Num(value)
-
 
 # -- the cost model's constants (estimated compute units, each a little above what the
 # calibration build measures: scripts/bench_program_cu.py --calibrate fits them) --
@@ -194,26 +72,6 @@ COSTS = (
 """Every cost constant, in the generated header's order."""
 
 # -- the cost formulas --
-
-
-@dataclass(frozen=True)
-class Formula:
-    """A cost formula: a C function-like macro and a Python function of the same names."""
-
-    name: str
-    params: tuple[str, ...]
-    expr: Expr
-    doc: str
-
-    def __call__(self, **values: int) -> int:
-        """The cost for these parameter values (every parameter, by name)."""
-        if set(values) != set(self.params):
-            raise TypeError(f"{self.name} takes {', '.join(self.params)}")
-        return self.expr.value(values)
-
-    def c(self) -> str:
-        """The ``#define`` line."""
-        return f"#define {self.name}({', '.join(self.params)}) ({self.expr.c()})"
 
 
 _dim, _kv_dim, _hidden = Param("dim"), Param("kv_dim"), Param("hidden")
@@ -413,11 +271,6 @@ def token_phase(phase: TokenPhase, layers: int) -> int:
     return PHASES_PER_LAYER * layers + phase
 
 
-def layer_phase(layer: int, phase: LayerPhase) -> int:
-    """The run's ``phase`` number of a layer's phase."""
-    return 1 + PHASES_PER_LAYER * layer + phase
-
-
 @dataclass(frozen=True)
 class Phase:
     """A run's ``phase`` number decoded: a token phase, or a layer and its phase."""
@@ -471,82 +324,3 @@ MATRICES_PER_LAYER = 7
 def layer_matrix(layer: int, kind: int) -> int:
     """A layer's matrix index: 0 embedding, 1 classifier, then 7 per layer (``MAT_*``)."""
     return 2 + MATRICES_PER_LAYER * layer + kind
-
-
-# -- the generated header --
-
-HEADER_PATH = "programs/curta/schedule.h"
-"""Where ``scripts/gen_schedule.py`` writes ``c_header()``, relative to the repository."""
-
-
-def _comment(text: str) -> str:
-    return f" /* {text} */" if text else ""
-
-
-def _wrapped(define: str) -> tuple[str, ...]:
-    """A ``#define`` on one line, or its body on the next when the line passes 100."""
-    if len(define) <= 100:
-        return (define,)
-    head, body = define.split(") ", 1)
-    return (f"{head}) \\", f"  {body}")
-
-
-def _enum(name: str, prefix: str, members: list[tuple[str, int, str]], count: str) -> list[str]:
-    lines = [f"enum {name} {{"]
-    for member, value, note in members:
-        lines.append(f"  {prefix}{member} = {value},{_comment(note)}")
-    if count:
-        lines.append(f"  {count} = {len(members)},")
-    return [*lines, "};"]
-
-
-def c_header() -> str:
-    """The text of ``programs/curta/schedule.h``: this table in C."""
-    layer = [
-        (p.name, p.value, f"{info.slicing.value}: {info.title}") for p, info in LAYER_PHASES.items()
-    ]
-    tokenize = [(p.name, p.value, title) for p, title in TOKENIZE_PHASES.items()]
-    lines = [
-        "/*",
-        " * schedule.h: GENERATED by scripts/gen_schedule.py from curta_chain/program/schedule.py.",
-        " * Do not edit: edit the table and regenerate (tests/program/test_schedule.py compares).",
-        " *",
-        " * The step schedule, shared with the mirror: the phases of a token and of the tokenizer,",
-        " * a step's budget and the cost model. (A phase that fits the budget reads the section",
-        " * of its first matrix: forward.c's has_section; the table names each phase's matrix.)",
-        " */",
-        "#ifndef SCHEDULE_H",
-        "#define SCHEDULE_H",
-        "",
-        "/* Per layer, in order; a token is EMBED, layers x these, then FINAL_NORM.. SAMPLE. */",
-        *_enum("LayerPhase", "PH_", layer, "PHASES_PER_LAYER"),
-        "#define PH_EMBED 0",
-        *(
-            f"#define phase_{p.name.lower()}(layers) ({p.value} + PHASES_PER_LAYER * (layers))"
-            for p in TokenPhase
-            if p != TokenPhase.EMBED
-        ),
-        "",
-        "/* While tokenizing. */",
-        *_enum("TokenizePhase", "TOK_", tokenize, ""),
-        "",
-        "/* What a step may spend, in estimated compute units. */",
-        "#ifndef STEP_BUDGET",
-        f"#define STEP_BUDGET {STEP_BUDGET}UL",
-        "#endif",
-        "",
-        "/* The cost model: estimated compute units, each a little above what the calibration",
-        " * build measures (scripts/bench_program_cu.py --calibrate fits them). */",
-        *(
-            f"#define {c.name} {f'({c.definition.c()})' if c.definition else c.number}"
-            f"{_comment(c.note)}"
-            for c in COSTS
-        ),
-        "",
-        "/* The cost formulas. */",
-        *(line for f in FORMULAS for line in (f"/* {f.doc} */", *_wrapped(f.c()))),
-        "",
-        "#endif",
-        "",
-    ]
-    return "\n".join(lines)

@@ -6,11 +6,12 @@ from pathlib import Path
 import build_program
 import gen_schedule
 import pytest
+from gen_schedule import HEADER_PATH, c_header
 
 from curta_chain.errors import BuildError
 from curta_chain.program import schedule
 from curta_chain.program.builds import BUILDS
-from curta_chain.program.schedule import FORMULAS, HEADER_PATH, c_header
+from curta_chain.program.schedule import FORMULAS
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -38,7 +38,7 @@ class Logged:
 
 
 class Stop(Exception):
-    """The step stops here: its budget, or a section it may not reach."""
+    """The step stops here: the phase's next slice does not fit what is left of its budget."""
 
 
 @dataclass
