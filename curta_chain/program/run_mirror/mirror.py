@@ -73,10 +73,14 @@ class RunMirror:
             model or IntModel.from_artifact(artifact),
             tokenizer or Tokenizer.from_artifact(artifact),
         )
-        self.data = bytes(data)
-        """The expected run account now."""
+        self._data = bytes(data)
         self._ahead: list[StepPlan] = []
         """Planned steps right after ``data``, in order (kept until the mirror passes them)."""
+
+    @property
+    def data(self) -> bytes:
+        """The expected run account now."""
+        return self._data
 
     @property
     def header(self) -> RunAccount:
@@ -112,7 +116,7 @@ class RunMirror:
             self._ahead.pop(0)
         else:
             self._ahead.clear()
-        self.data = plan.data
+        self._data = plan.data
 
     def plan_ahead(self, count: int) -> list[StepPlan]:
         """The next ``count`` steps from the expected state, each planned on a copy.
@@ -203,7 +207,7 @@ class RunMirror:
         before = RunAccount.from_bytes(passed[-2].data if len(passed) > 1 else self.data)
         _compare(chain, expected, before)
         del self._ahead[: steps - now]
-        self.data = expected
+        self._data = expected
         return [token for plan in passed for token in plan.logged]
 
     def compare(self, chain: bytes, before: RunAccount) -> None:
