@@ -63,6 +63,24 @@ def test_a_window_of_steps_in_flight_lands_in_any_order_and_each_count_is_checke
     assert [t.token for t in logged] == want[len(plan.prompt_ids) :]
 
 
+def test_windows_across_the_layers_sections_pass_what_their_steps_read(chain, stories15m):
+    # The stories15M shape keeps a layer per section: a step often reads two of them.
+    sealed = chain.install_sealed(stories15m.sections)
+    run = Keypair()
+    assert chain.send(open_ixs(chain, sealed, stories15m, run, 4, [1, 300]), [run]).ok
+    mirror = RunMirror(stories15m, account_data(chain, run.pubkey()))
+    rng = random.Random(15)
+    for start in (0, 6):
+        window = mirror.plan_ahead(6)
+        sections = sorted({n for step in window for n in step.sections})
+        assert len(sections) >= 3
+        steps = [step_ix(sealed, run.pubkey(), sections, start + i) for i in range(6)]
+        for ix in rng.sample(steps, len(steps)):
+            assert chain.send([set_compute_unit_limit(CU_LIMIT), ix]).ok
+        mirror.observe(account_data(chain, run.pubkey()))
+        assert mirror.header.steps == start + 6
+
+
 def test_a_step_missing_a_section_is_refused_by_the_plan_and_the_chain(chain, sealed, stories260k):
     run, mirror = open_run(chain, sealed, stories260k, 24)
     needed = mirror.plan().sections  # the prompt's tokens, then the embedding's section
