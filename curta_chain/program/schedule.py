@@ -255,13 +255,15 @@ class TokenizePhase(enum.IntEnum):
     MERGE = 2
 
 
-TOKENIZE_PHASES: dict[TokenizePhase, str] = {
-    TokenizePhase.CHARS: "tokenizer characters",
-    TokenizePhase.PAIRS: "tokenizer pairs",
-    TokenizePhase.MERGE: "tokenizer merges",
+TOKENIZE_PHASES: dict[TokenizePhase, tuple[str, str]] = {
+    TokenizePhase.CHARS: ("tokenizer characters", "one lookup per UTF-8 character"),
+    TokenizePhase.PAIRS: ("tokenizer pairs", "look up every adjacent pair once"),
+    TokenizePhase.MERGE: (
+        "tokenizer merges",
+        "merge the best pair and look up its two new neighbours, again and again",
+    ),
 }
-"""Each lookup per UTF-8 character, then each adjacent pair looked up once, then the best
-pair merged and its two new neighbours looked up, again and again."""
+"""Each tokenizer phase's name and what it does."""
 
 
 def token_phase(phase: TokenPhase, layers: int) -> int:

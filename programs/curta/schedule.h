@@ -29,9 +29,9 @@ enum LayerPhase {
 
 /* While tokenizing. */
 enum TokenizePhase {
-  TOK_CHARS = 0, /* tokenizer characters */
-  TOK_PAIRS = 1, /* tokenizer pairs */
-  TOK_MERGE = 2, /* tokenizer merges */
+  TOK_CHARS = 0, /* one lookup per UTF-8 character */
+  TOK_PAIRS = 1, /* look up every adjacent pair once */
+  TOK_MERGE = 2, /* merge the best pair and look up its two new neighbours, again and again */
 };
 
 /* What a step may spend, in estimated compute units. */

@@ -150,5 +150,5 @@ class Step:
 def phase_name(header: RunAccount) -> str:
     """A readable name for the phase a run header is in, e.g. ``layer 2 attention heads``."""
     if header.state == RunState.TOKENIZING:
-        return TOKENIZE_PHASES[TokenizePhase(min(header.phase, TokenizePhase.MERGE))]
+        return TOKENIZE_PHASES[TokenizePhase(min(header.phase, TokenizePhase.MERGE))][0]
     return Phase.of(header.phase, header.config.n_layers).title
