@@ -45,9 +45,10 @@ enum ModelState {
 };
 
 /*
- * The state machine, and what every instruction keeps true. No instruction names more than
- * one weight account, so a transaction loads at most the model, one weight account of at most
- * 10 MiB and the program, whatever the section lengths (a validator loads at most 64 MiB).
+ * The state machine, and what every instruction keeps true. The authority's instructions
+ * name one weight account and sealStep at most two, so their transactions load at most the
+ * model, 20 MiB of weight accounts and the program, whatever the section lengths (a
+ * validator loads at most 64 MiB).
  *
  *   createModel -> UPLOADING --beginSealing--> SEALING --sealStep...--> SEALED | FAILED
  *   FAILED --reopen, one weight account each; the last one--> UPLOADING
