@@ -9,6 +9,7 @@
 //      blockhash -> base58 | airdrop {address, lamports} | add_program {address, elf}
 //      send {tx} -> {ok, error, custom, units, logs} | account {address} -> null | {...}
 //      minimum_balance {size} | slot | warp {slot}
+//      set_account {address, lamports, owner, data}: an account's state, as a test puts it
 // Byte fields are base64; addresses base58; lamports and slots decimal strings.
 //
 // package-lock.json: litesvm 1.5.0 lists six platform packages as optional dependencies, but
@@ -89,6 +90,18 @@ const ops = {
   minimum_balance: ({ size }) => String(svm.minimumBalanceForRentExemption(BigInt(size))),
   slot: () => String(svm.getClock().slot),
   warp: ({ slot }) => svm.warpToSlot(BigInt(slot)) ?? null,
+  set_account: ({ address, lamports, owner, data }) => {
+    const bytes = Buffer.from(data, "base64");
+    svm.setAccount({
+      address,
+      lamports: BigInt(lamports),
+      programAddress: owner,
+      executable: false,
+      data: bytes,
+      space: BigInt(bytes.length),
+    });
+    return null;
+  },
 };
 
 for await (const line of createInterface({ input: process.stdin })) {

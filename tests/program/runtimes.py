@@ -28,6 +28,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from solders.account import Account
 from solders.hash import Hash
 from solders.instruction import AccountMeta, Instruction
 from solders.keypair import Keypair
@@ -150,6 +151,10 @@ class Runtime:
     def warp(self, slot: int) -> None:
         raise NotImplementedError
 
+    def set_account(self, key: Pubkey, owner: Pubkey, data: bytes) -> None:
+        """Put an account (rent-exempt, not executable) straight into the runtime's state."""
+        raise NotImplementedError
+
     def close(self) -> None:
         """Release the runtime (the Node process)."""
 
@@ -219,6 +224,10 @@ class SoldersRuntime(Runtime):
 
     def warp(self, slot: int) -> None:
         self.svm.warp_to_slot(slot)
+
+    def set_account(self, key: Pubkey, owner: Pubkey, data: bytes) -> None:
+        lamports = self.minimum_balance(len(data))
+        self.svm.set_account(key, Account(lamports, data, owner, False, 0))
 
 
 class NodeRuntimeError(RuntimeError):
@@ -292,6 +301,13 @@ class NodeRuntime(Runtime):
 
     def warp(self, slot: int) -> None:
         self._call("warp", slot=str(slot))
+
+    def set_account(self, key: Pubkey, owner: Pubkey, data: bytes) -> None:
+        lamports = str(self.minimum_balance(len(data)))
+        encoded = base64.b64encode(data).decode()
+        self._call(
+            "set_account", address=str(key), lamports=lamports, owner=str(owner), data=encoded
+        )
 
     def close(self) -> None:
         if self.process.poll() is None:

@@ -47,6 +47,7 @@ from curta_chain.artifact import Artifact, ModelConfig, hash_steps, layout
 from curta_chain.artifact.convert import convert_llama2c_bytes
 from curta_chain.artifact.synthetic import llama2c_checkpoint_bytes, llama2c_tokenizer_bytes
 from curta_chain.constants import HASH_CHUNK_SIZE
+from curta_chain.errors import InputError
 from curta_chain.program import (
     ModelState,
     PromptKind,
@@ -353,30 +354,36 @@ def test_seal_steps_in_any_order_and_with_two_accounts_seal_the_same_model(targe
     assert seal(session, program_id, again).running_hash == model.running_hash
 
 
-def test_a_run_a_hostile_model_had_before_the_check_cannot_write_outside_it():
+def test_a_run_a_hostile_model_had_before_the_check_cannot_write_outside_it(target):
     # A run of the exp-entry-0 model as the program before the check opened it (openRun took
     # it): cranked with top-p 0.9 and the model's accounts writable after the run, where the
-    # unguarded histogram index reached. The clamped index keeps every write in the run.
-    chain = Chain()
+    # unguarded histogram index reached (weight account 0's section zero, in this layout).
+    # The clamped index keeps every write inside the run.
+    session, program_id = target
     artifact = tiny()
-    published = chain.install_sealed(hostile(artifact.sections, "exp-entry-0-above-2^30"))
-    keys = [published.model.pubkey(), *published.weight_keys]
-    before = chain.snapshot(keys)
+    published = publish_and_seal(
+        session, program_id, hostile(artifact.sections, "exp-entry-0-above-2^30")
+    )
+    before = accounts(session.runtime, published.keys)
     run = Keypair()
     data = opened_run_data(
-        artifact.config, keys[0], chain.authority.pubkey(), CAPACITY, PROMPT, 65_536, TOP_P_09, 7
-    )
-    chain.set_program_account(run.pubkey(), data)
-    metas = [AccountMeta(run.pubkey(), False, True), *(AccountMeta(k, False, True) for k in keys)]
+        artifact.config, published.model, session.payer.pubkey(), CAPACITY, PROMPT,
+        65_536, TOP_P_09, 7,
+    )  # fmt: skip
+    session.runtime.set_account(run.pubkey(), program_id, data)
+    metas = [AccountMeta(run.pubkey(), False, True)]
+    metas += [AccountMeta(key, False, True) for key in published.keys]
     for label in range(CAPACITY * 4):
-        ix = Instruction(PROGRAM_ID, step(PROGRAM_ID, run.pubkey(), keys[0], [], label).data, metas)
-        result = chain.send([set_compute_unit_limit(CU_LIMIT), ix])
-        if not result.ok:
-            assert result.error == "RunFinished", result.logs[-3:]
+        ix = step(program_id, run.pubkey(), published.model, [], label)
+        outcome = session.send(
+            [set_compute_unit_limit(CU_LIMIT), Instruction(program_id, ix.data, metas)]
+        )
+        if not outcome.ok:
+            assert outcome.name == "RunFinished", outcome.logs[-3:]
             break
-    final = RunAccount.from_bytes(bytes(chain.svm.get_account(run.pubkey()).data))
+    final = RunAccount.from_bytes(session.runtime.account(run.pubkey()).data)
     assert final.state == RunState.FINISHED
-    assert chain.snapshot(keys) == before
+    assert accounts(session.runtime, published.keys) == before
 
 
 def wrapped(sections: Sequence[bytes], field: str, index: int) -> list[bytes]:
@@ -428,3 +435,12 @@ def test_every_bounds_check_refuses_the_wrapping_values():
     ix = write_weights(PROGRAM_ID, chain.authority.pubkey(), pub.weight_keys[0], 2**32 - 1, b"x")
     result = chain.send([ix])
     assert result.error == "WriteOutOfBounds", result.logs[-3:]
+
+
+def test_the_seal_step_builder_takes_one_or_two_weight_accounts():
+    keys = [Keypair().pubkey() for _ in range(3)]
+    for named in ([], keys):
+        with pytest.raises(
+            InputError, match=f"sealStep takes 1 or 2 weight accounts, not {len(named)}"
+        ):
+            seal_step(PROGRAM_ID, keys[0], named, 0)

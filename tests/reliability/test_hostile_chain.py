@@ -213,6 +213,15 @@ def tiny_artifact(seed: int) -> Artifact:
     return convert_llama2c_bytes(checkpoint, tokenizer, f"tiny{seed}.bin", "tok.bin")
 
 
+def with_hostile_exp_table(artifact: Artifact) -> list[bytes]:
+    """The sections with exponential table entry 0 at 2^32 - 1, as issue 19's attacker sealed
+    them: a softmax weight of 2^24 indexed the nucleus histogram 8,191 buckets deep."""
+    zero = bytearray(artifact.sections[0])
+    exp_block = int.from_bytes(zero[40 + 4 * 2 : 40 + 4 * 3], "little")
+    zero[exp_block : exp_block + 4] = (2**32 - 1).to_bytes(4, "little")
+    return [bytes(zero), *artifact.sections[1:]]
+
+
 def step_spec(model: Model, run: Pubkey, sections: Sequence[int], expected: int) -> TxSpec:
     keys = [model.accounts[0], *(model.accounts[i] for i in sections)]
     ix = program.step(PROGRAM_ID, run, model.address, keys, expected)
@@ -269,7 +278,9 @@ def world(stories260k: Artifact) -> Iterator[World]:
     A: stories260K, published by ``publish``, uploading (the victim). B: A's section
     lengths, all zeros, bound, uploading. S, S2: small, the same lengths, sealing with the
     seal in section 1 (section 0 frozen). D: small, sealed. F: small, failed. U: small, slot
-    1 unbound. The attacker's C (sealing like S) and CU (slot 1 unbound).
+    1 unbound. The attacker's C (sealing like S) and CU (slot 1 unbound). Runnable: R
+    (stories260K, the owner's), RA (tiny, the attacker's) and RH (tiny with a hostile
+    exponential table, sealed by the attacker: openRun refuses it).
     """
     handle = start_in_thread()
     try:
@@ -300,10 +311,13 @@ def world(stories260k: Artifact) -> Iterator[World]:
             m["C"] = await make_model(attacker_sends, SMALL, state=ModelState.SEALING)
             m["CU"] = await make_model(attacker_sends, SMALL, bind=[0])
             # Runnable models and their runs: R (the owner's) and RA (the attacker's).
-            world.tiny = {"R": stories260k, "RA": tiny_artifact(2)}
+            world.tiny = {"R": stories260k, "RA": tiny_artifact(2), "RH": tiny_artifact(3)}
             for name, sender in (("R", owner_sends), ("RA", attacker_sends)):
                 sections = list(world.tiny[name].sections)
                 m[name] = await make_model(sender, sections, state=ModelState.SEALED)
+            # RH: the attacker's model sealed with a hostile exponential table.
+            hostile = with_hostile_exp_table(world.tiny["RH"])
+            m["RH"] = await make_model(attacker_sends, hostile, state=ModelState.SEALED)
             r, ra = world.tiny["R"], world.tiny["RA"]
             run, mirror = await open_run(owner_sends, m["R"], r, RUN_PROMPT, 12)
             await crank(owner_sends, m["R"], run, mirror, steps=1)  # tokenized, running
@@ -598,6 +612,10 @@ OUT_OF_ORDER: Cases = {
     ),
     "bind a second account into a bound slot": (bind_fresh("owner", "B", 0), "SlotAlreadyBound"),
     "open a run of a model that is still uploading": (open_on("A", "R"), "ModelNotSealed"),
+    "open a run of a model sealed with a hostile exponential table": (
+        open_on("RH"),
+        "BadArtifact",
+    ),
     "step a run naming its matrix section twice": (
         run_attack("attacker", run_step("R", "R1", sections=(1, 1))),
         "DuplicateAccount",

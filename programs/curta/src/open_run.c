@@ -291,7 +291,7 @@ uint64_t process_open_run(SolInput *in) {
   if (!words_zero(run_account->data, RUN_HEADER_SIZE / sizeof(uint64_t))) {
     return REFUSE(ERR_ACCOUNT_NOT_FRESH, "AccountNotFresh: run account already holds data");
   }
-  const Model *model = model_of(model_account);
+  const Model *model = model_view(model_account);
   if (model->state != STATE_SEALED) {
     return REFUSE(ERR_MODEL_NOT_SEALED, "ModelNotSealed: a run needs a sealed model");
   }

@@ -95,7 +95,7 @@ static uint64_t check_step_accounts(const SolInput *in, Step *s) {
   if (!pubkey_equal(run->model, model_account->key)) {
     return REFUSE(ERR_RUN_OF_ANOTHER_MODEL, "RunOfAnotherModel: the run belongs to another model");
   }
-  const Model *model = model_of(model_account);
+  const Model *model = model_view(model_account);
   if (model->state != STATE_SEALED) {
     return REFUSE(ERR_MODEL_NOT_SEALED, "ModelNotSealed: a run needs a sealed model");
   }
