@@ -20,6 +20,7 @@ from collections import Counter
 from pathlib import Path
 
 try:
+    from gen_schedule import HEADER_PATH, c_header
     from sbpf_alu32 import SignExtensionError
     from sbpf_link import link
 except ModuleNotFoundError as missing:  # the venv lacks setup.sh's path file
@@ -31,7 +32,6 @@ from curta_chain.errors import BuildError, InputError
 from curta_chain.fsutil import atomic_write
 from curta_chain.program.builds import BUILDS, ProgramBuild
 from curta_chain.program.builds import PROGRAM_DIR as DEFAULT_OUT_DIR
-from curta_chain.program.schedule import HEADER_PATH, c_header
 
 ROOT = Path(__file__).resolve().parent.parent
 PROGRAM_DIR = ROOT / "programs" / "curta"

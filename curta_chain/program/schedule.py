@@ -4,8 +4,10 @@ A ``step`` runs a run's phases in a fixed order, each cut into slices by a cost 
 estimated compute units, and reads the weight sections its phases name. That schedule is
 a protocol between ``programs/curta`` and ``curta_chain.program.run_mirror``: both must cut
 every step at the same place. It is written once, here: the phase enums, the phase order
-and what each phase is sliced by, the phase-to-section rule, the step's budget and section
-limit, the ``COST_*`` constants and the cost formulas built from them.
+and what each phase is sliced by, the phase-to-section rule, the step's budget, the
+``COST_*`` constants and the cost formulas built from them. A slice depends on the run's
+state alone (the budget ends it, never the accounts passed), so the run account after k
+landed steps is a function of the run's arguments and k.
 ``scripts/gen_schedule.py`` writes ``programs/curta/schedule.h`` from this table (generated,
 do not edit) and the C includes it; ``tests/program/test_schedule.py`` regenerates it and
 compares. The arithmetic the phases do stays written twice, independently, in C and in
@@ -15,132 +17,10 @@ numpy: that is what the mirror checks.
 from __future__ import annotations
 
 import enum
-from collections.abc import Mapping
 from dataclasses import dataclass
 
+from curta_chain.program.cost_formula import Const, Formula, Num, Param
 from curta_chain.program.run_account import HIST_HIGH, HIST_LOW
-
-# -- expressions: a cost formula evaluates in Python and renders as the same C expression --
-
-_PRECEDENCE = {"+": 1, "-": 1, "*": 2, "/": 2}
-
-
-class Expr:
-    """An integer expression over named constants and parameters (+, -, *, floor /)."""
-
-    def precedence(self) -> int:
-        """How tightly the expression binds in C: an operand, a product or a sum."""
-        return 3
-
-    def __add__(self, other: Expr | int) -> Expr:
-        return _Op("+", self, _wrap(other))
-
-    def __sub__(self, other: Expr | int) -> Expr:
-        return _Op("-", self, _wrap(other))
-
-    def __mul__(self, other: Expr | int) -> Expr:
-        return _Op("*", self, _wrap(other))
-
-    def __floordiv__(self, other: Expr | int) -> Expr:
-        return _Op("/", self, _wrap(other))
-
-    def value(self, env: Mapping[str, int]) -> int:
-        """The expression's value, its parameters taken from ``env``."""
-        raise NotImplementedError
-
-    def c(self) -> str:
-        """The expression in C (unsigned operands: ``/`` is the floor division)."""
-        raise NotImplementedError
-
-
-@dataclass(frozen=True, eq=False)
-class Num(Expr):
-    """An integer literal."""
-
-    number: int
-
-    def value(self, env: Mapping[str, int]) -> int:
-        """Its number."""
-        return self.number
-
-    def c(self) -> str:
-        """Its digits."""
-        return str(self.number)
-
-
-@dataclass(frozen=True, eq=False)
-class Const(Expr):
-    """A named constant: C writes its name (a ``#define`` of the generated header).
-
-    Attributes:
-        name: its C name.
-        number: its value.
-        note: what it pays for (the header's comment).
-        definition: how the header defines it, when not as its value.
-    """
-
-    name: str
-    number: int
-    note: str = ""
-    definition: Expr | None = None
-
-    def value(self, env: Mapping[str, int]) -> int:
-        """Its number."""
-        return self.number
-
-    def c(self) -> str:
-        """Its name."""
-        return self.name
-
-
-@dataclass(frozen=True, eq=False)
-class Param(Expr):
-    """A formula's parameter: a macro argument in C, a keyword in Python."""
-
-    name: str
-
-    def value(self, env: Mapping[str, int]) -> int:
-        """Its value in ``env``."""
-        return env[self.name]
-
-    def c(self) -> str:
-        """The macro argument, bracketed."""
-        return f"({self.name})"
-
-
-@dataclass(frozen=True, eq=False)
-class _Op(Expr):
-    op: str
-    left: Expr
-    right: Expr
-
-    def precedence(self) -> int:
-        return _PRECEDENCE[self.op]
-
-    def value(self, env: Mapping[str, int]) -> int:
-        a, b = self.left.value(env), self.right.value(env)
-        if self.op == "+":
-            return a + b
-        if self.op == "-":
-            return a - b
-        if self.op == "*":
-            return a * b
-        return a // b
-
-    def c(self) -> str:
-        left = self.left.c()
-        if self.left.precedence() < self.precedence():
-            left = f"({left})"
-        right = self.right.c()
-        # The right operand is bracketed at equal precedence too: a - (b + c), a * (b / c).
-        if self.right.precedence() <= self.precedence():
-            right = f"({right})"
-        return f"{left} {self.op} {right}"
-
-
-def _wrap(value: Expr | int) -> Expr:
-    return value if isinstance(value, Expr) else Num(value)
-
 
 # -- the cost model's constants (estimated compute units, each a little above what the
 # calibration build measures: scripts/bench_program_cu.py --calibrate fits them) --
@@ -192,26 +72,6 @@ COSTS = (
 """Every cost constant, in the generated header's order."""
 
 # -- the cost formulas --
-
-
-@dataclass(frozen=True)
-class Formula:
-    """A cost formula: a C function-like macro and a Python function of the same names."""
-
-    name: str
-    params: tuple[str, ...]
-    expr: Expr
-    doc: str
-
-    def __call__(self, **values: int) -> int:
-        """The cost for these parameter values (every parameter, by name)."""
-        if set(values) != set(self.params):
-            raise TypeError(f"{self.name} takes {', '.join(self.params)}")
-        return self.expr.value(values)
-
-    def c(self) -> str:
-        """The ``#define`` line."""
-        return f"#define {self.name}({', '.join(self.params)}) ({self.expr.c()})"
 
 
 _dim, _kv_dim, _hidden = Param("dim"), Param("kv_dim"), Param("hidden")
@@ -298,11 +158,6 @@ def lookup_probes(vocab: int) -> int:
 
 STEP_BUDGET = 1_200_000
 """What a step may spend, in estimated compute units."""
-MAX_MATRIX_SECTIONS = 3
-"""Matrix sections one step reads besides section zero: a step's slice ends before a
-phase that would need one more (four weight accounts and the run stay under the 64 MiB a
-transaction loads)."""
-MAX_STEP_WEIGHT_ACCOUNTS = 1 + MAX_MATRIX_SECTIONS
 
 
 # -- the phases --
@@ -319,10 +174,18 @@ class Slicing(enum.Enum):
 
 @dataclass(frozen=True)
 class PhaseInfo:
-    """One phase of the table: how it is sliced, whether it reads a matrix, its name."""
+    """One phase of the table: how it is sliced, the matrix it reads first, its name.
+
+    Attributes:
+        slicing: what the phase is cut by.
+        matrix: for a layer phase, the kind (``enum LayerMatrix``) of the first matrix of
+            its rows; for a token phase, the matrix's index; None for a phase that reads
+            no matrix.
+        title: a readable name.
+    """
 
     slicing: Slicing
-    reads_matrix: bool
+    matrix: int | None
     title: str
 
 
@@ -340,19 +203,24 @@ class LayerPhase(enum.IntEnum):
     DOWN = 8
 
 
+MAT_EMBEDDING, MAT_CLASSIFIER = 0, 1
+"""The matrix table's first two entries; the layers' matrices follow (``layer_matrix``)."""
+MAT_QUERY, MAT_OUTPUT, MAT_GATE, MAT_DOWN = 0, 3, 4, 5
+"""Kinds of a layer's matrices (``enum LayerMatrix``: key 1, value 2 and up 6 follow the
+first of their rows)."""
+
 LAYER_PHASES: dict[LayerPhase, PhaseInfo] = {
-    LayerPhase.ATT_NORM: PhaseInfo(Slicing.WHOLE, False, "attention norm"),
-    LayerPhase.QKV: PhaseInfo(Slicing.ROWS, True, "query, key and value rows"),
-    LayerPhase.ROPE: PhaseInfo(Slicing.WHOLE, False, "rotary"),
-    LayerPhase.ATTENTION: PhaseInfo(Slicing.HEADS, False, "attention heads"),
-    LayerPhase.OUTPUT: PhaseInfo(Slicing.ROWS, True, "attention output rows"),
-    LayerPhase.FFN_NORM: PhaseInfo(Slicing.WHOLE, False, "feed-forward norm"),
-    LayerPhase.GATE_UP: PhaseInfo(Slicing.ROWS, True, "gate and up rows"),
-    LayerPhase.SWIGLU: PhaseInfo(Slicing.WHOLE, False, "SwiGLU"),
-    LayerPhase.DOWN: PhaseInfo(Slicing.ROWS, True, "down rows"),
+    LayerPhase.ATT_NORM: PhaseInfo(Slicing.WHOLE, None, "attention norm"),
+    LayerPhase.QKV: PhaseInfo(Slicing.ROWS, MAT_QUERY, "query, key and value rows"),
+    LayerPhase.ROPE: PhaseInfo(Slicing.WHOLE, None, "rotary"),
+    LayerPhase.ATTENTION: PhaseInfo(Slicing.HEADS, None, "attention heads"),
+    LayerPhase.OUTPUT: PhaseInfo(Slicing.ROWS, MAT_OUTPUT, "attention output rows"),
+    LayerPhase.FFN_NORM: PhaseInfo(Slicing.WHOLE, None, "feed-forward norm"),
+    LayerPhase.GATE_UP: PhaseInfo(Slicing.ROWS, MAT_GATE, "gate and up rows"),
+    LayerPhase.SWIGLU: PhaseInfo(Slicing.WHOLE, None, "SwiGLU"),
+    LayerPhase.DOWN: PhaseInfo(Slicing.ROWS, MAT_DOWN, "down rows"),
 }
-"""Per layer phase: its slicing, whether it reads the layer's section, its name. A layer's
-matrices share one section (the artifact's rule), named by its query matrix."""
+"""Per layer phase: its slicing, the first matrix of its rows, its name."""
 PHASES_PER_LAYER = len(LayerPhase)
 
 
@@ -371,12 +239,12 @@ class TokenPhase(enum.IntEnum):
 
 
 TOKEN_PHASES: dict[TokenPhase, PhaseInfo] = {
-    TokenPhase.EMBED: PhaseInfo(Slicing.WHOLE, True, "embedding"),
-    TokenPhase.FINAL_NORM: PhaseInfo(Slicing.WHOLE, False, "final norm"),
-    TokenPhase.CLASSIFIER: PhaseInfo(Slicing.ROWS, True, "classifier rows"),
-    TokenPhase.SAMPLE: PhaseInfo(Slicing.IDS, False, "sampling"),
+    TokenPhase.EMBED: PhaseInfo(Slicing.WHOLE, MAT_EMBEDDING, "embedding"),
+    TokenPhase.FINAL_NORM: PhaseInfo(Slicing.WHOLE, None, "final norm"),
+    TokenPhase.CLASSIFIER: PhaseInfo(Slicing.ROWS, MAT_CLASSIFIER, "classifier rows"),
+    TokenPhase.SAMPLE: PhaseInfo(Slicing.IDS, None, "sampling"),
 }
-"""EMBED reads the embedding matrix's section and CLASSIFIER the classifier's."""
+"""Per token phase: its slicing, its matrix, its name."""
 
 
 class TokenizePhase(enum.IntEnum):
@@ -387,13 +255,15 @@ class TokenizePhase(enum.IntEnum):
     MERGE = 2
 
 
-TOKENIZE_PHASES: dict[TokenizePhase, str] = {
-    TokenizePhase.CHARS: "tokenizer characters",
-    TokenizePhase.PAIRS: "tokenizer pairs",
-    TokenizePhase.MERGE: "tokenizer merges",
+TOKENIZE_PHASES: dict[TokenizePhase, tuple[str, str]] = {
+    TokenizePhase.CHARS: ("tokenizer characters", "one lookup per UTF-8 character"),
+    TokenizePhase.PAIRS: ("tokenizer pairs", "look up every adjacent pair once"),
+    TokenizePhase.MERGE: (
+        "tokenizer merges",
+        "merge the best pair and look up its two new neighbours, again and again",
+    ),
 }
-"""Each lookup per UTF-8 character, then each adjacent pair looked up once, then the best
-pair merged and its two new neighbours looked up, again and again."""
+"""Each tokenizer phase's name and what it does."""
 
 
 def token_phase(phase: TokenPhase, layers: int) -> int:
@@ -401,11 +271,6 @@ def token_phase(phase: TokenPhase, layers: int) -> int:
     if phase == TokenPhase.EMBED:
         return 0
     return PHASES_PER_LAYER * layers + phase
-
-
-def layer_phase(layer: int, phase: LayerPhase) -> int:
-    """The run's ``phase`` number of a layer's phase."""
-    return 1 + PHASES_PER_LAYER * layer + phase
 
 
 @dataclass(frozen=True)
@@ -445,111 +310,19 @@ class Phase:
     def matrix(self) -> int | None:
         """The matrix (its index in the artifact's table) whose section the phase reads.
 
-        None for a phase that reads no matrix.
+        The phase-to-section rule: a phase that fits the step's budget reads the section of
+        its first matrix, and a step that was not passed that section is refused whole
+        (MissingWeightAccount). None for a phase that reads no matrix.
         """
-        if not self.info.reads_matrix:
-            return None
-        if self.token == TokenPhase.EMBED:
-            return MAT_EMBEDDING
-        if self.token == TokenPhase.CLASSIFIER:
-            return MAT_CLASSIFIER
-        return layer_matrix(self.layer, 0)
+        kind = self.info.matrix
+        if kind is None or self.layer_phase is None:
+            return kind
+        return layer_matrix(self.layer, kind)
 
 
-MAT_EMBEDDING = 0
-MAT_CLASSIFIER = 1
 MATRICES_PER_LAYER = 7
 
 
 def layer_matrix(layer: int, kind: int) -> int:
     """A layer's matrix index: 0 embedding, 1 classifier, then 7 per layer (``MAT_*``)."""
     return 2 + MATRICES_PER_LAYER * layer + kind
-
-
-# -- the generated header --
-
-HEADER_PATH = "programs/curta/schedule.h"
-"""Where ``scripts/gen_schedule.py`` writes ``c_header()``, relative to the repository."""
-
-
-def _comment(text: str) -> str:
-    return f" /* {text} */" if text else ""
-
-
-def _wrapped(define: str) -> tuple[str, ...]:
-    """A ``#define`` on one line, or its body on the next when the line passes 100."""
-    if len(define) <= 100:
-        return (define,)
-    head, body = define.split(") ", 1)
-    return (f"{head}) \\", f"  {body}")
-
-
-def _enum(name: str, prefix: str, members: list[tuple[str, int, str]], count: str) -> list[str]:
-    lines = [f"enum {name} {{"]
-    for member, value, note in members:
-        lines.append(f"  {prefix}{member} = {value},{_comment(note)}")
-    if count:
-        lines.append(f"  {count} = {len(members)},")
-    return [*lines, "};"]
-
-
-def c_header() -> str:
-    """The text of ``programs/curta/schedule.h``: this table in C."""
-    layer = [
-        (p.name, p.value, f"{info.slicing.value}: {info.title}") for p, info in LAYER_PHASES.items()
-    ]
-    # Written as the C wrote it before it was generated (!= and &&): the same code.
-    without = " && ".join(
-        f"(kind) != PH_{p.name}" for p, info in LAYER_PHASES.items() if info.reads_matrix
-    )
-    tokenize = [(p.name, p.value, title) for p, title in TOKENIZE_PHASES.items()]
-    lines = [
-        "/*",
-        " * schedule.h: GENERATED by scripts/gen_schedule.py from curta_chain/program/schedule.py.",
-        " * Do not edit: edit the table and regenerate (tests/program/test_schedule.py compares).",
-        " *",
-        " * The step schedule, shared with the mirror: the phases of a token and of the tokenizer,",
-        " * the phase-to-section rule, a step's budget and weight accounts, the cost model.",
-        " */",
-        "#ifndef SCHEDULE_H",
-        "#define SCHEDULE_H",
-        "",
-        "/* Per layer, in order; a token is EMBED, layers x these, then FINAL_NORM.. SAMPLE. */",
-        *_enum("LayerPhase", "PH_", layer, "PHASES_PER_LAYER"),
-        "#define PH_EMBED 0",
-        *(
-            f"#define phase_{p.name.lower()}(layers) ({p.value} + PHASES_PER_LAYER * (layers))"
-            for p in TokenPhase
-            if p != TokenPhase.EMBED
-        ),
-        "/* A layer phase that runs a matrix's rows reads the section of the layer's query",
-        " * matrix (a layer's matrices share a section); this is true of the others. EMBED",
-        " * reads the embedding's section, CLASSIFIER the classifier's, the rest none. */",
-        *_wrapped(f"#define layer_phase_without_matrix(kind) ({without})"),
-        "",
-        "/* While tokenizing. */",
-        *_enum("TokenizePhase", "TOK_", tokenize, ""),
-        "",
-        "/* What a step may spend, in estimated compute units. */",
-        "#ifndef STEP_BUDGET",
-        f"#define STEP_BUDGET {STEP_BUDGET}UL",
-        "#endif",
-        "/* Weight accounts a step reads at most: section zero and the matrix sections. */",
-        f"#define MAX_MATRIX_SECTIONS {MAX_MATRIX_SECTIONS}",
-        f"#define MAX_STEP_WEIGHT_ACCOUNTS {MAX_STEP_WEIGHT_ACCOUNTS}",
-        "",
-        "/* The cost model: estimated compute units, each a little above what the calibration",
-        " * build measures (scripts/bench_program_cu.py --calibrate fits them). */",
-        *(
-            f"#define {c.name} {f'({c.definition.c()})' if c.definition else c.number}"
-            f"{_comment(c.note)}"
-            for c in COSTS
-        ),
-        "",
-        "/* The cost formulas. */",
-        *(line for f in FORMULAS for line in (f"/* {f.doc} */", *_wrapped(f.c()))),
-        "",
-        "#endif",
-        "",
-    ]
-    return "\n".join(lines)

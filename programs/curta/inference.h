@@ -5,8 +5,10 @@
  * A run is one generation from one sealed model: openRun binds a fresh account to the
  * model and lays out its regions, `step` (anyone may crank) advances the forward pass by
  * a bounded slice, closeRun returns the rent to the opener. The arithmetic is the integer
- * forward pass of docs/inference.md; curta_chain/program/run_mirror.py mirrors every step
- * in Python, and the layouts here are the IDL's `Run` account (tests compare them).
+ * forward pass of docs/inference.md; curta_chain/program/run_mirror mirrors every step in
+ * Python, schedule.h is generated from the step schedule's one table
+ * (curta_chain/program/schedule.py), and the layouts here are the IDL's `Run` account
+ * (tests compare them).
  */
 #ifndef INFERENCE_H
 #define INFERENCE_H
@@ -200,37 +202,9 @@ _Static_assert(sizeof(Run) == RUN_HEADER_SIZE, "the run header is 512 bytes");
 /* The longest prompt openRun takes (a transaction carries far less anyway). */
 #define MAX_PROMPT_LENGTH 2048
 
-/* ---- A token's phases. ---- */
+/* ---- A token's phases, a step's budget and the cost model. ---- */
 
-/* Per layer, in order; a token is EMBED, layers x these, then FINAL_NORM.. SAMPLE. */
-enum LayerPhase {
-  PH_ATT_NORM = 0,
-  PH_QKV = 1, /* rows of query, key and value */
-  PH_ROPE = 2,
-  PH_ATTENTION = 3, /* heads */
-  PH_OUTPUT = 4,    /* rows, added to x */
-  PH_FFN_NORM = 5,
-  PH_GATE_UP = 6, /* rows of gate, then of up */
-  PH_SWIGLU = 7,
-  PH_DOWN = 8, /* rows, added to x */
-  PHASES_PER_LAYER = 9,
-};
-#define PH_EMBED 0
-#define phase_final_norm(layers) (1 + PHASES_PER_LAYER * (layers))
-#define phase_classifier(layers) (phase_final_norm(layers) + 1)
-#define phase_sample(layers) (phase_final_norm(layers) + 2)
-
-/* While tokenizing. */
-enum TokenizePhase {
-  TOK_CHARS = 0, /* one lookup per UTF-8 character */
-  TOK_PAIRS = 1, /* look up every adjacent pair once */
-  TOK_MERGE = 2, /* merge the best pair and look up its two new neighbours, again and again */
-};
-
-/* What a step may spend, in estimated compute units (the cost model in step.c). */
-#ifndef STEP_BUDGET
-#define STEP_BUDGET 1200000UL
-#endif
+#include "schedule.h"
 
 /* ---- Fixed point (docs/inference.md). ---- */
 

@@ -3,7 +3,8 @@
  * Do not edit: edit the table and regenerate (tests/program/test_schedule.py compares).
  *
  * The step schedule, shared with the mirror: the phases of a token and of the tokenizer,
- * the phase-to-section rule, a step's budget and weight accounts, the cost model.
+ * a step's budget and the cost model. (A phase that fits the budget reads the section
+ * of its first matrix: forward.c's has_section; the table names each phase's matrix.)
  */
 #ifndef SCHEDULE_H
 #define SCHEDULE_H
@@ -25,26 +26,18 @@ enum LayerPhase {
 #define phase_final_norm(layers) (1 + PHASES_PER_LAYER * (layers))
 #define phase_classifier(layers) (2 + PHASES_PER_LAYER * (layers))
 #define phase_sample(layers) (3 + PHASES_PER_LAYER * (layers))
-/* A layer phase that runs a matrix's rows reads the section of the layer's query
- * matrix (a layer's matrices share a section); this is true of the others. EMBED
- * reads the embedding's section, CLASSIFIER the classifier's, the rest none. */
-#define layer_phase_without_matrix(kind) \
-  ((kind) != PH_QKV && (kind) != PH_OUTPUT && (kind) != PH_GATE_UP && (kind) != PH_DOWN)
 
 /* While tokenizing. */
 enum TokenizePhase {
-  TOK_CHARS = 0, /* tokenizer characters */
-  TOK_PAIRS = 1, /* tokenizer pairs */
-  TOK_MERGE = 2, /* tokenizer merges */
+  TOK_CHARS = 0, /* one lookup per UTF-8 character */
+  TOK_PAIRS = 1, /* look up every adjacent pair once */
+  TOK_MERGE = 2, /* merge the best pair and look up its two new neighbours, again and again */
 };
 
 /* What a step may spend, in estimated compute units. */
 #ifndef STEP_BUDGET
 #define STEP_BUDGET 1200000UL
 #endif
-/* Weight accounts a step reads at most: section zero and the matrix sections. */
-#define MAX_MATRIX_SECTIONS 3
-#define MAX_STEP_WEIGHT_ACCOUNTS 4
 
 /* The cost model: estimated compute units, each a little above what the calibration
  * build measures (scripts/bench_program_cu.py --calibrate fits them). */

@@ -1,17 +1,19 @@
 """The step schedule has one source: schedule.h is the table's, and the C has no other copy."""
 
 import re
-import subprocess
-import sys
 from pathlib import Path
 
+import build_program
+import gen_schedule
 import pytest
+from gen_schedule import HEADER_PATH, c_header
 
+from curta_chain.errors import BuildError
 from curta_chain.program import schedule
-from curta_chain.program.schedule import FORMULAS, HEADER_PATH, c_header
+from curta_chain.program.builds import BUILDS
+from curta_chain.program.schedule import FORMULAS
 
 ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "scripts" / "gen_schedule.py"
 
 
 def test_the_committed_header_is_the_tables():
@@ -23,7 +25,7 @@ def test_the_c_defines_no_cost_phase_or_budget_of_its_own():
         *(ROOT / "programs" / "curta" / "src").glob("*.c"),
         ROOT / "programs/curta/inference.h",
     ]
-    own = re.compile(r"#define (COST_\w+|STEP_BUDGET|MAX_\w*SECTIONS|MAX_STEP_\w+|PH_\w+)\b")
+    own = re.compile(r"#define (COST_\w+|STEP_BUDGET|PH_\w+|TOK_\w+)\b")
     for source in sources:
         text = source.read_text()
         assert not own.findall(text), source.name
@@ -43,17 +45,21 @@ def test_each_formula_renders_as_the_c_of_its_python_value(formula):
         assert eval(body, {}, {**names, **values}) == formula(**values)
 
 
-def test_a_stale_header_is_named_and_rewritten(tmp_path: Path):
+def test_a_stale_header_is_named_and_rewritten(tmp_path: Path, capsys):
     header = tmp_path / "schedule.h"
     header.write_text(c_header().replace("#define COST_ROW 45", "#define COST_ROW 44"))
-    check = [sys.executable, str(SCRIPT), "--check", "--header", str(header)]
-    stale = subprocess.run(check, capture_output=True, text=True, check=False)
-    assert stale.returncode == 1
-    assert (
-        stale.stderr.strip()
-        == f"{header}: stale, not the table's header: run scripts/gen_schedule.py"
-    )
-    write = [sys.executable, str(SCRIPT), "--header", str(header)]
-    assert subprocess.run(write, capture_output=True, check=False).returncode == 0
+    assert gen_schedule.main(["--check", "--header", str(header)]) == 1
+    stale = f"{header}: stale, not the table's header: run scripts/gen_schedule.py"
+    assert capsys.readouterr().err.strip() == stale
+    assert gen_schedule.main(["--header", str(header)]) == 0
     assert header.read_text() == c_header()
-    assert subprocess.run(check, capture_output=True, check=False).returncode == 0
+    assert gen_schedule.main(["--check", "--header", str(header)]) == 0
+
+
+def test_the_build_refuses_a_header_that_is_not_the_tables(monkeypatch, tmp_path: Path):
+    stale = tmp_path / "schedule.h"
+    stale.write_text(c_header().replace("#define COST_ID 14", "#define COST_ID 15"))
+    monkeypatch.setattr(build_program, "ROOT", tmp_path)
+    monkeypatch.setattr(build_program, "HEADER_PATH", "schedule.h")
+    with pytest.raises(BuildError, match=r"^schedule.h differs from curta_chain/program/schedule"):
+        build_program.build_one(BUILDS[0])

@@ -18,6 +18,18 @@ def attention_phase(s: Step, layer: int) -> bool:
         raise Stop
     n = min((s.budget - fixed) // per_head, c.n_heads - run.cursor)
     s.budget -= fixed + n * per_head
+    if not s.dry:
+        _attend(s, layer, n)
+    run.cursor += n
+    if run.cursor == c.n_heads:
+        s.next_phase()
+    return True
+
+
+def _attend(s: Step, layer: int, n: int) -> None:
+    """Heads [cursor, cursor + n): their outputs into xb."""
+    c, run = s.config, s.run
+    positions = run.position + 1
     rows = run.capacity - 1
     keys = s.i64(Region.KEYS, positions * c.kv_dim, layer * rows * c.kv_dim)
     values = s.i64(Region.VALUES, positions * c.kv_dim, layer * rows * c.kv_dim)
@@ -31,7 +43,3 @@ def attention_phase(s: Step, layer: int) -> bool:
     )[0]
     lo, hi = run.cursor * c.head_size, (run.cursor + n) * c.head_size
     s.i64(Region.XB, c.dim)[lo:hi] = mixed[lo:hi]
-    run.cursor += n
-    if run.cursor == c.n_heads:
-        s.next_phase()
-    return True

@@ -19,7 +19,7 @@ from curta_chain.program.run_mirror.machine import Step, Stop
 from curta_chain.program.run_mirror.sampling import sample_phase
 from curta_chain.program.schedule import (
     EMBED_COST,
-    MAT_CLASSIFIER,
+    MAT_EMBEDDING,
     NORM_COST,
     ROPE_COST,
     ROW_COST,
@@ -28,11 +28,7 @@ from curta_chain.program.schedule import (
     LayerPhase,
     Phase,
     TokenPhase,
-    layer_matrix,
 )
-
-_QUERY, _OUTPUT, _GATE, _DOWN = 0, 3, 4, 5
-"""The first matrix of each layer phase's rows (``enum LayerMatrix``)."""
 
 
 class Rows(enum.Enum):
@@ -54,7 +50,7 @@ def forward_phase(s: Step) -> bool:
     if phase.token == TokenPhase.FINAL_NORM:
         return _norm(s, 2 * layers)
     if phase.token == TokenPhase.CLASSIFIER:
-        return _rows(s, model.classifier, Rows.LOGITS, MAT_CLASSIFIER)
+        return _rows(s, model.classifier, Rows.LOGITS, phase)
     if phase.token == TokenPhase.SAMPLE:
         return sample_phase(s)
     layer = phase.layer
@@ -63,27 +59,30 @@ def forward_phase(s: Step) -> bool:
         case LayerPhase.ATT_NORM:
             return _norm(s, 2 * layer)
         case LayerPhase.QKV:
-            return _rows(s, weights.qkv, Rows.QKV, layer_matrix(layer, _QUERY), layer)
+            return _rows(s, weights.qkv, Rows.QKV, phase)
         case LayerPhase.ROPE:
             return _rope(s, layer)
         case LayerPhase.ATTENTION:
             return attention_phase(s, layer)
         case LayerPhase.OUTPUT:
-            return _rows(s, weights.output, Rows.RESIDUAL, layer_matrix(layer, _OUTPUT))
+            return _rows(s, weights.output, Rows.RESIDUAL, phase)
         case LayerPhase.FFN_NORM:
             return _norm(s, 2 * layer + 1)
         case LayerPhase.GATE_UP:
-            return _rows(s, weights.gate_up, Rows.GATE_UP, layer_matrix(layer, _GATE))
+            return _rows(s, weights.gate_up, Rows.GATE_UP, phase)
         case LayerPhase.SWIGLU:
             return _swiglu(s)
         case _:
-            matrix = layer_matrix(layer, _DOWN)
-            return _rows(s, weights.down, Rows.RESIDUAL_HIDDEN, matrix)
+            return _rows(s, weights.down, Rows.RESIDUAL_HIDDEN, phase)
 
 
 def _embed(s: Step) -> bool:
     c = s.config
     s.spend(EMBED_COST(dim=c.dim))
+    s.need(MAT_EMBEDDING)
+    if s.dry:
+        s.next_phase()
+        return True
     token = int(s.u32(Region.TOKENS, 1, s.run.position)[0])
     s.i64(Region.X, c.dim)[:] = s.model.model.embed(np.array([token]))[0]
     s.next_phase()
@@ -93,36 +92,54 @@ def _embed(s: Step) -> bool:
 def _norm(s: Step, index: int) -> bool:
     c = s.config
     s.spend(NORM_COST(dim=c.dim))
+    if s.dry:
+        s.next_phase()
+        return True
     x = s.i64(Region.X, c.dim).copy()
     s.i64(Region.XB, c.dim)[:] = rmsnorm(x[None, :], s.model.model.norm[index])[0]
     s.next_phase()
     return True
 
 
-def _rows(s: Step, matrix: Matrix, rows: Rows, first: int, layer: int = 0) -> bool:
+def _rows(s: Step, matrix: Matrix, rows: Rows, phase: Phase) -> bool:
     """Rows [cursor, cursor + n) of the phase's stacked matrices, n as the budget allows.
 
-    The cost counts the first matrix's row length as the artifact gives it (``first``: its
-    index in the matrix table), padding included, as the program reads it.
+    The cost counts the first matrix's row length as the artifact gives it, padding
+    included, as the program reads it; a slice that fits reads that matrix's section.
     """
-    c, run = s.config, s.run
-    total, columns = matrix.weights.shape
+    run = s.run
+    total = matrix.weights.shape[0]
+    first = phase.matrix()
+    assert first is not None  # a rows phase: the table names its first matrix
     padded = s.model.padded(first)
     per_row = ROW_COST(padded=padded)
     fixed = ROWS_FIXED_COST(padded=padded)
     if s.budget < fixed + per_row:
         raise Stop
+    s.need(first)
     n = min((s.budget - fixed) // per_row, total - run.cursor)
     s.budget -= fixed + n * per_row
     start, end = run.cursor, run.cursor + n
+    if not s.dry:
+        _apply(s, matrix, rows, phase, start, end)
+    run.cursor = end
+    if end == total:
+        s.next_phase()
+    return True
+
+
+def _apply(s: Step, matrix: Matrix, rows: Rows, phase: Phase, start: int, end: int) -> None:
+    """Rows [start, end) of the phase's matrices times its input, stored where they go."""
+    c, run = s.config, s.run
+    columns = matrix.weights.shape[1]
     source = Region.HB if rows == Rows.RESIDUAL_HIDDEN else Region.XB
     x = s.i64(source, columns).copy()
     piece = Matrix(matrix.weights[start:end], matrix.scales[start:end], matrix.row_l1)
     y = piece.apply(x[None, :])[0]
     if rows == Rows.QKV:
         q = s.i64(Region.Q, c.dim)
-        k = s.cache(Region.KEYS, layer, run.position)
-        v = s.cache(Region.VALUES, layer, run.position)
+        k = s.cache(Region.KEYS, phase.layer, run.position)
+        v = s.cache(Region.VALUES, phase.layer, run.position)
         stacked = np.concatenate([q, k, v])
         stacked[start:end] = y
         q[:], k[:], v[:] = np.split(stacked, [c.dim, c.dim + c.kv_dim])
@@ -139,15 +156,14 @@ def _rows(s: Step, matrix: Matrix, rows: Rows, first: int, layer: int = 0) -> bo
     else:
         out = s.i64(Region.X, c.dim)
         out[start:end] = sat32(out[start:end] + y)
-    run.cursor = end
-    if end == total:
-        s.next_phase()
-    return True
 
 
 def _rope(s: Step, layer: int) -> bool:
     c, run = s.config, s.run
     s.spend(ROPE_COST(dim=c.dim, kv_dim=c.kv_dim))
+    if s.dry:
+        s.next_phase()
+        return True
     cos = s.model.model.cos[run.position : run.position + 1]
     sin = s.model.model.sin[run.position : run.position + 1]
     q = s.i64(Region.Q, c.dim)
@@ -161,6 +177,9 @@ def _rope(s: Step, layer: int) -> bool:
 def _swiglu(s: Step) -> bool:
     c = s.config
     s.spend(SWIGLU_COST(hidden=c.hidden_dim))
+    if s.dry:
+        s.next_phase()
+        return True
     gate, up = s.i64(Region.HB, c.hidden_dim), s.i64(Region.HB2, c.hidden_dim)
     gate[:] = sat32(round_shift(silu(gate.copy(), s.model.model.silu) * up, ACT_BITS))
     s.next_phase()

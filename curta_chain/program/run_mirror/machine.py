@@ -8,6 +8,7 @@ phases are in ``forward``, ``attention``, ``sampling`` and ``tokenizer``, as in 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -37,7 +38,7 @@ class Logged:
 
 
 class Stop(Exception):
-    """The step stops here: its budget, or a section it may not reach."""
+    """The step stops here: the phase's next slice does not fit what is left of its budget."""
 
 
 @dataclass
@@ -76,10 +77,16 @@ class Step:
     Args:
         model: the run's model.
         data: the run account's bytes before the step; the step writes into them.
+        oracle: for a dry step, the run's tokens as the off-chain core chooses them: the
+            step then cuts its slices (the schedule) without their arithmetic, which is
+            all a step count needs (the tokenizer, cheap, runs in full).
     """
 
-    def __init__(self, model: MirrorModel, data: bytearray):
+    def __init__(
+        self, model: MirrorModel, data: bytearray, oracle: Callable[[Step], int] | None = None
+    ):
         self.model = model
+        self.oracle = oracle
         self.config = model.artifact.config
         self.data = data
         self.run = RunAccount.from_bytes(bytes(data[:RUN_HEADER_SIZE]))
@@ -87,6 +94,11 @@ class Step:
         self.sections: list[int] = []
         """Matrix sections the step reads, in the order it reaches them."""
         self.logged: list[Logged] = []
+
+    @property
+    def dry(self) -> bool:
+        """A dry step: the schedule only, the tokens from the oracle."""
+        return self.oracle is not None
 
     def i64(self, region: Region, count: int, start: int = 0) -> np.ndarray:
         """A writable view of ``count`` i64 of a region from element ``start``."""
@@ -110,12 +122,13 @@ class Step:
             raise Stop
         self.budget -= cost
 
-    def need(self, section: int) -> None:
-        """Reach ``section`` (0: section zero, always passed) for the phase.
+    def need(self, matrix: int) -> None:
+        """The phase fits the budget and reads ``matrix``'s section: the step reads it.
 
-        A step is passed any of the model's weight accounts (a1-program's order-free
-        ``step``): its slice is bounded by the budget alone.
+        A step that is not passed a section it reads is refused whole by the program
+        (MissingWeightAccount), so the step's sections are these, whatever is passed.
         """
+        section = self.model.section_of(matrix)
         if section != 0 and section not in self.sections:
             self.sections.append(section)
 
@@ -133,14 +146,9 @@ class Step:
             return
         run.phase += 1
 
-    def phase_section(self) -> int:
-        """The section the run's phase reads (0 for a phase that reads no matrix)."""
-        matrix = Phase.of(self.run.phase, self.config.n_layers).matrix()
-        return 0 if matrix is None else self.model.section_of(matrix)
-
 
 def phase_name(header: RunAccount) -> str:
     """A readable name for the phase a run header is in, e.g. ``layer 2 attention heads``."""
     if header.state == RunState.TOKENIZING:
-        return TOKENIZE_PHASES[TokenizePhase(min(header.phase, TokenizePhase.MERGE))]
+        return TOKENIZE_PHASES[TokenizePhase(min(header.phase, TokenizePhase.MERGE))][0]
     return Phase.of(header.phase, header.config.n_layers).title

@@ -19,6 +19,8 @@ import numpy as np
 from curta_chain.artifact import Artifact
 from curta_chain.errors import AccountError, MirrorMismatchError, StepPlanError
 from curta_chain.inference.model import IntModel
+from curta_chain.inference.run import RunPlan, generate
+from curta_chain.inference.sampling import SamplingSettings
 from curta_chain.inference.tokenizer import Tokenizer
 from curta_chain.program.run_account import (
     RUN_HEADER_SIZE,
@@ -27,7 +29,7 @@ from curta_chain.program.run_account import (
     RunAccount,
     RunState,
 )
-from curta_chain.program.run_mirror.machine import Logged, MirrorModel, phase_name
+from curta_chain.program.run_mirror.machine import Logged, MirrorModel, Step, phase_name
 from curta_chain.program.run_mirror.step import take_step
 from curta_chain.program.schedule import STEP_BUDGET
 
@@ -71,10 +73,14 @@ class RunMirror:
             model or IntModel.from_artifact(artifact),
             tokenizer or Tokenizer.from_artifact(artifact),
         )
-        self.data = bytes(data)
-        """The expected run account now."""
+        self._data = bytes(data)
         self._ahead: list[StepPlan] = []
         """Planned steps right after ``data``, in order (kept until the mirror passes them)."""
+
+    @property
+    def data(self) -> bytes:
+        """The expected run account now."""
+        return self._data
 
     @property
     def header(self) -> RunAccount:
@@ -110,7 +116,7 @@ class RunMirror:
             self._ahead.pop(0)
         else:
             self._ahead.clear()
-        self.data = plan.data
+        self._data = plan.data
 
     def plan_ahead(self, count: int) -> list[StepPlan]:
         """The next ``count`` steps from the expected state, each planned on a copy.
@@ -121,29 +127,34 @@ class RunMirror:
         Raises:
             StepPlanError: a step cannot advance the run (the program would refuse it).
         """
-        state = self._ahead[-1].data if self._ahead else self.data
-        while len(self._ahead) < count and _state(state) != RunState.FINISHED:
-            step = take_step(self.model, bytearray(state))
-            state = bytes(step.data)
+        data = self._ahead[-1].data if self._ahead else self.data
+        state = _state(data)
+        while len(self._ahead) < count and state != RunState.FINISHED:
+            step = take_step(self.model, bytearray(data))
+            data, state = bytes(step.data), step.run.state
             spent = STEP_BUDGET - step.budget
             self._ahead.append(
-                StepPlan(tuple(step.sections), state, spent, step.run.steps, step.logged)
+                StepPlan(tuple(step.sections), data, spent, step.run.steps, step.logged)
             )
         return self._ahead[:count]
 
     def steps_to_finish(self) -> int:
         """How many steps the run takes from the expected state until it finishes.
 
-        Planned ahead on one copy of the account, stepped in place: no state is kept (the
-        steps' arithmetic is done once more when they are planned or observed).
+        Cheap: the slices of a step depend on the arithmetic only through the tokens the
+        run chooses, so the off-chain core (``curta_chain.inference.generate``, whole
+        positions at once) gives the run's tokens and dry steps over one copy of the
+        account cut the slices without their arithmetic. The count is the chain's when
+        the program computes what the off-chain core does, which ``observe`` checks.
 
         Raises:
             StepPlanError: a step cannot advance the run (the program would refuse it).
         """
         data = bytearray(self.data)
-        count = 0
-        while _state(data) != RunState.FINISHED:
-            take_step(self.model, data)
+        oracle = _Tokens(self.model)
+        count, state = 0, self.header.state
+        while state != RunState.FINISHED:
+            state = take_step(self.model, data, oracle).run.state
             count += 1
         return count
 
@@ -196,7 +207,7 @@ class RunMirror:
         before = RunAccount.from_bytes(passed[-2].data if len(passed) > 1 else self.data)
         _compare(chain, expected, before)
         del self._ahead[: steps - now]
-        self.data = expected
+        self._data = expected
         return [token for plan in passed for token in plan.logged]
 
     def compare(self, chain: bytes, before: RunAccount) -> None:
@@ -210,6 +221,24 @@ class RunMirror:
             MirrorMismatchError: the chain differs: position, phase, region and bytes.
         """
         _compare(chain, self.data, before)
+
+
+class _Tokens:
+    """The run's tokens as the off-chain core chooses them, generated when first asked."""
+
+    def __init__(self, model: MirrorModel):
+        self.model = model
+        self.tokens: list[int] | None = None
+
+    def __call__(self, s: Step) -> int:
+        """The token the run chooses at the step's position (its index: position + 1)."""
+        if self.tokens is None:
+            run = s.run
+            prompt = tuple(s.u32(Region.TOKENS, run.prompt_tokens).tolist())
+            plan = RunPlan(prompt, run.capacity - run.prompt_tokens)
+            settings = SamplingSettings(run.temperature, run.top_p, run.seed)
+            self.tokens = [*prompt, *generate(self.model.model, plan, settings)]
+        return self.tokens[s.run.position + 1]
 
 
 def _state(data: bytes | bytearray) -> RunState:

@@ -42,7 +42,7 @@ def sample_phase(s: Step) -> bool:
     run = s.run
     if run.temperature == 0:
         s.spend(COST_PASS.number)
-        _choose(s, run.best_token)
+        _choose(s, s.oracle(s) if s.oracle else run.best_token)
         return True
     if run.sample_pass == SamplePass.WEIGHTS:
         return _weights_pass(s)
@@ -73,17 +73,9 @@ def _weights_pass(s: Step) -> bool:
     run = s.run
     n = _ids_that_fit(s, COST_WEIGHT.number, COST_PASS.number)
     start, end = run.cursor, run.cursor + n
-    logits = s.i64(Region.LOGITS, s.config.vocab_size)
-    high, low = _hist(s)
     nucleus = _nucleus(run)
-    if start == 0 and nucleus:
-        high[:], low[:] = 0, 0
-    distance = (run.best_logit - logits[start:end]) << ACT_BITS
-    w = exp_weights(distance // run.temperature, s.model.model.exp)
-    logits[start:end] = w
-    run.weight_sum += int(w.sum())
-    if nucleus:
-        np.add.at(high, w >> HIST_SHIFT, w)
+    if not s.dry:
+        _weigh(s, start, end, nucleus)
     run.cursor = end
     if end == s.config.vocab_size:
         run.cursor = 0
@@ -92,10 +84,31 @@ def _weights_pass(s: Step) -> bool:
     return True
 
 
+def _weigh(s: Step, start: int, end: int, nucleus: bool) -> None:
+    """Ids [start, end): their weights over their logits, summed, histogrammed."""
+    run = s.run
+    logits = s.i64(Region.LOGITS, s.config.vocab_size)
+    high, low = _hist(s)
+    if start == 0 and nucleus:
+        high[:], low[:] = 0, 0
+    distance = (run.best_logit - logits[start:end]) << ACT_BITS
+    w = exp_weights(distance // run.temperature, s.model.model.exp)
+    logits[start:end] = w
+    run.weight_sum += int(w.sum())
+    if nucleus:
+        np.add.at(high, w >> HIST_SHIFT, w)
+
+
 def _cut_pass(s: Step) -> bool:
     run = s.run
     n = _ids_that_fit(s, COST_ID.number, COST_PASS.number + COST_BUCKETS.number)
     start, end = run.cursor, run.cursor + n
+    if s.dry:
+        run.cursor = end
+        if end == s.config.vocab_size:
+            run.cursor = 0
+            run.sample_pass = SamplePass.DRAW
+        return True
     high, low = _hist(s)
     limit = run.top_p * run.weight_sum
     bucket, above = _crossing(high, 0, limit)
@@ -117,6 +130,15 @@ def _cut_pass(s: Step) -> bool:
 def _draw_pass(s: Step) -> bool:
     run = s.run
     n = _ids_that_fit(s, COST_ID.number, COST_PASS.number + COST_CHOOSE.number)
+    if s.oracle:
+        # The walk stops at the chosen id: the budget of the ids after it comes back.
+        token = s.oracle(s)
+        if run.cursor <= token < run.cursor + n:
+            s.budget += (run.cursor + n - 1 - token) * COST_ID.number
+            _choose(s, token)
+        else:
+            run.cursor += n
+        return True
     if run.cursor == 0:
         rng = Xorshift64Star(0)
         rng.state = run.rng
@@ -156,7 +178,8 @@ def _choose(s: Step, token: int) -> None:
         run.state, run.finish_reason = RunState.FINISHED, FinishReason.END_TOKEN
     elif run.token_count == run.capacity:
         run.state, run.finish_reason = RunState.FINISHED, FinishReason.CAPACITY
-    s.logged.append(Logged(run.position, token, s.model.tokenizer.piece(previous, token)))
+    if not s.dry:
+        s.logged.append(Logged(run.position, token, s.model.tokenizer.piece(previous, token)))
 
 
 def _crossing(buckets: np.ndarray, above: int, limit: int) -> tuple[int, int]:

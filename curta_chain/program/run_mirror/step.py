@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from curta_chain.errors import StepPlanError
 from curta_chain.program.run_account import RUN_HEADER_SIZE, RunState
 from curta_chain.program.run_mirror.forward import forward_phase
@@ -9,24 +11,25 @@ from curta_chain.program.run_mirror.machine import MirrorModel, Step, Stop, phas
 from curta_chain.program.run_mirror.tokenizer import tokenize_phase
 
 
-def take_step(model: MirrorModel, data: bytearray) -> Step:
+def take_step(
+    model: MirrorModel, data: bytearray, oracle: Callable[[Step], int] | None = None
+) -> Step:
     """Run one step over ``data`` (changed in place), phase after phase, as the program does.
+
+    With an ``oracle`` the step is dry (``Step``): the same slices, no arithmetic.
 
     Raises:
         StepPlanError: not even the smallest slice of the run's phase fits a step (the
             program refuses such a step with NothingFits), or the run has finished.
     """
-    s = Step(model, data)
+    s = Step(model, data, oracle)
     if s.run.state == RunState.FINISHED:
         raise StepPlanError(f"the run finished at step {s.run.steps}: no step is left")
     progress = False
     while s.run.state != RunState.FINISHED:
         try:
-            if s.run.state == RunState.TOKENIZING:
-                done = tokenize_phase(s)
-            else:
-                s.need(s.phase_section())
-                done = forward_phase(s)
+            tokenizing = s.run.state == RunState.TOKENIZING
+            done = tokenize_phase(s) if tokenizing else forward_phase(s)
         except Stop:
             done = False
         if not done:

@@ -5,32 +5,13 @@
  * GATE_UP, SWIGLU and DOWN, then FINAL_NORM, CLASSIFIER and SAMPLE. While the next token
  * is still the prompt's, the position ends after the last layer (no classifier). Matrix
  * phases are sliced by rows and attention by heads; the rest are whole. Each phase
- * function spends from the step's budget with the cost model below and returns false
- * when not even its smallest slice fits (curta_chain/program/run_mirror.py has the same
- * model: a step ends where the mirror says it does).
+ * function spends from the step's budget with the cost model of schedule.h and returns
+ * false when not even its smallest slice fits (the mirror reads the same table: a step
+ * ends where the mirror says it does).
  */
 #include "../inference.h"
 
-/* The cost model: estimated compute units, each a little above what the calibration build
- * measures (scripts/bench_program_cu.py --calibrate fits them). */
-#define COST_EMBED 100
-#define COST_EMBED_ELEMENT 12
-#define COST_NORM 900
-#define COST_NORM_ELEMENT 38
-#define COST_ROPE 100
-#define COST_ROPE_ELEMENT 26
-#define COST_SWIGLU 100
-#define COST_SWIGLU_ELEMENT 40
-#define COST_ROWS 800         /* a slice of rows: the sum of x, the remainder rows... */
-#define COST_ROWS_COLUMN 10   /* ...per weight byte of a row */
-#define COST_ROW 45           /* a row beyond its MACs: the scale, the store */
-#define COST_MAC_TWENTIETHS 69 /* a multiply-accumulate of the kernel: 3.45 */
-#define COST_ATTENTION 200
-#define COST_HEAD 300
-#define COST_HEAD_ELEMENT 32     /* per element of the head: its division */
-#define COST_POSITION 60         /* per attended position: its score and weight */
-#define COST_POSITION_ELEMENT 11 /* per position and element: two MACs */
-#define ROWS_PER_CHUNK 96        /* row sums kept on the heap at once */
+#define ROWS_PER_CHUNK 96 /* row sums kept on the heap at once */
 
 #define EPS_Q32 42950           /* 1e-5 with 32 fractional bits */
 #define NORM_SQUARE_BITS 26
@@ -224,8 +205,8 @@ static bool matrix_phase(Step *s, const Rows *r) {
   }
   uint64_t columns = first->columns;
   uint64_t padded = first->row_bytes - ROW_HEADER_SIZE;
-  uint64_t per_row = padded * COST_MAC_TWENTIETHS / 20 + COST_ROW;
-  uint64_t fixed = COST_ROWS + COST_ROWS_COLUMN * padded;
+  uint64_t per_row = ROW_COST(padded);
+  uint64_t fixed = ROWS_FIXED_COST(padded);
   if (s->budget < fixed + per_row || !has_section(s, first)) {
     return false;
   }
@@ -258,7 +239,7 @@ static bool matrix_phase(Step *s, const Rows *r) {
 static bool embed(Step *s) {
   Run *run = s->run;
   const MatrixDescriptor *m = matrix_of(s->s0, MAT_EMBEDDING);
-  if (!spend(s, COST_EMBED + COST_EMBED_ELEMENT * run->dim) || !has_section(s, m)) {
+  if (!spend(s, EMBED_COST(run->dim)) || !has_section(s, m)) {
     return false;
   }
   uint64_t token = region_u32(s, REGION_TOKENS)[run->position];
@@ -275,7 +256,7 @@ static bool embed(Step *s) {
 
 static bool norm(Step *s, uint64_t index) {
   Run *run = s->run;
-  if (!spend(s, COST_NORM + COST_NORM_ELEMENT * run->dim)) {
+  if (!spend(s, NORM_COST(run->dim))) {
     return false;
   }
   rmsnorm(region_i64(s, REGION_X), norm_weights(s, index), run->dim, region_i64(s, REGION_XB));
@@ -298,7 +279,7 @@ static void rotate(int64_t *v, uint64_t n, uint64_t head_size, const int32_t *an
 static bool rope(Step *s, uint64_t layer) {
   Run *run = s->run;
   uint64_t kv_dim = kv_dim_of(run);
-  if (!spend(s, COST_ROPE + COST_ROPE_ELEMENT * (run->dim + kv_dim))) {
+  if (!spend(s, ROPE_COST(run->dim, kv_dim))) {
     return false;
   }
   uint64_t head_size = run->dim / run->heads;
@@ -345,8 +326,7 @@ static bool attention(Step *s, uint64_t layer) {
   Run *run = s->run;
   uint64_t head_size = run->dim / run->heads;
   uint64_t positions = run->position + 1;
-  uint64_t per_head = COST_HEAD + COST_HEAD_ELEMENT * head_size +
-                      positions * (COST_POSITION + COST_POSITION_ELEMENT * head_size);
+  uint64_t per_head = HEAD_COST(head_size, positions);
   if (s->budget < COST_ATTENTION + per_head) {
     return false;
   }
@@ -366,7 +346,7 @@ static bool attention(Step *s, uint64_t layer) {
 
 static bool swiglu(Step *s) {
   Run *run = s->run;
-  if (!spend(s, COST_SWIGLU + COST_SWIGLU_ELEMENT * run->hidden_dim)) {
+  if (!spend(s, SWIGLU_COST(run->hidden_dim))) {
     return false;
   }
   const int32_t *table = block_i32(s, BLOCK_SILU);

@@ -5,7 +5,7 @@
  * most once, in any order.
  *
  * A step runs the run's phases in order, each as far as the budget allows (the cost model
- * below, in estimated compute units), and stops at the budget or when the run finishes:
+ * of schedule.h, in estimated compute units), and stops at the budget or when the run finishes:
  * the slice depends on the run alone, never on the accounts passed. A phase that does work
  * in a section that was not passed refuses the whole step (MissingWeightAccount), and a
  * refused step changes nothing, so the run account after k landed steps is a function of
