@@ -23,10 +23,10 @@ def take_step(
             program refuses such a step with NothingFits), or the run has finished.
     """
     s = Step(model, data, oracle)
-    if s.run.state == RunState.FINISHED:
+    if _finished(s):
         raise StepPlanError(f"the run finished at step {s.run.steps}: no step is left")
     progress = False
-    while s.run.state != RunState.FINISHED:
+    while not _finished(s):
         try:
             tokenizing = s.run.state == RunState.TOKENIZING
             done = tokenize_phase(s) if tokenizing else forward_phase(s)
@@ -43,3 +43,9 @@ def take_step(
     s.run.steps += 1
     s.data[:RUN_HEADER_SIZE] = s.run.to_bytes()
     return s
+
+
+def _finished(s: Step) -> bool:
+    # A function, not an inline test: each phase may finish the run (mypy would otherwise
+    # narrow the state for the whole loop from the check before it).
+    return s.run.state == RunState.FINISHED
