@@ -254,7 +254,10 @@ class _Round:
     last_refusal: str = ""
     seen_sent_at: float = -math.inf
     """The latest send of a transaction the node has seen: one unseen sent no later is
-    overdue two slots after its send."""
+    overdue two slots after its send, once nothing new was seen for as long."""
+    seen_at: float = -math.inf
+    """When a transaction was last seen for the first time: a busy leader working through
+    more than a block takes lands some every slot, a lost one never."""
     idle: int = 0
     """Polls in a row that confirmed nothing."""
 
@@ -406,14 +409,15 @@ class Sender:
         """When an unseen transaction's same bytes are due to go again.
 
         Every resend interval, or two slots after its send (``OVERDUE``) when it is
-        overdue by what the sender sees: it is in the tail the caller waits for, or the
-        sender had a loss and one sent no earlier already landed. Before any loss, the
-        bulk a busy leader is still queueing (more writes than a block takes) is never
-        resent early.
+        overdue by what the sender sees: it is in the tail the caller waits for, or one
+        sent no earlier already landed and either nothing new landed for two slots or the
+        sender had a loss. Before any loss, the bulk a busy leader is still working
+        through (more writes than a block takes, some landing every slot) is never resent.
         """
         if flight.retry_at is not None:
             return flight.retry_at
-        early = tail or (self._lossy and flight.sent_at <= state.seen_sent_at)
+        quiet = self.clock() - state.seen_at >= OVERDUE
+        early = tail or (flight.sent_at <= state.seen_sent_at and (quiet or self._lossy))
         return flight.sent_at + (
             min(OVERDUE, self.resend_interval) if early else self.resend_interval
         )
@@ -593,6 +597,7 @@ class Sender:
             if not flight.seen:
                 flight.seen = True
                 state.seen_sent_at = max(state.seen_sent_at, flight.sent_at)
+                state.seen_at = now
             if COMMITMENT_RANK.get(status.confirmation or "processed", 0) >= wanted:
                 del in_flight[signature]
                 done += 1
