@@ -229,9 +229,6 @@ class _Flight:
     signer_count: int = 1
     sent_at: float = -math.inf
     """When its bytes last went out (resends are timed from it)."""
-    first_sent_at: float = math.inf
-    """When these bytes first went out: unseen a whole ``RESEND_INTERVAL`` later, they were
-    lost (a busy leader lands what it got within a few slots)."""
     retry_at: float | None = None
     """When set, the next send is due then, whatever the rules say (a blockhash the leader
     did not know yet: the same bytes go again in about a slot)."""
@@ -438,8 +435,7 @@ class Sender:
         flight.wire = wire
         flight.signed_with = self._blockhash
         flight.last_valid_height = self._last_valid
-        flight.sent_at, flight.first_sent_at = -math.inf, math.inf
-        flight.seen, flight.retry_at = False, None
+        flight.sent_at, flight.seen, flight.retry_at = -math.inf, False, None
 
     async def _refresh_blockhash(self, force: bool = False) -> None:
         if self._blockhash is None:
@@ -492,9 +488,8 @@ class Sender:
             and state.height <= flight.last_valid_height
         ]
         if any(flight.retry_at is None for flight in due):
-            # Unseen past its time: a node drops what the payer cannot pay for.
+            # Unseen past its time: lost (a node also drops what the payer cannot pay for).
             await self._check_payer(due, len(state.in_flight) + len(state.queue))
-        if any(now - flight.first_sent_at >= RESEND_INTERVAL for flight in due):
             self._lossy = True
         semaphore = asyncio.Semaphore(self.concurrency)
 
@@ -543,7 +538,6 @@ class Sender:
                 stats.resent += copies - 1 + (flight.sent_at > -math.inf)
                 state.in_flight[flight.signature] = flight
                 flight.sent_at, flight.retry_at = answered, None
-                flight.first_sent_at = min(flight.first_sent_at, answered)
                 if _went(result):
                     continue
                 assert isinstance(result, RpcCallError)
