@@ -9,12 +9,16 @@ The sender owns the retries, as Solana's guide to retrying transactions recommen
 agave's ``send_and_confirm_transactions_in_parallel`` does: nodes are asked not to resend
 (``maxRetries: 0``), and every ``RESEND_INTERVAL`` seconds each transaction the node has
 not seen yet is sent again, the same bytes: a resend is the same signature, which the
-cluster processes once, so it never makes a second transaction. Only once its blockhash
-expired (the block height passed its last valid height, read before the statuses from the
-same node, so a status read after it that is still unseen can never appear) is a
-transaction signed again with a fresh blockhash. ``BlockhashNotFound`` (a blockhash the
-leader does not know yet) is no attempt either: the same bytes go again a slot later, and
-new transactions take the next blockhash. The sender gives up only on time without
+cluster processes once, so it never makes a second transaction. What the sender sees makes
+a transaction overdue sooner, two slots after its send (``OVERDUE``): when it is among the
+last few the caller waits for (``TAIL``), or when one sent no earlier was seen and nothing
+new was for two slots (once the sender had a loss, whatever was). A sender that had a loss
+(a resend came due) sends its tail's bytes twice each time, two chances against one loss.
+Only once its blockhash expired (the block height passed its last valid height, read
+before the statuses from the same node, so a status read after it that is still unseen can
+never appear) is a transaction signed again with a fresh blockhash. ``BlockhashNotFound``
+(a blockhash the leader does not know yet) is no attempt either: the same bytes go again a
+slot later, and new transactions take the next blockhash. The sender gives up only on time without
 progress: when nothing was confirmed while ``max_expiries`` blockhash lifetimes passed (or
 the block height stood still for ``STALLED_HEIGHT`` seconds). A sender's first blockhash
 is newer than any an earlier run could have signed with, so no transaction of ours is
@@ -83,8 +87,8 @@ BATCH_SIZE = 128
 RESEND_INTERVAL = 2.0
 """Seconds between two sends of the same bytes while the node has not seen them."""
 OVERDUE = 0.8
-"""Seconds (two slots) after which a sender that has had a loss resends an unseen
-transaction: when one sent no earlier was seen already, or in the tail."""
+"""Seconds (two slots) after which an overdue transaction is resent: one of the tail, or one
+the node landed others sent with or after (see ``Sender._resend_at``)."""
 TAIL = 4
 """Unseen transactions left, nothing more to sign, at which a sender that has had a loss
 sends each one's bytes twice per send (two chances against one loss)."""
