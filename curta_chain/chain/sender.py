@@ -90,8 +90,9 @@ OVERDUE = 0.8
 """Seconds (two slots) after which an overdue transaction is resent: one of the tail, or one
 the node landed others sent with or after (see ``Sender._resend_at``)."""
 TAIL = 4
-"""Unseen transactions left, nothing more to sign, at which a sender that has had a loss
-sends each one's bytes twice per send (two chances against one loss)."""
+"""Unseen transactions left, nothing more to sign, from which they are resent ``OVERDUE``
+after their send and, once the sender has had a loss, go twice a send (two chances against
+one loss)."""
 POLL_INTERVAL = 0.4
 """Seconds between two status polls off loopback while nothing new lands: about a slot."""
 LOOPBACK_POLL = 0.05
@@ -301,8 +302,9 @@ class Sender:
     _fetched_at: float = field(default=0.0, init=False, repr=False)
     _refused_blockhash: Hash | None = field(default=None, init=False, repr=False)
     _lossy: bool = field(default=False, init=False, repr=False)
-    """A transaction of this sender's was lost: from then on the overdue go again after
-    ``OVERDUE``, and the tails twice."""
+    """A transaction of this sender's was lost (kept for the command's run): from then on
+    one a later send outran goes again ``OVERDUE`` after its send without waiting for two
+    quiet slots, and tails go twice."""
 
     def __post_init__(self) -> None:
         if self.poll_interval is None:
