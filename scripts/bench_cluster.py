@@ -82,6 +82,7 @@ class CountingSender(Sender):
 
     def reset(self) -> None:
         self.signed = self.sent_calls = self.landed = 0
+        self._lossy = False  # each command starts as a fresh process does, with no loss seen
 
 
 @dataclass

@@ -9,12 +9,16 @@ The sender owns the retries, as Solana's guide to retrying transactions recommen
 agave's ``send_and_confirm_transactions_in_parallel`` does: nodes are asked not to resend
 (``maxRetries: 0``), and every ``RESEND_INTERVAL`` seconds each transaction the node has
 not seen yet is sent again, the same bytes: a resend is the same signature, which the
-cluster processes once, so it never makes a second transaction. Only once its blockhash
-expired (the block height passed its last valid height, read before the statuses from the
-same node, so a status read after it that is still unseen can never appear) is a
-transaction signed again with a fresh blockhash. ``BlockhashNotFound`` (a blockhash the
-leader does not know yet) is no attempt either: the same bytes go again a slot later, and
-new transactions take the next blockhash. The sender gives up only on time without
+cluster processes once, so it never makes a second transaction. What the sender sees makes
+a transaction overdue sooner, two slots after its send (``OVERDUE``): when it is among the
+last few the caller waits for (``TAIL``), or when one sent no earlier was seen and nothing
+new was for two slots (once the sender had a loss, whatever was). A sender that had a loss
+(a resend came due) sends its tail's bytes twice each time, two chances against one loss.
+Only once its blockhash expired (the block height passed its last valid height, read
+before the statuses from the same node, so a status read after it that is still unseen can
+never appear) is a transaction signed again with a fresh blockhash. ``BlockhashNotFound``
+(a blockhash the leader does not know yet) is no attempt either: the same bytes go again a
+slot later, and new transactions take the next blockhash. The sender gives up only on time without
 progress: when nothing was confirmed while ``max_expiries`` blockhash lifetimes passed (or
 the block height stood still for ``STALLED_HEIGHT`` seconds). A sender's first blockhash
 is newer than any an earlier run could have signed with, so no transaction of ours is
@@ -82,6 +86,13 @@ BATCH_SIZE = 128
 """sendTransaction calls per group the sender hands the client (which may split it)."""
 RESEND_INTERVAL = 2.0
 """Seconds between two sends of the same bytes while the node has not seen them."""
+OVERDUE = 0.8
+"""Seconds (two slots) after which an overdue transaction is resent: one of the tail, or one
+the node landed others sent with or after (see ``Sender._resend_at``)."""
+TAIL = 4
+"""Unseen transactions left, nothing more to sign, from which they are resent ``OVERDUE``
+after their send and, once the sender has had a loss, go twice a send (two chances against
+one loss)."""
 POLL_INTERVAL = 0.4
 """Seconds between two status polls off loopback while nothing new lands: about a slot."""
 LOOPBACK_POLL = 0.05
@@ -223,6 +234,9 @@ class _Flight:
     signer_count: int = 1
     sent_at: float = -math.inf
     """When its bytes last went out (resends are timed from it)."""
+    retry_at: float | None = None
+    """When set, the next send is due then, whatever the rules say (a blockhash the leader
+    did not know yet: the same bytes go again in about a slot)."""
     seen: bool = False
     """The node has a status for it: it landed, only not at our commitment yet."""
     signings: int = 0
@@ -240,6 +254,12 @@ class _Round:
     height_since: float = 0.0
     """When the block height was last seen to move."""
     last_refusal: str = ""
+    seen_sent_at: float = -math.inf
+    """The latest send of a transaction the node has seen: one unseen sent no later is
+    overdue two slots after its send, once nothing new was seen for as long."""
+    seen_at: float = -math.inf
+    """When a transaction was last seen for the first time: a busy leader working through
+    more than a block takes lands some every slot, a lost one never."""
     idle: int = 0
     """Polls in a row that confirmed nothing."""
 
@@ -281,6 +301,10 @@ class Sender:
     _last_valid: int = field(default=0, init=False, repr=False)
     _fetched_at: float = field(default=0.0, init=False, repr=False)
     _refused_blockhash: Hash | None = field(default=None, init=False, repr=False)
+    _lossy: bool = field(default=False, init=False, repr=False)
+    """A transaction of this sender's was lost (kept for the command's run): from then on
+    one a later send outran goes again ``OVERDUE`` after its send without waiting for two
+    quiet slots, and tails go twice."""
 
     def __post_init__(self) -> None:
         if self.poll_interval is None:
@@ -373,8 +397,33 @@ class Sender:
         if any(flight.seen for flight in flights):
             return self.interval
         backoff = min(self.interval * 2 ** max(state.idle - 2, 0), self.resend_interval)
-        due = min((f.sent_at + self.resend_interval for f in flights), default=math.inf)
+        tail = self._tail(state)
+        due = min((self._resend_at(f, state, tail) for f in flights), default=math.inf)
         return max(min(backoff, due - self.clock()), 0.0)
+
+    def _tail(self, state: _Round, adding: int = 0) -> bool:
+        """Whether the round is down to its last few unseen transactions, nothing to sign."""
+        if state.queue:
+            return False
+        unseen = sum(1 for flight in state.in_flight.values() if not flight.seen)
+        return unseen + adding <= TAIL
+
+    def _resend_at(self, flight: _Flight, state: _Round, tail: bool) -> float:
+        """When an unseen transaction's same bytes are due to go again.
+
+        Every resend interval, or two slots after its send (``OVERDUE``) when it is
+        overdue by what the sender sees: it is in the tail the caller waits for, or one
+        sent no earlier already landed and either nothing new landed for two slots or the
+        sender had a loss. Before any loss, the bulk a busy leader is still working
+        through (more writes than a block takes, some landing every slot) is never resent.
+        """
+        if flight.retry_at is not None:
+            return flight.retry_at
+        quiet = self.clock() - state.seen_at >= OVERDUE
+        early = tail or (flight.sent_at <= state.seen_sent_at and (quiet or self._lossy))
+        return flight.sent_at + (
+            min(OVERDUE, self.resend_interval) if early else self.resend_interval
+        )
 
     def _sign(self, flight: _Flight, stats: SendStats) -> None:
         assert self._blockhash is not None
@@ -392,7 +441,7 @@ class Sender:
         flight.wire = wire
         flight.signed_with = self._blockhash
         flight.last_valid_height = self._last_valid
-        flight.sent_at, flight.seen = -math.inf, False
+        flight.sent_at, flight.seen, flight.retry_at = -math.inf, False, None
 
     async def _refresh_blockhash(self, force: bool = False) -> None:
         if self._blockhash is None:
@@ -436,27 +485,36 @@ class Sender:
         starts before the next group is signed.
         """
         now = self.clock()
+        tail = self._tail(state)
         due = [
             flight
             for flight in state.in_flight.values()
             if not flight.seen
-            and now - flight.sent_at >= self.resend_interval
+            and now >= self._resend_at(flight, state, tail)
             and state.height <= flight.last_valid_height
         ]
-        if due:
-            # Unseen for a resend interval: a node drops what the payer cannot pay for.
+        if any(flight.retry_at is None for flight in due):
+            # Unseen past its time: lost (a node also drops what the payer cannot pay for).
             await self._check_payer(due, len(state.in_flight) + len(state.queue))
+            self._lossy = True
         semaphore = asyncio.Semaphore(self.concurrency)
 
-        async def send_group(group: list[_Flight]) -> list[object]:
-            self.client.sends += len(group)
+        async def send_group(group: list[_Flight], copies: int) -> list[object]:
+            calls = [self.client.send_call(f.wire) for f in group for _ in range(copies)]
+            self.client.sends += len(calls)
             try:
-                return await self.client.batch([self.client.send_call(f.wire) for f in group])
+                answers = await self.client.batch(calls)
             finally:
                 semaphore.release()
+            # Of a flight's copies, the answer that says it went (else the first refusal).
+            return [
+                next((a for a in pair if _went(a)), pair[0])
+                for pair in zip(*(answers[i::copies] for i in range(copies)), strict=True)
+            ]
 
-        sending: list[tuple[list[_Flight], asyncio.Task[list[object]]]] = []
+        sending: list[tuple[list[_Flight], int, asyncio.Task[list[object]]]] = []
         room = self.window - len(state.in_flight)
+        signed = 0
         try:
             while due or (state.queue and room > 0):
                 if due:
@@ -468,27 +526,30 @@ class Sender:
                         self._sign(flight, stats)
                         group.append(flight)
                     room -= len(group)
+                    signed += len(group)
+                # A lossy sender's last few go twice: a loss of one copy costs no resend.
+                copies = 2 if self._lossy and self._tail(state, signed) else 1
                 await semaphore.acquire()
-                sending.append((group, asyncio.create_task(send_group(group))))
+                sending.append((group, copies, asyncio.create_task(send_group(group, copies))))
                 await asyncio.sleep(0)
-            answers = await asyncio.gather(*(task for _, task in sending))
+            answers = await asyncio.gather(*(task for *_, task in sending))
         finally:
-            for _, task in sending:
+            for *_, task in sending:
                 task.cancel()
         answered = self.clock()
         unknown: Hash | None = None
-        for (group, _), results in zip(sending, answers, strict=True):
+        for (group, copies, _), results in zip(sending, answers, strict=True):
             for flight, result in zip(group, results, strict=True):
-                stats.sent += 1
-                if flight.sent_at > -math.inf:
-                    stats.resent += 1
+                stats.sent += copies
+                stats.resent += copies - 1 + (flight.sent_at > -math.inf)
                 state.in_flight[flight.signature] = flight
-                flight.sent_at = answered
-                if not isinstance(result, RpcCallError) or _already_processed(result):
+                flight.sent_at, flight.retry_at = answered, None
+                if _went(result):
                     continue
+                assert isinstance(result, RpcCallError)
                 if _blockhash_unknown(result):
                     # Not yet known to the leader: the same bytes go again in about a slot.
-                    flight.sent_at = answered - self.resend_interval + self.interval
+                    flight.retry_at = answered + self.interval
                     unknown = flight.signed_with
                 elif (short := _preflight_funds(result)) is not None:
                     raise InsufficientFundsError(
@@ -533,7 +594,10 @@ class Sender:
                 continue
             if status.err is not None:
                 raise self._failure(flight, status.err)
-            flight.seen = True
+            if not flight.seen:
+                flight.seen = True
+                state.seen_sent_at = max(state.seen_sent_at, flight.sent_at)
+                state.seen_at = now
             if COMMITMENT_RANK.get(status.confirmation or "processed", 0) >= wanted:
                 del in_flight[signature]
                 done += 1
@@ -544,6 +608,7 @@ class Sender:
                 if progress is not None:
                     progress.advance(flight.spec.payload_bytes, 1)
         if expired:
+            self._lossy = True
             await self._check_payer(expired, len(specs) - stats.confirmed)
             state.queue.extendleft(reversed(expired))
         if done:
@@ -586,6 +651,11 @@ class Sender:
             f"gave up with {unconfirmed} of {total} transactions not confirmed: {why}{last}; "
             f"{self.resume_hint}"
         )
+
+
+def _went(answer: object) -> bool:
+    """A send's answer says the node has the transaction (a signature, or AlreadyProcessed)."""
+    return not isinstance(answer, RpcCallError) or _already_processed(answer)
 
 
 def _already_processed(error: RpcCallError) -> bool:
