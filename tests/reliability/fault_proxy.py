@@ -139,10 +139,10 @@ class SentTransaction:
     """The curta instruction it carries (e.g. ``write_weights``), or ``other``."""
     signatures: int
     account: str = ""
-    blockhash: str = ""
     """For a write: the weight account written."""
     offset: int = 0
     payload_bytes: int = 0
+    blockhash: str = ""
 
 
 @dataclass(frozen=True)
