@@ -60,13 +60,22 @@ class CloseResult:
         }
 
 
+def _check_closable(address: Pubkey, model: ModelAccount, authority: Pubkey) -> None:
+    if model.state == ModelState.SEALED:
+        raise AccountError(f"model {address} is sealed: a sealed model never changes")
+    if model.authority != authority:
+        raise AccountError(f"model {address} belongs to {model.authority}; pass its keypair")
+
+
 async def close_cost(ctx: ChainContext, address: Pubkey) -> int:
     """The fees closing the model from where it stands costs (``ctx.payer`` pays them).
 
     Raises:
-        AccountError: there is no curta model at ``address``.
+        AccountError: there is no curta model at ``address``, or ``ctx.authority`` cannot
+            close it (it is sealed, or another's): said before any cost is.
     """
     model = await require_model(ctx.client, ctx.program_id, address)
+    _check_closable(address, model, ctx.authority.pubkey())
     weights, last = ctx.transactions.closes(address, _bound(model))
     kinds = [(last, 1)] + ([(weights[0], len(weights))] if weights else [])
     return await estimate_fees(ctx.client, ctx.payer.pubkey(), kinds)
@@ -86,10 +95,7 @@ async def close(ctx: ChainContext, address: Pubkey, recipient: Pubkey | None = N
     recipient = recipient or authority
     started = time.monotonic()
     model = await require_model(client, ctx.program_id, address)
-    if model.state == ModelState.SEALED:
-        raise AccountError(f"model {address} is sealed: a sealed model never changes")
-    if model.authority != authority:
-        raise AccountError(f"model {address} belongs to {model.authority}; pass its keypair")
+    _check_closable(address, model, authority)
     bound = _bound(model)
     infos = await client.accounts([address, *(account for _, account in bound)], head=0)
     held = [info.lamports if info is not None else 0 for info in infos]
