@@ -38,6 +38,7 @@ from solders.system_program import ID as SYSTEM_PROGRAM_ID
 from curta_chain.artifact import Artifact
 from curta_chain.chain.accounts import require_model
 from curta_chain.chain.context import ChainContext
+from curta_chain.chain.fees import estimate_fees
 from curta_chain.chain.fetch import fetch_artifact
 from curta_chain.chain.funds import require_funds
 from curta_chain.chain.keys import ClusterScope, run_keypair
@@ -55,7 +56,7 @@ from curta_chain.errors import AccountError, InputError, MirrorMismatchError, Pr
 from curta_chain.inference import IntModel, SamplingSettings, Tokenizer, plan_run
 from curta_chain.program import FinishReason, ModelAccount, ModelState, Region, RunAccount, RunState
 from curta_chain.program.run_account import opened_run_data
-from curta_chain.program.run_mirror import Logged, RunMirror
+from curta_chain.program.run_mirror import Logged, RunMirror, phase_name
 from curta_chain.reporting import sol
 
 _SETTLED = ("RunFinished", "MissingWeightAccount")
@@ -259,8 +260,22 @@ async def run_on_chain(
     address = keypair.pubkey()
     chain = await flow.read_run(flow.processed)
     flow.since_slot = flow.processed.context_slot
+    counted_steps: int | None = None
     if chain is None:
-        await _open(flow, keypair, artifact, capacity, opening, settings, len(opened), confirm)
+        # Every step the run takes is known before it opens: the funds check counts their fees.
+        with reporter.waiting("the mirror to count the run's steps"):
+            counted_steps = RunMirror(artifact, opened, int_model, tokenizer).steps_to_finish()
+        await _open(
+            flow,
+            keypair,
+            artifact,
+            capacity,
+            opening,
+            settings,
+            len(opened),
+            confirm,
+            counted_steps,
+        )
         reporter.line(f"opened run {address}: {capacity} tokens, {len(opened):,} bytes")
         chain = await _read_after(flow, flow.processed)
     header = RunAccount.from_bytes(chain)
@@ -274,8 +289,11 @@ async def run_on_chain(
     else:
         mirror.compare(chain, header)
     resumed_tokens = len(result.generated)
-    with reporter.waiting("the mirror to count the run's steps"):
-        remaining = mirror.steps_to_finish()
+    if counted_steps is not None and not header.steps:
+        remaining = counted_steps
+    else:
+        with reporter.waiting("the mirror to count the run's steps"):
+            remaining = mirror.steps_to_finish()
     await _crank(flow, mirror, result, remaining, account_cu_limit)
     if flow.last_signature:
         await wait_for_signature(client, flow.last_signature)
@@ -309,13 +327,14 @@ async def _open(
     settings: SamplingSettings,
     size: int,
     confirm: Callable[[int, int], None] | None,
+    steps: int,
 ) -> None:
-    """Create the run account (its address may hold lamports someone sent) and open it."""
+    """Create the run account (its address may hold lamports someone sent) and open it.
+
+    The payer must hold the rent it locks and the fees of opening and of all ``steps``.
+    """
     (funding,) = await plan_new_accounts(flow.ctx.client, [(keypair.pubkey(), size)])
     payer = flow.ctx.payer.pubkey()
-    await require_funds(flow.ctx.client, payer, funding.transfer, "opening the run locks")
-    if confirm is not None:
-        confirm(funding.transfer, size)
     spec = flow.ctx.transactions.open_run(
         keypair,
         funding,
@@ -327,6 +346,17 @@ async def _open(
         artifact.config,
     )
     _check_size(spec, flow.ctx.payer, len(prompt))
+    section_zero = flow.model_account.sections[0].weight_account
+    step = flow.ctx.transactions.step(flow.address, flow.model, [section_zero], 0)
+    fees = await estimate_fees(flow.ctx.client, payer, [(spec, 1), (step, steps)])
+    await require_funds(
+        flow.ctx.client,
+        payer,
+        funding.transfer + fees,
+        f"opening the run (its rent) and its {steps} steps (their fees) need",
+    )
+    if confirm is not None:
+        confirm(funding.transfer, size)
     flow.count(await flow.sender.send([spec], commitment="processed"))
 
 
@@ -381,6 +411,8 @@ async def _crank(
 
             async def look() -> None:
                 _show(flow, result, mirror.observe(await _read_after(flow, flow.processed)))
+                seen = mirror.header
+                bar.describe(f"{phase_name(seen)}, position {seen.position + 1}/{seen.capacity}")
 
             try:
                 with round_sender(flow.sender, in_flight) as sender:

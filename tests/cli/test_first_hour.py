@@ -85,7 +85,8 @@ def test_money_is_said_before_it_is_spent(capsys, localnet, fund, tmp_path, art)
 
     # A run on chain the payer cannot open: one line, nothing spent.
     code, out, err = poor("run", model, "--on-chain", "--prompt", "hi", "--steps", "1")
-    assert code == 1 and out == "" and re.match(shortfall(poor_key, "opening the run locks"), err)
+    need = r"opening the run \(its rent\) and its \d+ steps \(their fees\) need"
+    assert code == 1 and out == "" and re.match(shortfall(poor_key, need), err), err
 
     # A run on chain says the rent it locks, and ends on the mirror's check; greedy: no seed.
     code, out, err = user(
