@@ -21,6 +21,7 @@ __all__ = [
     "rent",
     "rpc",
     "run_onchain",
+    "run_pipeline",
     "runs",
     "seal",
     "sender",

@@ -109,10 +109,12 @@ def test_a_killed_run_resumes_from_the_chain_after_a_stranger_s_short_step(
     capsys, localnet, fund, sealed_model
 ):
     model, artifact, chain, keypair = sealed_model
-    args = ["--prompt", PROMPT, "--steps", "40", "--temperature", "0"]
+    # 150 steps: more than the two windows (PIPELINE_BLOCKS blocks' worth of steps each) that
+    # may be on the wire when the kill comes, and land after it.
+    args = ["--prompt", PROMPT, "--steps", "100", "--temperature", "0"]
     command = [sys.executable, "-m", "curta_chain", "run", model, *args, *chain, "--on-chain"]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    capacity = len(cli_json(capsys, "run", str(artifact), *args)["prompt_ids"]) + 40
+    capacity = len(cli_json(capsys, "run", str(artifact), *args)["prompt_ids"]) + 100
     run = the_run(localnet.url, keypair, model, capacity)
     # Counted at the commitment the resumed run reads at, so it sees at least as many.
     steps = 0
@@ -223,7 +225,17 @@ def test_a_bot_stepping_a_live_run_does_not_break_it(localnet, fund, sealed_mode
             weights = [slot.weight_account for slot in account.sections]
             ctx = ChainContext(client, PROGRAM_ID, payer)
             crank = asyncio.create_task(bot(bot_client, weights))
-            result = await run_on_chain(ctx, address, PROMPT, 12, settings, on_piece=pieces.append)
+            # A cluster whose blocks take two of the run's steps: four in flight, so the
+            # bot's steps land between the run's.
+            result = await run_on_chain(
+                ctx,
+                address,
+                PROMPT,
+                12,
+                settings,
+                on_piece=pieces.append,
+                account_cu_limit=2 * MAX_COMPUTE_UNITS,
+            )
             await crank
             return result
         finally:

@@ -76,6 +76,8 @@ class RunMirror:
         self._data = bytes(data)
         self._ahead: list[StepPlan] = []
         """Planned steps right after ``data``, in order (kept until the mirror passes them)."""
+        self.units = 0
+        """Estimated compute units (the cost model's) of the steps ``observe`` passed."""
 
     @property
     def data(self) -> bytes:
@@ -208,6 +210,7 @@ class RunMirror:
         _compare(chain, expected, before)
         del self._ahead[: steps - now]
         self._data = expected
+        self.units += sum(plan.estimated for plan in passed)
         return [token for plan in passed for token in plan.logged]
 
     def compare(self, chain: bytes, before: RunAccount) -> None:
