@@ -7,7 +7,11 @@ stories15M shape. Scenarios: clean, 10 % and 30 % of accepted transactions lost,
 providers' limits on (--rps, --max-batch). Each row says the command's time against its
 clean time in the same run, the transactions signed, sent and landed, and the lamports
 spent beyond the plan (what the payer lost less the plan's rent and fees: a duplicate a
-resend landed, a refused step).
+resend landed, a refused step). A second table gives each run's tokens a second (over the
+command's wall time) and, over the slots from its first step to its last, tokens a slot,
+slots a token and blocks a token: on this machine the localnet's LiteSVM, which interprets
+the program (~70 ms a 1.2M-unit step), bounds the wall time, and a block it takes longer
+to execute than a slot lasts leaves the slots after it empty.
 
     .venv/bin/python scripts/bench_cluster.py [--quick] [--tokens N] [--seed N]
 
@@ -98,6 +102,33 @@ class Row:
     blocks: int | None = None
     """Of those, the slots whose blocks held one (fewer than ``slots`` when the localnet's
     own execution, not the client, keeps a block from coming sooner)."""
+    run: "RunNumbers | None" = None
+
+
+@dataclass
+class RunNumbers:
+    """A run's steps: how many, and the slots and blocks they landed in."""
+
+    tokens: int
+    steps: int
+    step_slots: int
+    """Slots from the first step's to the last step's (openRun and closeRun left out)."""
+    step_blocks: int
+    """Of those, the slots whose blocks held a step."""
+    seconds: float
+    """The command's wall time (opening, the mirror's count and closing included)."""
+
+    def to_json(self) -> dict[str, float | int]:
+        return {
+            "tokens": self.tokens,
+            "steps": self.steps,
+            "step_slots": self.step_slots,
+            "step_blocks": self.step_blocks,
+            "tokens_per_second": round(self.tokens / self.seconds, 2),
+            "tokens_per_slot": round(self.tokens / self.step_slots, 2),
+            "slots_per_token": round(self.step_slots / self.tokens, 2),
+            "blocks_per_token": round(self.step_blocks / self.tokens, 2),
+        }
 
 
 def free_port() -> int:
@@ -199,6 +230,15 @@ async def model_rows(
     since = await client.call("getSlot", [{"commitment": "processed"}])
     row = await measured(client, sender, f"run {label} ({tokens} tokens)", 0, running)
     row.slots, row.blocks = await slots_spanned(client, runs[0].run, since)
+    # Oldest first: openRun lands before any step is sent, closeRun after the last.
+    steps = [t.slot for t in await client.landed_transactions(runs[0].run, since)][1:-1]
+    row.run = RunNumbers(
+        len(runs[0].generated),
+        len(steps),
+        max(steps) - min(steps) + 1,
+        len(set(steps)),
+        row.seconds,
+    )
     # The plan of a closed run: its rent comes back; one fee a signature (openRun has two).
     row.beyond_plan -= SIGNATURE_FEE * (runs[0].transactions + 1)
     rows.append(row)
@@ -251,6 +291,22 @@ def main() -> None:
                 f"| {row.slots if row.slots is not None else '-':>5} "
                 f"| {row.blocks if row.blocks is not None else '-':>6} |"
             )
+    print()
+    print(
+        "| scenario | run | tokens | steps | seconds | tokens/s | slots of steps "
+        "| blocks of steps | tokens/slot | slots/token | blocks/token |"
+    )
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for name, rows in results.items():
+        for row in rows:
+            if row.run is not None:
+                n = row.run.to_json()
+                print(
+                    f"| {name} | {row.command} | {n['tokens']} | {n['steps']} "
+                    f"| {row.seconds:.1f} | {n['tokens_per_second']} | {n['step_slots']} "
+                    f"| {n['step_blocks']} | {n['tokens_per_slot']} | {n['slots_per_token']} "
+                    f"| {n['blocks_per_token']} |"
+                )
     print(
         json.dumps(
             {
@@ -263,6 +319,7 @@ def main() -> None:
                         "lamports_beyond_plan": row.beyond_plan,
                         "slots": row.slots,
                         "blocks": row.blocks,
+                        **(row.run.to_json() if row.run is not None else {}),
                     }
                     for row in rows
                 }

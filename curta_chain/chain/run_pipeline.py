@@ -40,7 +40,7 @@ from curta_chain.chain.specs import STEP_CU, TxSpec, sign
 from curta_chain.chain.watch import round_sender, while_watching
 from curta_chain.constants import MAX_LOADED_ACCOUNTS_DATA_SIZE
 from curta_chain.errors import AccountError, ProgramError, RpcCallError
-from curta_chain.program import FinishReason, ModelAccount, Region, transaction_error
+from curta_chain.program import FinishReason, ModelAccount, Region, RunState, transaction_error
 from curta_chain.program.run_mirror import Logged, RunMirror, phase_name
 from curta_chain.reporting import Progress
 
@@ -235,7 +235,8 @@ async def crank(
         seen = mirror.header
         bar.advance(0, seen.steps - shown[0], mirror.units - shown[1])
         shown[:] = [seen.steps, mirror.units]
-        bar.describe(f"{phase_name(seen)}, position {seen.position + 1}/{seen.capacity}")
+        phase = "finished" if seen.state == RunState.FINISHED else phase_name(seen)
+        bar.describe(f"{phase}, position {seen.position + 1}/{seen.capacity}")
 
     async def look() -> None:
         see(await flow.read_after(flow.processed))

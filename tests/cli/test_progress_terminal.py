@@ -1,4 +1,5 @@
-"""The progress display on a real 80-column terminal (a pty): publish and seal a 16 MB model.
+"""The progress display on a real 80-column terminal (a pty): publish and seal a 16 MB model,
+run one on chain.
 
 Every frame the bar draws must fit in 79 columns (the 80th makes some terminals wrap), so
 each redraw overwrites the last instead of scrolling a new line; a seal interrupted and
@@ -8,12 +9,14 @@ The localnet makes blocks (``--blocks``): a seal sends its steps many at once, a
 takes at most 100 writes of the model account, so the seal is seen part way through.
 """
 
+import json
 import re
 from collections.abc import Iterator
 
 import pytest
 from pty_helper import Terminal, curta
 
+from curta_chain.cli import main
 from curta_chain.cli.keypairs import write_keypair
 from curta_chain.localnet import BusyOptions, LocalnetHandle, start_in_thread
 
@@ -77,3 +80,24 @@ def test_publish_and_seal_on_an_80_column_terminal(blocks, fund, tmp_path, stori
     assert seals[-1].startswith("seal 100% [##")
     assert max(len(f) for f in seals) <= 79
     assert f"sealed {model}" in text
+
+
+def test_run_on_chain_shows_its_compute_units(capsys, localnet, fund, tmp_path, stories260k):
+    art, keypair = tmp_path / "m.curta", tmp_path / "id.json"
+    art.write_bytes(stories260k.data)
+    write_keypair(fund(localnet.url, 100), keypair)
+    via = ["-u", localnet.url, "-k", str(keypair)]
+    assert main(["publish", str(art), *via, "--output", "json-compact"]) == 0
+    model = json.loads(capsys.readouterr().out.strip().splitlines()[-1])["model"]
+    assert main(["seal", model, *via]) == 0
+    capsys.readouterr()
+
+    argv = curta("run", model, "--on-chain", "--prompt", "Once", "--steps", "8", *via)
+    run = Terminal([*argv, "--temperature", "0"], columns=80, cwd=tmp_path)
+    out = run.finish()
+    assert run.process.returncode == 0, out
+    bars = bar_frames(out, "run")
+    assert bars and max(len(f) for f in bars) <= 79, out
+    # The last frame: every step, the compute units the mirror gives them, the position.
+    assert re.match(r"run 100% .* \d+/\d+ tx \d+(\.\d)?M CU", bars[-1]), bars[-1]
+    assert "finished, position " in bars[-1], bars[-1]
