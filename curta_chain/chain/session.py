@@ -116,12 +116,13 @@ async def connect(
 async def follow_owner(
     connection: Connection, address: Pubkey, trusted_hashes: Sequence[str] = ()
 ) -> Connection | None:
-    """The connection to read ``address`` through, when its owner is another trusted program.
+    """The connection to act on ``address`` through, when its owner is another trusted program.
 
     A model published under one shipped build (the localnet's preloaded program) stays
-    readable after another is deployed and recorded. Returns None when the account is
-    missing, owned by the connection's program, or owned by anything but a program
-    holding a shipped build (or a trusted hash): reading it then fails as it would.
+    readable, sealable, closable and runnable after another is deployed and recorded: only
+    its owner can act on it. Returns None when the account is missing, owned by the
+    connection's program, or owned by anything but a program holding a shipped build (or a
+    trusted hash): the command then fails as it would.
     """
     (info,) = await connection.client.accounts([address], head=0)
     if info is None or info.owner == connection.program_id:
@@ -136,5 +137,5 @@ async def follow_owner(
         program=program,
         program_source=f"the owner of {address}",
         note=f"{address} belongs to program {info.owner} (a shipped build), not "
-        f"{connection.program_id}: reading it there",
+        f"{connection.program_id}: using that program",
     )

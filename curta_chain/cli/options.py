@@ -245,9 +245,12 @@ class Cluster:
         return connection
 
     async def follow_owner(self, connection: "Connection", address: "Pubkey") -> "Connection":
-        """For a read: the connection to the program that owns ``address`` (``session``).
+        """The connection to the program that owns the model ``address`` (``session``).
 
-        With ``--program-id`` the named program is used, whoever owns the account.
+        For every command on an existing model (a read, seal, close, a run on chain): a
+        model published under one shipped build stays usable after another is deployed and
+        recorded, since only its owner can act on it. With ``--program-id`` the named
+        program is used, whoever owns the account.
         """
         from curta_chain.chain.session import follow_owner
 

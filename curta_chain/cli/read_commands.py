@@ -90,6 +90,7 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
 
 
 def _verify(args: argparse.Namespace) -> int:
+    from curta_chain.chain.cluster import same_node
     from curta_chain.chain.verify import LISTED_RANGES, verify
 
     artifact = read_artifact_file(args.artifact)
@@ -97,7 +98,7 @@ def _verify(args: argparse.Namespace) -> int:
     target = resolve(args, reporter)
     address = parse_pubkey(args.model, "model")
     cross_check = resolve_url(args.cross_check, "--cross-check") if args.cross_check else None
-    if cross_check is not None and cross_check.rstrip("/") == target.url.rstrip("/"):
+    if cross_check is not None and same_node(cross_check, target.url):
         from curta_chain.errors import ConfigError
 
         raise ConfigError(

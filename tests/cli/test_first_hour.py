@@ -129,10 +129,30 @@ def test_a_recorded_program_missing_from_this_localnet_falls_back_to_the_preload
     assert code == 0 and f"Program:        {LOCALNET_PROGRAM_ID}" in out, err
     assert err == (
         f"{model} belongs to program {LOCALNET_PROGRAM_ID} (a shipped build), not {program}: "
-        "reading it there\n"
+        "using that program\n"
     )
     code, out, err = user("verify", model, str(art), "-C", str(deployed), keypair=False)
     assert code == 1 and out.startswith(f"NOT verified {model}: 1 problem"), err  # unsealed
+    # So do the commands that act on it: seal, a run on chain, close.
+    follows = (
+        f"{model} belongs to program {LOCALNET_PROGRAM_ID} (a shipped build), not {program}: "
+        "using that program"
+    )
+    code, out, err = user("seal", model, str(art), "-C", str(deployed))
+    assert code == 0 and err.splitlines()[0] == follows and f"sealed {model}" in out, err
+    code, out, err = user(
+        "run", model, "--on-chain", "--prompt", "hi", "--steps", "1", "-t", "0", "-C", str(deployed)
+    )
+    assert code == 0 and err.splitlines()[0] == follows, err
+    assert re.search(r"^run \w+: 1 token, finished by", err, re.MULTILINE), err
+    assert err.splitlines()[-1] == (
+        "the chain's 1 token equals the off-chain integer core's: the mirror checked every step"
+    )
+    other = User(capsys, localnet.url, tmp_path, fund(localnet.url, 10))
+    unsealed = other.json("publish", str(art))["model"]
+    code, out, err = other("close", unsealed, "-C", str(deployed))
+    assert code == 0 and err.splitlines()[0] == follows.replace(model, unsealed), err
+    assert other.json("models")["models"] == []
     # Named on the command line, the program is used as named.
     code, _, err = user("status", model, "--program-id", program)
     assert code == 1 and err.startswith(f"error: {model} is not a curta model: owned by "), err
