@@ -48,6 +48,14 @@ class AccountInfo:
 
 
 @dataclass(frozen=True)
+class Simulation:
+    """What simulateTransaction says: the error (None: it would succeed) and the logs."""
+
+    err: Any
+    logs: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class Landed:
     """A transaction that landed: its signature, slot, fee payer and compute units."""
 
@@ -323,11 +331,14 @@ class RpcClient(JsonRpc):
             todo = missing
         return [out[i] for i in range(len(signatures))]
 
-    async def landed_transactions(self, address: Pubkey, since_slot: int) -> list[Landed]:
+    async def landed_transactions(
+        self, address: Pubkey, since_slot: int, failed: bool = False
+    ) -> list[Landed]:
         """Every transaction that landed without error naming ``address`` from ``since_slot``.
 
         Oldest first, each with its fee payer and compute units (getSignaturesForAddress,
-        then getTransaction at confirmed commitment, the lowest that answers it).
+        then getTransaction at confirmed commitment, the lowest that answers it). With
+        ``failed``, those that landed with an error instead (each paid its fee).
 
         Raises:
             RpcError: a transaction the node listed has no meta.
@@ -342,7 +353,7 @@ class RpcClient(JsonRpc):
             signatures += [
                 item["signature"]
                 for item in page
-                if item["slot"] >= since_slot and item.get("err") is None
+                if item["slot"] >= since_slot and (item.get("err") is not None) == failed
             ]
             if len(page) < SIGNATURES_PER_PAGE or page[-1]["slot"] < since_slot:
                 break
@@ -358,6 +369,30 @@ class RpcClient(JsonRpc):
             payer = answer["transaction"]["message"]["accountKeys"][0]
             out.append(Landed(signature, int(answer["slot"]), payer, meta["computeUnitsConsumed"]))
         return out
+
+    async def simulate(self, transaction: bytes, min_context_slot: int = 0) -> Simulation:
+        """Simulate a transaction at the latest (processed) state, at least ``min_context_slot``.
+
+        Its blockhash is replaced and its signatures are not checked (it need not be
+        signed), so nothing about it is sent and nothing is spent.
+
+        Raises:
+            RpcCallError: the node could not simulate it (one behind the slot, say).
+        """
+        config: dict[str, Any] = {
+            "encoding": "base64",
+            "commitment": "processed",
+            "replaceRecentBlockhash": True,
+        }
+        if min_context_slot:
+            config["minContextSlot"] = min_context_slot
+        answer = await self.call(
+            "simulateTransaction", [base64.b64encode(transaction).decode(), config]
+        )
+        value = answer.get("value") if isinstance(answer, dict) else None
+        if not isinstance(value, dict):
+            raise RpcError(f"{self.url}: simulateTransaction: expected a value")
+        return Simulation(value.get("err"), tuple(value.get("logs") or ()))
 
     # Writes.
 

@@ -41,7 +41,7 @@ from curta_chain.chain.funds import require_funds
 from curta_chain.chain.keys import ClusterScope, run_keypair
 from curta_chain.chain.rent import plan_new_accounts
 from curta_chain.chain.rpc import RpcClient
-from curta_chain.chain.run_pipeline import OnChainRun, RunFlow, crank, step_units
+from curta_chain.chain.run_pipeline import OnChainRun, RunFlow, crank, landed_steps
 from curta_chain.chain.sender import wait_for_signature
 from curta_chain.chain.specs import TxSpec, sign
 from curta_chain.constants import ACCOUNT_CU_LIMIT, MAX_TRANSACTION_SIZE
@@ -184,7 +184,7 @@ async def run_on_chain(
     final = mirror.header
     if final.state != RunState.FINISHED:
         raise MirrorMismatchError(f"the run stopped at step {final.steps}, not finished")
-    result.step_units = await step_units(flow)
+    result.step_units, result.refused_steps = await landed_steps(flow)
     result.finish, result.steps = final.finish_reason, final.steps
     result.tokens_sent = len(result.generated) - resumed_tokens
     tokens = _tokens(final, mirror)

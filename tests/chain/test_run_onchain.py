@@ -23,6 +23,7 @@ from curta_chain.chain.plan import NewAccount
 from curta_chain.chain.rent import rent_exempt_minimum
 from curta_chain.chain.rpc import RpcClient
 from curta_chain.chain.run_onchain import run_on_chain
+from curta_chain.chain.run_pipeline import PIPELINE_BLOCKS
 from curta_chain.chain.sender import Sender
 from curta_chain.chain.specs import TxSpec
 from curta_chain.chain.transport import HttpTransport
@@ -248,6 +249,8 @@ def test_a_bot_stepping_a_live_run_does_not_break_it(localnet, fund, sealed_mode
     assert result.generated == want
     assert b"".join(pieces) == tokenizer.decode([*plan.prompt_ids[1:], *want])
     assert len(result.step_units) + len(bot_steps) == result.steps
+    # Steps of the run's that landed after the bot's had finished it: at most one window.
+    assert result.refused_steps <= 2 * PIPELINE_BLOCKS
 
 
 def test_close_run_gives_the_rent_back_and_a_prefunded_address_runs_again(
