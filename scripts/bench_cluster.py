@@ -9,7 +9,8 @@ clean time in the same run, the transactions signed, sent and landed, and the la
 spent beyond the plan (what the payer lost less the plan's rent and fees: a duplicate a
 resend landed, a refused step). A second table gives each run's tokens a second (over the
 command's wall time) and, over the slots from its first step to its last, tokens a slot,
-slots a token and blocks a token: on this machine the localnet's LiteSVM, which interprets
+slots a token and blocks a token (prompt positions included), and the slots a token took
+once the prompt was read: on this machine the localnet's LiteSVM, which interprets
 the program (~70 ms a 1.2M-unit step), bounds the wall time, and a block it takes longer
 to execute than a slot lasts leaves the slots after it empty.
 
@@ -47,8 +48,10 @@ from curta_chain.chain.sender import Sender, SendStats, wait_for_signature
 from curta_chain.chain.specs import TxSpec
 from curta_chain.chain.transport import HttpTransport
 from curta_chain.constants import LAMPORTS_PER_SOL, LOCALNET_PROGRAM_ID
-from curta_chain.inference import SamplingSettings
+from curta_chain.inference import IntModel, SamplingSettings, Tokenizer, plan_run
 from curta_chain.program import ModelState
+from curta_chain.program.run_account import opened_run_data
+from curta_chain.program.run_mirror import RunMirror
 from curta_chain.reporting import Progress
 
 PROGRAM_ID = Pubkey.from_string(LOCALNET_PROGRAM_ID)
@@ -117,9 +120,13 @@ class RunNumbers:
     """Of those, the slots whose blocks held a step."""
     seconds: float
     """The command's wall time (opening, the mirror's count and closing included)."""
+    generating_slots: float
+    """Slots a token took once the prompt was read: from the step that chose the first
+    generated token to the one that chose the last, over the tokens between."""
 
     def to_json(self) -> dict[str, float | int]:
         return {
+            "slots_per_generated_token": round(self.generating_slots, 2),
             "tokens": self.tokens,
             "steps": self.steps,
             "step_slots": self.step_slots,
@@ -230,19 +237,33 @@ async def model_rows(
     since = await client.call("getSlot", [{"commitment": "processed"}])
     row = await measured(client, sender, f"run {label} ({tokens} tokens)", 0, running)
     row.slots, row.blocks = await slots_spanned(client, runs[0].run, since)
-    # Oldest first: openRun lands before any step is sent, closeRun after the last.
-    steps = [t.slot for t in await client.landed_transactions(runs[0].run, since)][1:-1]
+    # openRun lands before any step is sent, closeRun after the last; the k-th step to land
+    # makes the run's step count k, so the slots in order are the slots of steps 1, 2, ...
+    landed = sorted(t.slot for t in await client.landed_transactions(runs[0].run, since))
+    steps = landed[1:-1]
+    chosen = token_steps(artifact, published.model, ctx.payer.pubkey(), tokens)
+    first, last = steps[chosen[0] - 1], steps[chosen[-1] - 1]
     row.run = RunNumbers(
         len(runs[0].generated),
         len(steps),
         max(steps) - min(steps) + 1,
         len(set(steps)),
         row.seconds,
+        (last - first) / max(len(chosen) - 1, 1),
     )
     # The plan of a closed run: its rent comes back; one fee a signature (openRun has two).
     row.beyond_plan -= SIGNATURE_FEE * (runs[0].transactions + 1)
     rows.append(row)
     return rows
+
+
+def token_steps(artifact: Artifact, model: Pubkey, payer: Pubkey, tokens: int) -> list[int]:
+    """The step count after which the greedy run of ``PROMPT`` chooses each of its tokens."""
+    int_model, tokenizer = IntModel.from_artifact(artifact), Tokenizer.from_artifact(artifact)
+    plan = plan_run(int_model, tokenizer, PROMPT, tokens)
+    capacity = len(plan.prompt_ids) + plan.max_tokens
+    opened = opened_run_data(artifact.config, model, payer, capacity, PROMPT.encode())
+    return RunMirror(artifact, opened, int_model, tokenizer).token_steps()
 
 
 async def slots_spanned(client: RpcClient, address: Pubkey, since: int) -> tuple[int, int]:
@@ -294,9 +315,9 @@ def main() -> None:
     print()
     print(
         "| scenario | run | tokens | steps | seconds | tokens/s | slots of steps "
-        "| blocks of steps | tokens/slot | slots/token | blocks/token |"
+        "| blocks of steps | tokens/slot | slots/token | blocks/token | slots/generated token |"
     )
-    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for name, rows in results.items():
         for row in rows:
             if row.run is not None:
@@ -305,7 +326,7 @@ def main() -> None:
                     f"| {name} | {row.command} | {n['tokens']} | {n['steps']} "
                     f"| {row.seconds:.1f} | {n['tokens_per_second']} | {n['step_slots']} "
                     f"| {n['step_blocks']} | {n['tokens_per_slot']} | {n['slots_per_token']} "
-                    f"| {n['blocks_per_token']} |"
+                    f"| {n['blocks_per_token']} | {n['slots_per_generated_token']} |"
                 )
     print(
         json.dumps(

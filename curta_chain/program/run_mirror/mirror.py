@@ -152,13 +152,31 @@ class RunMirror:
         Raises:
             StepPlanError: a step cannot advance the run (the program would refuse it).
         """
+        return self._dry_run()[0]
+
+    def token_steps(self) -> list[int]:
+        """The run's step count right after each token it has still to choose, in order.
+
+        Dry steps, as ``steps_to_finish`` takes: where each token lands in the steps (a
+        benchmark counts the slots a token takes from it).
+
+        Raises:
+            StepPlanError: a step cannot advance the run (the program would refuse it).
+        """
+        return self._dry_run()[1]
+
+    def _dry_run(self) -> tuple[int, list[int]]:
         data = bytearray(self.data)
         oracle = _Tokens(self.model)
-        count, state = 0, self.header.state
-        while state != RunState.FINISHED:
-            state = take_step(self.model, data, oracle).run.state
+        run = self.header
+        count, chosen, tokens = 0, run.generated, []
+        while run.state != RunState.FINISHED:
+            run = take_step(self.model, data, oracle).run
             count += 1
-        return count
+            now = 0 if run.state == RunState.TOKENIZING else run.generated
+            tokens += [self.header.steps + count] * (now - chosen)
+            chosen = now
+        return count, tokens
 
     def state_after(self, steps: int) -> bytes:
         """The expected run account after ``steps`` steps in all (the header's count).
