@@ -253,7 +253,7 @@ async def crank(
             ]
             if first:
                 first = False
-                await _simulate(flow, specs[0])
+                await simulate_step(flow, specs[0])
             try:
                 with round_sender(flow.sender, in_flight) as sender:
                     sending = sender.send(specs, _Retries(bar), commitment="processed")
@@ -268,7 +268,7 @@ async def crank(
         bar.close()
 
 
-async def _simulate(flow: RunFlow, spec: TxSpec) -> None:
+async def simulate_step(flow: RunFlow, spec: TxSpec) -> None:
     """Simulate the first step at the chain's latest state; raise what the program refuses.
 
     Sent without preflight, a step the program refuses lands, costs its fee and ends the
