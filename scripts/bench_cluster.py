@@ -9,12 +9,13 @@ clean time in the same run, the transactions signed, sent and landed, and the la
 spent beyond the plan (what the payer lost less the plan's rent and fees: a duplicate a
 resend landed, a refused step). A second table gives each run's tokens a second (over the
 command's wall time) and, over the slots from its first step to its last, tokens a slot,
-slots a token and blocks a token (prompt positions included), and the slots a token took
-once the prompt was read: on this machine the localnet's LiteSVM, which interprets
+slots a token and blocks a token (prompt positions included), and the slots and blocks a
+token took once the prompt was read: on this machine the localnet's LiteSVM, which interprets
 the program (~70 ms a 1.2M-unit step), bounds the wall time, and a block it takes longer
 to execute than a slot lasts leaves the slots after it empty.
 
     .venv/bin/python scripts/bench_cluster.py [--quick] [--tokens N] [--seed N]
+        [--scenarios NAME ...] [--pipeline-blocks N]
 
 Prints a table, then as its last line one JSON object (scenario -> command -> numbers).
 """
@@ -36,6 +37,7 @@ from solders.pubkey import Pubkey
 
 from curta_chain.artifact import Artifact
 from curta_chain.artifact.synthetic import synthetic_artifact
+from curta_chain.chain import run_pipeline
 from curta_chain.chain.context import ChainContext
 from curta_chain.chain.deploy import deploy, plan_deploy
 from curta_chain.chain.features import select_build
@@ -123,10 +125,13 @@ class RunNumbers:
     generating_slots: float
     """Slots a token took once the prompt was read: from the step that chose the first
     generated token to the one that chose the last, over the tokens between."""
+    generating_blocks: float
+    """Of those slots, the ones whose blocks held a step, over the same tokens."""
 
     def to_json(self) -> dict[str, float | int]:
         return {
             "slots_per_generated_token": round(self.generating_slots, 2),
+            "blocks_per_generated_token": round(self.generating_blocks, 2),
             "tokens": self.tokens,
             "steps": self.steps,
             "step_slots": self.step_slots,
@@ -243,13 +248,15 @@ async def model_rows(
     steps = landed[1:-1]
     chosen = token_steps(artifact, published.model, ctx.payer.pubkey(), tokens)
     first, last = steps[chosen[0] - 1], steps[chosen[-1] - 1]
+    between = max(len(chosen) - 1, 1)
     row.run = RunNumbers(
         len(runs[0].generated),
         len(steps),
         max(steps) - min(steps) + 1,
         len(set(steps)),
         row.seconds,
-        (last - first) / max(len(chosen) - 1, 1),
+        (last - first) / between,
+        len({slot for slot in steps if first < slot <= last}) / between,
     )
     # The plan of a closed run: its rent comes back; one fee a signature (openRun has two).
     row.beyond_plan -= SIGNATURE_FEE * (runs[0].transactions + 1)
@@ -279,7 +286,15 @@ def main() -> None:
     parser.add_argument("--tokens", type=int, default=4, help="tokens each run generates")
     parser.add_argument("--seed", type=int, default=1, help="the localnet's seed")
     parser.add_argument("--scenarios", nargs="*", default=list(SCENARIOS), choices=list(SCENARIOS))
+    parser.add_argument(
+        "--pipeline-blocks",
+        type=int,
+        default=run_pipeline.PIPELINE_BLOCKS,
+        help="blocks' worth of a run's steps kept in flight (a deeper queue keeps the "
+        "localnet's slots full while its LiteSVM, slower than a slot, makes a block)",
+    )
     args = parser.parse_args()
+    run_pipeline.PIPELINE_BLOCKS = args.pipeline_blocks
     artifacts = [("stories260K", stories260k())]
     if not args.quick:
         artifacts.append(("stories15M shape", synthetic_artifact()))
@@ -315,9 +330,10 @@ def main() -> None:
     print()
     print(
         "| scenario | run | tokens | steps | seconds | tokens/s | slots of steps "
-        "| blocks of steps | tokens/slot | slots/token | blocks/token | slots/generated token |"
+        "| blocks of steps | tokens/slot | slots/token | blocks/token | slots/generated token "
+        "| blocks/generated token |"
     )
-    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    print("| --- | --- |" + " ---: |" * 11)
     for name, rows in results.items():
         for row in rows:
             if row.run is not None:
@@ -326,7 +342,8 @@ def main() -> None:
                     f"| {name} | {row.command} | {n['tokens']} | {n['steps']} "
                     f"| {row.seconds:.1f} | {n['tokens_per_second']} | {n['step_slots']} "
                     f"| {n['step_blocks']} | {n['tokens_per_slot']} | {n['slots_per_token']} "
-                    f"| {n['blocks_per_token']} | {n['slots_per_generated_token']} |"
+                    f"| {n['blocks_per_token']} | {n['slots_per_generated_token']} "
+                    f"| {n['blocks_per_generated_token']} |"
                 )
     print(
         json.dumps(

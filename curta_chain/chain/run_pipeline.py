@@ -15,8 +15,8 @@ Preflight. Steps go out without the node's preflight simulation (``skipPreflight
 every transaction of the sender): the mirror already computed what each does, and a
 preflight would run every step twice on the node. Only the invocation's first step is
 simulated first (``simulateTransaction`` at the chain's latest state): a refusal the
-mirror did not foresee (a program that differs from the mirror, a payer short of funds)
-is then found before any step's fee is spent.
+mirror did not foresee (a program build that differs from the mirror, say) is then found
+before any step's fee is spent.
 
 Surplus. Nothing beyond the run's own steps is sent, so a step is refused (RunFinished,
 one fee) only when someone else cranked the same run meanwhile: the sender stops at the
@@ -229,8 +229,7 @@ async def crank(
     labels = itertools.count(at)
     depth = max(1, account_cu_limit // STEP_CU) * PIPELINE_BLOCKS
     bar = flow.ctx.reporter.progress("run", 0, finish_at, done_transactions=at)
-    shown = [at, mirror.units]
-    """The steps and estimated units the bar already counts."""
+    shown = [at, mirror.units]  # the steps and estimated units the bar already counts
 
     def see(chain: bytes) -> None:
         flow.show(result, mirror.observe(chain))
