@@ -46,11 +46,12 @@ SETTLED = ("RunFinished", "MissingWeightAccount")
 """Refusals that change nothing: the run had ended, or a window missed a section."""
 LOADED_BESIDES = 1 << 20
 """Loaded bytes a step takes besides the run and weight accounts (program, model, margin)."""
-PIPELINE_BLOCKS = 2
-"""Blocks' worth of steps kept in flight: the block being made, and one more queued at the
-leader while the client sees the first land and tops up (statuses are polled about once a
-slot). Fewer leaves blocks without a step of the run; more only adds to what a refusal can
-cost (see the module's docstring) and to what lands after the client is stopped."""
+PIPELINE_BLOCKS = 4
+"""Blocks' worth of steps kept in flight. A landing reaches the client a few slots after
+its block (the RPC node replays it, the next status poll, about a slot each) and the
+top-up reaches the leader a slot later: four blocks' worth keeps the leader's queue from
+running dry meanwhile. More only adds to what a refusal can cost (see the module's
+docstring) and to what lands after the client is stopped (the run's own steps, still)."""
 
 
 @dataclass

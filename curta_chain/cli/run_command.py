@@ -24,7 +24,7 @@ from curta_chain.cli.options import (
     resolve,
 )
 from curta_chain.cli.running import add_price_option, budget_for, run_on_cluster
-from curta_chain.constants import DEFAULT_STEPS
+from curta_chain.constants import ACCOUNT_CU_LIMIT, DEFAULT_STEPS
 from curta_chain.reporting import counted, sol
 
 if TYPE_CHECKING:
@@ -89,6 +89,15 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
         action="store_true",
         help="with --on-chain: close the finished run account, rent back to the payer "
         "(default: keep it, the chain's record of what the model said)",
+    )
+    p.add_argument(
+        "--account-cu-limit",
+        type=int,
+        default=ACCOUNT_CU_LIMIT,
+        metavar="UNITS",
+        help="with --on-chain: the compute units a block gives one writable account on this "
+        f"cluster (default {ACCOUNT_CU_LIMIT:,}); the run keeps four blocks' worth of steps "
+        "in flight under it",
     )
     add_price_option(p)
     add_yes_option(p)
@@ -207,6 +216,11 @@ def _run_on_chain(args: argparse.Namespace, settings: "SamplingSettings") -> int
         raise ConfigError(
             f"--on-chain runs a model on chain: {args.source!r} is not an address"
         ) from exc
+    if args.account_cu_limit <= 0:
+        raise ConfigError(
+            f"--account-cu-limit {args.account_cu_limit}: expected a positive count of "
+            "compute units"
+        )
     # The text is stdout; what the run does is said on stderr.
     reporter = make_reporter(args, lines_to_stderr=True)
     show = _TextShown(reporter, not is_json(args))
@@ -245,6 +259,7 @@ def _run_on_chain(args: argparse.Namespace, settings: "SamplingSettings") -> int
                 show,
                 confirm=confirm,
                 close=args.close_run,
+                account_cu_limit=args.account_cu_limit,
             )
         )
         return 0

@@ -110,12 +110,13 @@ def test_a_killed_run_resumes_from_the_chain_after_a_stranger_s_short_step(
     capsys, localnet, fund, sealed_model
 ):
     model, artifact, chain, keypair = sealed_model
-    # 150 steps: more than the two windows (PIPELINE_BLOCKS blocks' worth of steps each) that
-    # may be on the wire when the kill comes, and land after it.
-    args = ["--prompt", PROMPT, "--steps", "100", "--temperature", "0"]
+    args = ["--prompt", PROMPT, "--steps", "40", "--temperature", "0"]
+    # A cluster whose blocks take two of the run's steps: 8 in flight (PIPELINE_BLOCKS
+    # blocks' worth), well below the run's 64 steps, so the kill leaves it unfinished.
+    limit = ["--account-cu-limit", str(2 * MAX_COMPUTE_UNITS)]
     command = [sys.executable, "-m", "curta_chain", "run", model, *args, *chain, "--on-chain"]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    capacity = len(cli_json(capsys, "run", str(artifact), *args)["prompt_ids"]) + 100
+    process = subprocess.Popen([*command, *limit], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    capacity = len(cli_json(capsys, "run", str(artifact), *args)["prompt_ids"]) + 40
     run = the_run(localnet.url, keypair, model, capacity)
     # Counted at the commitment the resumed run reads at, so it sees at least as many.
     steps = 0
@@ -179,6 +180,10 @@ def test_bad_input_is_one_line_and_spends_nothing(capsys, localnet, fund, tmp_pa
             [model],
             f"error: model {model} is uploading, not sealed: a run on chain needs a sealed model\n",
         ),
+        (
+            [model, "--account-cu-limit", "0"],
+            "error: --account-cu-limit 0: expected a positive count of compute units\n",
+        ),
     ]
     for source, message in cases:
         capsys.readouterr()
@@ -226,8 +231,8 @@ def test_a_bot_stepping_a_live_run_does_not_break_it(localnet, fund, sealed_mode
             weights = [slot.weight_account for slot in account.sections]
             ctx = ChainContext(client, PROGRAM_ID, payer)
             crank = asyncio.create_task(bot(bot_client, weights))
-            # A cluster whose blocks take two of the run's steps: four in flight, so the
-            # bot's steps land between the run's.
+            # A cluster whose blocks take two of the run's steps: 8 in flight (of 30), so
+            # the bot's steps land between the run's.
             result = await run_on_chain(
                 ctx,
                 address,
