@@ -105,8 +105,15 @@ def test_the_dry_count_of_steps_is_the_planned_one(stories260k, settings):
     mirror = RunMirror(stories260k, data)
     planned = mirror.plan_ahead(10_000)
     assert mirror.steps_to_finish() == len(planned) == planned[-1].steps
+    # The dry steps also say when each token is chosen: the planned steps that log one.
+    chosen = [plan.steps for plan in planned for _ in plan.logged]
+    assert mirror.token_steps() == chosen and chosen
     mirror.advance(planned[0])
     assert mirror.steps_to_finish() == len(planned) - 1
+    # observe counts the estimated units of the steps it passes (the progress line's).
+    before = mirror.units
+    mirror.observe(planned[2].data)
+    assert mirror.units - before == planned[1].estimated + planned[2].estimated > 0
 
 
 def test_the_mirror_names_what_it_cannot_plan_or_match(stories260k):
