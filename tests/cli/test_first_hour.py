@@ -8,6 +8,7 @@ follows a model's owner. The run on chain says its rent and ends saying the mirr
 checked it.
 """
 
+import json
 import re
 from pathlib import Path
 
@@ -104,6 +105,25 @@ def test_money_is_said_before_it_is_spent(capsys, localnet, fund, tmp_path, art)
         "the chain's 2 tokens equal the off-chain integer core's: the mirror checked every step"
     )
 
+    # The run account is kept: anyone lists an opener's runs and their rent; its opener
+    # closes it, and the rent comes back.
+    opener = user.keypair.pubkey()
+    (kept,) = poor.json("runs", "--opener", str(opener))["runs"]
+    assert kept["model"] == model and kept["state"] == "finished", kept
+    code, out, _ = user("runs")
+    assert code == 0 and out.splitlines()[-1] == (
+        f"1 run of {opener}, holding {sol(kept['rent_lamports'])} of rent: "
+        "`curta-chain close-run RUN` gives a run's back"
+    )
+    before = user.balance()
+    code, out, err = user("close-run", kept["run"])
+    assert code == 0 and out.startswith(
+        f"closed run {kept['run']} (finished: {kept['finish']}, {kept['tokens']} tokens): "
+        f"{sol(kept['rent_lamports'])} of rent back to {opener}\n"
+    ), out + err
+    assert user.balance() == before + kept["rent_lamports"] - 5_000
+    assert poor.json("runs", "--opener", str(opener))["runs"] == []
+
 
 def test_a_recorded_program_missing_from_this_localnet_falls_back_to_the_preloaded_one(
     capsys, localnet, fund, tmp_path, art
@@ -163,6 +183,17 @@ def test_inspect_draws_the_sections_to_scale(capsys, art):
     (bar,) = [line for line in capsys.readouterr().out.splitlines() if line.startswith("to scale")]
     # 68,536 and 288,704 bytes: about a fifth and four fifths of 61 columns.
     assert bar == f"to scale       [{'0' * 12}|{'1' * 49}]" and len(bar) <= 80
+
+
+def test_control_bytes_the_model_says_are_left_out_of_the_text(capsys, art):
+    # Seed 8 at temperature 1.5 makes stories260K say an escape, as a person may meet one.
+    argv = ["run", str(art), "-i", "hi", "-n", "8", "-t", "1.5", "-p", "0", "-s", "8"]
+    assert main([*argv, "--output", "json"]) == 0
+    said = json.loads(capsys.readouterr().out)["text"]
+    assert "\x1b" in said
+    assert main(argv) == 0
+    shown = capsys.readouterr().out
+    assert shown == "".join(c for c in said if c.isprintable() or c in "\t\n") + "\n"
 
 
 def test_run_on_a_terminal_streams_the_text_then_ends_its_line(tmp_path, art):
