@@ -118,11 +118,15 @@ def _close_run(args: argparse.Namespace) -> int:
     address = parse_pubkey(args.run_address, "RUN")
 
     async def body(target: Cluster, chain: "Connection") -> int:
+        from curta_chain.chain.funds import require_funds
         from curta_chain.chain.runs import close_run, close_run_cost
         from curta_chain.cli.confirm import confirm_spend
 
+        chain = await target.follow_owner(chain, address)
         ctx = _context(args, target, chain)
         run, fee = await close_run_cost(ctx, address)
+        # The rent comes back in the closing transaction, but its fee is charged first.
+        await require_funds(ctx.client, ctx.payer.pubkey(), fee, "closing the run needs")
         confirm_spend(
             args,
             ctx.client.url,

@@ -13,9 +13,12 @@ import re
 from pathlib import Path
 
 import pytest
+from chain_helpers import land
 from pty_helper import Terminal, curta
+from solders.instruction import Instruction
 from solders.keypair import Keypair
 from solders.pubkey import Pubkey
+from solders.system_program import TransferParams, transfer
 from test_chain_cli import User
 
 from curta_chain.cli import main
@@ -115,6 +118,18 @@ def test_money_is_said_before_it_is_spent(capsys, localnet, fund, tmp_path, art)
         f"1 run of {opener}, holding {sol(kept['rent_lamports'])} of rent: "
         "`curta-chain close-run RUN` gives a run's back"
     )
+    # An opener left without the closing fee is told so before anything is sent.
+    away = Keypair()
+    land(user.url, user.keypair, pay(opener, away.pubkey(), user.balance() - 6_000))
+    code, out, err = user("close-run", kept["run"])
+    assert (code, out, err) == (
+        1,
+        "",
+        f"error: payer {opener} has 0.000001000 SOL; closing the run needs 0.000005000 SOL "
+        "(short by 0.000004000 SOL); nothing was sent\n",
+    )
+    assert user.balance() == 1_000
+    land(user.url, away, pay(away.pubkey(), opener, user.balance(away.pubkey()) - 5_000))
     before = user.balance()
     code, out, err = user("close-run", kept["run"])
     assert code == 0 and out.startswith(
@@ -123,6 +138,10 @@ def test_money_is_said_before_it_is_spent(capsys, localnet, fund, tmp_path, art)
     ), out + err
     assert user.balance() == before + kept["rent_lamports"] - 5_000
     assert poor.json("runs", "--opener", str(opener))["runs"] == []
+
+
+def pay(source: Pubkey, to: Pubkey, lamports: int) -> Instruction:
+    return transfer(TransferParams(from_pubkey=source, to_pubkey=to, lamports=lamports))
 
 
 def test_a_recorded_program_missing_from_this_localnet_falls_back_to_the_preloaded_one(
