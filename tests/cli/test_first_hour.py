@@ -172,6 +172,9 @@ def test_a_recorded_program_missing_from_this_localnet_falls_back_to_the_preload
     )
     code, out, err = user("verify", model, str(art), "-C", str(deployed), keypair=False)
     assert code == 1 and out.startswith(f"NOT verified {model}: 1 problem"), err  # unsealed
+    # Lists show what was published before the deploy, under the program the ledger preloads.
+    (listed,) = user.json("models", "-C", str(deployed))["models"]
+    assert (listed["model"], listed["program"]) == (model, LOCALNET_PROGRAM_ID)
     # So do the commands that act on it: seal, a run on chain, close.
     follows = (
         f"{model} belongs to program {LOCALNET_PROGRAM_ID} (a shipped build), not {program}: "
@@ -184,6 +187,8 @@ def test_a_recorded_program_missing_from_this_localnet_falls_back_to_the_preload
     )
     assert code == 0 and err.splitlines()[0] == follows, err
     assert re.search(r"^run \w+: 1 token, finished by", err, re.MULTILINE), err
+    (kept,) = user.json("runs", "-C", str(deployed))["runs"]
+    assert (kept["model"], kept["program"]) == (model, LOCALNET_PROGRAM_ID)
     assert err.splitlines()[-1] == (
         "the chain's 1 token equals the off-chain integer core's: the mirror checked every step"
     )
