@@ -5,7 +5,7 @@ fixed one. A loopback URL says only that the node runs on this machine (no compu
 is needed there, and a refused connection suggests starting a localnet).
 """
 
-from urllib.parse import urlparse
+from urllib.parse import ParseResult, urlparse
 
 from curta_chain.constants import LOCALNET_GENESIS_HASH
 
@@ -27,3 +27,25 @@ def is_loopback(url: str) -> bool:
     """Whether ``url`` names this machine (a localnet, not a cluster)."""
     host = urlparse(url).hostname or ""
     return host in ("localhost", "::1") or host.startswith("127.")
+
+
+_THIS_MACHINE = ("localhost", "127.0.0.1", "::1")
+"""The names a person uses for this machine: one node, whichever names it."""
+
+
+def same_node(url: str, other: str) -> bool:
+    """Whether two URLs name the same node: scheme, host, port and path alike.
+
+    ``localhost``, ``127.0.0.1`` and ``::1`` are one host; a trailing ``/`` and the
+    scheme's default port change nothing.
+    """
+    a, b = urlparse(url.rstrip("/")), urlparse(other.rstrip("/"))
+
+    def host(parsed: ParseResult) -> str:
+        name = (parsed.hostname or "").lower()
+        return "localhost" if name in _THIS_MACHINE else name
+
+    def port(parsed: ParseResult) -> int | None:
+        return parsed.port or {"http": 80, "https": 443}.get(parsed.scheme)
+
+    return (a.scheme, host(a), port(a), a.path) == (b.scheme, host(b), port(b), b.path)

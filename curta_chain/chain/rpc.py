@@ -1,23 +1,15 @@
-"""Solana JSON-RPC: the shapes of the requests curta-chain makes and of their answers.
+"""Solana JSON-RPC: the typed requests curta-chain makes and the shapes of their answers.
 
-``RpcClient`` builds each request body, hands it to a transport (which alone owns HTTP)
-and turns the answer into plain Python values or a ``CurtaError``. Batches go out as one
-JSON-RPC batch request, which a validator answers in one round trip. An error object the
-node answers with is an ``RpcCallError``; what a failed transaction means to our program is
-the program layer's to say (``program.transaction_error``), as anchorpy translates errors in
-its program namespace, not in its RPC client.
+``RpcClient`` builds each request's parameters and turns the answer into plain Python
+values or a ``CurtaError``; the calls and batches themselves, sized to the provider and
+patient with a lagging node, are ``jsonrpc.JsonRpc``'s, which it extends. An error object
+the node answers with is an ``RpcCallError``; what a failed transaction means to our
+program is the program layer's to say (``program.transaction_error``), as anchorpy
+translates errors in its program namespace, not in its RPC client.
 
-Every RPC call curta-chain makes goes through here, so a provider's limits and a lagging
-node are handled in one place:
-
-- A batch goes out in pieces of the provider's learnt batch size (``ProviderLimits``); a
-  piece the provider refuses (HTTP 413 or 400, an error object for the whole batch, or an
-  answer that is no list) halves that size and is sent again as two; at size one, calls go
-  out alone, outside any batch (providers that take no batches at all).
-- A node behind the slot a read asks for (``minContextSlot``: the slot of the last
-  transaction this client saw land) answers -32016; the read waits for it, up to
-  ``LAG_WAIT`` seconds, and never reports the old state. ``landed(slot)`` is how the
-  sender tells the client that reads must now be at least that new.
+Every RPC call curta-chain makes goes through here. Reads carry ``minContextSlot``: the
+slot of the last transaction this client saw land; ``landed(slot)`` is how the sender tells
+the client that reads must now be at least that new.
 """
 
 import asyncio
@@ -25,13 +17,13 @@ import base64
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 from solders.hash import Hash
 from solders.message import Message
 from solders.pubkey import Pubkey
 
-from curta_chain.chain.transport import BatchRefusedError, ProviderLimits
+from curta_chain.chain.jsonrpc import JsonRpc, Transport
 from curta_chain.constants import MAX_SIGNATURE_STATUSES
 from curta_chain.errors import ChainError, RpcCallError, RpcError
 
@@ -41,26 +33,8 @@ SIGNATURES_PER_PAGE = 1_000
 """getSignaturesForAddress's most signatures an answer."""
 ACCOUNT_SLICE = 1 << 20
 """Bytes of account data read per request: keeps each JSON answer small."""
-MIN_CONTEXT_SLOT_NOT_REACHED = -32016
-"""The node is behind the ``minContextSlot`` a read asked for."""
-LAG_WAIT = 60.0
-"""Seconds a read waits for a node behind the slot it needs before giving up."""
-LAG_POLL = 0.2
-"""Seconds between two tries of a read the node is behind for."""
 MAX_PRIORITIZATION_ADDRESSES = 128
 """getRecentPrioritizationFees takes at most 128 accounts."""
-
-
-class Transport(Protocol):
-    """Anything that POSTs a JSON-RPC payload and returns the decoded answer."""
-
-    url: str
-
-    async def post(self, payload: dict[str, Any] | list[dict[str, Any]]) -> Any:
-        """Send ``payload``; return the decoded JSON answer."""
-
-    async def aclose(self) -> None:
-        """Release connections."""
 
 
 @dataclass(frozen=True)
@@ -92,7 +66,7 @@ class SignatureStatus:
     err: Any
 
 
-class RpcClient:
+class RpcClient(JsonRpc):
     """Typed Solana JSON-RPC calls over an injected transport."""
 
     def __init__(
@@ -101,8 +75,7 @@ class RpcClient:
         commitment: str = "confirmed",
         min_context_slot: int | None = None,
     ):
-        self.transport = transport
-        self.url = transport.url
+        super().__init__(transport)
         self.commitment = commitment
         self.sends = 0
         """sendTransaction requests posted through this client (so: might have landed)."""
@@ -110,104 +83,12 @@ class RpcClient:
         """Account reads ask the node to answer from at least this slot (``minContextSlot``)."""
         self.context_slot = 0
         """The highest slot an account read was answered at."""
-        limits = getattr(transport, "limits", None)
-        self.limits: ProviderLimits = limits if limits is not None else ProviderLimits()
-        """The provider's batch size (and, in the transport, its rate)."""
-        self.lag_waits = 0
-        """Reads the node was behind for, and that waited."""
-        self.lag_wait = LAG_WAIT
-        """Seconds a read waits for a node behind the slot it needs."""
-        self.lag_poll = LAG_POLL
         self._genesis_hash: str | None = None
-        self._next_id = 0
 
     def landed(self, slot: int) -> None:
         """A transaction landed at ``slot``: every later read must see at least that slot."""
         if slot > (self.min_context_slot or 0):
             self.min_context_slot = slot
-
-    def _request(self, method: str, params: list[Any]) -> dict[str, Any]:
-        self._next_id += 1
-        return {"jsonrpc": "2.0", "id": self._next_id, "method": method, "params": params}
-
-    async def call(self, method: str, params: list[Any]) -> Any:
-        """Make one call and return its ``result``.
-
-        Raises:
-            RpcCallError: the node answered with an error object.
-            RpcError: the node gave no usable answer.
-        """
-        deadline = time.monotonic() + self.lag_wait
-        while True:
-            answer = await self.transport.post(self._request(method, params))
-            try:
-                return _result(method, answer)
-            except RpcCallError as exc:
-                if exc.code != MIN_CONTEXT_SLOT_NOT_REACHED or time.monotonic() > deadline:
-                    raise
-            self.lag_waits += 1
-            await asyncio.sleep(self.lag_poll)
-
-    async def batch(self, calls: Sequence[tuple[str, list[Any]]]) -> list[Any]:
-        """Make several calls in JSON-RPC batches; each item is a result or RpcCallError.
-
-        The calls go out in pieces of the provider's batch size, at once; a node behind a
-        read's ``minContextSlot`` is waited for (see the module's docstring).
-        """
-        if not calls:
-            return []
-        out: list[Any] = [None] * len(calls)
-        todo = list(range(len(calls)))
-        deadline = time.monotonic() + self.lag_wait
-        while True:
-            results = await self._pieces([calls[i] for i in todo])
-            behind = []
-            for index, result in zip(todo, results, strict=True):
-                out[index] = result
-                if isinstance(result, RpcCallError) and result.code == MIN_CONTEXT_SLOT_NOT_REACHED:
-                    behind.append(index)
-            if not behind or time.monotonic() > deadline:
-                return out
-            self.lag_waits += 1
-            todo = behind
-            await asyncio.sleep(self.lag_poll)
-
-    async def _pieces(self, calls: Sequence[tuple[str, list[Any]]]) -> list[Any]:
-        """Post ``calls`` in pieces of at most the provider's batch size, concurrently."""
-        size = self.limits.batch
-        if len(calls) > size:
-            parts = await asyncio.gather(
-                *(self._pieces(calls[i : i + size]) for i in range(0, len(calls), size))
-            )
-            return [result for part in parts for result in part]
-        if size == 1 and len(calls) == 1:
-            # A provider that takes no batches: the call goes out alone.
-            method, params = calls[0]
-            try:
-                return [_result(method, await self.transport.post(self._request(method, params)))]
-            except RpcCallError as exc:
-                return [exc]
-        requests = [self._request(method, params) for method, params in calls]
-        try:
-            answers = await self.transport.post(requests)
-        except BatchRefusedError:
-            answers = None
-        if not isinstance(answers, list):
-            # Refused as a whole (an error object, HTTP 413 or 400, or no list): halve it;
-            # a single call then goes out alone, outside a batch.
-            self.limits.refused(len(calls))
-            return await self._pieces(calls)
-        by_id = {a.get("id"): a for a in answers if isinstance(a, dict)}
-        out: list[Any] = []
-        for (method, _), request in zip(calls, requests, strict=True):
-            answer = by_id.get(request["id"])
-            if answer is None:
-                raise RpcError(f"{self.url}: the batch answer lacks request {request['id']}")
-            try:
-                out.append(_result(method, answer))
-            except RpcCallError as exc:
-                out.append(exc)
-        return out
 
     # Reads.
 
@@ -505,32 +386,6 @@ class RpcClient:
     async def request_airdrop(self, pubkey: Pubkey, lamports: int) -> str:
         """Ask the node's faucet for ``lamports``; return the airdrop's signature."""
         return str(await self.call("requestAirdrop", [str(pubkey), lamports]))
-
-    async def _batch_or_raise(self, calls: Sequence[tuple[str, list[Any]]]) -> list[Any]:
-        results = await self.batch(calls)
-        for result in results:
-            if isinstance(result, RpcCallError):
-                raise result
-        return results
-
-    async def aclose(self) -> None:
-        """Close the transport."""
-        await self.transport.aclose()
-
-
-def _result(method: str, answer: Any) -> Any:
-    if not isinstance(answer, dict):
-        raise RpcError(f"{method}: expected a JSON-RPC answer, got {answer!r:.100}")
-    if "error" in answer:
-        raise RpcCallError(method, answer["error"] or {})
-    if "result" not in answer:
-        raise RpcError(f"{method}: the answer has neither result nor error")
-    return answer["result"]
-
-
-def _whole_batch_error(answer: Any) -> bool:
-    """Whether ``answer`` is one error object answering a whole batch (a refused batch)."""
-    return isinstance(answer, dict) and "error" in answer and "result" not in answer
 
 
 def _account(value: dict[str, Any] | None) -> AccountInfo | None:

@@ -3,44 +3,34 @@
 ``Sender.send`` takes transactions as specs (instructions and extra signers), signs them
 with a recent blockhash and keeps up to ``window`` of them in flight. Sends go out as
 JSON-RPC batches (``rpc.py`` sizes them to what the provider takes); statuses are polled
-256 signatures a call.
+256 signatures a call (``statuses.py``, the one status poller, which
+``wait_for_signature`` also uses).
 
 The sender owns the retries, as Solana's guide to retrying transactions recommends and
-agave's ``send_and_confirm_transactions_in_parallel`` does: nodes are asked not to resend
-(``maxRetries: 0``), and every ``RESEND_INTERVAL`` seconds each transaction the node has
-not seen yet is sent again, the same bytes: a resend is the same signature, which the
-cluster processes once, so it never makes a second transaction. What the sender sees makes
-a transaction overdue sooner, two slots after its send (``OVERDUE``): when it is among the
-last few the caller waits for (``TAIL``), or when one sent no earlier was seen and nothing
-new was for two slots (once the sender had a loss, whatever was). A sender that had a loss
-(a resend came due) sends its tail's bytes twice each time, two chances against one loss.
-Only once its blockhash expired (the block height passed its last valid height, read
-before the statuses from the same node, so a status read after it that is still unseen can
-never appear) is a transaction signed again with a fresh blockhash. ``BlockhashNotFound``
-(a blockhash the leader does not know yet) is no attempt either: the same bytes go again a
-slot later, and new transactions take the next blockhash. The sender gives up only on time without
+agave's ``send_and_confirm_transactions_in_parallel`` does: nodes are asked not to resend,
+and each transaction the node has not seen yet is sent again, the same bytes, on the
+schedule ``flights.py`` keeps: a resend is the same signature, which the cluster processes
+once, so it never makes a second transaction. A sender that had a loss (a resend came due)
+sends its tail's bytes twice each time, two chances against one loss. Only once its
+blockhash expired (the block height passed its last valid height, read before the statuses
+from the same node, so a status read after it that is still unseen can never appear) is a
+transaction signed again with a fresh blockhash. ``BlockhashNotFound`` (a blockhash the
+leader does not know yet) is no attempt either: the same bytes go again a slot later, and
+new transactions take the next blockhash. The sender gives up only on time without
 progress: when nothing was confirmed while ``max_expiries`` blockhash lifetimes passed (or
-the block height stood still for ``STALLED_HEIGHT`` seconds). A sender's first blockhash
-is newer than any an earlier run could have signed with, so no transaction of ours is
-mistaken for a replay of an earlier run's. Only the caller's specs decide what is sent;
-the sender never invents work.
+the block height stood still for ``STALLED_HEIGHT`` seconds; ``Round.stalled``). A
+sender's first blockhash is newer than any an earlier run could have signed with, so no
+transaction of ours is mistaken for a replay of an earlier run's. Only the caller's specs
+decide what is sent; the sender never invents work.
 
-A transaction the node refuses for funds (a preflight's ``InsufficientFundsForFee``, a
-landed failure for rent or lamports, or one the node dropped unseen while the payer holds
-less than its fee) ends the wait at once with an ``InsufficientFundsError`` that says so.
-
-Polls: about once a slot off loopback (``POLL_INTERVAL``), backing off to the resend
-interval while nothing new lands; a localnet on loopback is polled every
-``LOOPBACK_POLL`` seconds, which costs it nothing. Every landed transaction's slot is told
-to the client (``RpcClient.landed``), so the reads after it carry that ``minContextSlot``.
+A transaction the node refuses for funds (``refusals.py`` tells them apart), or one the
+node dropped unseen while the payer holds less than its fee, ends the wait at once with an
+``InsufficientFundsError`` that says so.
 
 The payer signs every transaction and pays its fee; ``cosigners`` (the model's authority,
 when ``--fee-payer`` names someone else) sign those whose instructions need them. What the
 sender waits for goes to the reporter; what one ``send`` did is the ``SendStats`` it
 returns (a sender keeps no running totals, so one sender serves any number of sends).
-
-Statuses are read in one place, ``StatusPoller``: the sender's rounds and
-``wait_for_signature`` (a transaction the node sent itself, an airdrop) both use it.
 """
 
 import asyncio
@@ -48,17 +38,24 @@ import contextlib
 import math
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from solders.hash import Hash
 from solders.keypair import Keypair
-from solders.system_program import ID as SYSTEM_PROGRAM_ID
 
-from curta_chain.chain.cluster import is_loopback
-from curta_chain.chain.rpc import RpcClient, SignatureStatus
+from curta_chain.chain.flights import RESEND_INTERVAL, Flight, Round, SendStats
+from curta_chain.chain.refusals import blockhash_unknown, funds_failure, preflight_funds, went
+from curta_chain.chain.rpc import RpcClient
 from curta_chain.chain.specs import TxSpec, sign
+from curta_chain.chain.statuses import (
+    POLL_INTERVAL,
+    Clock,
+    StatusPoller,
+    default_poll_interval,
+)
+from curta_chain.chain.statuses import wait_for_signature as wait_for_signature
 from curta_chain.constants import COMMITMENT_RANK, MAX_TRANSACTION_SIZE
 from curta_chain.errors import (
     ChainError,
@@ -71,138 +68,17 @@ from curta_chain.localnet.fees import LAMPORTS_PER_SIGNATURE
 from curta_chain.program import preflight_error, transaction_error
 from curta_chain.reporting import NullReporter, Progress, Reporter, sol
 
-CONFIRM_TIMEOUT = 60.0
-"""Seconds ``wait_for_signature`` waits for a transaction someone else sent."""
 FRESH_BLOCKHASH_WAIT = 60.0
 """Seconds a new sender waits for the node's next blockhash (one slot, normally)."""
 BLOCKHASH_MAX_AGE = 10.0
 """Seconds a blockhash is used for new transactions (it stays valid for ~60 s)."""
-BLOCKHASH_LIFETIME = 151
-"""Block heights a blockhash is valid for (the validator's MAX_PROCESSING_AGE, plus its own)."""
 WINDOW = 2_048
 """Transactions in flight at once: enough to cover a slot or two of confirmation latency at
 ~2,000 writes/s; also what a crash can make land twice (same bytes, one fee each)."""
 BATCH_SIZE = 128
 """sendTransaction calls per group the sender hands the client (which may split it)."""
-RESEND_INTERVAL = 2.0
-"""Seconds between two sends of the same bytes while the node has not seen them."""
-OVERDUE = 0.8
-"""Seconds (two slots) after which an overdue transaction is resent: one of the tail, or one
-the node landed others sent with or after (see ``Sender._resend_at``)."""
-TAIL = 4
-"""Unseen transactions left, nothing more to sign, from which they are resent ``OVERDUE``
-after their send and, once the sender has had a loss, go twice a send (two chances against
-one loss)."""
-POLL_INTERVAL = 0.4
-"""Seconds between two status polls off loopback while nothing new lands: about a slot."""
-LOOPBACK_POLL = 0.05
-"""The same on loopback: a localnet answers a poll in well under a millisecond."""
 MAX_EXPIRIES = 3
 """Blockhash lifetimes without a single confirmation before the sender gives up."""
-STALLED_HEIGHT = 120.0
-"""Seconds the block height may stand still, with transactions outstanding, before giving up."""
-
-Clock = Callable[[], float]
-
-
-@dataclass
-class SendStats:
-    """What one ``send`` did (each call returns its own)."""
-
-    confirmed: int = 0
-    signatures: list[str] = field(default_factory=list)
-    """Every confirmed transaction's signature, in the order they were confirmed."""
-    sent: int = 0
-    """sendTransaction calls answered, resends included."""
-    resent: int = 0
-    """Of those, sends of bytes already sent (the same transaction again)."""
-    resigned: int = 0
-    """Transactions signed again after their blockhash expired unseen."""
-    seconds: float = 0.0
-    last_slot: int = 0
-    """The highest slot a confirmed transaction landed in (0 when none did)."""
-
-    @property
-    def last_signature(self) -> str:
-        """The last confirmed transaction's signature ("" when none was)."""
-        return self.signatures[-1] if self.signatures else ""
-
-
-@dataclass
-class StatusPoller:
-    """Reads signature statuses and says which reached a commitment: the one status poller.
-
-    A status with an error raises it, translated through the program's IDL.
-    """
-
-    client: RpcClient
-    interval: float = POLL_INTERVAL
-    clock: Clock = time.monotonic
-
-    async def read(self, signatures: Sequence[str]) -> tuple[list[SignatureStatus | None], int]:
-        """The statuses of ``signatures`` and the block height, the height read first.
-
-        A status read after the height from the same node: one unseen then whose blockhash
-        was already past its last valid height can never land.
-        """
-        height = await self.client.block_height()
-        return await self.client.signature_statuses(signatures), height
-
-    async def poll(self, signatures: Sequence[str], wanted: int) -> tuple[list[bool | None], int]:
-        """One round: for each signature, None (unseen), False (seen, not yet), True (there).
-
-        Also returns the block height, which tells an unseen transaction's blockhash expired.
-
-        Raises:
-            ChainError: a transaction failed (a ``ProgramError`` when the program refused it).
-        """
-        statuses, height = await self.read(signatures)
-        return [_reached(status, wanted) for status in statuses], height
-
-    async def wait(self, signature: str, commitment: str, timeout: float) -> None:
-        """Return once ``signature`` reached ``commitment``.
-
-        Raises:
-            ChainError: the transaction failed.
-            RpcError: it did not reach ``commitment`` within ``timeout`` seconds.
-        """
-        wanted = COMMITMENT_RANK[commitment]
-        deadline = self.clock() + timeout
-        while True:
-            (status,) = await self.client.signature_statuses([signature])
-            if status is not None and _reached(status, wanted):
-                self.client.landed(status.slot)
-                return
-            if self.clock() >= deadline:
-                raise RpcError(f"{signature} was not {commitment} within {timeout:.0f} s")
-            await asyncio.sleep(self.interval)
-
-
-def _reached(status: SignatureStatus | None, wanted: int) -> bool | None:
-    if status is None:
-        return None
-    if status.err is not None:
-        raise transaction_error(status.err)
-    return COMMITMENT_RANK.get(status.confirmation or "processed", 0) >= wanted
-
-
-def default_poll_interval(url: str) -> float:
-    """About a slot for a cluster; ``LOOPBACK_POLL`` for a node on this machine."""
-    return LOOPBACK_POLL if is_loopback(url) else POLL_INTERVAL
-
-
-async def wait_for_signature(
-    client: RpcClient, signature: str, timeout: float = CONFIRM_TIMEOUT
-) -> None:
-    """Wait until a transaction (one the node sent itself, an airdrop) reaches our commitment.
-
-    Raises:
-        ChainError: the transaction failed.
-        RpcError: it was not confirmed within ``timeout`` seconds.
-    """
-    await StatusPoller(client, default_poll_interval(client.url)).wait(
-        signature, client.commitment, timeout
-    )
 
 
 async def send_checked(client: RpcClient, transaction: bytes) -> str:
@@ -216,52 +92,12 @@ async def send_checked(client: RpcClient, transaction: bytes) -> str:
     try:
         return await client.send_transaction(transaction, preflight=True)
     except RpcCallError as exc:
-        if (short := _preflight_funds(exc)) is not None:
+        if (short := preflight_funds(exc)) is not None:
             raise InsufficientFundsError(f"the node refused a transaction: {short}") from exc
         translated = preflight_error(exc)
         if translated is None:
             raise
         raise translated from exc
-
-
-@dataclass
-class _Flight:
-    spec: TxSpec
-    signature: str = ""
-    wire: bytes = b""
-    last_valid_height: int = 0
-    signed_with: Hash | None = None
-    signer_count: int = 1
-    sent_at: float = -math.inf
-    """When its bytes last went out (resends are timed from it)."""
-    retry_at: float | None = None
-    """When set, the next send is due then, whatever the rules say (a blockhash the leader
-    did not know yet: the same bytes go again in about a slot)."""
-    seen: bool = False
-    """The node has a status for it: it landed, only not at our commitment yet."""
-    signings: int = 0
-
-
-@dataclass
-class _Round:
-    """What one ``send`` has going: to sign, in flight, and how it is progressing."""
-
-    queue: deque[_Flight]
-    in_flight: dict[str, _Flight] = field(default_factory=dict)
-    height: int = 0
-    progress_height: int | None = None
-    """The block height when something was last confirmed (or the first one read)."""
-    height_since: float = 0.0
-    """When the block height was last seen to move."""
-    last_refusal: str = ""
-    seen_sent_at: float = -math.inf
-    """The latest send of a transaction the node has seen: one unseen sent no later is
-    overdue two slots after its send, once nothing new was seen for as long."""
-    seen_at: float = -math.inf
-    """When a transaction was last seen for the first time: a busy leader working through
-    more than a block takes lands some every slot, a lost one never."""
-    idle: int = 0
-    """Polls in a row that confirmed nothing."""
 
 
 @dataclass
@@ -300,7 +136,6 @@ class Sender:
     _blockhash: Hash | None = field(default=None, init=False, repr=False)
     _last_valid: int = field(default=0, init=False, repr=False)
     _fetched_at: float = field(default=0.0, init=False, repr=False)
-    _refused_blockhash: Hash | None = field(default=None, init=False, repr=False)
     _lossy: bool = field(default=False, init=False, repr=False)
     """A transaction of this sender's was lost (kept for the command's run): from then on
     one a later send outran goes again ``OVERDUE`` after its send without waiting for two
@@ -353,7 +188,7 @@ class Sender:
         stats = SendStats()
         level = commitment or self.client.commitment
         wanted = COMMITMENT_RANK[level]
-        state = _Round(deque(_Flight(spec) for spec in specs), height_since=started)
+        state = Round(deque(Flight(spec) for spec in specs), height_since=started)
         poller = self.poller
         label = what or f"{len(specs):,} transaction{'s' if len(specs) != 1 else ''}"
         # A progress display shows the wait itself (rate, ETA, stalls).
@@ -374,7 +209,11 @@ class Sender:
                         state.idle = 0
                     elif state.in_flight:
                         state.idle += 1
-                        await asyncio.sleep(self._pause(state))
+                        await asyncio.sleep(
+                            state.pause(
+                                self.interval, self.resend_interval, self.clock, self._lossy
+                            )
+                        )
         except RpcError as exc:
             if isinstance(exc, SendGaveUpError) or not self.client.sends:
                 raise  # a give-up says how to resume; with nothing sent there is no resuming
@@ -386,46 +225,7 @@ class Sender:
         stats.seconds = self.clock() - started
         return stats
 
-    def _pause(self, state: _Round) -> float:
-        """A slot's pause while things may land; longer while none do, up to the next resend.
-
-        With nothing seen, the sender is only waiting: for a lost transaction's next resend
-        or for its blockhash to expire, and polls back off to the resend interval, never
-        past the moment the next resend is due.
-        """
-        flights = state.in_flight.values()
-        if any(flight.seen for flight in flights):
-            return self.interval
-        backoff = min(self.interval * 2 ** max(state.idle - 2, 0), self.resend_interval)
-        tail = self._tail(state)
-        due = min((self._resend_at(f, state, tail) for f in flights), default=math.inf)
-        return max(min(backoff, due - self.clock()), 0.0)
-
-    def _tail(self, state: _Round, adding: int = 0) -> bool:
-        """Whether the round is down to its last few unseen transactions, nothing to sign."""
-        if state.queue:
-            return False
-        unseen = sum(1 for flight in state.in_flight.values() if not flight.seen)
-        return unseen + adding <= TAIL
-
-    def _resend_at(self, flight: _Flight, state: _Round, tail: bool) -> float:
-        """When an unseen transaction's same bytes are due to go again.
-
-        Every resend interval, or two slots after its send (``OVERDUE``) when it is
-        overdue by what the sender sees: it is in the tail the caller waits for, or one
-        sent no earlier already landed and either nothing new landed for two slots or the
-        sender had a loss. Before any loss, the bulk a busy leader is still working
-        through (more writes than a block takes, some landing every slot) is never resent.
-        """
-        if flight.retry_at is not None:
-            return flight.retry_at
-        quiet = self.clock() - state.seen_at >= OVERDUE
-        early = tail or (flight.sent_at <= state.seen_sent_at and (quiet or self._lossy))
-        return flight.sent_at + (
-            min(OVERDUE, self.resend_interval) if early else self.resend_interval
-        )
-
-    def _sign(self, flight: _Flight, stats: SendStats) -> None:
+    def _sign(self, flight: Flight, stats: SendStats) -> None:
         assert self._blockhash is not None
         tx = sign(flight.spec, self.payer, self._blockhash, self.cosigners)
         wire = bytes(tx)
@@ -478,19 +278,19 @@ class Sender:
                     )
                 await asyncio.sleep(self.interval)
 
-    async def _send_round(self, state: _Round, stats: SendStats) -> None:
+    async def _send_round(self, state: Round, stats: SendStats) -> None:
         """Resend what is due, then sign and send new ones up to the window.
 
         Signing the next group overlaps the node's work on the previous one: each request
         starts before the next group is signed.
         """
         now = self.clock()
-        tail = self._tail(state)
+        tail = state.tail()
         due = [
             flight
             for flight in state.in_flight.values()
             if not flight.seen
-            and now >= self._resend_at(flight, state, tail)
+            and now >= state.resend_at(flight, tail, self.clock, self.resend_interval, self._lossy)
             and state.height <= flight.last_valid_height
         ]
         if any(flight.retry_at is None for flight in due):
@@ -499,7 +299,7 @@ class Sender:
             self._lossy = True
         semaphore = asyncio.Semaphore(self.concurrency)
 
-        async def send_group(group: list[_Flight], copies: int) -> list[object]:
+        async def send_group(group: list[Flight], copies: int) -> list[object]:
             calls = [self.client.send_call(f.wire) for f in group for _ in range(copies)]
             self.client.sends += len(calls)
             try:
@@ -508,11 +308,11 @@ class Sender:
                 semaphore.release()
             # Of a flight's copies, the answer that says it went (else the first refusal).
             return [
-                next((a for a in pair if _went(a)), pair[0])
+                next((a for a in pair if went(a)), pair[0])
                 for pair in zip(*(answers[i::copies] for i in range(copies)), strict=True)
             ]
 
-        sending: list[tuple[list[_Flight], int, asyncio.Task[list[object]]]] = []
+        sending: list[tuple[list[Flight], int, asyncio.Task[list[object]]]] = []
         room = self.window - len(state.in_flight)
         signed = 0
         try:
@@ -528,7 +328,7 @@ class Sender:
                     room -= len(group)
                     signed += len(group)
                 # A lossy sender's last few go twice: a loss of one copy costs no resend.
-                copies = 2 if self._lossy and self._tail(state, signed) else 1
+                copies = 2 if self._lossy and state.tail(signed) else 1
                 await semaphore.acquire()
                 sending.append((group, copies, asyncio.create_task(send_group(group, copies))))
                 await asyncio.sleep(0)
@@ -544,14 +344,14 @@ class Sender:
                 stats.resent += copies - 1 + (flight.sent_at > -math.inf)
                 state.in_flight[flight.signature] = flight
                 flight.sent_at, flight.retry_at = answered, None
-                if _went(result):
+                if went(result):
                     continue
                 assert isinstance(result, RpcCallError)
-                if _blockhash_unknown(result):
+                if blockhash_unknown(result):
                     # Not yet known to the leader: the same bytes go again in about a slot.
                     flight.retry_at = answered + self.interval
                     unknown = flight.signed_with
-                elif (short := _preflight_funds(result)) is not None:
+                elif (short := preflight_funds(result)) is not None:
                     raise InsufficientFundsError(
                         f"the node refused a transaction: {short}; {self.resume_hint}"
                     ) from result
@@ -566,7 +366,7 @@ class Sender:
 
     async def _poll_round(
         self,
-        state: _Round,
+        state: Round,
         progress: Progress | None,
         wanted: int,
         poller: StatusPoller,
@@ -584,7 +384,7 @@ class Sender:
         if state.progress_height is None:
             state.progress_height = height
         done = 0
-        expired: list[_Flight] = []
+        expired: list[Flight] = []
         for signature, status in zip(signatures, statuses, strict=True):
             flight = in_flight[signature]
             if status is None:
@@ -613,17 +413,21 @@ class Sender:
             state.queue.extendleft(reversed(expired))
         if done:
             state.progress_height = height
-        self._check_stall(state, len(specs) - stats.confirmed, len(specs), now)
+        if (why := state.stalled(self.max_expiries, now)) is not None:
+            raise SendGaveUpError(
+                f"gave up with {len(specs) - stats.confirmed} of {len(specs)} transactions "
+                f"not confirmed: {why}; {self.resume_hint}"
+            )
         return done
 
-    def _failure(self, flight: _Flight, err: Any) -> ChainError:
+    def _failure(self, flight: Flight, err: Any) -> ChainError:
         """The error a landed failure stands for: a shortage of funds, or the program's."""
-        short = _funds_failure(err, flight.spec)
+        short = funds_failure(err, flight.spec)
         if short is not None:
             return InsufficientFundsError(f"a transaction failed: {short}; {self.resume_hint}")
         return transaction_error(err)
 
-    async def _check_payer(self, unseen: list[_Flight], unconfirmed: int) -> None:
+    async def _check_payer(self, unseen: list[Flight], unconfirmed: int) -> None:
         """A node drops unseen what the payer cannot pay the fee of: say so, at once."""
         fee = LAMPORTS_PER_SIGNATURE * max(flight.signer_count for flight in unseen)
         balance = await self.client.balance(self.payer.pubkey())
@@ -633,79 +437,3 @@ class Sender:
                 f"fee ({sol(fee)}): the node drops what it cannot charge; {unconfirmed} "
                 f"transactions not confirmed; fund it, then {self.resume_hint}"
             )
-
-    def _check_stall(self, state: _Round, unconfirmed: int, total: int, now: float) -> None:
-        assert state.progress_height is not None
-        lifetimes = (state.height - state.progress_height) / BLOCKHASH_LIFETIME
-        stalled = now - state.height_since
-        if lifetimes < self.max_expiries and stalled < STALLED_HEIGHT:
-            return
-        why = (
-            f"nothing landed in {self.max_expiries} blockhash lifetimes "
-            f"({state.height - state.progress_height} blocks)"
-            if lifetimes >= self.max_expiries
-            else f"the block height stayed at {state.height} for {stalled:.0f} s"
-        )
-        last = f"; the node's last refusal: {state.last_refusal}" if state.last_refusal else ""
-        raise SendGaveUpError(
-            f"gave up with {unconfirmed} of {total} transactions not confirmed: {why}{last}; "
-            f"{self.resume_hint}"
-        )
-
-
-def _went(answer: object) -> bool:
-    """A send's answer says the node has the transaction (a signature, or AlreadyProcessed)."""
-    return not isinstance(answer, RpcCallError) or _already_processed(answer)
-
-
-def _already_processed(error: RpcCallError) -> bool:
-    text = f"{error} {error.data}"
-    return "AlreadyProcessed" in text or "already been processed" in text
-
-
-def _blockhash_unknown(error: RpcCallError) -> bool:
-    text = f"{error} {error.data}"
-    return "BlockhashNotFound" in text or "Blockhash not found" in text
-
-
-_FUNDS_ERRORS = {
-    "InsufficientFundsForFee": "the payer cannot pay the fee",
-    "InsufficientFundsForRent": "an account would be left below its rent-exempt minimum",
-}
-_SYSTEM_RESULT_WITH_NEGATIVE_LAMPORTS = 1
-"""The System Program's error for a transfer or creation the source cannot pay."""
-
-
-def _funds_reason(err: Any) -> str | None:
-    """The shortage a TransactionError names, if it names one."""
-    key = err if isinstance(err, str) else next(iter(err), None) if isinstance(err, dict) else None
-    return _FUNDS_ERRORS.get(key) if isinstance(key, str) else None
-
-
-def _preflight_funds(error: RpcCallError) -> str | None:
-    """What a refused preflight says is short of funds, else None."""
-    data = error.data if isinstance(error.data, dict) else {}
-    if (reason := _funds_reason(data.get("err"))) is not None:
-        return reason
-    logs = data.get("logs") or ()
-    if any("insufficient lamports" in str(line) for line in logs):
-        return "insufficient lamports"
-    return None
-
-
-def _funds_failure(err: Any, spec: TxSpec) -> str | None:
-    """What a landed failure says is short of funds (the System Program's), else None."""
-    if (reason := _funds_reason(err)) is not None:
-        return reason
-    if isinstance(err, dict) and "InstructionError" in err:
-        index, inner = err["InstructionError"]
-        instructions = spec.instructions
-        if (
-            isinstance(inner, dict)
-            and inner.get("Custom") == _SYSTEM_RESULT_WITH_NEGATIVE_LAMPORTS
-            and isinstance(index, int)
-            and 0 <= index < len(instructions)
-            and instructions[index].program_id == SYSTEM_PROGRAM_ID
-        ):
-            return "insufficient lamports for a transfer or an account's rent"
-    return None

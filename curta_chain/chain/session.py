@@ -116,12 +116,13 @@ async def connect(
 async def follow_owner(
     connection: Connection, address: Pubkey, trusted_hashes: Sequence[str] = ()
 ) -> Connection | None:
-    """The connection to read ``address`` through, when its owner is another trusted program.
+    """The connection to act on ``address`` through, when its owner is another trusted program.
 
     A model published under one shipped build (the localnet's preloaded program) stays
-    readable after another is deployed and recorded. Returns None when the account is
-    missing, owned by the connection's program, or owned by anything but a program
-    holding a shipped build (or a trusted hash): reading it then fails as it would.
+    readable, sealable, closable and runnable after another is deployed and recorded: only
+    its owner can act on it. Returns None when the account is missing, owned by the
+    connection's program, or owned by anything but a program holding a shipped build (or a
+    trusted hash): the command then fails as it would.
     """
     (info,) = await connection.client.accounts([address], head=0)
     if info is None or info.owner == connection.program_id:
@@ -136,5 +137,27 @@ async def follow_owner(
         program=program,
         program_source=f"the owner of {address}",
         note=f"{address} belongs to program {info.owner} (a shipped build), not "
-        f"{connection.program_id}: reading it there",
+        f"{connection.program_id}: using that program",
     )
+
+
+async def listed_programs(
+    connection: Connection, trusted_hashes: Sequence[str] = ()
+) -> list[Connection]:
+    """The connections a list of models or runs reads: this one, and the preloaded program.
+
+    On the embedded localnet with another program recorded (after a deploy), what was
+    published or run before the deploy stays under the program the localnet preloads, and
+    a list that left it out would hide it; elsewhere, only the connection's program.
+    """
+    if not connection.localnet or connection.program_id == LOCALNET_PROGRAM:
+        return [connection]
+    try:
+        program = await read_program(connection.client, LOCALNET_PROGRAM)
+        check_program(program, trusted_hashes)
+    except ProgramCheckError:
+        return [connection]
+    preloaded = replace(
+        connection, program=program, program_source="the embedded localnet", note=None
+    )
+    return [connection, preloaded]

@@ -258,6 +258,7 @@ def _seal(args: argparse.Namespace) -> int:
         from curta_chain.chain.status import read_status
         from curta_chain.cli.confirm import confirm_spend
 
+        chain = await target.follow_owner(chain, address)
         ctx = _context(args, target, chain)
         client = ctx.client
         transactions, fee = await seal_cost(ctx, address)
@@ -318,6 +319,7 @@ def _close(args: argparse.Namespace) -> int:
         from curta_chain.chain.status import read_status
         from curta_chain.cli.confirm import confirm_spend
 
+        chain = await target.follow_owner(chain, address)
         ctx = _context(args, target, chain)
         recipient = (
             ctx.authority.pubkey()

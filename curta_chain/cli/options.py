@@ -245,9 +245,12 @@ class Cluster:
         return connection
 
     async def follow_owner(self, connection: "Connection", address: "Pubkey") -> "Connection":
-        """For a read: the connection to the program that owns ``address`` (``session``).
+        """The connection to the program that owns the model ``address`` (``session``).
 
-        With ``--program-id`` the named program is used, whoever owns the account.
+        For every command on an existing model (a read, seal, close, a run on chain): a
+        model published under one shipped build stays usable after another is deployed and
+        recorded, since only its owner can act on it. With ``--program-id`` the named
+        program is used, whoever owns the account.
         """
         from curta_chain.chain.session import follow_owner
 
@@ -259,6 +262,17 @@ class Cluster:
         if followed.note:
             self.reporter.note(followed.note)
         return followed
+
+    async def listed_programs(self, connection: "Connection") -> list["Connection"]:
+        """The connections a list of models or runs reads (``session.listed_programs``).
+
+        With ``--program-id`` only the named program.
+        """
+        from curta_chain.chain.session import listed_programs
+
+        if self.program_id is not None:
+            return [connection]
+        return await listed_programs(connection, self.program_hashes)
 
     def keypair(self) -> "Keypair":
         """The ``-k`` signer (the default keypair when none was named)."""

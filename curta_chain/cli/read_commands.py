@@ -90,6 +90,7 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
 
 
 def _verify(args: argparse.Namespace) -> int:
+    from curta_chain.chain.cluster import same_node
     from curta_chain.chain.verify import LISTED_RANGES, verify
 
     artifact = read_artifact_file(args.artifact)
@@ -97,7 +98,7 @@ def _verify(args: argparse.Namespace) -> int:
     target = resolve(args, reporter)
     address = parse_pubkey(args.model, "model")
     cross_check = resolve_url(args.cross_check, "--cross-check") if args.cross_check else None
-    if cross_check is not None and cross_check.rstrip("/") == target.url.rstrip("/"):
+    if cross_check is not None and same_node(cross_check, target.url):
         from curta_chain.errors import ConfigError
 
         raise ConfigError(
@@ -267,24 +268,26 @@ def _models(args: argparse.Namespace) -> int:
                 if args.authority is None
                 else target.signers.pubkey(args.authority, "--authority")
             )
-        with reporter.waiting(f"{target.url} to list the program's models"):
-            found = await find_models(chain.client, chain.program_id, authority)
-            balances = await model_balances(
-                chain.client, [(model, lamports) for _, model, lamports in found]
-            )
         rows = []
-        for (address, model, own), balance in zip(found, balances, strict=True):
-            fields = model.to_json()
-            fields.pop("sections")
-            rows.append(
-                {
-                    "model": str(address),
-                    **fields,
-                    "sections": len(model.sections),
-                    "lamports": balance,
-                    "model_lamports": own,
-                }
-            )
+        with reporter.waiting(f"{target.url} to list the program's models"):
+            for program in await target.listed_programs(chain):
+                found = await find_models(program.client, program.program_id, authority)
+                balances = await model_balances(
+                    program.client, [(model, lamports) for _, model, lamports in found]
+                )
+                for (address, model, own), balance in zip(found, balances, strict=True):
+                    fields = model.to_json()
+                    fields.pop("sections")
+                    rows.append(
+                        {
+                            "model": str(address),
+                            **fields,
+                            "sections": len(model.sections),
+                            "lamports": balance,
+                            "model_lamports": own,
+                            "program": str(program.program_id),
+                        }
+                    )
         if emit(args, {"authority": str(authority) if authority else None, "models": rows}):
             return 0
         whose = f"of {authority}" if authority else "of every authority"

@@ -105,7 +105,11 @@ def _settings(args: argparse.Namespace) -> "SamplingSettings":
     seed = args.seed if args.seed is not None else int.from_bytes(os.urandom(8), "little")
     if not 0 <= seed <= MASK64:
         raise ConfigError(f"--seed {seed}: expected 0 to {MASK64}")
-    return SamplingSettings(temperature, q16(args.top_p, "--top-p", ONE), seed)
+    # Other tools' -p is the prompt; run.c's, as ours, is the top-p.
+    top_p = q16(
+        args.top_p, "--top-p", ONE, "; -p is llama2.c's top-p: the prompt is -i or --prompt"
+    )
+    return SamplingSettings(temperature, top_p, seed)
 
 
 def _load(args: argparse.Namespace) -> "Artifact":
@@ -213,8 +217,10 @@ def _run_on_chain(args: argparse.Namespace, settings: "SamplingSettings") -> int
         from curta_chain.chain.context import ChainContext
         from curta_chain.cli.confirm import confirm_spend
 
+        chain = await target.follow_owner(chain, address)
+
         def confirm(rent: int, size: int) -> None:
-            back = "at the end (--close-run)" if args.close_run else "when the run is closed"
+            back = "at the end, --close-run" if args.close_run else "when the run is closed"
             what = (
                 f"a run account of {size:,} bytes on {address} (its rent comes back {back}), "
                 "plus a fee for each step"
@@ -251,8 +257,8 @@ def _run_on_chain(args: argparse.Namespace, settings: "SamplingSettings") -> int
     per_token = result.steps_per_token
     units = result.units_per_token
     print(
-        f"run {result.run}: {len(result.generated)} tokens, finished by "
-        f"{result.finish.name.lower().replace('_', ' ')}; {result.transactions} transactions "
+        f"run {result.run}: {counted(len(result.generated), 'token')}, finished by "
+        f"{result.finish.name.lower().replace('_', ' ')}; {result.transactions:,} transactions "
         f"sent here"
         + (
             f", {per_token:.1f} step transactions and {units:,.0f} compute units per generated "
@@ -265,8 +271,9 @@ def _run_on_chain(args: argparse.Namespace, settings: "SamplingSettings") -> int
     )
     # Each step's run account was compared with the integer core's mirror as it landed.
     print(
-        f"the chain's {counted(len(result.generated), 'token')} equal the off-chain integer "
-        "core's: the mirror checked every step",
+        f"the chain's {counted(len(result.generated), 'token')} "
+        f"{'equals' if len(result.generated) == 1 else 'equal'} the off-chain integer core's: "
+        "the mirror checked every step",
         file=sys.stderr,
     )
     return 0

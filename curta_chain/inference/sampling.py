@@ -83,19 +83,20 @@ class SamplingSettings:
         }
 
 
-def q16(text: str, what: str, high: int) -> int:
+def q16(text: str, what: str, high: int, hint: str = "") -> int:
     """Return decimal ``text`` as round(value × 65,536), ties to even, from 0 to ``high``.
 
     Exact: the decimal is never a float.
 
     Raises:
-        ConfigError: not a decimal number, outside 0 to ``high`` once converted, or
-            positive but below the Q16 step (it would silently read as 0).
+        ConfigError: not a decimal number (the message ends with ``hint``), outside 0 to
+            ``high`` once converted, or positive but below the Q16 step (it would silently
+            read as 0).
     """
     try:
         value = Decimal(text)
     except InvalidOperation as exc:
-        raise ConfigError(f"{what} {text!r}: expected a decimal number") from exc
+        raise ConfigError(f"{what} {text!r}: expected a decimal number{hint}") from exc
     if not value.is_finite():
         raise ConfigError(f"{what} {text!r}: expected a finite decimal number")
     fixed = int((value * ONE).to_integral_value(rounding=ROUND_HALF_EVEN))

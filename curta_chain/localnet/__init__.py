@@ -11,8 +11,9 @@ Modules, from the chain outwards:
   (statuses, transaction details, blocks, signatures by address), ``owner_index``;
 - ``ledger`` (the crash-safe log and snapshots; it owns ``durable_seq``) and
   ``persistence`` (restore and snapshot capture between chain and ledger);
-- the RPC layer: ``params``, ``codec``, ``parsed``/``parsed_instructions`` (jsonParsed),
-  the ``*_methods`` modules and their table ``methods``, ``pubsub``;
+- the RPC layer: ``params``, ``codec``, jsonParsed (``parsed``, ``parsed_tokens``,
+  ``parsed_programs``, ``parsed_instructions``), the ``*_methods`` modules and their
+  table ``methods``, ``pubsub``;
 - ``server`` (JSON-RPC over HTTP, group commit) and ``lifecycle`` (``serve``,
   ``start_in_thread``: one way to open, serve and close).
 

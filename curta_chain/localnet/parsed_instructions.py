@@ -12,13 +12,13 @@ from typing import Any
 
 import based58
 
-from curta_chain.localnet.parsed import (
+from curta_chain.localnet.parsed_programs import (
     ASSOCIATED_TOKEN_PROGRAM,
     MEMO_PROGRAMS,
     SYSTEM_PROGRAM,
     TOKEN_PROGRAMS,
-    ui_amount,
 )
+from curta_chain.localnet.parsed_tokens import ui_amount
 
 
 class _Unparsable(ValueError):

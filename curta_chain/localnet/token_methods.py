@@ -24,8 +24,8 @@ from curta_chain.localnet.params import (
     required,
     with_context,
 )
-from curta_chain.localnet.parsed import (
-    TOKEN_PROGRAMS,
+from curta_chain.localnet.parsed_programs import TOKEN_PROGRAMS
+from curta_chain.localnet.parsed_tokens import (
     mint_decimals,
     token_account_type,
     token_amount_of,

@@ -99,6 +99,16 @@ def test_a_habit_or_typo_is_named_before_what_is_missing(capsys, argv, message):
     assert "required" not in err
 
 
+def test_minus_p_is_the_top_p_and_says_where_the_prompt_goes(capsys):
+    # As llama2.c's run.c: -p is the top-p; a person who meant the prompt is told so.
+    assert main(["run", "m.curta", "-p", "hi"]) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and err == (
+        "error: --top-p 'hi': expected a decimal number; -p is llama2.c's top-p: the prompt "
+        "is -i or --prompt\n"
+    )
+
+
 def test_options_are_never_abbreviated(capsys, tmp_path):
     # --output is not an abbreviation of --output-file, nor --dry of --dry-run.
     with pytest.raises(SystemExit):

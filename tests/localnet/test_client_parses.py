@@ -33,7 +33,8 @@ from spl.token.instructions import (
 )
 
 from curta_chain.localnet import LocalnetHandle, ManualClock, start_in_thread
-from curta_chain.localnet.parsed import MEMO_PROGRAMS, MINT_SIZE, TOKEN_PROGRAM
+from curta_chain.localnet.parsed_programs import MEMO_PROGRAMS, TOKEN_PROGRAM
+from curta_chain.localnet.parsed_tokens import MINT_SIZE
 
 SOL = 10**9
 

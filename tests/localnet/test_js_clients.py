@@ -52,7 +52,8 @@ from spl.token.instructions import (
 from curta_chain.constants import LOCALNET_PROGRAM_ID
 from curta_chain.localnet import BusyOptions, ManualClock, start_in_thread
 from curta_chain.localnet.busy import NOT_BUSY
-from curta_chain.localnet.parsed import MEMO_PROGRAMS, MINT_SIZE, TOKEN_PROGRAM
+from curta_chain.localnet.parsed_programs import MEMO_PROGRAMS, TOKEN_PROGRAM
+from curta_chain.localnet.parsed_tokens import MINT_SIZE
 from curta_chain.program import IDL_PATH
 
 JS = Path(__file__).parent / "js"

@@ -7,16 +7,15 @@ import pytest
 from solders.pubkey import Pubkey
 from solders.system_program import TransferParams, transfer
 
-from curta_chain.localnet.parsed import (
-    CLOCK_SYSVAR,
+from curta_chain.localnet.parsed import CLOCK_SYSVAR, parse_account
+from curta_chain.localnet.parsed_instructions import parse_instruction
+from curta_chain.localnet.parsed_programs import (
     SYSTEM_PROGRAM,
     SYSVAR_OWNER,
     TOKEN_PROGRAM,
     NotParsable,
-    parse_account,
-    ui_amount,
 )
-from curta_chain.localnet.parsed_instructions import parse_instruction
+from curta_chain.localnet.parsed_tokens import ui_amount
 
 
 @pytest.mark.parametrize(

@@ -709,6 +709,17 @@ CASES: dict[str, Case] = {
         r"--cross-check http://127.0.0.1:\d+: that is the node -u reads \(http://127.0.0.1:\d+\); "
         r"a cross-check reads every account again from a second, independent node",
     ),
+    "trust a cross-check of the same node by another name": (
+        lambda ctx: ctx.chain(
+            "verify",
+            ctx.world.not_a_model,
+            ctx.art(),
+            "--cross-check",
+            ctx.world.url.replace("127.0.0.1", "localhost") + "/",
+            keypair=False,
+        ),
+        r"--cross-check http://localhost:\d+/: that is the node -u reads \(http://127.0.0.1:\d+\)",
+    ),
     # -- spending (with --output json: the plan and its cost are not printed) --------------
     "spend with no terminal off the localnet": (
         lambda ctx: ctx.chain(
