@@ -53,6 +53,15 @@ def test_money_is_said_before_it_is_spent(capsys, localnet, fund, tmp_path, art)
     assert "the rent (2." in out and "comes back on `curta-chain close`" in out
     assert re.match(shortfall(poor_key, "publishing costs"), err), err
 
+    # A deploy says which rent stays with the program and which comes back.
+    code, out, err = user("deploy", "--dry-run", "-C", str(tmp_path / "dry.yml"))
+    assert code == 0 and re.search(
+        r"^cost: \d+\.\d{9} SOL \(rent [\d,]+ that stays with the program \+ fees [\d,]+ "
+        r"lamports; the buffer's rent comes back at the deploy\)$",
+        out,
+        re.MULTILINE,
+    ), out + err
+
     model = user.json("publish", str(art))["model"]
     before = user.balance()
     for argv, doing in (
