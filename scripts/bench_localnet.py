@@ -259,10 +259,13 @@ def main() -> int:
     section = max(args.section_bytes or 0, args.count * MAX_WRITE_PAYLOAD)
     kinds = {"today": ()}
     if args.blocks:
-        # The account limits would spread one account's writes over many blocks: lift them so
-        # that both localnets run the same transactions and only the machinery differs.
+        # The limits would spread one account's writes over many blocks: lift them so that
+        # both localnets run the same transactions and only the machinery differs, and so
+        # that each block takes the whole queue. (A full-size write reserves about 218,000
+        # CU, so the default 100M-CU block, and an account limit of as much, hold about 458.)
+        lifted = str(10**12)
         kinds["blocks"] = ("--blocks", "--seed", "1", "--account-write-limit", "100000")
-        kinds["blocks"] += ("--account-cu-limit", "100000000")
+        kinds["blocks"] += ("--account-cu-limit", lifted, "--block-cu-limit", lifted)
     rates: dict[str, dict[str, list[float]]] = {kind: {} for kind in kinds}
     server_us: dict[str, dict[str, list[float]]] = {kind: {} for kind in kinds}
     with contextlib.ExitStack() as stack:
