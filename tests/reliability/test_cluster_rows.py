@@ -1,10 +1,10 @@
 """Issue 21's table, row by row: every chain command on a busy cluster ends as a clean run.
 
 Each row starts a busy localnet (``BusyOptions``, the same settings as ``curta-chain
-localnet --blocks --seed N``'s flags: a block a slot, the leader's order) and puts a
-``FaultProxy`` in front of it that books every transaction the node gets and, for the
-behaviours the localnet has no flag for, acts as the provider (``Provider``). Through it
-the real CLI, each command its own process, runs what a user runs with stories260K:
+localnet --blocks --seed N --slot-ms 200``'s flags: a block a slot, the leader's order) and
+puts a ``FaultProxy`` in front of it that books every transaction the node gets and, for
+the behaviours the localnet has no flag for, acts as the provider (``Provider``). Through
+it the real CLI, each command its own process, runs what a user runs with stories260K:
 ``deploy``, ``publish``, ``seal`` and ``run --on-chain`` of 4 tokens. Then:
 
 - every command finished (exit 0), and the row's behaviour really happened;
@@ -64,6 +64,10 @@ SEED = int(os.environ.get("CURTA_RELIABILITY_SEED", "6"))
 RUN = ("-n", "4", "-i", "Once upon a time", "-s", "42")
 """The run's tokens and settings (default temperature and top-p: sampled, seeded)."""
 COMMANDS = ("deploy", "publish", "seal", "run")
+SLOT_SECONDS = 0.2
+"""Slots of 200 ms, not a cluster's 400: every row waits for blocks, and the suite's time is
+short (the resend and poll clocks stay a real cluster's; the lag and confirmation delays are
+seconds of wall time, as the table's rows say)."""
 PROGRAM_DATA_SLOT = slice(4, 12)
 """The deploy slot in the program data account's header (it differs from run to run)."""
 
@@ -227,7 +231,7 @@ def offchain_tokens(artifact_file: Path) -> list[int]:
 @pytest.fixture(scope="module")
 def clean(tmp_path_factory, artifact_file: Path, offchain_tokens: list[int]) -> Iterator[Chain]:
     """The reference: the four commands on the busy localnet with no loss and no limits."""
-    node = start_in_thread(busy=BLOCKS)
+    node = start_in_thread(busy=BLOCKS, slot_duration=SLOT_SECONDS)
     proxy = FaultProxy(node.url).start()
     try:
         chain = four_commands(
@@ -252,7 +256,7 @@ def test_every_command_on_a_busy_cluster_ends_as_the_clean_run(
     tmp_path, artifact_file, offchain_tokens, clean, name
 ):
     row = ROWS[name]
-    node = start_in_thread(busy=row.busy)
+    node = start_in_thread(busy=row.busy, slot_duration=SLOT_SECONDS)
     proxy = FaultProxy(node.url, provider=row.provider, seed=SEED).start()
     try:
         chain = four_commands(node.url, proxy, tmp_path, artifact_file)

@@ -20,15 +20,16 @@ The last case is a real cluster's worst one: writes still on the wire when the c
 died land after the rerun planned without them, so those pieces are written twice (the
 same bytes). Their fees are the only loss, and the window bounds them.
 
-Each kill point runs twice: on the default localnet, and once on a busy one (blocks, the
-leader's order, 10% of accepted transactions lost). There a resend is the same bytes and
-is not counted as sent again (the bytes sent again are those of distinct transactions),
-but a write the node accepted and lost when the client died is signed again by the rerun;
-and one still queued at the leader when the rerun planned lands twice, as on the wire. A
-creation, a seal's beginning or a seal step the killed client had queued lands after the
-rerun planned without it too: the rerun's own then lands refused (AccountAlreadyInUse,
-ModelNotUploading, ModelNotSealing), and the rerun reads the chain again and goes on. All
-stay within the window, and the only loss is the duplicates' and the refusals' fees.
+Each kill point runs twice: on the default localnet, and once on a busy one (blocks of 200
+ms slots, the leader's order, 10% of accepted transactions lost). There a resend is the
+same bytes and is not counted as sent again (the bytes sent again are those of distinct
+transactions), but a write the node accepted and lost when the client died is signed again
+by the rerun; and one still queued at the leader when the rerun planned lands twice, as on
+the wire. A creation, a seal's beginning or a seal step the killed client had queued lands
+after the rerun planned without it too: the rerun's own then lands refused
+(AccountAlreadyInUse, ModelNotUploading, ModelNotSealing), and the rerun reads the chain
+again and goes on. All stay within the window, and the only loss is the duplicates' and the
+refusals' fees.
 """
 
 import os
@@ -57,7 +58,7 @@ from solders.keypair import Keypair
 from curta_chain.artifact import Artifact
 from curta_chain.chain.sender import WINDOW
 from curta_chain.cli.keypairs import write_keypair
-from curta_chain.constants import HASH_CHUNK_SIZE
+from curta_chain.constants import HASH_CHUNK_SIZE, SLOT_SECONDS
 from curta_chain.localnet import BusyOptions, start_in_thread
 
 SEED = int(os.environ.get("CURTA_RELIABILITY_SEED", "6"))
@@ -65,6 +66,8 @@ CLUSTERS = {
     "localnet": BusyOptions(),
     "busy": BusyOptions(blocks=True, drop_rate=0.1, seed=SEED),
 }
+BUSY_SLOT_SECONDS = 0.2
+"""The busy localnet's slots: half a cluster's, to keep the suite's time short."""
 
 
 @dataclass(frozen=True)
@@ -77,9 +80,12 @@ class Node:
 
 @pytest.fixture(params=list(CLUSTERS))
 def node(request) -> Iterator[Node]:
-    handle = start_in_thread(busy=CLUSTERS[request.param])
+    busy = request.param == "busy"
+    handle = start_in_thread(
+        busy=CLUSTERS[request.param], slot_duration=BUSY_SLOT_SECONDS if busy else SLOT_SECONDS
+    )
     try:
-        yield Node(handle.url, request.param == "busy")
+        yield Node(handle.url, busy)
     finally:
         handle.stop()
 

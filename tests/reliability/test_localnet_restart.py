@@ -9,9 +9,9 @@ node comes back within ``--rpc-timeout`` and the same run carries on. In every c
 model ends sealed and verified, every landed transaction succeeded, and the payer spent
 exactly what a clean run costs.
 
-Each crash runs twice: on the default localnet, and once on a busy one (``--blocks
---drop-rate 0.1 --seed N``: a block a slot, 10% of accepted transactions lost), where what
-the node had accepted but not yet put in a block dies with it and is sent again.
+Each crash runs twice: on the default localnet, and once on a busy one (``--blocks --drop-
+rate 0.1 --seed N --slot-ms 200``: a block a slot, 10% of accepted transactions lost),
+where what the node had accepted but not yet put in a block dies with it and is sent again.
 """
 
 import os
@@ -45,7 +45,7 @@ DOWN_FOR = 1.0
 SEED = int(os.environ.get("CURTA_RELIABILITY_SEED", "6"))
 CLUSTERS = {
     "localnet": (),
-    "busy": ("--blocks", "--drop-rate", "0.1", "--seed", str(SEED)),
+    "busy": ("--blocks", "--drop-rate", "0.1", "--seed", str(SEED), "--slot-ms", "200"),
 }
 
 
