@@ -15,16 +15,19 @@ moves less with machine load than the rates do.
 With ``--blocks`` it runs every mode twice in the same run, against today's localnet and
 against one started with ``--blocks`` (the busy mode's blocks, leader's order and limits,
 no loss), where a mode's CPU counts until every transaction has landed in its block; it
-prints the ratio of the two CPU times a transaction (the target is at most 1.2).
+prints the ratio of the two CPU times a transaction (the target is at most 1.2). The two
+localnets run side by side and take turns mode by mode (``--rounds N``: N times, who goes
+first alternating), so that a change in a shared machine's load falls on both alike.
 The last line printed is JSON.
 
     .venv/bin/python scripts/bench_localnet.py [--count 2000] [--ledger] [--section-bytes N]
-        [--blocks] [--skip-preflight]
+        [--blocks] [--skip-preflight] [--rounds N]
 """
 
 import argparse
 import asyncio
 import base64
+import contextlib
 import json
 import os
 import subprocess
@@ -32,6 +35,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from statistics import mean
 
 import aiohttp
 import httpx
@@ -147,12 +151,14 @@ class Setup:
             if waiting:
                 time.sleep(0.25)  # polls cost the server CPU too: not too often
 
-    def writes(self, mode: str, count: int) -> list[VersionedTransaction]:
+    def writes(self, mode: str, count: int, round_: int = 0) -> list[VersionedTransaction]:
+        """``count`` full-size writes into ``mode``'s account; each round writes other bytes."""
         blockhash = self.blockhash()
         weight = self.weights[mode].pubkey()
         txs = []
         for n in range(count):
-            data = (n.to_bytes(4, "little") * (MAX_WRITE_PAYLOAD // 4 + 1))[:MAX_WRITE_PAYLOAD]
+            word = (n + round_ * count).to_bytes(4, "little")
+            data = (word * (MAX_WRITE_PAYLOAD // 4 + 1))[:MAX_WRITE_PAYLOAD]
             ix = write_weights(
                 PROGRAM_ID, self.authority.pubkey(), weight, n * MAX_WRITE_PAYLOAD, data
             )
@@ -244,47 +250,61 @@ def main() -> int:
     parser.add_argument(
         "--skip-preflight", action="store_true", help="send with skipPreflight (no simulation)"
     )
+    parser.add_argument(
+        "--rounds", type=int, default=1, help="run every mode this many times (default 1)"
+    )
     args = parser.parse_args()
     global SKIP_PREFLIGHT
     SKIP_PREFLIGHT = args.skip_preflight
     section = max(args.section_bytes or 0, args.count * MAX_WRITE_PAYLOAD)
     kinds = {"today": ()}
     if args.blocks:
-        # The account limits would spread one account's writes over many blocks: lift them so
-        # that both localnets run the same transactions and only the machinery differs.
+        # The limits would spread one account's writes over many blocks: lift them so that
+        # both localnets run the same transactions and only the machinery differs, and so
+        # that each block takes the whole queue. (A full-size write reserves about 218,000
+        # CU, so the default 100M-CU block, and an account limit of as much, hold about 458.)
+        lifted = str(10**12)
         kinds["blocks"] = ("--blocks", "--seed", "1", "--account-write-limit", "100000")
-        kinds["blocks"] += ("--account-cu-limit", "100000000")
-    rates: dict[str, dict[str, float]] = {}
-    server_us: dict[str, dict[str, float]] = {}
-    for kind, extra in kinds.items():
-        rates[kind], server_us[kind] = {}, {}
-        with tempfile.TemporaryDirectory() as folder:
+        kinds["blocks"] += ("--account-cu-limit", lifted, "--block-cu-limit", lifted)
+    rates: dict[str, dict[str, list[float]]] = {kind: {} for kind in kinds}
+    server_us: dict[str, dict[str, list[float]]] = {kind: {} for kind in kinds}
+    with contextlib.ExitStack() as stack:
+        # Both localnets run side by side and take turns, one mode at a time, so that a
+        # change in the machine's load falls on both alike (the machine may be shared).
+        nodes: dict[str, tuple[subprocess.Popen, str, Setup]] = {}
+        for kind, extra in kinds.items():
+            folder = stack.enter_context(tempfile.TemporaryDirectory())
             node, url = start_node(folder if args.ledger else None, extra)
-            try:
-                with httpx.Client(timeout=60) as http:
-                    setup = Setup(http, url, section, blocks=kind == "blocks")
-                    sent: list[VersionedTransaction] = []
-                    for mode in MODES:
-                        txs = setup.writes(mode, args.count)
-                        size = len(bytes(txs[0]))
-                        before = cpu_seconds(node.pid)
-                        rate = asyncio.run(send_mode(url, mode, [encode(tx) for tx in txs]))
-                        # The limits are lifted: each block takes the whole queue, so once
-                        # the last one sent has landed all have (checked after the CPU is
-                        # read, so that the check's reads are not counted).
-                        setup.wait_landed([str(txs[-1].signatures[0])])
-                        rates[kind][mode] = rate
-                        us = 1e6 * (cpu_seconds(node.pid) - before) / len(txs)
-                        setup.wait_landed([str(tx.signatures[0]) for tx in txs])
-                        server_us[kind][mode] = us
+            stack.callback(node.wait)
+            stack.callback(node.terminate)
+            http = stack.enter_context(httpx.Client(timeout=60))
+            nodes[kind] = (node, url, Setup(http, url, section, blocks=kind == "blocks"))
+        sent: list[VersionedTransaction] = []
+        for round_ in range(args.rounds):
+            for mode in MODES:
+                # Who goes first alternates from round to round.
+                order = list(kinds) if round_ % 2 == 0 else list(reversed(kinds))
+                for kind in order:
+                    node, url, setup = nodes[kind]
+                    txs = setup.writes(mode, args.count, round_)
+                    size = len(bytes(txs[0]))
+                    before = cpu_seconds(node.pid)
+                    rate = asyncio.run(send_mode(url, mode, [encode(tx) for tx in txs]))
+                    # The limits are lifted: each block takes the whole queue, so once the
+                    # last one sent has landed all have (checked after the CPU is read, so
+                    # that the check's reads are not counted).
+                    setup.wait_landed([str(txs[-1].signatures[0])])
+                    us = 1e6 * (cpu_seconds(node.pid) - before) / len(txs)
+                    setup.wait_landed([str(tx.signatures[0]) for tx in txs])
+                    rates[kind].setdefault(mode, []).append(rate)
+                    server_us[kind].setdefault(mode, []).append(us)
+                    if kind == list(kinds)[-1]:
                         sent += txs
-                        print(
-                            f"{kind:<6} http {mode:<11} {rate:8.0f} tx/s  "
-                            f"({args.count} x {size} B), server {us:5.0f} us CPU a transaction"
-                        )
-            finally:
-                node.terminate()
-                node.wait()
+                    print(
+                        f"{kind:<6} http {mode:<11} {rate:8.0f} tx/s  "
+                        f"({args.count} x {size} B), server {us:5.0f} us CPU a transaction"
+                    )
+    setup = nodes[list(kinds)[-1]][2]
     in_process = litesvm_rate(setup, sent)
     print(f"litesvm in-process {in_process:8.0f} tx/s  ({len(sent)} same transactions)")
     summary: dict[str, object] = {
@@ -294,16 +314,17 @@ def main() -> int:
         "skip_preflight": args.skip_preflight,
         "weight_account_bytes": WEIGHT_HEADER_SIZE + section,
         "litesvm_in_process_tx_per_s": round(in_process),
-        **{f"http_{mode}_tx_per_s": round(rate) for mode, rate in rates["today"].items()},
-        **{f"server_{mode}_us_per_tx": round(us) for mode, us in server_us["today"].items()},
+        "rounds": args.rounds,
+        **{f"http_{mode}_tx_per_s": round(mean(r)) for mode, r in rates["today"].items()},
+        **{f"server_{mode}_us_per_tx": round(mean(us)) for mode, us in server_us["today"].items()},
     }
     if args.blocks:
-        today = sum(server_us["today"].values())
-        blocks = sum(server_us["blocks"].values())
+        today = sum(sum(us) for us in server_us["today"].values())
+        blocks = sum(sum(us) for us in server_us["blocks"].values())
         for mode in MODES:
-            ratio = server_us["blocks"][mode] / server_us["today"][mode]
+            ratio = sum(server_us["blocks"][mode]) / sum(server_us["today"][mode])
             print(f"blocks/today CPU a transaction, {mode:<11} {ratio:5.2f}x")
-            summary[f"blocks_server_{mode}_us_per_tx"] = round(server_us["blocks"][mode])
+            summary[f"blocks_server_{mode}_us_per_tx"] = round(mean(server_us["blocks"][mode]))
         print(f"blocks/today CPU a transaction, all modes  {blocks / today:5.2f}x")
         summary["blocks_cpu_ratio"] = round(blocks / today, 3)
     print(json.dumps(summary))

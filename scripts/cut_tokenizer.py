@@ -1,7 +1,9 @@
 """Write the first N entries of a llama2.c tokenizer file as a tokenizer of its own.
 
-stories260K was trained with a 512-token vocabulary that is the first 512 entries of the
-Llama 2 tokenizer.bin (ids 0-2 special, 3-258 bytes, then the best merges). The header's
+stories260K was trained with its own 512-token tokenizer (llama2.c's tok512.bin), which is
+not among the reference files; the first 512 entries of the Llama 2 tokenizer.bin (ids 0-2
+special, 3-258 bytes, then the best merges) are a valid tokenizer of that size, so the
+model converts and runs, though the text it decodes is not meaningful. The header's
 longest-token length is recomputed for the entries kept.
 
     python scripts/cut_tokenizer.py tokenizer.bin 512 tok512.bin

@@ -1,12 +1,11 @@
 """Run the reliability scenarios N times and print the README table.
 
 Each round runs every module of tests/reliability/ (crash and resume, deploy resume,
-localnet restart, RPC faults, bad input, hostile chain, the attacks of issue 9, the spend
-confirmation) under pytest with a different fault seed; each
-scenario that passes
-appends its numbers to a JSON-lines log, and the table is built from that log. A scenario
-counts as losing nothing when every run of it ended sealed and verified with zero
-lamports and zero bytes beyond a clean run.
+localnet restart, RPC faults, issue 21's cluster rows, bad input, hostile chain, the
+attacks of issue 9, the spend confirmation) under pytest with a different fault seed; each
+scenario that passes appends its numbers to a JSON-lines log, and the table is built from
+that log. A scenario counts as losing nothing when every run of it ended sealed and
+verified with zero lamports and zero bytes beyond a clean run.
 
     .venv/bin/python scripts/reliability_report.py --runs 3
 """
@@ -26,6 +25,7 @@ MODULES = [
     "tests/reliability/test_crash_resume.py",
     "tests/reliability/test_localnet_restart.py",
     "tests/reliability/test_rpc_faults.py",
+    "tests/reliability/test_cluster_rows.py",
     "tests/reliability/test_bad_input.py",
     "tests/reliability/test_hostile_chain.py",
     "tests/reliability/test_deploy_resume.py",

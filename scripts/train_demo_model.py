@@ -25,7 +25,6 @@ import math
 import struct
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -35,21 +34,11 @@ import torch.nn.functional as F
 from demo_corpus import stories  # scripts/, on the path as the script's folder
 from torch import nn
 
+from curta_chain.artifact.layout import ModelConfig
+from curta_chain.fsutil import atomic_write
+
 ROPE_THETA = 10000.0
 NORM_EPS = 1e-5
-
-
-@dataclass(frozen=True)
-class Shape:
-    """The model's shape: the seven fields of llama2.c's checkpoint header."""
-
-    dim: int
-    hidden_dim: int
-    n_layers: int
-    n_heads: int
-    n_kv_heads: int
-    vocab_size: int
-    seq_len: int
 
 
 def log(message: str) -> None:
@@ -135,7 +124,7 @@ class RMSNorm(nn.Module):
 class Block(nn.Module):
     """One layer: attention with grouped key/value heads, then a SwiGLU feed-forward."""
 
-    def __init__(self, shape: Shape):
+    def __init__(self, shape: ModelConfig):
         """The layer's seven matrices and two norms, named as llama2.c's."""
         super().__init__()
         d, head = shape.dim, shape.dim // shape.n_heads
@@ -169,7 +158,7 @@ class Block(nn.Module):
 class Transformer(nn.Module):
     """llama2.c's Transformer with the classifier tied to the token embedding."""
 
-    def __init__(self, shape: Shape):
+    def __init__(self, shape: ModelConfig):
         """Initialize as llama2.c does: normal(0, 0.02), output projections scaled down."""
         super().__init__()
         self.shape = shape
@@ -307,12 +296,12 @@ def main(argv: list[str] | None = None) -> int:
 
     corpus = args.work / "corpus.txt"
     texts = list(stories(args.seed, args.stories))
-    corpus.write_text("".join(t + "\n" for t in texts), encoding="utf-8")
+    atomic_write(corpus, "".join(t + "\n" for t in texts).encode())
     log(f"corpus: {len(texts)} stories, {corpus.stat().st_size:,} bytes ({corpus})")
 
     model_file = train_tokenizer(corpus, args.work / f"tok{args.vocab}", args.vocab, args.threads)
     sp = spm.SentencePieceProcessor(model_file=str(model_file))
-    (args.output / "tokenizer.bin").write_bytes(tokenizer_bin(sp))
+    atomic_write(args.output / "tokenizer.bin", tokenizer_bin(sp))
     ids: list[int] = []
     for text in texts:
         ids.append(sp.bos_id())
@@ -320,7 +309,7 @@ def main(argv: list[str] | None = None) -> int:
     data = np.array(ids, dtype=np.uint16)
     log(f"tokenizer: {sp.vocab_size()} tokens; corpus is {len(data):,} tokens")
 
-    shape = Shape(
+    shape = ModelConfig(
         args.dim, args.hidden, args.layers, args.heads, args.kv_heads, sp.vocab_size(), args.seq_len
     )
     model = Transformer(shape)
@@ -329,7 +318,7 @@ def main(argv: list[str] | None = None) -> int:
     count = sum(p.numel() for p in model.parameters())
     log(f"model: {shape}, {count:,} parameters; training {args.steps} steps of {args.batch}")
     loss = train(model, data, args)
-    (args.output / "model.bin").write_bytes(legacy_checkpoint(model))
+    atomic_write(args.output / "model.bin", legacy_checkpoint(model))
     log(f"done in {time.monotonic() - started:.0f} s: final loss {loss:.3f}; wrote {args.output}")
     return 0
 

@@ -43,7 +43,7 @@ from curta_chain.chain.rent import plan_new_accounts
 from curta_chain.chain.rpc import RpcClient
 from curta_chain.chain.specs import TxSpec
 from curta_chain.constants import WEIGHT_HEADER_SIZE
-from curta_chain.errors import AccountError
+from curta_chain.errors import AccountError, ProgramError
 from curta_chain.program import ModelState
 from curta_chain.reporting import counted
 
@@ -270,11 +270,32 @@ async def check_funds(ctx: ChainContext, plan: PublishPlan) -> int:
     )
 
 
+ACCOUNT_ALREADY_IN_USE = 0
+"""The System Program's custom error for creating an account that exists."""
+
+
 async def publish(ctx: ChainContext, artifact: Artifact, plan: PublishPlan) -> PublishResult:
     """Carry out ``plan``: create the model, reopen it if failed, create and bind, upload.
 
     ``ctx.payer`` pays the fees and the rent; the authority cosigns when it is not the payer.
+    An account the plan creates that an earlier run created after this one read the chain
+    (its transaction on its way when that run stopped, as on a busy cluster) fails the
+    creation with AccountAlreadyInUse, one fee: the chain is read again, at its latest
+    state, and the new plan carried out.
     """
+    try:
+        return await _carry_out(ctx, artifact, plan)
+    except ProgramError as exc:
+        if exc.code != ACCOUNT_ALREADY_IN_USE or exc.name is not None or not plan.new_accounts:
+            raise
+    ctx.reporter.note(
+        "an earlier run's accounts landed after this one read the chain: reading again"
+    )
+    latest = replace(ctx, client=RpcClient(ctx.client.transport, "processed"))
+    return await _carry_out(ctx, artifact, await plan_publish(latest, artifact))
+
+
+async def _carry_out(ctx: ChainContext, artifact: Artifact, plan: PublishPlan) -> PublishResult:
     reporter, authority = ctx.reporter, ctx.authority
     sender = ctx.sender_for(RESUME_HINT)
     txs = ctx.transactions

@@ -42,7 +42,7 @@ from curta_chain.chain.sender import wait_for_signature
 from curta_chain.chain.specs import SEAL_STEP_CU, Transactions, TxSpec
 from curta_chain.chain.watch import round_sender, while_watching
 from curta_chain.constants import ACCOUNT_CU_LIMIT
-from curta_chain.errors import AccountError, MirrorMismatchError
+from curta_chain.errors import AccountError, MirrorMismatchError, ProgramError
 from curta_chain.program import ModelAccount, ModelState
 
 
@@ -162,6 +162,7 @@ async def seal(
     landed = 0
     model = await require_model(client, program_id, address)
     _check_sealable(address, model)
+    processed = RpcClient(client.transport, "processed")
     begin_signature = None
     if model.state == ModelState.UPLOADING:
         _check_authority(address, model, ctx.authority)
@@ -179,11 +180,20 @@ async def seal(
                 f"seal ends failed and `curta-chain publish` must reopen and rewrite them (give "
                 f"`seal` the artifact to check the bytes first)"
             )
-        began = await sender.send([txs.begin_sealing(address)], what="the seal's beginning")
-        landed += began.confirmed
-        begin_signature = began.last_signature
-        model = await require_model(client, program_id, address)
-        reporter.line(f"began sealing {address}: each section freezes as the seal enters it")
+        try:
+            began = await sender.send([txs.begin_sealing(address)], what="the seal's beginning")
+        except ProgramError as exc:
+            # An earlier run's beginning (on its way when that run stopped) landed first.
+            if exc.name != "ModelNotUploading":
+                raise
+            model = await _read_at(processed, [sender.client], program_id, address)
+            if model.state == ModelState.UPLOADING:
+                raise
+        else:
+            landed += began.confirmed
+            begin_signature = began.last_signature
+            model = await require_model(client, program_id, address)
+            reporter.line(f"began sealing {address}: each section freezes as the seal enters it")
     elif before_sending is not None:
         await before_sending()
     with reporter.waiting("the weight accounts' bytes to be read"):
@@ -198,7 +208,6 @@ async def seal(
             f"resuming the seal at chunk {done + 1} of {len(mirror.steps)} "
             f"(section {step.section} offset {step.offset:,})"
         )
-    processed = RpcClient(client.transport, "processed")
     reader = RpcClient(client.transport, client.commitment)
     bar = reporter.progress(
         "seal",
@@ -208,26 +217,39 @@ async def seal(
         done_transactions=done,
     )
     last_step = ""
+    cranked = False
     try:
         while model.state == ModelState.SEALING:
+            cranked = True
             specs = _round(txs, address, model, mirror, done)
 
             async def look() -> None:
                 mirror.check(await _read_at(processed, [sender.client], program_id, address))
 
-            with round_sender(sender, min(len(specs), account_cu_limit // SEAL_STEP_CU)):
-                sending = sender.send(specs, bar, commitment="processed")
-                sent = await while_watching(sending, look)
-            landed += sent.confirmed
-            last_step = sent.last_signature
-            done += len(specs)
+            try:
+                with round_sender(sender, min(len(specs), account_cu_limit // SEAL_STEP_CU)):
+                    sending = sender.send(specs, bar, commitment="processed")
+                    sent = await while_watching(sending, look)
+            except ProgramError as exc:
+                # Another crank sealed it first: an earlier run's steps, on their way when it
+                # stopped, landing after this run read the chain. The chain's count goes on.
+                if exc.name != "ModelNotSealing":
+                    raise
+            else:
+                landed += sent.confirmed
+                last_step = sent.last_signature
+                done += len(specs)
             model = await _read_at(processed, [sender.client], program_id, address)
-            mirror.check(model, done)
+            # Never fewer chunks than this run's steps that landed; more if others cranked.
+            mirror.check(model, max(done, model.chunks_hashed))
+            done = model.chunks_hashed
     finally:
         bar.close()
     if last_step:
         with reporter.waiting(f"the last seal step to be {client.commitment}"):
             await wait_for_signature(client, last_step)
+    if cranked:
+        # At our commitment, at a slot no older than the last state seen (others' steps too).
         model = await _read_at(reader, [processed, sender.client], program_id, address)
         mirror.check(model, done)
     first_bad = next(

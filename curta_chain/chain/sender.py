@@ -353,7 +353,7 @@ class Sender:
                     unknown = flight.signed_with
                 elif (short := preflight_funds(result)) is not None:
                     raise InsufficientFundsError(
-                        f"the node refused a transaction: {short}; {self.resume_hint}"
+                        f"the node refused a transaction: {short}; {self._fund_then()}"
                     ) from result
                 elif (refused := preflight_error(result)) is not None:
                     raise refused from result
@@ -424,8 +424,12 @@ class Sender:
         """The error a landed failure stands for: a shortage of funds, or the program's."""
         short = funds_failure(err, flight.spec)
         if short is not None:
-            return InsufficientFundsError(f"a transaction failed: {short}; {self.resume_hint}")
+            return InsufficientFundsError(f"a transaction failed: {short}; {self._fund_then()}")
         return transaction_error(err)
+
+    def _fund_then(self) -> str:
+        """What a shortage of funds tells the user to do: fund the payer, then resume."""
+        return f"fund the payer, {self.payer.pubkey()}, then {self.resume_hint}"
 
     async def _check_payer(self, unseen: list[Flight], unconfirmed: int) -> None:
         """A node drops unseen what the payer cannot pay the fee of: say so, at once."""

@@ -139,3 +139,25 @@ async def follow_owner(
         note=f"{address} belongs to program {info.owner} (a shipped build), not "
         f"{connection.program_id}: using that program",
     )
+
+
+async def listed_programs(
+    connection: Connection, trusted_hashes: Sequence[str] = ()
+) -> list[Connection]:
+    """The connections a list of models or runs reads: this one, and the preloaded program.
+
+    On the embedded localnet with another program recorded (after a deploy), what was
+    published or run before the deploy stays under the program the localnet preloads, and
+    a list that left it out would hide it; elsewhere, only the connection's program.
+    """
+    if not connection.localnet or connection.program_id == LOCALNET_PROGRAM:
+        return [connection]
+    try:
+        program = await read_program(connection.client, LOCALNET_PROGRAM)
+        check_program(program, trusted_hashes)
+    except ProgramCheckError:
+        return [connection]
+    preloaded = replace(
+        connection, program=program, program_source="the embedded localnet", note=None
+    )
+    return [connection, preloaded]

@@ -263,6 +263,17 @@ class Cluster:
             self.reporter.note(followed.note)
         return followed
 
+    async def listed_programs(self, connection: "Connection") -> list["Connection"]:
+        """The connections a list of models or runs reads (``session.listed_programs``).
+
+        With ``--program-id`` only the named program.
+        """
+        from curta_chain.chain.session import listed_programs
+
+        if self.program_id is not None:
+            return [connection]
+        return await listed_programs(connection, self.program_hashes)
+
     def keypair(self) -> "Keypair":
         """The ``-k`` signer (the default keypair when none was named)."""
         return self.signers.keypair(self.keypair_spec, "--keypair")

@@ -268,24 +268,26 @@ def _models(args: argparse.Namespace) -> int:
                 if args.authority is None
                 else target.signers.pubkey(args.authority, "--authority")
             )
-        with reporter.waiting(f"{target.url} to list the program's models"):
-            found = await find_models(chain.client, chain.program_id, authority)
-            balances = await model_balances(
-                chain.client, [(model, lamports) for _, model, lamports in found]
-            )
         rows = []
-        for (address, model, own), balance in zip(found, balances, strict=True):
-            fields = model.to_json()
-            fields.pop("sections")
-            rows.append(
-                {
-                    "model": str(address),
-                    **fields,
-                    "sections": len(model.sections),
-                    "lamports": balance,
-                    "model_lamports": own,
-                }
-            )
+        with reporter.waiting(f"{target.url} to list the program's models"):
+            for program in await target.listed_programs(chain):
+                found = await find_models(program.client, program.program_id, authority)
+                balances = await model_balances(
+                    program.client, [(model, lamports) for _, model, lamports in found]
+                )
+                for (address, model, own), balance in zip(found, balances, strict=True):
+                    fields = model.to_json()
+                    fields.pop("sections")
+                    rows.append(
+                        {
+                            "model": str(address),
+                            **fields,
+                            "sections": len(model.sections),
+                            "lamports": balance,
+                            "model_lamports": own,
+                            "program": str(program.program_id),
+                        }
+                    )
         if emit(args, {"authority": str(authority) if authority else None, "models": rows}):
             return 0
         whose = f"of {authority}" if authority else "of every authority"

@@ -79,17 +79,14 @@ def _runs(args: argparse.Namespace) -> int:
             if args.opener is None
             else target.signers.pubkey(args.opener, "--opener")
         )
+        found, listed = [], []
         with reporter.waiting(f"{target.url} to list the runs of {opener}"):
-            found = await find_runs(chain.client, chain.program_id, opener)
+            for program in await target.listed_programs(chain):
+                runs = await find_runs(program.client, program.program_id, opener)
+                found += runs
+                listed += [{**run.to_json(), "program": str(program.program_id)} for run in runs]
         rent = sum(run.lamports for run in found)
-        if emit(
-            args,
-            {
-                "opener": str(opener),
-                "runs": [run.to_json() for run in found],
-                "rent_lamports": rent,
-            },
-        ):
+        if emit(args, {"opener": str(opener), "runs": listed, "rent_lamports": rent}):
             return 0
         if not found:
             reporter.line(f"no runs of {opener} on {target.url}")
@@ -118,11 +115,15 @@ def _close_run(args: argparse.Namespace) -> int:
     address = parse_pubkey(args.run_address, "RUN")
 
     async def body(target: Cluster, chain: "Connection") -> int:
+        from curta_chain.chain.funds import require_funds
         from curta_chain.chain.runs import close_run, close_run_cost
         from curta_chain.cli.confirm import confirm_spend
 
+        chain = await target.follow_owner(chain, address)
         ctx = _context(args, target, chain)
         run, fee = await close_run_cost(ctx, address)
+        # The rent comes back in the closing transaction, but its fee is charged first.
+        await require_funds(ctx.client, ctx.payer.pubkey(), fee, "closing the run needs")
         confirm_spend(
             args,
             ctx.client.url,

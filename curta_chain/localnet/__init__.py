@@ -2,8 +2,11 @@
 
 Modules, from the chain outwards:
 
-- ``chain``: ``Localnet``, the chain model (LiteSVM, slots, fees, the faucet); a send
-  returns ``Landed`` or ``Refused`` values, never JSON-RPC errors;
+- ``chain``: ``Localnet``, the chain model (LiteSVM, slots, fees, the faucet), in layers:
+  ``current_bank`` (sysvars, reads, the owner index), ``execution`` (running a
+  transaction, its results) and ``block_production`` (the busy mode's sending and
+  blocks); a send returns ``outcomes`` values (``Landed``, ``Refused``, ``Queued``), never
+  JSON-RPC errors;
 - ``bank_history`` (what "confirmed" and "finalized" reads see), ``tx_history``
   (statuses, transaction details, blocks, signatures by address), ``owner_index``;
 - ``ledger`` (the crash-safe log and snapshots; it owns ``durable_seq``) and
@@ -23,7 +26,7 @@ off by default; docs/localnet.md describes it.
 """
 
 from curta_chain.localnet.busy import BusyOptions
-from curta_chain.localnet.chain import Landed, Localnet, Queued, Refused
+from curta_chain.localnet.chain import Localnet
 from curta_chain.localnet.clock import ManualClock
 from curta_chain.localnet.lifecycle import (
     LocalnetHandle,
@@ -31,6 +34,7 @@ from curta_chain.localnet.lifecycle import (
     serve,
     start_in_thread,
 )
+from curta_chain.localnet.outcomes import Landed, Queued, Refused
 
 __all__ = [
     "BusyOptions",

@@ -7,7 +7,7 @@ every new slot the leader picks the block: the queued transactions and the other
 by ``seed`` and the slot, each taken if the block and every account it writes still have
 room for its cost (``scheduling_cost``, the validator's cost model), else left for a later
 block. One whose blockhash is too old for the block is dropped: it never lands. The chain
-then runs the picked ones in that order, in that slot (``Localnet._produce``).
+then runs the picked ones in that order, in that slot (``BlockProduction._produce``).
 
 Background transactions are counted, not run: each takes its compute units of the block,
 and the prices of those the block held are what getRecentPrioritizationFees reports (with
@@ -32,7 +32,7 @@ from curta_chain.constants import ACCOUNT_CU_LIMIT, ACCOUNT_WRITE_LIMIT, BLOCK_C
 from curta_chain.localnet.fees import DEFAULT_INSTRUCTION_COMPUTE_UNITS
 
 if TYPE_CHECKING:
-    from curta_chain.localnet.chain import TransactionAccounts
+    from curta_chain.localnet.outcomes import TransactionAccounts
 
 BUSY_DROP_RATE = 0.1
 BUSY_BACKGROUND_LOAD = BLOCK_CU_LIMIT // 2

@@ -13,8 +13,8 @@ import based58
 from solders.message import MessageV0
 from solders.transaction import VersionedTransaction
 
-from curta_chain.localnet.chain import writable_keys
 from curta_chain.localnet.codec import inner_instructions_json, inner_items, return_data_json
+from curta_chain.localnet.outcomes import writable_keys
 from curta_chain.localnet.parsed_instructions import parse_instruction
 from curta_chain.localnet.rpc_errors import UNSUPPORTED_TRANSACTION_VERSION, RpcMethodError
 from curta_chain.localnet.tx_history import TransactionDetails

@@ -14,7 +14,7 @@ from solders.transaction import VersionedTransaction
 
 from curta_chain.constants import MAX_SIGNATURE_STATUSES
 from curta_chain.localnet.account_methods import ui_account
-from curta_chain.localnet.chain import Localnet, Refused, SendOutcome
+from curta_chain.localnet.chain import Localnet
 from curta_chain.localnet.codec import (
     decode_transaction,
     inner_instructions_json,
@@ -23,6 +23,7 @@ from curta_chain.localnet.codec import (
     transaction_error_json,
 )
 from curta_chain.localnet.commitment import confirmation
+from curta_chain.localnet.outcomes import Refused, SendOutcome
 from curta_chain.localnet.params import (
     Params,
     account_encoding_param,

@@ -216,3 +216,26 @@ async def test_an_account_at_a_derived_address_that_is_not_ours_is_refused(node,
     await ctx.sender_for("").send([TxSpec((fund, grab), (squatter,))])
     with pytest.raises(AccountError, match=f"{plan.model} is not a curta model: owned by 1111"):
         await plan_publish(ctx, tiny)
+
+
+@pytest.mark.asyncio
+async def test_accounts_an_earlier_run_created_after_the_plan_are_read_again_not_a_failure(
+    node, tiny
+):
+    # On a busy cluster a killed run's creation can land after the rerun read the chain:
+    # the rerun's own creation is refused (AccountAlreadyInUse, one fee), and it reads again.
+    authority = node.fund()
+    earlier = node.context(authority)
+    plan = await plan_publish(earlier, tiny)
+    ctx = node.context(authority)  # the rerun: its own sender, on a later blockhash
+    stale = await plan_publish(ctx, tiny)
+    await publish(earlier, tiny, replace(plan, writes=plan.writes[:1]))
+    node.slots(2)
+    payer = ctx.payer.pubkey()
+    before = await ctx.client.balance(payer)
+    result = await publish(ctx, tiny, stale)
+    assert not result.plan.create_model and not result.plan.create_sections
+    assert len(result.plan.writes) == len(stale.writes) - 1
+    assert (await plan_publish(ctx, tiny)).transactions == 0  # all of it is on chain
+    refused = 2 * 5_000  # the model's creation: the payer's and the model's signatures
+    assert before - await ctx.client.balance(payer) == refused + 5_000 * len(result.plan.writes)

@@ -234,3 +234,44 @@ async def test_seal_refuses_what_is_not_a_model(node):
         await seal(ctx, Keypair().pubkey())
     with pytest.raises(AccountError, match="is not a curta model: owned by 1111"):
         await seal(ctx, ctx.authority.pubkey())
+
+
+@pytest.mark.asyncio
+async def test_a_seal_begun_by_another_after_it_read_the_chain_carries_on(node, tiny):
+    # On a busy cluster a killed run's beginning can land after the rerun read the model:
+    # the rerun's own is refused (ModelNotUploading, one fee) and it cranks from the chain.
+    ctx, plan = await published(node, tiny)
+    other = node.context(ctx.authority).sender_for("")
+
+    async def meanwhile() -> None:
+        await other.send([ctx.transactions.begin_sealing(plan.model)])
+
+    result = await seal(ctx, plan.model, tiny, before_sending=meanwhile)
+    assert (result.state, result.begin_signature, result.transactions) == (
+        ModelState.SEALED,
+        None,
+        2,
+    )
+
+
+@pytest.mark.asyncio
+async def test_a_seal_finished_by_another_after_it_read_the_chain_ends_sealed(node, tiny):
+    # A killed run's steps land after the rerun read the model: the rerun's are refused
+    # (ModelNotSealing, a fee each), and the chain says it is sealed.
+    ctx, plan = await published(node, tiny)
+    txs = ctx.transactions
+    await ctx.sender_for("").send([txs.begin_sealing(plan.model)])
+    other = node.context(ctx.authority).sender_for("")
+    weights = list(plan.weight_accounts)
+
+    async def meanwhile() -> None:
+        steps = [txs.seal_step(plan.model, weights, 0), txs.seal_step(plan.model, weights[1:], 1)]
+        await other.send(steps)
+
+    result = await seal(ctx, plan.model, tiny, before_sending=meanwhile)
+    assert (result.state, result.transactions, result.last_signature) == (
+        ModelState.SEALED,
+        0,
+        None,
+    )
+    assert result.running_hash == tiny.weights_hash()

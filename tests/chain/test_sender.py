@@ -400,14 +400,22 @@ async def test_a_payer_who_cannot_pay_the_fee_ends_the_wait_at_once(node):
 async def test_a_refusal_or_a_landed_failure_for_funds_is_said_at_once(node):
     preflighting = Preflighting()
     payer = preflighting.fund(sol=0.000001)  # less than a fee
-    with pytest.raises(InsufficientFundsError, match="the payer cannot pay the fee; rerun me"):
+    with pytest.raises(InsufficientFundsError) as short:
         await preflighting.sender(payer, resume_hint="rerun me").send(transfers(payer, 1))
+    assert str(short.value) == (
+        "the node refused a transaction: the payer cannot pay the fee; fund the payer, "
+        f"{payer.pubkey()}, then rerun me"
+    )
     assert preflighting.errors == ["InsufficientFundsForFee"]
     preflighting.localnet.close()
 
     poor = node.fund(sol=0.0001)  # pays the fee, not the transfer
-    with pytest.raises(InsufficientFundsError, match="insufficient lamports for a transfer"):
-        await node.sender(poor).send(transfers(poor, 1))
+    with pytest.raises(InsufficientFundsError) as short:
+        await node.sender(poor, resume_hint="rerun me").send(transfers(poor, 1))
+    assert str(short.value) == (
+        "a transaction failed: insufficient lamports for a transfer or an account's rent; "
+        f"fund the payer, {poor.pubkey()}, then rerun me"
+    )
 
 
 class UnknownBlockhashFirst(LocalnetTransport):

@@ -8,13 +8,17 @@ follows a model's owner. The run on chain says its rent and ends saying the mirr
 checked it.
 """
 
+import json
 import re
 from pathlib import Path
 
 import pytest
+from chain_helpers import land
 from pty_helper import Terminal, curta
+from solders.instruction import Instruction
 from solders.keypair import Keypair
 from solders.pubkey import Pubkey
+from solders.system_program import TransferParams, transfer
 from test_chain_cli import User
 
 from curta_chain.cli import main
@@ -48,6 +52,15 @@ def test_money_is_said_before_it_is_spent(capsys, localnet, fund, tmp_path, art)
     assert code == 1 and out.startswith("Plan for model"), err
     assert "the rent (2." in out and "comes back on `curta-chain close`" in out
     assert re.match(shortfall(poor_key, "publishing costs"), err), err
+
+    # A deploy says which rent stays with the program and which comes back.
+    code, out, err = user("deploy", "--dry-run", "-C", str(tmp_path / "dry.yml"))
+    assert code == 0 and re.search(
+        r"^cost: \d+\.\d{9} SOL \(rent [\d,]+ that stays with the program \+ fees [\d,]+ "
+        r"lamports; the buffer's rent comes back at the deploy\)$",
+        out,
+        re.MULTILINE,
+    ), out + err
 
     model = user.json("publish", str(art))["model"]
     before = user.balance()
@@ -104,6 +117,41 @@ def test_money_is_said_before_it_is_spent(capsys, localnet, fund, tmp_path, art)
         "the chain's 2 tokens equal the off-chain integer core's: the mirror checked every step"
     )
 
+    # The run account is kept: anyone lists an opener's runs and their rent; its opener
+    # closes it, and the rent comes back.
+    opener = user.keypair.pubkey()
+    (kept,) = poor.json("runs", "--opener", str(opener))["runs"]
+    assert kept["model"] == model and kept["state"] == "finished", kept
+    code, out, _ = user("runs")
+    assert code == 0 and out.splitlines()[-1] == (
+        f"1 run of {opener}, holding {sol(kept['rent_lamports'])} of rent: "
+        "`curta-chain close-run RUN` gives a run's back"
+    )
+    # An opener left without the closing fee is told so before anything is sent.
+    away = Keypair()
+    land(user.url, user.keypair, pay(opener, away.pubkey(), user.balance() - 6_000))
+    code, out, err = user("close-run", kept["run"])
+    assert (code, out, err) == (
+        1,
+        "",
+        f"error: payer {opener} has 0.000001000 SOL; closing the run needs 0.000005000 SOL "
+        "(short by 0.000004000 SOL); nothing was sent\n",
+    )
+    assert user.balance() == 1_000
+    land(user.url, away, pay(away.pubkey(), opener, user.balance(away.pubkey()) - 5_000))
+    before = user.balance()
+    code, out, err = user("close-run", kept["run"])
+    assert code == 0 and out.startswith(
+        f"closed run {kept['run']} (finished: {kept['finish']}, {kept['tokens']} tokens): "
+        f"{sol(kept['rent_lamports'])} of rent back to {opener}\n"
+    ), out + err
+    assert user.balance() == before + kept["rent_lamports"] - 5_000
+    assert poor.json("runs", "--opener", str(opener))["runs"] == []
+
+
+def pay(source: Pubkey, to: Pubkey, lamports: int) -> Instruction:
+    return transfer(TransferParams(from_pubkey=source, to_pubkey=to, lamports=lamports))
+
 
 def test_a_recorded_program_missing_from_this_localnet_falls_back_to_the_preloaded_one(
     capsys, localnet, fund, tmp_path, art
@@ -133,6 +181,9 @@ def test_a_recorded_program_missing_from_this_localnet_falls_back_to_the_preload
     )
     code, out, err = user("verify", model, str(art), "-C", str(deployed), keypair=False)
     assert code == 1 and out.startswith(f"NOT verified {model}: 1 problem"), err  # unsealed
+    # Lists show what was published before the deploy, under the program the ledger preloads.
+    (listed,) = user.json("models", "-C", str(deployed))["models"]
+    assert (listed["model"], listed["program"]) == (model, LOCALNET_PROGRAM_ID)
     # So do the commands that act on it: seal, a run on chain, close.
     follows = (
         f"{model} belongs to program {LOCALNET_PROGRAM_ID} (a shipped build), not {program}: "
@@ -145,6 +196,8 @@ def test_a_recorded_program_missing_from_this_localnet_falls_back_to_the_preload
     )
     assert code == 0 and err.splitlines()[0] == follows, err
     assert re.search(r"^run \w+: 1 token, finished by", err, re.MULTILINE), err
+    (kept,) = user.json("runs", "-C", str(deployed))["runs"]
+    assert (kept["model"], kept["program"]) == (model, LOCALNET_PROGRAM_ID)
     assert err.splitlines()[-1] == (
         "the chain's 1 token equals the off-chain integer core's: the mirror checked every step"
     )
@@ -163,6 +216,17 @@ def test_inspect_draws_the_sections_to_scale(capsys, art):
     (bar,) = [line for line in capsys.readouterr().out.splitlines() if line.startswith("to scale")]
     # 68,536 and 288,704 bytes: about a fifth and four fifths of 61 columns.
     assert bar == f"to scale       [{'0' * 12}|{'1' * 49}]" and len(bar) <= 80
+
+
+def test_control_bytes_the_model_says_are_left_out_of_the_text(capsys, art):
+    # Seed 8 at temperature 1.5 makes stories260K say an escape, as a person may meet one.
+    argv = ["run", str(art), "-i", "hi", "-n", "8", "-t", "1.5", "-p", "0", "-s", "8"]
+    assert main([*argv, "--output", "json"]) == 0
+    said = json.loads(capsys.readouterr().out)["text"]
+    assert "\x1b" in said
+    assert main(argv) == 0
+    shown = capsys.readouterr().out
+    assert shown == "".join(c for c in said if c.isprintable() or c in "\t\n") + "\n"
 
 
 def test_run_on_a_terminal_streams_the_text_then_ends_its_line(tmp_path, art):

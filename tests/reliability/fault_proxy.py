@@ -21,10 +21,15 @@ It can also behave as a provider and a cluster that is not the localnet (``Provi
   ``Retry-After``, as paid plans do;
 - ``lag_seconds``: the node answers behind the cluster: a status is unseen for that long
   after the proxy first saw it, and a read whose ``minContextSlot`` it first met that
-  recently is refused with -32016 (the node has not reached the slot);
-- ``unknown_blockhash``: that share of blockhashes the node hands out are unknown to the
-  leader for ``unknown_blockhash_seconds``: a send signed with one is refused with
-  ``BlockhashNotFound`` (not delivered);
+  recently is refused with -32016 (the node has not reached the slot); with
+  ``lag_spread``, each status and slot is behind for up to that much longer (uniform);
+- ``confirm_seconds``: the cluster confirms late: a slot is confirmed that long (plus up to
+  ``confirm_spread``) after the proxy first met it, and never before an older slot; until
+  then its statuses read ``processed``, and getTransaction and getSignaturesForAddress at
+  ``confirmed`` do not know its transactions;
+- ``unknown_blockhash``: that share of the sends signed with a fresh blockhash (one the
+  node handed out less than ``unknown_blockhash_seconds`` ago) reach a leader that does
+  not know it yet: refused with ``BlockhashNotFound`` (not delivered);
 - ``lose``: that share of the transactions in a sendTransaction is answered with its
   signature but never delivered (a leader that drops it).
 
@@ -37,15 +42,16 @@ A proxy can also lie: ``edits`` maps a JSON-RPC method to a function that rewrit
 node's ``result`` before the client sees it (a node that inflates
 getMinimumBalanceForRentExemption, or that claims another genesis hash).
 
-The proxy also keeps the books the tests need: every transaction it delivers to the node
-is decoded and recorded (``sent``) with the curta instruction it carries (under any program
+The proxy also keeps the books the tests need: every transaction it delivers to the node is
+decoded and recorded (``sent``) with the curta instruction it carries (under any program
 id, known by its Anchor discriminator) or the upgradeable loader's (``loader_write``,
 ``loader_deploy``, ...), its signature count and, for writes, the account, offset and byte
-count. ``trigger`` runs an action
-once, the first time a predicate over those books holds, before a request is forwarded or
-after the node answered it (and before the client sees that answer): that is how a test
-kills the client or the node at a chosen point with no hook in the product. Below the
-proxy: reading what landed straight from the node, and running the real CLI as a process.
+count (a request the node refused whole, its 429 or a batch's error, is counted in
+``node_refused`` instead: nothing of it ran). ``trigger`` runs an action once, the first
+time a predicate over those books holds, before a request is forwarded or after the node
+answered it (and before the client sees that answer): that is how a test kills the client
+or the node at a chosen point with no hook in the product. Below the proxy: reading what
+landed straight from the node, and running the real CLI as a process.
 """
 
 import asyncio
@@ -125,6 +131,9 @@ class Provider:
     """``413``, ``400`` or ``error`` (a JSON-RPC error object answering the whole batch)."""
     rps: float | None = None
     lag_seconds: float = 0.0
+    lag_spread: float = 0.0
+    confirm_seconds: float = 0.0
+    confirm_spread: float = 0.0
     unknown_blockhash: float = 0.0
     unknown_blockhash_seconds: float = 1.0
     lose: float = 0.0
@@ -188,6 +197,8 @@ class FaultProxy:
     edits: dict[str, Callable[[Any], Any]] = field(default_factory=dict)
     """Method -> how to rewrite the node's result before the client sees it."""
     injected: Counter[str] = field(default_factory=Counter)
+    node_refused: Counter[str] = field(default_factory=Counter)
+    """Requests the node itself refused whole (the busy localnet's ``--rps``, ``--max-batch``)."""
     requests: int = 0
     _rng: random.Random = field(init=False)
     _triggers: list[Trigger] = field(default_factory=list)
@@ -198,9 +209,12 @@ class FaultProxy:
     _order: asyncio.Lock = field(init=False)
     _calls: deque[tuple[float, int]] = field(default_factory=deque)
     _first_seen: dict[str, float] = field(default_factory=dict)
-    """A status's signature, or ``slot:N`` for a minContextSlot: when the proxy first met it."""
-    _unknown_until: dict[str, float] = field(default_factory=dict)
-    """Blockhashes the leader does not know yet, until when."""
+    """A blockhash: when the proxy first handed it out."""
+    _behind_until: dict[str, float] = field(default_factory=dict)
+    """A status's signature, or ``slot:N`` for a minContextSlot: until when the node is
+    behind on it."""
+    _confirmed_at: dict[int, float] = field(default_factory=dict)
+    """A slot: when the cluster confirms it (never before an older slot)."""
 
     def __post_init__(self) -> None:
         self._rng = random.Random(self.seed)
@@ -327,7 +341,8 @@ class FaultProxy:
                 answer = _merge(answer, held)
             if self.edits and set(request.methods) & set(self.edits):
                 answer = self._edit(body, answer)
-            if self.provider.lag_seconds or self.provider.unknown_blockhash:
+            provider = self.provider
+            if provider.lag_seconds or provider.confirm_seconds or provider.unknown_blockhash:
                 answer = self._lag(body, answer)
             for trigger in await self._fire("after", request):
                 trigger.settled.set()
@@ -394,7 +409,7 @@ class FaultProxy:
                 kept.append(call)
                 continue
             tx = _decode(call["params"][0])
-            if self._unknown_until.get(tx.blockhash, 0.0) > now:
+            if self._leader_lacks(tx.blockhash, now):
                 self.injected["blockhash not found"] += 1
                 error = {
                     "code": -32002,
@@ -415,7 +430,7 @@ class FaultProxy:
         return json.dumps(kept if isinstance(payload, list) else kept[0]).encode(), held
 
     def _lag(self, body: bytes, answer: bytes) -> bytes:
-        """The node's answer as a node ``lag_seconds`` behind gives it; blockhashes marked."""
+        """The node's answer as a node behind (or confirming late) gives it; blockhashes marked."""
         try:
             payload, reply = json.loads(body), json.loads(answer)
         except ValueError:
@@ -431,33 +446,89 @@ class FaultProxy:
             if method is None or "result" not in item:
                 out.append(item)
                 continue
-            if method == "getLatestBlockhash" and self.provider.unknown_blockhash:
-                blockhash = item["result"]["value"]["blockhash"]
-                if blockhash not in self._first_seen:
-                    self._first_seen[blockhash] = now
-                    if self._rng.random() < self.provider.unknown_blockhash:
-                        self._unknown_until[blockhash] = (
-                            now + self.provider.unknown_blockhash_seconds
-                        )
-            if lag and method == "getSignatureStatuses":
-                values = item["result"]["value"]
-                for i, (signature, value) in enumerate(zip(call["params"][0], values, strict=True)):
-                    # Behind: a status is unseen until ``lag`` after the cluster had it.
-                    if (
-                        value is not None
-                        and now - self._first_seen.setdefault(signature, now) < lag
-                    ):
-                        values[i] = None
-                        self.injected["status behind"] += 1
+            if method == "getLatestBlockhash":
+                self._first_seen.setdefault(item["result"]["value"]["blockhash"], now)
+            if method == "getSignatureStatuses":
+                self._statuses_behind(call["params"][0], item["result"]["value"], now)
             config = call["params"][-1] if call.get("params") else None
-            if lag and isinstance(config, dict) and "minContextSlot" in config:
-                key = f"slot:{config['minContextSlot']}"
-                if now - self._first_seen.setdefault(key, now) < lag:
-                    self.injected["context slot behind"] += 1
-                    error = {"code": -32016, "message": "Minimum context slot has not been reached"}
-                    item = {"jsonrpc": "2.0", "error": error, "id": item["id"]}
+            if isinstance(config, dict) and config.get("commitment") == "confirmed":
+                item = self._confirmed_view(method, item, now)
+            if (
+                lag
+                and isinstance(config, dict)
+                and "minContextSlot" in config
+                and self._behind(f"slot:{config['minContextSlot']}", now, lag)
+            ):
+                self.injected["context slot behind"] += 1
+                error = {"code": -32016, "message": "Minimum context slot has not been reached"}
+                item = {"jsonrpc": "2.0", "error": error, "id": item["id"]}
             out.append(item)
         return json.dumps(out if isinstance(reply, list) else out[0]).encode()
+
+    def _statuses_behind(self, signatures: list[str], values: list[Any], now: float) -> None:
+        """Rewrite getSignatureStatuses' ``values`` as a node behind or confirming late has them."""
+        lag = self.provider.lag_seconds
+        for i, (signature, value) in enumerate(zip(signatures, values, strict=True)):
+            if value is None:
+                continue
+            confirming = self._confirming(int(value["slot"]), now)
+            # Behind: a status is unseen until ``lag`` after the cluster had it.
+            if lag and self._behind(signature, now, lag):
+                values[i] = None
+                self.injected["status behind"] += 1
+            elif confirming and value.get("confirmationStatus") in ("confirmed", "finalized"):
+                value.update(confirmationStatus="processed", confirmations=0)
+                self.injected["status not confirmed yet"] += 1
+
+    def _confirmed_view(self, method: str, item: dict[str, Any], now: float) -> dict[str, Any]:
+        """A ``confirmed`` read's answer as a cluster that has not confirmed recent slots has it."""
+        result = item["result"]
+        if method == "getTransaction" and result and self._confirming(int(result["slot"]), now):
+            self.injected["transaction not confirmed yet"] += 1
+            return {**item, "result": None}
+        if method == "getSignaturesForAddress":
+            kept = [entry for entry in result if not self._confirming(int(entry["slot"]), now)]
+            if len(kept) < len(result):
+                self.injected["transaction not confirmed yet"] += len(result) - len(kept)
+                return {**item, "result": kept}
+        return item
+
+    def _confirming(self, slot: int, now: float) -> bool:
+        """Whether the cluster has not confirmed ``slot`` yet (its clock starts when first met).
+
+        Confirmation is of a slot and its ancestors: a slot's moment is never before an older
+        slot's, nor after a newer one's (both already known).
+        """
+        provider = self.provider
+        if not provider.confirm_seconds:
+            return False
+        at = self._confirmed_at.get(slot)
+        if at is None:
+            spread = self._rng.uniform(0, provider.confirm_spread) if provider.confirm_spread else 0
+            at = now + provider.confirm_seconds + spread
+            older = [t for s, t in self._confirmed_at.items() if s < slot]
+            newer = [t for s, t in self._confirmed_at.items() if s > slot]
+            at = min(max([at, *older]), *newer, math.inf)
+            self._confirmed_at[slot] = at
+        return now < at
+
+    def _behind(self, key: str, now: float, seconds: float) -> bool:
+        """Whether ``key``'s delay (``seconds``, up to ``lag_spread`` more) since first met runs."""
+        until = self._behind_until.get(key)
+        if until is None:
+            spread = self.provider.lag_spread
+            # No draw without a spread, so that a seed's faults stay what they were.
+            until = now + seconds + (self._rng.uniform(0, spread) if spread else 0.0)
+            self._behind_until[key] = until
+        return now < until
+
+    def _leader_lacks(self, blockhash: str, now: float) -> bool:
+        """Whether a send signed with ``blockhash`` reaches a leader that does not know it yet."""
+        rate = self.provider.unknown_blockhash
+        handed = self._first_seen.get(blockhash)
+        if not rate or handed is None or now - handed >= self.provider.unknown_blockhash_seconds:
+            return False
+        return rate >= 1 or self._rng.random() < rate
 
     def _edit(self, body: bytes, answer: bytes) -> bytes:
         """The node's answer with each edited method's result rewritten."""
@@ -489,7 +560,11 @@ class FaultProxy:
         except (TimeoutError, aiohttp.ClientError):
             self.sent.extend(request.transactions)  # delivered; maybe applied
             return None
-        self.sent.extend(request.transactions)
+        refusal = _node_refusal(body, *answer)
+        if refusal is not None:
+            self.node_refused[refusal] += 1  # refused whole: nothing of it ran
+        else:
+            self.sent.extend(request.transactions)
         return answer
 
     async def _fire(self, stage: str, request: Request) -> list[Trigger]:
@@ -514,6 +589,15 @@ async def _read_request(reader: asyncio.StreamReader) -> bytes | None:
         if name.strip().lower() == b"content-length":
             length = int(value.strip())
     return await reader.readexactly(length)
+
+
+def _node_refusal(body: bytes, status: int, answer: bytes) -> str | None:
+    """How the node refused a request whole (HTTP 429, or one error for a batch), or None."""
+    if status == 429:
+        return "rate limited"
+    if body.lstrip().startswith(b"[") and answer.lstrip().startswith(b"{"):
+        return "batch refused"
+    return None
 
 
 def _merge(answer: bytes, held: list[dict[str, Any]]) -> bytes:

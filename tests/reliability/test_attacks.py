@@ -335,7 +335,7 @@ def test_4_a_node_that_inflates_rent_is_refused_and_nothing_is_spent(
 
 def test_4_rent_is_the_runtimes_formula_whatever_size():
     # agave's Rent::default(): (128 + size) * 3,480 * 2.0; what LiteSVM (the runtime) says.
-    from curta_chain.localnet.chain import new_svm
+    from curta_chain.localnet.current_bank import new_svm
 
     svm = new_svm()
     for size in (0, 36, 848, 2_048 + 1, 10_485_760, 15_152 + 45):

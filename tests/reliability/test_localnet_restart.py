@@ -8,8 +8,13 @@ the client gives up with its resumable error and is rerun once the node is back,
 node comes back within ``--rpc-timeout`` and the same run carries on. In every case the
 model ends sealed and verified, every landed transaction succeeded, and the payer spent
 exactly what a clean run costs.
+
+Each crash runs twice: on the default localnet, and once on a busy one (``--blocks --drop-
+rate 0.1 --seed N --slot-ms 200``: a block a slot, 10% of accepted transactions lost),
+where what the node had accepted but not yet put in a block dies with it and is sent again.
 """
 
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -37,6 +42,11 @@ KILL_INTO_BATCH = 0.005
 """Seconds after a write batch is forwarded that the node is killed: while it applies it."""
 DOWN_FOR = 1.0
 """Seconds the node stays down when the client is meant to ride through the restart."""
+SEED = int(os.environ.get("CURTA_RELIABILITY_SEED", "6"))
+CLUSTERS = {
+    "localnet": (),
+    "busy": ("--blocks", "--drop-rate", "0.1", "--seed", str(SEED), "--slot-ms", "200"),
+}
 
 
 @dataclass(frozen=True)
@@ -66,10 +76,11 @@ CRASHES = [
 
 
 @pytest.mark.parametrize("crash", CRASHES, ids=[c.name for c in CRASHES])
+@pytest.mark.parametrize("cluster", list(CLUSTERS))
 def test_localnet_killed_mid_run_then_restarted_the_model_completes_and_verifies(
-    localnet_process, fund, tmp_path, stories260k: Artifact, crash
+    localnet_process, fund, tmp_path, stories260k: Artifact, crash, cluster
 ):
-    node = localnet_process(tmp_path / "ledger")
+    node = localnet_process(tmp_path / "ledger", extra=CLUSTERS[cluster])
     art = tmp_path / "model.curta"
     art.write_bytes(stories260k.data)
     payer = fund(node.url, 20)
@@ -130,7 +141,7 @@ def test_localnet_killed_mid_run_then_restarted_the_model_completes_and_verifies
     bound = WINDOW * plan["payload_per_write"]
     assert 0 <= resent <= bound
     record(
-        f"localnet kill -9 and restart: {crash.name}",
+        f"localnet kill -9 and restart: {crash.name}" + (" (busy)" if cluster == "busy" else ""),
         replayed=[line.split(": ")[-1].strip() for line in node.output if "replayed" in line],
         resent_bytes=resent,
         bound_bytes=bound,

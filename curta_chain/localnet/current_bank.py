@@ -1,0 +1,233 @@
+"""LiteSVM as the bank the localnet serves: its sysvars, its reads, its owner index.
+
+LiteSVM holds only the newest state, which is what "processed" reads; ``BankHistory``
+keeps what the older commitment levels see, and this module picks between them. LiteSVM
+copies an account's whole data on every read, so reads between two writes share one copy:
+whatever writes to the ``svm`` calls ``_forget_reads`` after. The owner index
+(``OwnerIndex``) answers getProgramAccounts without reading every account.
+"""
+
+import struct
+from collections.abc import Iterable
+
+from solders.account import Account
+from solders.clock import Clock
+from solders.hash import Hash
+from solders.litesvm import FeatureSet, LiteSVM
+from solders.pubkey import Pubkey
+from solders.system_program import ID as SYSTEM_PROGRAM_ID
+
+from curta_chain.localnet.bank_history import AccountState, BankHistory
+from curta_chain.localnet.clock import SLOTS_PER_EPOCH, SlotClock
+from curta_chain.localnet.owner_index import OwnerIndex
+from curta_chain.localnet.parsed import CLOCK_SYSVAR, SYSVAR_OWNER
+
+MAX_SLOT_HASHES = 512
+"""Entries in the SlotHashes sysvar."""
+READ_CACHE_BYTES = 64 * 1024 * 1024
+"""Account data kept between writes, so slices of one 10 MiB account cost one copy."""
+DISABLE_NEW_LOADER_V3_DEPLOYMENTS = Pubkey.from_string(
+    "EmhbpdVtZ2hWRGFWBDjn2i3SJD8Z36z4mpMcZJEnebnP"
+)
+"""agave's feature ``disable_new_loader_v3_deployments`` (SIMD-0167), by its id: solders
+names no features. Active, it refuses DeployWithMaxDataLen; no public cluster has it on, so
+the localnet runs every other feature with this one off and takes real deploys."""
+
+
+def new_svm() -> LiteSVM:
+    """LiteSVM as ``LiteSVM()`` makes it, but with new upgradeable deployments allowed.
+
+    Every feature, the builtins, sysvars and SPL programs, as on a cluster, where
+    ``disable_new_loader_v3_deployments`` is not active.
+    """
+    active = FeatureSet.all_enabled().active
+    active.pop(DISABLE_NEW_LOADER_V3_DEPLOYMENTS)
+    features = FeatureSet(active, {DISABLE_NEW_LOADER_V3_DEPLOYMENTS})
+    return (
+        LiteSVM.default()
+        .with_builtins(features)
+        .with_precompiles(features)
+        .with_sysvars()
+        .with_spl_programs()
+    )
+
+
+def _state(account: Account | None) -> AccountState | None:
+    if account is None or account.lamports == 0:
+        return None
+    return AccountState(
+        account.lamports, account.owner, account.executable, account.rent_epoch, account.data
+    )
+
+
+def less_lamports(account: Account, charge: int) -> Account:
+    """``account`` less ``charge`` lamports."""
+    lamports = account.lamports - charge
+    return Account(lamports, account.data, account.owner, account.executable, account.rent_epoch)
+
+
+class CurrentBank:
+    """The chain's accounts and sysvars now and at each commitment level.
+
+    Args:
+        svm: the LiteSVM the chain runs in.
+    """
+
+    clock: SlotClock
+    """Slots and blockhashes; ``Localnet`` sets it, from its ledger or a new genesis."""
+
+    def __init__(self, svm: LiteSVM):
+        self.svm = svm
+        self.banks = BankHistory(self._read_state)
+        self._read_cache: dict[Pubkey, Account | None] = {}
+        self._read_cache_bytes = 0
+        self._owners = OwnerIndex()
+        self._slot_hashes: list[tuple[int, Hash]] = []
+        self._hashed_upto = -1
+        self._clock_slot = -1
+        self._rent_exempt: dict[int, int] = {}
+
+    # -- sysvars ----------------------------------------------------------------------
+
+    def set_slot(self, slot: int) -> None:
+        """Set LiteSVM's Clock and SlotHashes sysvars for ``slot``."""
+        epoch = slot // SLOTS_PER_EPOCH
+        self.svm.set_clock(
+            Clock(
+                slot=slot,
+                epoch_start_timestamp=self.clock.unix_timestamp(epoch * SLOTS_PER_EPOCH),
+                epoch=epoch,
+                leader_schedule_epoch=epoch + 1,
+                unix_timestamp=self.clock.unix_timestamp(slot),
+            )
+        )
+        self._clock_slot = slot
+        # SlotHashes lists the slots before this one, newest first, as a validator's does;
+        # address lookup tables are created against it.
+        first = max(self._hashed_upto + 1, slot - MAX_SLOT_HASHES)
+        if first < slot:
+            new = [(n, Hash(self.clock.blockhash_bytes(n))) for n in range(slot - 1, first - 1, -1)]
+            self._slot_hashes = (new + self._slot_hashes)[:MAX_SLOT_HASHES]
+            self._hashed_upto = slot - 1
+            self.svm.set_slot_hashes(self._slot_hashes)
+
+    def clock_state(self, slot: int) -> AccountState:
+        """Return the Clock sysvar as the bank of ``slot`` held it."""
+        epoch = slot // SLOTS_PER_EPOCH
+        data = struct.pack(
+            "<QqQQq",
+            slot,
+            self.clock.unix_timestamp(epoch * SLOTS_PER_EPOCH),
+            epoch,
+            epoch + 1,
+            self.clock.unix_timestamp(slot),
+        )
+        return AccountState(self.rent_exempt_minimum(len(data)), SYSVAR_OWNER, False, 0, data)
+
+    # -- reads ------------------------------------------------------------------------
+
+    def get_account(self, pubkey: Pubkey) -> Account | None:
+        """Return the account at ``pubkey`` now (processed); None if it has no lamports.
+
+        LiteSVM copies an account's whole data on every read; reads between two writes
+        share one copy (a client reading a 10 MiB account in 1 MiB slices, say).
+        """
+        if pubkey in self._read_cache:
+            return self._read_cache[pubkey]
+        account = self.svm.get_account(pubkey)
+        if account is None or account.lamports == 0:
+            account = None
+        elif account.owner == SYSVAR_OWNER:
+            # LiteSVM funds sysvars with 1 lamport; a validator keeps them rent-exempt.
+            size = len(account.data)
+            account = Account(
+                max(account.lamports, self.rent_exempt_minimum(size)),
+                account.data,
+                account.owner,
+                account.executable,
+                account.rent_epoch,
+            )
+        size = len(account.data) if account is not None else 0
+        if self._read_cache_bytes + size > READ_CACHE_BYTES:
+            self._read_cache.clear()
+            self._read_cache_bytes = 0
+        self._read_cache[pubkey] = account
+        self._read_cache_bytes += size
+        return account
+
+    def _read_state(self, pubkey: Pubkey) -> AccountState | None:
+        return _state(self.svm.get_account(pubkey))
+
+    def account_at(self, pubkey: Pubkey, slot: int) -> Account | AccountState | None:
+        """Return the account at the end of ``slot`` (``commitment_slot``'s answer)."""
+        if slot < self._clock_slot:
+            if pubkey == CLOCK_SYSVAR:
+                return self.clock_state(slot)
+            state = self.banks.view(pubkey, slot)
+            if state is not BankHistory.LIVE:
+                return state  # type: ignore[return-value]
+        return self.get_account(pubkey)
+
+    def balance_at(self, pubkey: Pubkey, slot: int) -> int:
+        """Return the lamports of ``pubkey`` at the end of ``slot`` (0 if absent)."""
+        if slot >= self._clock_slot or self.banks.view(pubkey, slot) is BankHistory.LIVE:
+            return self.svm.get_balance(pubkey) or 0
+        account = self.account_at(pubkey, slot)
+        return account.lamports if account is not None else 0
+
+    def program_accounts(
+        self, owner: Pubkey, slot: int
+    ) -> list[tuple[Pubkey, Account | AccountState]]:
+        """Return every account ``owner`` owns at the end of ``slot``, ordered by address."""
+        candidates = set(self._owners.owned_by(owner))
+        if slot < self._clock_slot:
+            candidates.update(self.banks.keys())
+        found = []
+        for pubkey in sorted(candidates, key=bytes):
+            account = self.account_at(pubkey, slot)
+            if account is not None and account.owner == owner:
+                found.append((pubkey, account))
+        return found
+
+    def balances(self, slot: int) -> list[tuple[Pubkey, int]]:
+        """Return (address, lamports) of every account with lamports at the end of ``slot``."""
+        keys = set(self._owners) | set(self.banks.keys())
+        found = [(key, self.balance_at(key, slot)) for key in keys]
+        return [(key, lamports) for key, lamports in found if lamports]
+
+    def rent_exempt_minimum(self, size: int) -> int:
+        """Return the lamports that make an account of ``size`` bytes rent-exempt."""
+        if size not in self._rent_exempt:
+            self._rent_exempt[size] = self.svm.minimum_balance_for_rent_exemption(size)
+        return self._rent_exempt[size]
+
+    # -- after writes -----------------------------------------------------------------
+
+    def _forget_reads(self) -> None:
+        if self._read_cache:
+            self._read_cache.clear()
+            self._read_cache_bytes = 0
+
+    def _track(self, keys: Iterable[Pubkey]) -> None:
+        """Update the owner index for accounts a transaction may have changed.
+
+        Reading an account copies its data, so a program-owned account already indexed
+        (a 10 MiB weight account written 1 KB at a time) is only checked for having been
+        closed; wallets and accounts seen for the first time are read in full, which is
+        where owners change (create_account, assign).
+        """
+        for key in keys:
+            known = self._owners.owner(key)
+            if known is not None and known != SYSTEM_PROGRAM_ID:
+                if not self.svm.get_balance(key):
+                    self._owners.forget(key)
+                continue
+            account = self.get_account(key)
+            if account is None:
+                self._owners.forget(key)
+            elif account.owner != known:
+                self._owners.record(key, account.owner)
+
+    def track_restored(self, pubkey: Pubkey, owner: Pubkey) -> None:
+        """Index an account a snapshot restored."""
+        self._owners.record(pubkey, owner)

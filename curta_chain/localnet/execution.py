@@ -1,0 +1,270 @@
+"""Executing a transaction in LiteSVM and keeping its results: statuses, details, the log.
+
+A transaction that passed the checks before execution (``_refusal_before_execution``:
+signatures, the blockhash's age, a duplicate, a payer that can pay) runs in LiteSVM after
+its priority fee is charged (``_execute``); one that landed is recorded in the
+transaction history, appended to the ledger's log and handed to the PubSub server
+(``take_landed``) once durable. Signatures are verified here rather than by LiteSVM so
+that a preflight failure can be told apart from a runtime one, and so replay can skip
+them.
+"""
+
+from typing import Any
+
+from solders.account import Account
+from solders.address_lookup_table_account import LOOKUP_TABLE_META_SIZE
+from solders.litesvm import LiteSVM
+from solders.message import Message, MessageV0
+from solders.pubkey import Pubkey
+from solders.transaction import VersionedTransaction
+from solders.transaction_metadata import FailedTransactionMetadata, TransactionMetadata
+
+from curta_chain.localnet.codec import transaction_error_json
+from curta_chain.localnet.current_bank import CurrentBank, less_lamports
+from curta_chain.localnet.fees import priority_fee, transaction_fee
+from curta_chain.localnet.ledger import RECORD_TRANSACTION, Ledger
+from curta_chain.localnet.load_limit import loads_too_much, refused_before_running
+from curta_chain.localnet.outcomes import Landed, Refused, TransactionAccounts, writable_keys
+from curta_chain.localnet.parsed import memo_of, token_balances
+from curta_chain.localnet.tx_history import TransactionDetails, TransactionHistory
+
+
+class Execution(CurrentBank):
+    """Runs transactions in the current bank and records those that land.
+
+    Args:
+        svm: the LiteSVM the chain runs in.
+    """
+
+    def __init__(self, svm: LiteSVM):
+        super().__init__(svm)
+        self.history = TransactionHistory()
+        self.ledger: Ledger | None = None
+        self._landed: list[Landed] = []
+        self._observed = False
+        self.replayed = 0
+        """Log records replayed at start-up (after the newest snapshot)."""
+
+    # -- results ----------------------------------------------------------------------
+
+    def status(self, signature: str) -> tuple[int, Any] | None:
+        """Return (slot, error JSON) of a landed transaction whose record is durable."""
+        entry = self.history.statuses.get(signature)
+        if entry is None or (self.ledger is not None and entry[2] > self.ledger.durable_seq):
+            return None
+        return entry[0], entry[1]
+
+    def details(self, signature: str) -> TransactionDetails | None:
+        """Return getTransaction's data for a recent durable transaction."""
+        if self.status(signature) is None:
+            return None
+        return self.history.details(signature)
+
+    def fee_for(self, message: Message | MessageV0) -> int:
+        """Return the fee this chain charges for ``message`` (signatures and priority)."""
+        return transaction_fee(message)
+
+    @property
+    def landed_waiting(self) -> bool:
+        """Whether transactions landed that ``take_landed`` has not handed out yet."""
+        return bool(self._landed)
+
+    def take_landed(self) -> list[Landed]:
+        """Return and forget the transactions landed since the last call that are durable."""
+        durable = self.ledger.durable_seq if self.ledger is not None else 0
+        count = 0
+        while count < len(self._landed) and self._landed[count].seq <= durable:
+            count += 1
+        taken, self._landed = self._landed[:count], self._landed[count:]
+        return taken
+
+    # -- execution --------------------------------------------------------------------
+
+    def _run(
+        self,
+        raw: bytes,
+        tx: VersionedTransaction,
+        message: Message | MessageV0,
+        accounts: TransactionAccounts,
+        payer_before: Account | None,
+        priority: int,
+        slot: int,
+        preflight: bool,
+    ) -> Landed | Refused:
+        """Execute a transaction that passed the checks before execution, in ``slot``."""
+        signature = str(tx.signatures[0])
+        payer = accounts.keys[0]
+        fee = transaction_fee(message, priority)
+        self.banks.will_write(slot, accounts.writable)
+        pre = [self.svm.get_balance(key) or 0 for key in accounts.keys]
+        pre_tokens = token_balances(accounts.keys, self.get_account)
+        result, landed = self._execute(tx, accounts, payer_before, priority)
+        if isinstance(result, FailedTransactionMetadata):
+            meta = result.meta()
+            err = transaction_error_json(result.err())
+            if (preflight or not landed) and payer_before is not None:
+                # A refused transaction charges nothing, as a validator's preflight does.
+                self.svm.set_account(payer, payer_before)
+                self._forget_reads()
+            if preflight or not landed:
+                return Refused(signature, err, meta.logs(), meta.compute_units_consumed())
+        else:
+            meta, err = result, None
+        seq = 0
+        if self.ledger is not None:
+            seq = self.ledger.append(RECORD_TRANSACTION, slot, raw)
+        return self._land(
+            signature, raw, message, fee, slot, meta, err, accounts, pre, pre_tokens, seq
+        )
+
+    def _refusal_before_execution(
+        self,
+        tx: VersionedTransaction,
+        message: Message | MessageV0,
+        signature: str,
+        accounts: TransactionAccounts,
+        payer_before: Account | None,
+        fee: int,
+    ) -> Refused | None:
+        """Return why ``tx`` may not run at all, checked in the validator's order.
+
+        Signatures, the blockhash's age, the status cache (a duplicate), then what loading
+        needs: a payer that can pay the fee. These refusals never land and charge nothing.
+        """
+        if not all(tx.verify_with_results()):
+            return Refused(signature, "SignatureFailure", [], 0)
+        if not self.clock.age_ok(str(message.recent_blockhash)):
+            return Refused(signature, "BlockhashNotFound", [], 0)
+        seen = self.history.statuses.get(signature)
+        if seen is not None:
+            return Refused(signature, "AlreadyProcessed", [], 0, seen[2])
+        if payer_before is not None and payer_before.lamports < fee:
+            return Refused(signature, "InsufficientFundsForFee", [], 0)
+        return None
+
+    def _land(
+        self,
+        signature: str,
+        raw: bytes,
+        message: Message | MessageV0,
+        fee: int,
+        slot: int,
+        meta: TransactionMetadata,
+        err: Any,
+        accounts: TransactionAccounts,
+        pre: list[int],
+        pre_tokens: list[dict[str, Any]],
+        seq: int,
+    ) -> Landed:
+        details = TransactionDetails(
+            signature=signature,
+            raw=raw,
+            slot=slot,
+            err=err,
+            meta=meta,
+            fee=fee,
+            keys=accounts.keys,
+            pre_balances=pre,
+            post_balances=[self.svm.get_balance(key) or 0 for key in accounts.keys],
+            loaded_writable=accounts.loaded_writable,
+            loaded_readonly=accounts.loaded_readonly,
+            pre_token_balances=pre_tokens,
+            post_token_balances=token_balances(accounts.keys, self.get_account),
+            memo=memo_of(message, accounts.keys),
+        )
+        self.history.record(details, seq)
+        self._track(accounts.writable)
+        landed = Landed(signature, slot, err, meta, seq, accounts.keys, accounts.writable)
+        if self._observed:
+            self._landed.append(landed)
+        return landed
+
+    def _accounts_of(self, message: Message | MessageV0) -> TransactionAccounts:
+        """Return every account ``message`` loads: static keys, then lookup-table ones.
+
+        Addresses are resolved from the tables before execution, as the runtime does; a
+        lookup that cannot resolve yields none (the runtime then refuses the transaction).
+        """
+        static = message.account_keys
+        writable = writable_keys(message)
+        lookups = message.address_table_lookups if isinstance(message, MessageV0) else []
+        if not lookups:
+            return TransactionAccounts(static, writable, [], [])
+        loaded_writable: list[Pubkey] = []
+        loaded_readonly: list[Pubkey] = []
+        for lookup in lookups:
+            table = self.get_account(lookup.account_key)
+            if table is None:
+                return TransactionAccounts(static, writable, [], [])
+            data = table.data
+            count = (len(data) - LOOKUP_TABLE_META_SIZE) // 32
+            indexes = [*lookup.writable_indexes, *lookup.readonly_indexes]
+            if any(index >= count for index in indexes):
+                return TransactionAccounts(static, writable, [], [])
+
+            def address(index: int, data: bytes = data) -> Pubkey:
+                start = LOOKUP_TABLE_META_SIZE + 32 * index
+                return Pubkey.from_bytes(data[start : start + 32])
+
+            loaded_writable += [address(i) for i in lookup.writable_indexes]
+            loaded_readonly += [address(i) for i in lookup.readonly_indexes]
+        return TransactionAccounts(
+            [*static, *loaded_writable, *loaded_readonly],
+            [*writable, *loaded_writable],
+            loaded_writable,
+            loaded_readonly,
+        )
+
+    def _execute(
+        self,
+        tx: VersionedTransaction,
+        accounts: TransactionAccounts,
+        payer_before: Account | None,
+        fee: int,
+    ) -> tuple[TransactionMetadata | FailedTransactionMetadata, bool]:
+        """Run ``tx`` in LiteSVM after charging its priority ``fee``; say if it landed.
+
+        A failed transaction landed if it paid its fee (LiteSVM charged the signature fee),
+        which is how the runtime tells an executed failure from one that never loaded. One
+        that loads more account data than its limit is refused here, before it runs, with
+        its whole fee charged, as a validator does (LiteSVM does not count loaded data).
+        """
+        payer = accounts.keys[0]
+        looked_up = [*accounts.loaded_writable, *accounts.loaded_readonly]
+        if payer_before is not None and loads_too_much(
+            tx.message, accounts.keys, looked_up, self.get_account, self._owners.owner
+        ):
+            self.svm.set_account(payer, less_lamports(payer_before, self.fee_for(tx.message)))
+            self._forget_reads()
+            return refused_before_running(tx, "MaxLoadedAccountsDataSizeExceeded"), True
+        charged = payer_before.lamports if payer_before is not None else 0
+        if fee and payer_before is not None:
+            charged -= fee
+            self.svm.set_account(payer, less_lamports(payer_before, fee))
+        result = self.svm.send_transaction(tx)
+        self._forget_reads()
+        if not isinstance(result, FailedTransactionMetadata):
+            return result, True
+        landed = payer_before is not None and (self.svm.get_balance(payer) or 0) != charged
+        return result, landed
+
+    def replay(self, raw: bytes, slot: int) -> None:
+        """Apply a transaction from the ledger's log at the slot it first landed in."""
+        tx = VersionedTransaction.from_bytes(raw)
+        if slot != self._clock_slot:
+            self.set_slot(slot)
+        message = tx.message
+        accounts = self._accounts_of(message)
+        payer = accounts.keys[0]
+        pre = [self.svm.get_balance(key) or 0 for key in accounts.keys]
+        pre_tokens = token_balances(accounts.keys, self.get_account)
+        priority = priority_fee(message)
+        result, _ = self._execute(tx, accounts, self.svm.get_account(payer), priority)
+        if isinstance(result, FailedTransactionMetadata):
+            meta, err = result.meta(), transaction_error_json(result.err())
+        else:
+            meta, err = result, None
+        signature = str(tx.signatures[0])
+        fee = transaction_fee(message, priority)
+        self._land(signature, raw, message, fee, slot, meta, err, accounts, pre, pre_tokens, 0)
+        self.replayed += 1

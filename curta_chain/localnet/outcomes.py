@@ -1,0 +1,92 @@
+"""What a send returns (``Landed``, ``Refused``, ``Queued``) and what a transaction loads.
+
+Sending returns a value, as LiteSVM does: ``Landed`` (in a block, with or without an
+error: the fee was paid), ``Refused`` (never landed, nothing charged), each with its error,
+logs and compute units, or ``Queued`` (accepted for a later block, in the busy mode). The
+RPC layer (``transaction_methods``) turns those into JSON-RPC answers; nothing here knows
+JSON-RPC.
+"""
+
+from dataclasses import dataclass
+from typing import Any
+
+from solders.message import Message, MessageV0
+from solders.pubkey import Pubkey
+from solders.transaction_metadata import TransactionMetadata
+
+
+@dataclass(frozen=True)
+class Landed:
+    """A transaction in a block: ``err`` is None or its runtime error; its fee was paid.
+
+    ``seq`` is its ledger record (0 without a ledger): it may be reported once durable.
+    ``logs`` and ``units`` are read from LiteSVM's metadata when asked (most never are).
+    """
+
+    signature: str
+    slot: int
+    err: Any
+    meta: TransactionMetadata
+    seq: int
+    keys: list[Pubkey]
+    writable: list[Pubkey]
+
+    @property
+    def logs(self) -> list[str]:
+        """The program log lines."""
+        return self.meta.logs()
+
+    @property
+    def units(self) -> int:
+        """The compute units consumed."""
+        return self.meta.compute_units_consumed()
+
+
+@dataclass(frozen=True)
+class Refused:
+    """A transaction that did not land and changed nothing: why, with its logs and units.
+
+    ``err`` is a ``TransactionError`` in the validator's JSON form ("BlockhashNotFound",
+    "SignatureFailure", {"InstructionError": [...]}, ...). For "AlreadyProcessed", ``seq``
+    is the ledger record of the earlier copy that did land.
+    """
+
+    signature: str
+    err: Any
+    logs: list[str]
+    units: int
+    seq: int = 0
+
+
+@dataclass(frozen=True)
+class Queued:
+    """A transaction accepted for a later block (or lost on its way to the leader)."""
+
+    signature: str
+
+
+SendOutcome = Landed | Refused | Queued
+
+
+@dataclass(frozen=True)
+class TransactionAccounts:
+    """The accounts a transaction loads, in the runtime's order, and which it may write."""
+
+    keys: list[Pubkey]
+    writable: list[Pubkey]
+    loaded_writable: list[Pubkey]
+    loaded_readonly: list[Pubkey]
+
+
+def writable_keys(message: Message | MessageV0) -> list[Pubkey]:
+    """Return the static account keys ``message`` may write, from its header."""
+    header = message.header
+    keys = message.account_keys
+    signed = header.num_required_signatures
+    writable_signed = signed - header.num_readonly_signed_accounts
+    writable_unsigned = len(keys) - header.num_readonly_unsigned_accounts
+    return [
+        key
+        for index, key in enumerate(keys)
+        if index < writable_signed or signed <= index < writable_unsigned
+    ]
