@@ -298,16 +298,26 @@ class RpcClient(JsonRpc):
     async def compute_units(self, signatures: Sequence[str]) -> list[int]:
         """Return the compute units each landed transaction consumed (getTransaction).
 
+        Raises:
+            ChainError: a transaction was still unknown after ``LAG_WAIT`` seconds.
+        """
+        answers = await self._landed(signatures, self.commitment)
+        return [int(answer["meta"]["computeUnitsConsumed"]) for answer in answers]
+
+    async def _landed(self, signatures: Sequence[str], commitment: str) -> list[dict[str, Any]]:
+        """Each of ``signatures``' getTransaction answer, every one with its meta.
+
         A transaction the node has not indexed yet (it answers null for one that landed:
-        a node behind the one that confirmed it) is asked again until it has.
+        a node behind the one that listed or confirmed it, as behind a load balancer) is
+        asked again until it has.
 
         Raises:
-            ChainError: a transaction's units were still unknown after ``LAG_WAIT`` seconds.
+            ChainError: a transaction was still unknown after ``LAG_WAIT`` seconds.
         """
-        out: dict[int, int] = {}
+        out: dict[int, dict[str, Any]] = {}
         todo = list(range(len(signatures)))
         deadline = time.monotonic() + self.lag_wait
-        config: dict[str, object] = {"encoding": "json", "commitment": self.commitment}
+        config: dict[str, object] = {"encoding": "json", "commitment": commitment}
         config["maxSupportedTransactionVersion"] = 0
         while todo:
             answers = await self.batch([("getTransaction", [signatures[i], config]) for i in todo])
@@ -316,14 +326,14 @@ class RpcClient(JsonRpc):
                 if isinstance(answer, RpcCallError):
                     raise answer
                 meta = answer.get("meta") if isinstance(answer, dict) else None
-                if meta is None or "computeUnitsConsumed" not in meta:
+                if meta is None or not isinstance(meta.get("computeUnitsConsumed"), int):
                     missing.append(index)
                 else:
-                    out[index] = int(meta["computeUnitsConsumed"])
+                    out[index] = answer
             if missing and time.monotonic() > deadline:
                 raise ChainError(
-                    f"{self.url}: the compute units of {signatures[missing[0]]} could not be "
-                    f"read back in {self.lag_wait:.0f} s"
+                    f"{self.url}: transaction {signatures[missing[0]]} could not be read back "
+                    f"in {self.lag_wait:.0f} s"
                 )
             if missing:
                 self.lag_waits += 1
@@ -341,7 +351,8 @@ class RpcClient(JsonRpc):
         ``failed``, those that landed with an error instead (each paid its fee).
 
         Raises:
-            RpcError: a transaction the node listed has no meta.
+            ChainError: a transaction the node listed was still unknown to it after
+                ``LAG_WAIT`` seconds.
         """
         signatures: list[str] = []
         before: str | None = None
@@ -359,15 +370,13 @@ class RpcClient(JsonRpc):
                 break
             before = page[-1]["signature"]
         signatures.reverse()
-        config = {"encoding": "json", "commitment": "confirmed"}
-        answers = await self._batch_or_raise([("getTransaction", [s, config]) for s in signatures])
         out: list[Landed] = []
-        for signature, answer in zip(signatures, answers, strict=True):
-            meta = answer.get("meta") if isinstance(answer, dict) else None
-            if meta is None or not isinstance(meta.get("computeUnitsConsumed"), int):
-                raise RpcError(f"{self.url}: transaction {signature} has no meta")
+        for signature, answer in zip(
+            signatures, await self._landed(signatures, "confirmed"), strict=True
+        ):
             payer = answer["transaction"]["message"]["accountKeys"][0]
-            out.append(Landed(signature, int(answer["slot"]), payer, meta["computeUnitsConsumed"]))
+            units = answer["meta"]["computeUnitsConsumed"]
+            out.append(Landed(signature, int(answer["slot"]), payer, units))
         return out
 
     async def simulate(self, transaction: bytes, min_context_slot: int = 0) -> Simulation:

@@ -4,16 +4,18 @@ The localnet gives real answers (slices of an account, statuses 256 a call, cont
 a ``Canned`` transport gives the malformed ones no honest node sends.
 """
 
+import base64
 from typing import Any
 
 import pytest
-from inprocess import PROGRAM_ID
+from inprocess import PROGRAM_ID, LocalnetTransport
 from solders.hash import Hash
 from solders.keypair import Keypair
 from solders.message import Message
 from solders.pubkey import Pubkey
 from solders.signature import Signature
 from solders.system_program import TransferParams, transfer
+from solders.transaction import VersionedTransaction
 
 from curta_chain.chain import rpc
 from curta_chain.chain.fees import percentile, priced
@@ -152,6 +154,54 @@ async def test_reads_keep_the_highest_context_slot_and_ask_for_a_minimum(node):
     assert client.min_context_slot == seen + 3
     assert (await client.account_at(payer.pubkey(), seen + 6)) is not None
     assert client.context_slot >= seen + 6
+
+
+class BehindOnTransactions(LocalnetTransport):
+    """A load-balanced provider: a node ahead lists signatures, one behind answers
+    getTransaction with null for its first ``misses`` asks."""
+
+    def __init__(self, misses: int) -> None:
+        super().__init__()
+        self.misses = misses
+
+    def forward(self, request: dict[str, Any]) -> Any:
+        if request.get("method") == "getTransaction" and self.misses > 0:
+            self.misses -= 1
+            return {"jsonrpc": "2.0", "id": request["id"], "result": None}
+        return super().forward(request)
+
+
+@pytest.mark.asyncio
+async def test_a_listed_transaction_a_node_behind_has_not_indexed_is_asked_again():
+    node = BehindOnTransactions(misses=3)
+    try:
+        client = RpcClient(node, "confirmed")
+        client.lag_poll = 0.0
+        payer, to = node.fund(), Keypair().pubkey()
+        blockhash, _ = await client.latest_blockhash()
+        tx = VersionedTransaction(
+            Message.new_with_blockhash(
+                [transfer(TransferParams(from_pubkey=payer.pubkey(), to_pubkey=to, lamports=1))],
+                payer.pubkey(),
+                blockhash,
+            ),
+            [payer],
+        )
+        await client.call(
+            "sendTransaction", [base64.b64encode(bytes(tx)).decode(), {"encoding": "base64"}]
+        )
+        node.slots(2)
+        (landed,) = await client.landed_transactions(to, 0)
+        assert landed.signature == str(tx.signatures[0])
+        assert landed.fee_payer == str(payer.pubkey())
+        assert landed.compute_units > 0 and client.lag_waits > 0 and node.misses == 0
+        # ... for ``lag_wait`` seconds; then it is one error naming the transaction.
+        node.misses = 1_000
+        client.lag_wait = 0.0
+        with pytest.raises(ChainError, match=f"{tx.signatures[0]} could not be read back"):
+            await client.landed_transactions(to, 0)
+    finally:
+        node.localnet.close()
 
 
 @pytest.mark.asyncio
