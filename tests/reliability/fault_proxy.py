@@ -69,13 +69,16 @@ import time
 from collections import Counter, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import aiohttp
 import httpx
+from solders.keypair import Keypair
 from solders.transaction import Transaction, VersionedTransaction
 
 from curta_chain.chain.loader import LOADER_V3
+from curta_chain.cli.keypairs import write_keypair
 from curta_chain.localnet.fees import LAMPORTS_PER_SIGNATURE
 from curta_chain.program.idl import instruction_coder
 
@@ -691,6 +694,18 @@ def rpc(url: str, method: str, *params: Any) -> Any:
 def balance(url: str, pubkey: object) -> int:
     """Lamports held by ``pubkey``."""
     return int(rpc(url, "getBalance", str(pubkey), {"commitment": "confirmed"})["value"])
+
+
+def fund(url: str, keypair: Keypair, lamports: int, folder: Path) -> Path:
+    """Airdrop ``lamports`` to ``keypair`` at ``url``, wait until held; return its file."""
+    rpc(url, "requestAirdrop", str(keypair.pubkey()), lamports)
+    deadline = time.monotonic() + 60
+    while balance(url, keypair.pubkey()) != lamports:
+        assert time.monotonic() < deadline, "the airdrop did not land"
+        time.sleep(0.05)
+    path = folder / "payer.json"
+    write_keypair(keypair, path)
+    return path
 
 
 def landed(url: str, sent: list[SentTransaction]) -> dict[str, tuple[SentTransaction, Any]]:

@@ -43,16 +43,15 @@ from fault_proxy import (
     Provider,
     account_states,
     balance,
+    fund,
     landed,
     record,
-    rpc,
     run_cli,
 )
 from solders.keypair import Keypair
 
 from curta_chain.artifact import Artifact
 from curta_chain.chain.sender import WINDOW
-from curta_chain.cli.keypairs import write_keypair
 from curta_chain.constants import HASH_CHUNK_SIZE, LAMPORTS_PER_SOL
 from curta_chain.localnet import BusyOptions, start_in_thread
 from curta_chain.program import ModelAccount
@@ -141,14 +140,7 @@ ROWS = {
 
 def fund_payer(url: str, folder: Path) -> Path:
     """Give ``PAYER`` its funds on the localnet at ``url``; return its keypair file."""
-    rpc(url, "requestAirdrop", str(PAYER.pubkey()), FUNDS)
-    deadline = time.monotonic() + 60
-    while balance(url, PAYER.pubkey()) != FUNDS:
-        assert time.monotonic() < deadline, "the airdrop did not land"
-        time.sleep(0.05)
-    path = folder / "payer.json"
-    write_keypair(PAYER, path)
-    return path
+    return fund(url, PAYER, FUNDS, folder)
 
 
 def four_commands(

@@ -14,7 +14,6 @@ the rerun completes to the same state.
 
 import os
 import re
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -27,8 +26,8 @@ from fault_proxy import (
     Request,
     account_states,
     balance,
+    fund,
     record,
-    rpc,
     run_cli,
     run_plain,
 )
@@ -37,7 +36,6 @@ from solders.keypair import Keypair
 from curta_chain.artifact import Artifact
 from curta_chain.artifact.layout import ModelConfig
 from curta_chain.artifact.synthetic import synthetic_artifact
-from curta_chain.cli.keypairs import write_keypair
 from curta_chain.constants import LAMPORTS_PER_SOL
 from curta_chain.localnet import BusyOptions, start_in_thread
 from curta_chain.program import ModelAccount
@@ -60,14 +58,7 @@ class Outcome:
 
 def fund_payer(url: str, folder: Path) -> Path:
     """Give ``PAYER`` its funds on the localnet at ``url``; return its keypair file."""
-    rpc(url, "requestAirdrop", str(PAYER.pubkey()), FUNDS)
-    deadline = time.monotonic() + 30
-    while balance(url, PAYER.pubkey()) != FUNDS:
-        assert time.monotonic() < deadline, "the airdrop did not land"
-        time.sleep(0.05)
-    path = folder / "payer.json"
-    write_keypair(PAYER, path)
-    return path
+    return fund(url, PAYER, FUNDS, folder)
 
 
 def settle(url: str, model: str) -> Outcome:
