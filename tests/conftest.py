@@ -17,6 +17,8 @@
   manual clock).
 - ``funded_keypair``: ``fund(localnet.url)`` for the ``localnet`` fixture.
 - ``own_home`` (every test): ``HOME`` is an empty folder of the test's own.
+- ``sdk``: ``sdk/js`` with its npm packages, built once a session (``dist/``); skipped
+  without node or the packages, failed under ``CI`` (``.ci/run`` installs them).
 
 Data, session-scoped and never modified (the reference files are copied first):
 
@@ -28,6 +30,7 @@ Data, session-scoped and never modified (the reference files are copied first):
 """
 
 import os
+import shutil
 import signal
 import socket
 import struct
@@ -192,6 +195,27 @@ def funded_keypair(localnet: LocalnetHandle) -> Keypair:
 
 
 REPO = Path(__file__).resolve().parents[1]
+
+
+SDK = REPO / "sdk" / "js"
+
+
+@pytest.fixture(scope="session")
+def sdk() -> Path:
+    """sdk/js, its packages installed and built once (dist/index.js, dist/test/)."""
+    reason = None
+    if shutil.which("node") is None:
+        reason = "node is not installed (.ci/run installs it)"
+    elif not (SDK / "node_modules" / "esbuild").is_dir():
+        reason = f"the SDK's packages are not installed: run `npm ci` in {SDK}"
+    if reason:
+        if os.environ.get("CI"):
+            pytest.fail(reason)  # .ci/run installs them: missing there is a broken CI
+        pytest.skip(reason)
+    subprocess.run(["node", "scripts/build.mjs"], cwd=SDK, check=True, timeout=300)
+    return SDK
+
+
 DATA = Path(os.environ.get("CURTA_DATA", REPO.parent / "shared" / "data" / "llama2c"))
 
 

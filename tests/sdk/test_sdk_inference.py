@@ -5,8 +5,6 @@ synthetic model with grouped key/value heads; a refusal reads as the CLI's.
 """
 
 import json
-import os
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -16,21 +14,10 @@ from curta_chain.artifact.layout import ModelConfig
 from curta_chain.artifact.synthetic import synthetic_artifact
 from curta_chain.cli import main
 
-SDK = Path(__file__).resolve().parents[2] / "sdk" / "js"
 SCRIPT = Path(__file__).parent / "run_model.mjs"
 GROUPED = ModelConfig(
     dim=32, hidden_dim=72, n_layers=2, n_heads=4, n_kv_heads=2, vocab_size=300, seq_len=64
 )
-
-
-@pytest.fixture(scope="module")
-def built() -> None:
-    if shutil.which("node") is None or not (SDK / "node_modules" / "esbuild").is_dir():
-        reason = f"node or the SDK's packages are missing: run `npm ci` in {SDK}"
-        if os.environ.get("CI"):
-            pytest.fail(reason)  # .ci/run installs them: missing there is a broken CI
-        pytest.skip(reason)
-    subprocess.run(["node", "scripts/build.mjs"], cwd=SDK, check=True, timeout=120)
 
 
 def sdk_run(path: Path, prompt: str, steps: int, temperature: str, top_p: str, seed: int):
@@ -56,7 +43,7 @@ SETTINGS = [("0", "0.9", 0), ("1.0", "0.9", 7), ("0.8", "0", 3), ("1.3", "0.5", 
 
 
 @pytest.mark.parametrize("temperature, top_p, seed", SETTINGS)
-def test_stories260k_gives_the_cli_s_ids(built, capsys, tmp_path, stories260k, temperature, top_p,
+def test_stories260k_gives_the_cli_s_ids(sdk, capsys, tmp_path, stories260k, temperature, top_p,
                                          seed):  # fmt: skip
     path = tmp_path / "stories260K.curta"
     path.write_bytes(stories260k.data)
@@ -67,7 +54,7 @@ def test_stories260k_gives_the_cli_s_ids(built, capsys, tmp_path, stories260k, t
 
 
 @pytest.mark.parametrize("temperature, top_p, seed", SETTINGS[:2])
-def test_grouped_heads_and_padded_rows_give_the_cli_s_ids(built, capsys, tmp_path, temperature,
+def test_grouped_heads_and_padded_rows_give_the_cli_s_ids(sdk, capsys, tmp_path, temperature,
                                                           top_p, seed):  # fmt: skip
     path = tmp_path / "grouped.curta"
     path.write_bytes(synthetic_artifact(GROUPED, seed=4).data)
@@ -77,7 +64,7 @@ def test_grouped_heads_and_padded_rows_give_the_cli_s_ids(built, capsys, tmp_pat
     assert (got["prompt_ids"], got["generated_ids"]) == (want["prompt_ids"], want["generated_ids"])
 
 
-def test_too_many_steps_is_refused_as_the_cli_refuses(built, capsys, tmp_path, stories260k):
+def test_too_many_steps_is_refused_as_the_cli_refuses(sdk, capsys, tmp_path, stories260k):
     path = tmp_path / "stories260K.curta"
     path.write_bytes(stories260k.data)
     code, err = cli_run(capsys, path, "Once", 600, "0", "0.9", 0)

@@ -3,31 +3,17 @@ same data bytes and the same accounts, signers and writable flags, for every ins
 a client sends (the program has run the Python ones in every chain test)."""
 
 import json
-import os
-import shutil
 import subprocess
 from pathlib import Path
 
-import pytest
 from solders.keypair import Keypair
 
 from curta_chain import program
 
-SDK = Path(__file__).resolve().parents[2] / "sdk" / "js"
 SCRIPT = Path(__file__).parent / "instructions.mjs"
 
 
-@pytest.fixture(scope="module")
-def built() -> None:
-    if shutil.which("node") is None or not (SDK / "node_modules" / "esbuild").is_dir():
-        reason = f"node or the SDK's packages are missing: run `npm ci` in {SDK}"
-        if os.environ.get("CI"):
-            pytest.fail(reason)  # .ci/run installs them: missing there is a broken CI
-        pytest.skip(reason)
-    subprocess.run(["node", "scripts/build.mjs"], cwd=SDK, check=True, timeout=120)
-
-
-def test_the_generated_builders_build_the_python_instructions(built):
+def test_the_generated_builders_build_the_python_instructions(sdk):
     program_id, authority, model, weight, run = (Keypair().pubkey() for _ in range(5))
     label, seed, offset, data, prompt = 2**64 - 3, 12_345, 70_000, bytes(range(40)), "héllo"
     keys = {

@@ -7,15 +7,13 @@ then sealed anyway: it ends failed), with ``verify --output json`` of the sealed
 """
 
 import os
-import shutil
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from chain_helpers import write_bytes_on_chain
 from solders.pubkey import Pubkey
-from web_helpers import NODE_TIMEOUT, SDK, TINY, World, cli_json, funded
+from web_helpers import TINY, World, cli_json, funded
 
 from curta_chain.artifact.synthetic import synthetic_artifact
 from curta_chain.cli.keypairs import write_keypair
@@ -59,22 +57,6 @@ def world(tmp_path_factory) -> Iterator[World]:
             )  # fmt: skip
         finally:
             localnet.stop()
-
-
-@pytest.fixture(scope="session")
-def sdk() -> Path:
-    """sdk/js, built (dist/index.js), its packages installed."""
-    reason = None
-    if shutil.which("node") is None:
-        reason = "node is not installed (.ci/run installs it)"
-    elif not (SDK / "node_modules" / "esbuild").is_dir():
-        reason = f"the SDK's packages are not installed: run `npm ci` in {SDK}"
-    if reason:
-        if os.environ.get("CI"):
-            pytest.fail(reason)
-        pytest.skip(reason)
-    subprocess.run(["node", "scripts/build.mjs"], cwd=SDK, check=True, timeout=NODE_TIMEOUT)
-    return SDK
 
 
 CHROMIUM = Path("/usr/bin/chromium")
