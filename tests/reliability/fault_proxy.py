@@ -34,9 +34,12 @@ It can also behave as a provider and a cluster that is not the localnet (``Provi
   signature but never delivered (a leader that drops it).
 
 Each request draws at most one fault from a seeded ``random.Random`` with the rates in
-``Faults``. ``down = True`` drops every request (an RPC that stays down). A node that
-cannot be reached (killed) drops the client's connection too. With ``serialize`` the
-proxy forwards one request at a time, so a trigger's counts are exact at the moment it fires.
+``Faults``. ``down = True`` drops every request (an RPC that stays down), and also, for
+good, every request that had arrived before it went down and was still waiting its turn
+(what a killed client had queued never reaches the node, even once ``down`` is cleared
+again). A node that cannot be reached (killed) drops the client's connection too. With
+``serialize`` the proxy forwards one request at a time, so a trigger's counts are exact at
+the moment it fires.
 
 A proxy can also lie: ``edits`` maps a JSON-RPC method to a function that rewrites the
 node's ``result`` before the client sees it (a node that inflates
@@ -203,6 +206,8 @@ class FaultProxy:
     node_refused: Counter[str] = field(default_factory=Counter)
     """Requests the node itself refused whole (the busy localnet's ``--rps``, ``--max-batch``)."""
     requests: int = 0
+    _cut: int = 0
+    """Requests that had arrived when the proxy last went down: dropped if still unanswered."""
     _rng: random.Random = field(init=False)
     _triggers: list[Trigger] = field(default_factory=list)
     _loop: asyncio.AbstractEventLoop | None = None
@@ -221,6 +226,15 @@ class FaultProxy:
 
     def __post_init__(self) -> None:
         self._rng = random.Random(self.seed)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "down" and value and not getattr(self, "down", True):
+            object.__setattr__(self, "_cut", self.requests)
+        object.__setattr__(self, name, value)
+
+    def _cut_off(self, arrival: int) -> bool:
+        """Whether a request that arrived ``arrival``-th is dropped now."""
+        return self.down or arrival <= self._cut
 
     # Books.
 
@@ -309,8 +323,9 @@ class FaultProxy:
     async def _handle(self, body: bytes, writer: asyncio.StreamWriter) -> bool:
         """Answer one request; return False to close the connection."""
         self.requests += 1
+        arrival = self.requests
         async with self._order if self.serialize else contextlib.nullcontext():
-            if self.down:
+            if self._cut_off(arrival):
                 self.injected["down"] += 1
                 return False
             refusal = self._provider_refusal(body)
@@ -333,7 +348,7 @@ class FaultProxy:
             request = _parse(body)
             fired = await self._fire("before", request)
             try:
-                answered = None if self.down else await self._deliver(body, request)
+                answered = None if self._cut_off(arrival) else await self._deliver(body, request)
             finally:
                 for trigger in fired:
                     trigger.settled.set()

@@ -220,6 +220,8 @@ def _scenario(
         victim.append(start_cli("publish", str(art), *via))
     victim[0].wait(timeout=300)
     assert victim[0].returncode == -signal.SIGKILL, victim[0].stderr.read()
+    if not point.lands_late:
+        assert trigger.settled.wait(60)  # the action ran whole: the proxy is down by now
     writes_at_kill = proxy.count("write_weights")
     proxy.down = False
     if point.lands_late:

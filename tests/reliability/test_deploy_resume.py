@@ -77,10 +77,11 @@ def test_kill_9_mid_deploy_then_the_rerun_resumes_from_the_buffer(localnet, fund
             victim[0].wait()
             proxy.down = True
 
-        proxy.trigger(point.when, kill, point.stage)
+        trigger = proxy.trigger(point.when, kill, point.stage)
         victim.append(start_cli("deploy", *via))
         victim[0].wait(timeout=120)
         assert victim[0].returncode == -signal.SIGKILL
+        assert trigger.settled.wait(60)  # the action ran whole: the proxy is down by now
         proxy.down = False
 
         code, again, err = run_cli("deploy", "--dry-run", *via)
