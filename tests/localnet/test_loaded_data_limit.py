@@ -60,8 +60,10 @@ def naming(payer: Keypair, url: str, keys: list[Pubkey], *budget: Instruction):
 
 
 def confirmed_transaction(url: str, signature: str) -> dict:
-    """getTransaction once the transaction's slot is confirmed (at most a few slots)."""
-    for _ in range(100):
+    """getTransaction once the transaction's slot is confirmed (a few slots; a loaded machine
+    makes them slow, so the bound is generous)."""
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
         found = result(url, "getTransaction", [signature, {"commitment": "confirmed"}])
         if found is not None:
             return found
