@@ -22,7 +22,7 @@
 
 Data, session-scoped and never modified (the reference files are copied first):
 
-- ``data_dir`` (``../shared/data/llama2c``, or ``$CURTA_DATA``), ``stories260k_bytes``,
+- ``data_dir`` (``tests/data/llama2c``, or ``$CURTA_DATA``), ``stories260k_bytes``,
   ``tok512_bytes`` (the first 512 entries of tokenizer.bin), ``inputs_dir`` (copies of both).
 - ``stories260k``: the real stories260K converted (2 sections); ``stories15m``: a synthetic
   checkpoint of stories15M's shapes converted (8 sections); ``largest``: a synthetic
@@ -216,7 +216,7 @@ def sdk() -> Path:
     return SDK
 
 
-DATA = Path(os.environ.get("CURTA_DATA", REPO.parent / "shared" / "data" / "llama2c"))
+DATA = Path(os.environ.get("CURTA_DATA", REPO / "tests" / "data" / "llama2c"))
 
 
 def first_tokens(data: bytes, count: int) -> bytes:
