@@ -82,7 +82,7 @@ from solders.transaction import Transaction, VersionedTransaction
 
 from curta_chain.chain.loader import LOADER_V3
 from curta_chain.cli.keypairs import write_keypair
-from curta_chain.localnet.fees import LAMPORTS_PER_SIGNATURE
+from curta_chain.compute_budget import LAMPORTS_PER_SIGNATURE
 from curta_chain.program.idl import instruction_coder
 
 _KINDS = {sighash: name for name, sighash in instruction_coder().sighashes.items()}
