@@ -793,7 +793,7 @@ def start_cli(*args: str) -> subprocess.Popen[str]:
     )
 
 
-# Measurements for the README table (scripts/reliability_report.py collects them).
+# Measurements for docs/reliability.md's table (scripts/reliability_report.py collects them).
 
 
 def record(scenario: str, **numbers: object) -> None:
