@@ -48,6 +48,9 @@ enum InferenceError {
 #define ART_SECTION_COUNT 36
 #define ART_BLOCKS 40           /* seven u32 block offsets, in BLOCK_* order */
 #define ART_INV_SQRT 68
+#define ART_SECTION_TABLE 128   /* one 16-byte entry per section: u64 offset, u64 length */
+#define ART_SECTION_ENTRY_SIZE 16
+#define ART_SECTION_LENGTH 8    /* the length's place in its section table entry */
 #define ART_MATRIX_TABLE 512
 #define ROW_HEADER_SIZE 8       /* a row's u32 scale and 4 zero bytes */
 #define WEIGHT_BIAS 128         /* stored byte = int8 weight + 128 */

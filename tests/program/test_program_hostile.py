@@ -11,6 +11,8 @@ module stays within seconds.
   naming the block, and nothing changes.
 - A permissionless step given the model's accounts writable leaves the sealed model as it
   was, through a whole sampled (top-p 0.9) run.
+- A sealed model whose section zero is shorter than the 4,096-byte header (createModel takes
+  any length from 1 byte): openRun refuses it with BadArtifact before reading the header.
 - A step passed fewer weight accounts than its slice needs is refused whole
   (MissingWeightAccount); steps with any labels, by different signers, naming the weight
   accounts in any order, give the run account one cranker in order gives, step for step.
@@ -194,6 +196,20 @@ def test_open_run_refuses_each_hostile_sealed_model(target):
     published = publish_and_seal(session, program_id, good.sections)
     run = Keypair()
     session.must(open_ixs(session, program_id, published, good.config, run), [run])
+
+
+@pytest.mark.parametrize("length", [1, 4088])
+def test_open_run_refuses_a_sealed_section_zero_shorter_than_the_header(target, length):
+    """createModel takes a section from 1 byte; openRun checks section zero's length before
+    it reads the header's fields (a prefix of a real header: tag and configuration valid)."""
+    session, program_id = target
+    good = tiny()
+    published = publish_and_seal(session, program_id, [good.sections[0][:length], *good.sections[1:]])
+    run = Keypair()
+    ixs = open_ixs(session, program_id, published, good.config, run)
+    outcome = refused(session, ixs, "BadArtifact", [*published.keys, run.pubkey()], [run])
+    line = "Program log: BadArtifact: section zero is shorter than the 4096-byte header"
+    assert line in outcome.logs, outcome.logs
 
 
 # -- runs -----------------------------------------------------------------------------------

@@ -46,12 +46,24 @@ static bool inside(uint64_t offset, uint64_t size, uint64_t length) {
   return offset <= length && size <= length - offset;
 }
 
-/* The configuration's bounds and the seven blocks inside section zero. */
+/* Section table entry `i`'s length: header byte s0 + 128 + 16*i + 8. */
+static uint64_t section_length_of(const uint8_t *s0, uint64_t i) {
+  return read_u64(s0 + ART_SECTION_TABLE + ART_SECTION_ENTRY_SIZE * i + ART_SECTION_LENGTH);
+}
+
+/* The configuration's bounds and the seven blocks inside section zero. The length comes
+ * first: createModel takes any section length from 1 byte, and every field read below
+ * (configuration, section table, block offsets, matrix table) lies in the 4,096-byte
+ * header, so nothing past a shorter section zero is ever read. */
 static uint64_t check_config(const uint8_t *s0, uint64_t length, const Model *model) {
+  if (length < ART_HEADER_SIZE) {
+    return REFUSE(ERR_BAD_ARTIFACT,
+                  "BadArtifact: section zero is shorter than the 4096-byte header");
+  }
   const uint32_t *config = u32s(s0, ART_CONFIG);
   uint64_t dim = config[0], hidden = config[1], layers = config[2], heads = config[3];
   uint64_t kv_heads = config[4], vocab = config[5], context = config[6];
-  if (length < ART_HEADER_SIZE || read_u64(s0) != ART_TAG || dim < 1 || dim > MAX_DIM ||
+  if (read_u64(s0) != ART_TAG || dim < 1 || dim > MAX_DIM ||
       hidden < 1 || hidden > MAX_HIDDEN || layers < 1 || layers > MAX_LAYERS || heads < 1 ||
       heads > MAX_HEADS || dim % heads || kv_heads < 1 || kv_heads > heads || heads % kv_heads ||
       vocab < MIN_VOCAB || vocab > MAX_VOCAB || context < 1 || context > MAX_CONTEXT) {
@@ -62,9 +74,10 @@ static uint64_t check_config(const uint8_t *s0, uint64_t length, const Model *mo
       read_u32(s0 + ART_SECTION_COUNT) != model->section_count) {
     return bad_artifact();
   }
-  /* Each section's length in the table is the model's slot length. */
+  /* Each section's length in the table is the model's slot length (section_count <= 18:
+   * the table ends at byte 416, inside the header). */
   for (uint64_t i = 0; i < model->section_count; i++) {
-    if (read_u64(s0 + 128 + 16 * i + 8) != model->sections[i].length) {
+    if (section_length_of(s0, i) != model->sections[i].length) {
       return bad_artifact();
     }
   }
@@ -92,6 +105,7 @@ static uint64_t check_matrices(const uint8_t *s0, const Model *model) {
       {dim, dim}, {kv_dim, dim}, {kv_dim, dim}, {dim, dim},
       {hidden, dim}, {dim, hidden}, {hidden, dim},
   };
+  /* At most 114 descriptors: the table ends by byte 3,248, inside the header. */
   uint64_t count = 2 + MATRICES_PER_LAYER * layers;
   for (uint64_t i = 0; i < count; i++) {
     const MatrixDescriptor *m = matrix_of(s0, i);

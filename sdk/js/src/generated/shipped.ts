@@ -4,12 +4,12 @@
 export const SHIPPED_BUILDS = [
   {
     "name": "sbpf-v0",
-    "sha256": "0f5ee86a1953866560d75398b3e757f92a5093ceb17f295fae58b8c626dc0e78",
-    "length": 58352
+    "sha256": "fbe5b1d78f380022a663e3c0760b16ee0a43b3be6a658daca6cbfad7116d5a7e",
+    "length": 58488
   },
   {
     "name": "sbpf-v3",
-    "sha256": "bf3dcc4065a939291e42e6b350f5f6370654dc3fd540f7d9ad5e96026147a8c3",
-    "length": 56400
+    "sha256": "2aebfb79ed85f3113287ffd88ff842a16e1ed037528ee5c7d445b9dcd26f52f2",
+    "length": 56552
   }
 ] as const;
