@@ -6,14 +6,16 @@ typed reads and writes on it, so a provider's limits and a lagging node are hand
 in one place:
 
 - A batch goes out in pieces of the provider's learnt batch size (``ProviderLimits``); a
-  piece the provider refuses (HTTP 413 or 400, an error object for the whole batch, or an
-  answer that is no list) halves that size and is sent again as two; at size one, calls go
-  out alone, outside any batch (providers that take no batches at all).
+  piece the provider refuses (HTTP 413 or 400, an error object for the whole batch, an
+  answer that is no list, or a list answering every call with the same batch-size error)
+  halves that size and is sent again as two; at size one, calls go out alone, outside any
+  batch (providers that take no batches at all).
 - A node behind the slot a read asks for (``minContextSlot``) answers -32016; the read
   waits for it, up to ``LAG_WAIT`` seconds, and never reports the old state.
 """
 
 import asyncio
+import re
 import time
 from collections.abc import Sequence
 from typing import Any, Protocol
@@ -21,6 +23,8 @@ from typing import Any, Protocol
 from curta_chain.chain.transport import BatchRefusedError, ProviderLimits
 from curta_chain.errors import RpcCallError, RpcError
 
+INVALID_REQUEST = -32600
+"""JSON-RPC's code for a request the server will not take (a batch too big, for some)."""
 MIN_CONTEXT_SLOT_NOT_REACHED = -32016
 """The node is behind the ``minContextSlot`` a read asked for."""
 LAG_WAIT = 60.0
@@ -123,9 +127,9 @@ class JsonRpc:
             answers = await self.transport.post(requests)
         except BatchRefusedError:
             answers = None
-        if not isinstance(answers, list):
-            # Refused as a whole (an error object, HTTP 413 or 400, or no list): halve it;
-            # a single call then goes out alone, outside a batch.
+        if not isinstance(answers, list) or _refused_call_by_call(answers, len(calls)):
+            # Refused as a whole (an error object, HTTP 413 or 400, no list, or the same
+            # refusal for every call): halve it; a single call then goes out alone.
             self.limits.refused(len(calls))
             return await self._pieces(calls)
         by_id = {a.get("id"): a for a in answers if isinstance(a, dict)}
@@ -150,6 +154,31 @@ class JsonRpc:
     async def aclose(self) -> None:
         """Close the transport."""
         await self.transport.aclose()
+
+
+BATCH_REFUSAL = re.compile(r"\bbatch", re.IGNORECASE)
+"""What a provider's per-call error says when it refuses the batch, not the call."""
+
+
+def _refused_call_by_call(answers: list[Any], calls: int) -> bool:
+    """Whether a batch of ``calls`` was refused by answering each call with one error.
+
+    Some providers answer an oversized batch with a list of errors, one per call, all
+    alike (``-32600 batch size 128 over the limit of 100``). A list where every call got
+    the same error, an invalid request or one naming the batch, is that refusal; one
+    call's own error among results is not. (A mistaken halving costs only batch size: at
+    one call, calls go out alone and get their own answers.)
+    """
+    if calls < 2 or not answers:
+        return False
+    errors = [a.get("error") if isinstance(a, dict) else None for a in answers]
+    if not all(isinstance(e, dict) for e in errors):
+        return False
+    kinds = {(e.get("code"), str(e.get("message", ""))) for e in errors if isinstance(e, dict)}
+    if len(kinds) != 1:
+        return False
+    code, message = kinds.pop()
+    return code == INVALID_REQUEST or bool(BATCH_REFUSAL.search(message))
 
 
 def _result(method: str, answer: Any) -> Any:

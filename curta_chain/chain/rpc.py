@@ -258,15 +258,21 @@ class RpcClient(JsonRpc):
             out.append((Pubkey.from_string(item["pubkey"]), info))
         return out
 
-    async def signature_statuses(self, signatures: Sequence[str]) -> list[SignatureStatus | None]:
-        """Return the status of each signature (None where the node has not seen it)."""
+    async def signature_statuses(
+        self, signatures: Sequence[str], search_history: bool = False
+    ) -> list[SignatureStatus | None]:
+        """Return the status of each signature (None where the node has not seen it).
+
+        The node answers from its status cache (the last few hundred slots), which is what
+        a poll of transactions in flight needs. ``search_history`` also searches the ledger,
+        a lookup per signature the cache lacks that providers bill as such: only for a
+        signature the cache may no longer hold (see ``statuses.StatusPoller.search``).
+        """
+        config = {"searchTransactionHistory": True} if search_history else {}
         calls = [
             (
                 "getSignatureStatuses",
-                [
-                    list(signatures[i : i + MAX_SIGNATURE_STATUSES]),
-                    {"searchTransactionHistory": True},
-                ],
+                [list(signatures[i : i + MAX_SIGNATURE_STATUSES]), *([config] if config else [])],
             )
             for i in range(0, len(signatures), MAX_SIGNATURE_STATUSES)
         ]

@@ -383,6 +383,17 @@ class Sender:
             state.height, state.height_since = height, now
         if state.progress_height is None:
             state.progress_height = height
+        # Unseen in the cache past its blockhash's last height: one search of the ledger's
+        # history before it is called lost (it may have landed and left the cache since).
+        gone = [
+            i
+            for i, (signature, status) in enumerate(zip(signatures, statuses, strict=True))
+            if status is None and height > in_flight[signature].last_valid_height
+        ]
+        if gone:
+            found = await poller.search([signatures[i] for i in gone])
+            for i, status in zip(gone, found, strict=True):
+                statuses[i] = status
         done = 0
         expired: list[Flight] = []
         for signature, status in zip(signatures, statuses, strict=True):

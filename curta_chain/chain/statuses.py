@@ -4,6 +4,11 @@
 reached a commitment; the sender's rounds and ``wait_for_signature`` (a transaction the
 node sent itself, an airdrop) both use it.
 
+Polls read the node's status cache, which holds every transaction of the last few hundred
+slots: all a poll of transactions in flight needs. The ledger's history is searched only for
+a signature the cache may no longer hold (``StatusPoller.search``): a transaction whose
+blockhash expired unseen, once, before it is called lost; one waited for past its deadline.
+
 Polls: about once a slot off loopback (``POLL_INTERVAL``), backing off to the resend
 interval while nothing new lands; a localnet on loopback is polled every
 ``LOOPBACK_POLL`` seconds, which costs it nothing. Every landed transaction's slot is told
@@ -51,6 +56,14 @@ class StatusPoller:
         height = await self.client.block_height()
         return await self.client.signature_statuses(signatures), height
 
+    async def search(self, signatures: Sequence[str]) -> list[SignatureStatus | None]:
+        """The statuses of ``signatures`` from the ledger's history as well as the cache.
+
+        A provider bills a history search per signature the cache lacks: only for
+        signatures that may have left the cache, never for a routine poll.
+        """
+        return await self.client.signature_statuses(signatures, search_history=True)
+
     async def poll(self, signatures: Sequence[str], wanted: int) -> tuple[list[bool | None], int]:
         """One round: for each signature, None (unseen), False (seen, not yet), True (there).
 
@@ -73,10 +86,14 @@ class StatusPoller:
         deadline = self.clock() + timeout
         while True:
             (status,) = await self.client.signature_statuses([signature])
+            late = self.clock() >= deadline
+            if late and status is None:
+                # Landed long ago (a rerun's transaction), it may have left the status cache.
+                (status,) = await self.search([signature])
             if status is not None and _reached(status, wanted):
                 self.client.landed(status.slot)
                 return
-            if self.clock() >= deadline:
+            if late:
                 raise RpcError(f"{signature} was not {commitment} within {timeout:.0f} s")
             await asyncio.sleep(self.interval)
 

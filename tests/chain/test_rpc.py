@@ -300,3 +300,51 @@ async def test_an_auto_price_is_a_percentile_of_recent_prices_under_its_cap():
     assert percentile([], 75) == 0
     # Unresolved, an auto price already sizes the transactions as a priced one.
     assert auto.write_payload() == Budget(compute_unit_price=1).write_payload()
+
+
+def refused_call_by_call(limit: int):
+    """A provider that answers a batch over ``limit`` with one alike error per call."""
+
+    def answer(payload: Any) -> Any:
+        if isinstance(payload, list) and len(payload) > limit:
+            why = {"code": -32600, "message": f"batch size {len(payload)} over the limit of {limit}"}
+            return [{"jsonrpc": "2.0", "id": r["id"], "error": why} for r in payload]
+        return reversed_batch(payload) if isinstance(payload, list) else {**payload, "result": 0}
+
+    return answer
+
+
+@pytest.mark.asyncio
+async def test_a_batch_refused_call_by_call_is_halved_and_sent_again():
+    node = Canned(*[refused_call_by_call(2)] * 7)
+    client = RpcClient(node)
+    calls = [("getSlot", []), ("getHealth", []), ("getVersion", []), ("getSlot", [])]
+    assert await client.batch(calls) == ["getSlot", "getHealth", "getVersion", "getSlot"]
+    assert [len(p) for p in node.posted] == [4, 2, 2]
+    assert client.limits.batch == 2 and client.limits.batches_refused == 1
+
+
+@pytest.mark.asyncio
+async def test_every_call_of_a_batch_failing_alike_for_its_own_reason_is_not_a_refusal():
+    def answers(payload):
+        why = {"code": -32602, "message": "Invalid param: WrongSize"}
+        return [{"jsonrpc": "2.0", "id": r["id"], "error": why} for r in payload]
+
+    client = RpcClient(Canned(answers))
+    results = await client.batch([("getAccountInfo", ["x"]), ("getAccountInfo", ["y"])])
+    assert all(isinstance(r, RpcCallError) and r.code == -32602 for r in results)
+    assert client.limits.batches_refused == 0
+
+
+@pytest.mark.asyncio
+async def test_a_status_poll_reads_the_cache_and_only_a_search_asks_for_history():
+    def statuses(payload):
+        return [{"jsonrpc": "2.0", "id": r["id"], "result": {"context": {"slot": 1},
+                 "value": [None] * len(r["params"][0])}} for r in payload]  # fmt: skip
+
+    node = Canned(statuses, statuses)
+    client = RpcClient(node)
+    assert await client.signature_statuses(["a", "b"]) == [None, None]
+    assert await client.signature_statuses(["a"], search_history=True) == [None]
+    assert node.posted[0][0]["params"] == [["a", "b"]]
+    assert node.posted[1][0]["params"] == [["a"], {"searchTransactionHistory": True}]

@@ -16,7 +16,7 @@ itself, so it can hurt the client the ways a real RPC path does:
 It can also behave as a provider and a cluster that is not the localnet (``Provider``):
 
 - ``max_batch``: a batch of more calls is refused whole, as ``batch_refusal`` says (HTTP
-  413, HTTP 400, or a JSON-RPC error object for the batch);
+  413, HTTP 400, a JSON-RPC error object for the batch, or a list of one error per call);
 - ``rps``: past that many calls a second (each call of a batch counted), HTTP 429 with a
   ``Retry-After``, as paid plans do;
 - ``lag_seconds``: the node answers behind the cluster: a status is unseen for that long
@@ -30,6 +30,9 @@ It can also behave as a provider and a cluster that is not the localnet (``Provi
 - ``unknown_blockhash``: that share of the sends signed with a fresh blockhash (one the
   node handed out less than ``unknown_blockhash_seconds`` ago) reach a leader that does
   not know it yet: refused with ``BlockhashNotFound`` (not delivered);
+- ``forget_statuses``: the node's status cache no longer holds any transaction (what a
+  rerun finds for the transactions of a run long past): getSignatureStatuses answers null
+  for every signature unless it asks ``searchTransactionHistory``;
 - ``lose``: that share of the transactions in a sendTransaction is answered with its
   signature but never delivered (a leader that drops it).
 
@@ -134,7 +137,8 @@ class Provider:
 
     max_batch: int | None = None
     batch_refusal: str = "error"
-    """``413``, ``400`` or ``error`` (a JSON-RPC error object answering the whole batch)."""
+    """``413``, ``400``, ``error`` (a JSON-RPC error object answering the whole batch) or
+    ``per-call`` (a list answering each call with the same error, as some providers do)."""
     rps: float | None = None
     lag_seconds: float = 0.0
     lag_spread: float = 0.0
@@ -143,6 +147,7 @@ class Provider:
     unknown_blockhash: float = 0.0
     unknown_blockhash_seconds: float = 1.0
     lose: float = 0.0
+    forget_statuses: bool = False
 
 
 @dataclass(frozen=True)
@@ -206,6 +211,10 @@ class FaultProxy:
     node_refused: Counter[str] = field(default_factory=Counter)
     """Requests the node itself refused whole (the busy localnet's ``--rps``, ``--max-batch``)."""
     requests: int = 0
+    history_searches: int = 0
+    """getSignatureStatuses calls that asked ``searchTransactionHistory`` (a ledger lookup a
+    provider bills per signature), and ``status_polls`` those that did not."""
+    status_polls: int = 0
     _cut: int = 0
     """Requests that had arrived when the proxy last went down: dropped if still unanswered."""
     _rng: random.Random = field(init=False)
@@ -345,6 +354,7 @@ class FaultProxy:
             if fault == "delay":
                 await asyncio.sleep(self.faults.delay_seconds)
             body, held = self._hold_sends(body)
+            history = self._count_status_calls(body)
             request = _parse(body)
             fired = await self._fire("before", request)
             try:
@@ -360,6 +370,8 @@ class FaultProxy:
             if self.edits and set(request.methods) & set(self.edits):
                 answer = self._edit(body, answer)
             provider = self.provider
+            if provider.forget_statuses and history is not None:
+                answer = _forget_statuses(answer, history)
             if provider.lag_seconds or provider.confirm_seconds or provider.unknown_blockhash:
                 answer = self._lag(body, answer)
             for trigger in await self._fire("after", request):
@@ -392,6 +404,13 @@ class FaultProxy:
             self.injected["batch refused"] += 1
             if provider.batch_refusal in ("413", "400"):
                 return int(provider.batch_refusal), b"batch too large", {}
+            if provider.batch_refusal == "per-call":
+                why = f"batch size {calls} over the limit of {provider.max_batch}"
+                errors = [
+                    {"jsonrpc": "2.0", "id": call.get("id"), "error": {"code": -32600, "message": why}}
+                    for call in payload
+                ]
+                return 200, json.dumps(errors).encode(), {}
             error = {"code": -32600, "message": f"batch of {calls} over {provider.max_batch}"}
             return 200, json.dumps({"jsonrpc": "2.0", "error": error, "id": None}).encode(), {}
         if provider.rps is not None:
@@ -405,6 +424,23 @@ class FaultProxy:
                 return 429, b'{"error":"rate limited"}', headers
             self._calls.append((now, calls))
         return None
+
+    def _count_status_calls(self, body: bytes) -> dict[Any, bool] | None:
+        """Count getSignatureStatuses calls; each one's id -> whether it searched history."""
+        try:
+            payload = json.loads(body) if body else None
+        except ValueError:
+            return None
+        calls = payload if isinstance(payload, list) else [payload]
+        searched: dict[Any, bool] = {}
+        for call in calls:
+            if isinstance(call, dict) and call.get("method") == "getSignatureStatuses":
+                params = call.get("params") or []
+                config = params[1] if len(params) > 1 and isinstance(params[1], dict) else {}
+                searched[call.get("id")] = config.get("searchTransactionHistory") is True
+        self.history_searches += sum(searched.values())
+        self.status_polls += len(searched) - sum(searched.values())
+        return searched or None
 
     def _hold_sends(self, body: bytes) -> tuple[bytes, list[dict[str, Any]]]:
         """Take out the sends the leader will not get: lost ones, and unknown blockhashes'.
@@ -616,6 +652,19 @@ def _node_refusal(body: bytes, status: int, answer: bytes) -> str | None:
     if body.lstrip().startswith(b"[") and answer.lstrip().startswith(b"{"):
         return "batch refused"
     return None
+
+
+def _forget_statuses(answer: bytes, searched: dict[Any, bool]) -> bytes:
+    """The statuses a node whose cache holds nothing gives: null unless history was searched."""
+    try:
+        reply = json.loads(answer)
+    except ValueError:
+        return answer
+    for item in reply if isinstance(reply, list) else [reply]:
+        if isinstance(item, dict) and searched.get(item.get("id")) is False and "result" in item:
+            values = item["result"]["value"]
+            item["result"]["value"] = [None] * len(values)
+    return json.dumps(reply).encode()
 
 
 def _merge(answer: bytes, held: list[dict[str, Any]]) -> bytes:

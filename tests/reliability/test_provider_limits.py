@@ -1,0 +1,74 @@
+"""What a provider does that the localnet does not: refuse an oversized batch call by call,
+bill a history search per status, forget statuses a run long past sent.
+
+- ``publish`` of stories260K through a provider that takes batches of 100 finishes,
+  whichever way it refuses the 128-call batches (HTTP 413, an error object for the batch,
+  or a list of one alike error per call): each halves the batch.
+- The publish path polls the status cache: no getSignatureStatuses of its asks
+  ``searchTransactionHistory``; a signature the cache no longer holds (a rerun's) is still
+  found, by one history search.
+"""
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from fault_proxy import FaultProxy, Provider, fund, rpc, run_plain
+from solders.keypair import Keypair
+
+from curta_chain.artifact import Artifact
+from curta_chain.chain.rpc import RpcClient
+from curta_chain.chain.statuses import wait_for_signature
+from curta_chain.chain.transport import HttpTransport
+from curta_chain.constants import LAMPORTS_PER_SOL
+from curta_chain.localnet import LocalnetHandle
+
+PUBLISH_DEADLINE = 240.0
+"""Seconds a publish of stories260K may take through the limited provider (clean: ~3 s)."""
+
+
+@pytest.fixture(scope="module")
+def artifact_file(tmp_path_factory, stories260k: Artifact) -> Path:
+    path = tmp_path_factory.mktemp("provider") / "stories260K.curta"
+    path.write_bytes(stories260k.data)
+    return path
+
+
+@pytest.mark.parametrize("refusal", ["per-call", "error", "413"])
+def test_publish_halves_every_form_of_batch_refusal_and_finishes(
+    localnet: LocalnetHandle, tmp_path, artifact_file, refusal
+):
+    proxy = FaultProxy(localnet.url, provider=Provider(max_batch=100, batch_refusal=refusal))
+    proxy.start()
+    try:
+        keypair = fund(localnet.url, Keypair(), 20 * LAMPORTS_PER_SOL, tmp_path)
+        via = ("-u", proxy.url, "-k", str(keypair))
+        done = run_plain("publish", str(artifact_file), *via, timeout=PUBLISH_DEADLINE)
+    finally:
+        proxy.stop()
+    assert done.returncode == 0, done.stderr
+    assert proxy.injected["batch refused"] > 0
+    # The normal path polls the status cache alone: no ledger search per poll.
+    assert proxy.status_polls > 0 and proxy.history_searches == 0
+
+
+def test_a_signature_gone_from_the_status_cache_is_found_in_history(
+    localnet: LocalnetHandle,
+):
+    proxy = FaultProxy(localnet.url, provider=Provider(forget_statuses=True)).start()
+    try:
+        signature = rpc(localnet.url, "requestAirdrop", str(Keypair().pubkey()), 10**9)
+
+        async def landed(url: str, timeout: float) -> None:
+            client = RpcClient(HttpTransport(url))
+            try:
+                await wait_for_signature(client, signature, timeout)
+            finally:
+                await client.aclose()
+
+        asyncio.run(landed(localnet.url, 60.0))  # confirmed, as the node's cache says
+        # Through a node whose cache forgot it: polls see nothing; one search finds it.
+        asyncio.run(landed(proxy.url, 0.5))
+    finally:
+        proxy.stop()
+    assert proxy.status_polls > 0 and proxy.history_searches == 1
