@@ -29,7 +29,8 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
     parser.add_argument(
         "--artifact", type=Path, metavar="FILE", help="a .curta file the page opens as if it "
         "were dropped on it (checked against --model when both are given; with neither, the "
-        "demo model of curta_chain/demo)",
+        "demo model of curta_chain/demo, which a model named in the page's address is never "
+        "checked against: it is verified from the chain alone)",
     )  # fmt: skip
     add_output_option(parser)
     parser.set_defaults(run=_run)
@@ -50,11 +51,13 @@ def _run(args: argparse.Namespace) -> int:
     if args.artifact is not None:
         read_artifact(args.artifact)  # a file the page would refuse is refused here, first
     elif args.model is None:
-        # Nothing named: the page opens the demo model, converted as `curta-chain convert` does.
+        # Nothing named: the page opens the demo model, converted as `curta-chain convert` does;
+        # a model the page is then opened at (?model=) is verified from the chain alone.
         from curta_chain.artifact import convert_llama2c
         from curta_chain.demo import DEMO_MODEL, DEMO_TOKENIZER
 
-        artifact = LocalArtifact("demo.curta", convert_llama2c(DEMO_MODEL, DEMO_TOKENIZER).data)
+        demo = convert_llama2c(DEMO_MODEL, DEMO_TOKENIZER).data
+        artifact = LocalArtifact("demo.curta", demo, demo=True)
     try:
         server = WebServer(cluster, args.model, args.port, artifact=artifact)
     except OSError as exc:

@@ -30,10 +30,15 @@ _TYPES = {".html": "text/html; charset=utf-8", ".js": "text/javascript", ".css":
 
 @dataclass(frozen=True)
 class LocalArtifact:
-    """An artifact the page opens as if it were dropped on it (served at ``/artifact``)."""
+    """An artifact the page opens as if it were dropped on it (served at ``/artifact``).
+
+    ``demo``: the page's own demo, which no user named: opened only when no model is named,
+    never checked against one (a named model is then verified from the chain alone).
+    """
 
     name: str
     data: bytes
+    demo: bool = False
 
     @classmethod
     def read(cls, path: Path) -> "LocalArtifact":
@@ -49,13 +54,14 @@ class PageConfig:
     model: str | None
     artifact: LocalArtifact | None = None
 
-    def to_json(self) -> dict[str, str | None]:
+    def to_json(self) -> dict[str, str | bool | None]:
         """The config as the page reads it."""
         return {
             "url": self.url,
             "model": self.model,
             "relay": RELAY_PATH.lstrip("/"),
             "artifact": self.artifact.name if self.artifact else None,
+            "demo": bool(self.artifact and self.artifact.demo),
         }
 
 

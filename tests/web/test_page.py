@@ -5,11 +5,18 @@ replayed as matching, then, altered in the localnet, as differing at the right t
 """
 
 import base64
+import contextlib
 import json
+import signal
 import struct
+import subprocess
+import sys
+from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from urllib.parse import urlencode
 
+import pytest
 from solders.account import Account
 from solders.pubkey import Pubkey
 from web_helpers import cli_json
@@ -19,6 +26,8 @@ from curta_chain.web import start_web_server
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus"
 VERDICT = "() => /^(verified|NOT verified)/.test(document.getElementById('verdict').textContent)"
+HASHED = "() => document.getElementById('computed-hash').textContent !== ''"
+"""A file the page opened on its own is hashed (then its line is shown)."""
 WAIT_MS = 60_000
 """How long a page may take to reach a state (it normally takes well under a second)."""
 
@@ -201,8 +210,54 @@ def test_the_server_s_artifact_opens_with_the_page(page, world):
     server = start_web_server(None, artifact=world.artifact_path)
     try:
         open_page(page, server)
-        page.wait_for_function(VERDICT, timeout=WAIT_MS)
-        assert page.text_content("#verdict").startswith("NOT verified: tiny.curta is a valid")
+        page.wait_for_function(HASHED, timeout=WAIT_MS)
+        # Checked against nothing: no verdict either way, and no red.
+        assert page.text_content("#verdict").startswith("tiny.curta is a valid artifact (hash ")
+        assert page.get_attribute("#verdict", "class") == "verdict info"
         assert page.text_content("#computed-hash") == world.verify_json["artifact_hash"]
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="module")
+def stories(world, stories260k, tmp_path_factory) -> str:
+    """The real stories260K (not the demo model), published and sealed on the localnet."""
+    path = tmp_path_factory.mktemp("stories") / "stories260K.curta"
+    path.write_bytes(stories260k.data)
+    via = ["-u", world.url, "-k", str(world.keypair_path)]
+    model = cli_json("publish", str(path), *via)["model"]
+    assert cli_json("seal", model, *via)["state"] == "sealed"
+    return model
+
+
+@contextlib.contextmanager
+def web_command(*args: str) -> Iterator[SimpleNamespace]:
+    """`curta-chain web --port 0 ARGS` as a process; yields its page's address as ``.url``."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "curta_chain", "web", "--port", "0", *args],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        line = process.stdout.readline()
+        assert line.startswith("Serving the page at http://127.0.0.1:"), process.stderr.read()
+        yield SimpleNamespace(url=line.split()[4].split("?")[0])
+    finally:
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=30) == 0
+
+
+def test_a_model_named_with_no_file_is_verified_from_the_chain_alone(page, world, stories):
+    """`curta-chain web -u URL` serves its demo model; a page opened at ?url=&model= for
+    another model checks that model from the chain alone, never against the demo."""
+    with web_command("-u", world.url) as web:
+        verdict = open_page(page, web, url=world.url, model=stories)
+        assert verdict == (
+            f"verified {stories}: sealed, the chain's bytes hash to its declared hash "
+            "(no artifact was compared)"
+        )
+        assert page.get_attribute("#verdict", "class") == "verdict ok"
+        # Opened with nothing named: the demo model, shown as a file, and no red verdict.
+        open_page(page, web)
+        page.wait_for_function(HASHED, timeout=WAIT_MS)
+        assert page.text_content("#verdict").startswith("demo.curta is a valid artifact (hash ")
+        assert page.get_attribute("#verdict", "class") == "verdict info"

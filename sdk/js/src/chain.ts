@@ -12,6 +12,7 @@ import { getBase64Encoder, type Address, type Rpc, type SolanaRpcApi } from "@so
 import { address as toAddress, createSolanaRpc, getAddressDecoder } from "@solana/kit";
 import { ArtifactError, decodeArtifact, type Artifact } from "./decode.js";
 import { toHex } from "./format.js";
+import { CONFIG_FIELDS } from "./layout.js";
 import { hashSection, sha256 } from "./hash.js";
 import {
   getModelDecoder, getRunDecoder, getWeightAccountDecoder, ModelState, PromptKind, WEIGHT_ACCOUNT_DISCRIMINATOR,
@@ -586,8 +587,9 @@ function configDifferences(address: string, sections: Uint8Array[], artifact?: A
   return [chain, [difference("config", `chain ${pyConfig(chain.config)}, artifact ${pyConfig(artifact.config)}`, 0)]];
 }
 
+/** A configuration as verify.py prints it: Python's ModelConfig, its field names. */
 function pyConfig(c: Artifact["config"]): string {
-  return `ModelConfig(${Object.entries(c).map(([k, v]) => `${k}=${v}`).join(", ")})`;
+  return `ModelConfig(${CONFIG_FIELDS.map(([name, python]) => `${python}=${c[name]}`).join(", ")})`;
 }
 
 /** The chain's sections of a verified model, decoded: what the page runs. */

@@ -11,7 +11,7 @@ import {
   INV_SQRT_OFFSET, MATRIX_TABLE_OFFSET, MAX_SECTIONS, MAX_SECTION_SIZE, MAX_TOKEN_LENGTH,
   ROTARY_BASE, ROW_PREFIX, SECTION_COUNT_OFFSET, SECTION_ENTRY_SIZE, SECTION_TABLE_OFFSET,
   SILU_FRACTION_BITS, SILU_RANGE, SILU_STEPS_PER_UNIT, SPLIT_WEIGHT_COUNT, TABLE_ENTRIES, TAG,
-  TOKEN_ENTRY_SIZE, WEIGHT_BIAS, configProblem, headSize, matrixCount, matrixName,
+  TOKEN_ENTRY_SIZE, WEIGHT_BIAS, configProblem, pythonName, headSize, matrixCount, matrixName,
   matrixSectionLengths, matrixWeightCount, planBlocks, planMatrices, roundUp, sectionCount,
   type MatrixDescriptor, type ModelConfig,
 } from "./layout.js";
@@ -52,8 +52,8 @@ export function toFixed(value: number, bits: number = FRACTION_BITS): number {
 
 export function rotaryTable(c: ModelConfig): Int32Array {
   const head = headSize(c);
-  const out = new Int32Array(c.seq_len * head);
-  for (let p = 0; p < c.seq_len; p++)
+  const out = new Int32Array(c.contextLength * head);
+  for (let p = 0; p < c.contextLength; p++)
     for (let pair = 0; pair < head / 2; pair++) {
       const angle = p / ROTARY_BASE ** ((2 * pair) / head);
       out[p * head + 2 * pair] = toFixed(Math.cos(angle));
@@ -155,8 +155,8 @@ function header(data: Uint8Array, view: DataView, fail: Fail) {
   const problem = configProblem(config);
   if (problem) {
     const [field, what] = problem;
-    const at = CONFIG_FIELDS.find(([name]) => name === field)![1];
-    fail(`header byte ${at} (${field}): ${what}`);
+    const at = CONFIG_FIELDS.find(([name]) => name === field)![2];
+    fail(`header byte ${at} (${pythonName(field)}): ${what}`);
   }
   const count = view.getUint32(SECTION_COUNT_OFFSET, true);
   if (!(count >= 2 && count <= MAX_SECTIONS))
@@ -166,7 +166,7 @@ function header(data: Uint8Array, view: DataView, fail: Fail) {
     const side = weights < SPLIT_WEIGHT_COUNT ? "under" : "at least";
     fail(
       `header byte ${SECTION_COUNT_OFFSET} (section count): ${count}, expected ${sectionCount(config)} ` +
-        `(${commas(weights)} matrix weights is ${side} ${commas(SPLIT_WEIGHT_COUNT)}, with ${config.n_layers} layers)`,
+        `(${commas(weights)} matrix weights is ${side} ${commas(SPLIT_WEIGHT_COUNT)}, with ${config.layers} layers)`,
     );
   }
   const blocks = Array.from({ length: 7 }, (_, i) => view.getUint32(BLOCK_OFFSETS_OFFSET + 4 * i, true));
@@ -339,7 +339,7 @@ function rows(data: Uint8Array, view: DataView, index: number, desc: MatrixDescr
 }
 
 function tokenizer(data: Uint8Array, view: DataView, config: ModelConfig, blocks: number[], length0: number, fail: Fail): void {
-  const vocab = config.vocab_size;
+  const vocab = config.vocabSize;
   const entry = (token: number, field: number) => view.getUint32(blocks[4] + TOKEN_ENTRY_SIZE * token + 4 * field, true);
   const where = (token: number, shift: number) => `byte ${commas(blocks[4] + TOKEN_ENTRY_SIZE * token + shift)} (token ${token}`;
   for (let t = 0; t < vocab; t++) if (entry(t, 3)) fail(`${where(t, 12)} bytes 12 to 15): ${entry(t, 3)}, expected zero`);
@@ -383,7 +383,7 @@ function tokenizer(data: Uint8Array, view: DataView, config: ModelConfig, blocks
 /** The bytes of every token, by id. */
 export function tokenBytes(a: Artifact): Uint8Array[] {
   const view = new DataView(a.data.buffer, a.data.byteOffset, a.data.byteLength);
-  return Array.from({ length: a.config.vocab_size }, (_, t) => {
+  return Array.from({ length: a.config.vocabSize }, (_, t) => {
     const at = a.blocks[4] + TOKEN_ENTRY_SIZE * t;
     const offset = view.getUint32(at + 8, true);
     return a.data.subarray(offset, offset + view.getUint32(at + 4, true));

@@ -206,43 +206,43 @@ export class IntModel {
     };
     this.embedding = matrix(a, a.matrices[0]);
     this.classifier = matrix(a, a.matrices[1]);
-    this.layers = Array.from({ length: c.n_layers }, (_, l) => Array.from({ length: 7 }, (_, k) => matrix(a, a.matrices[2 + 7 * l + k])));
-    const norm = int32(0, (2 * c.n_layers + 1) * c.dim);
-    this.norms = Array.from({ length: 2 * c.n_layers + 1 }, (_, i) => norm.subarray(i * c.dim, (i + 1) * c.dim));
-    this.rotary = int32(1, c.seq_len * headSize(c));
+    this.layers = Array.from({ length: c.layers }, (_, l) => Array.from({ length: 7 }, (_, k) => matrix(a, a.matrices[2 + 7 * l + k])));
+    const norm = int32(0, (2 * c.layers + 1) * c.dim);
+    this.norms = Array.from({ length: 2 * c.layers + 1 }, (_, i) => norm.subarray(i * c.dim, (i + 1) * c.dim));
+    this.rotary = int32(1, c.contextLength * headSize(c));
     this.exp = new Uint32Array(int32(2, 4097).buffer);
     this.siluTable = int32(3, 4097);
     this.invSqrtHigh = Math.floor(a.invSqrtHeadSize / 4096);
     this.invSqrtLow = a.invSqrtHeadSize % 4096;
     const kv = kvDim(c);
-    const cache = c.n_layers * c.seq_len * kv;
+    const cache = c.layers * c.contextLength * kv;
     this.keys = new Float64Array(cache);
     this.valuesHigh = new Float64Array(cache);
     this.valuesLow = new Float64Array(cache);
     this.x = new Float64Array(c.dim);
-    this.xn = new Float64Array(Math.max(c.dim, c.hidden_dim));
+    this.xn = new Float64Array(Math.max(c.dim, c.hiddenDim));
     this.q = new Float64Array(c.dim);
     this.kv = new Float64Array(2 * kv);
     this.o = new Float64Array(c.dim);
     this.t = new Float64Array(c.dim);
-    this.gate = new Float64Array(c.hidden_dim);
-    this.up = new Float64Array(c.hidden_dim);
-    this.scores = new Float64Array(c.seq_len);
-    this.logits = new Float64Array(c.vocab_size);
+    this.gate = new Float64Array(c.hiddenDim);
+    this.up = new Float64Array(c.hiddenDim);
+    this.scores = new Float64Array(c.contextLength);
+    this.logits = new Float64Array(c.vocabSize);
   }
 
   /** Run `token` at position `pos` (positions 0..pos-1 already run); return its Q16 logits. */
   forward(token: number, pos: number): Float64Array {
     const c = this.config;
-    const n = c.dim, d = headSize(c), kv = kvDim(c), F = c.hidden_dim;
-    if (!(token >= 0 && token < c.vocab_size)) throw new PromptError(`token ${token} is outside the vocabulary 0 to ${c.vocab_size - 1}`);
-    if (!(pos >= 0 && pos < c.seq_len)) throw new PromptError(`position ${pos} is past the model's context of ${c.seq_len}`);
+    const n = c.dim, d = headSize(c), kv = kvDim(c), F = c.hiddenDim;
+    if (!(token >= 0 && token < c.vocabSize)) throw new PromptError(`token ${token} is outside the vocabulary 0 to ${c.vocabSize - 1}`);
+    if (!(pos >= 0 && pos < c.contextLength)) throw new PromptError(`position ${pos} is past the model's context of ${c.contextLength}`);
     const { x, xn, q, o, t } = this;
     const e = this.embedding;
     const row = e.base + token * e.rowBytes + ROW_PREFIX;
     for (let j = 0; j < n; j++) x[j] = Math.floor(((e.bytes[row + j] - 128) * e.scale[token] + 128) / 256);
-    const group = c.n_heads / c.n_kv_heads;
-    for (let l = 0; l < c.n_layers; l++) {
+    const group = c.heads / c.kvHeads;
+    for (let l = 0; l < c.layers; l++) {
       const [wq, wk, wv, wo, wg, wd, wu] = this.layers[l];
       rmsnorm(x, this.norms[2 * l], n, xn);
       matvec(wq, xn, q);
@@ -250,7 +250,7 @@ export class IntModel {
       matvec(wv, xn, this.kv, kv);
       this.rotate(q, n, d, pos);
       this.rotate(this.kv, kv, d, pos);
-      const at = (l * c.seq_len + pos) * kv;
+      const at = (l * c.contextLength + pos) * kv;
       for (let i = 0; i < kv; i++) {
         this.keys[at + i] = this.kv[i];
         const v = this.kv[kv + i];
@@ -258,7 +258,7 @@ export class IntModel {
         this.valuesHigh[at + i] = high;
         this.valuesLow[at + i] = v - high * TWO16;
       }
-      for (let h = 0; h < c.n_heads; h++) this.attend(l, h, Math.floor(h / group), pos, d, kv);
+      for (let h = 0; h < c.heads; h++) this.attend(l, h, Math.floor(h / group), pos, d, kv);
       matvec(wo, o, t);
       for (let j = 0; j < n; j++) x[j] = sat32(x[j] + t[j]);
       rmsnorm(x, this.norms[2 * l + 1], n, xn);
@@ -275,7 +275,7 @@ export class IntModel {
       matvec(wd, hidden, t);
       for (let j = 0; j < n; j++) x[j] = sat32(x[j] + t[j]);
     }
-    rmsnorm(x, this.norms[2 * c.n_layers], n, xn);
+    rmsnorm(x, this.norms[2 * c.layers], n, xn);
     matvec(this.classifier, xn, this.logits);
     return this.logits;
   }
@@ -297,7 +297,7 @@ export class IntModel {
   private attend(layer: number, head: number, kvHead: number, pos: number, d: number, kv: number): void {
     const { q, keys, scores } = this;
     const qo = head * d;
-    const base = layer * this.config.seq_len * kv + kvHead * d;
+    const base = layer * this.config.contextLength * kv + kvHead * d;
     // q split at bit 14 (|q| <= 2^27): Σ q_high × k < 2^46, Σ q_low × k < 2^47, exact.
     const qh = new Float64Array(d), ql = new Float64Array(d);
     for (let i = 0; i < d; i++) {
@@ -464,8 +464,8 @@ export class Tokenizer {
     this.tokens = tokenBytes(a);
     const s0 = a.sections[0];
     const v = new DataView(s0.buffer, s0.byteOffset, s0.byteLength);
-    this.keys = new Uint32Array(a.config.vocab_size);
-    for (let t = 0; t < a.config.vocab_size; t++) {
+    this.keys = new Uint32Array(a.config.vocabSize);
+    for (let t = 0; t < a.config.vocabSize; t++) {
       this.keys[t] = v.getUint32(a.blocks[4] + 16 * t, true);
       const key = latin1(this.tokens[t]);
       if (!this.lowest.has(key)) this.lowest.set(key, t); // the lowest id of equal strings
@@ -525,7 +525,7 @@ export class Tokenizer {
 export function planRun(model: IntModel, tokenizer: Tokenizer, prompt: string, steps?: number): { promptIds: number[]; steps: number } {
   if (!prompt) throw new PromptError("the prompt is empty");
   const ids = tokenizer.encode(prompt);
-  const context = model.config.seq_len;
+  const context = model.config.contextLength;
   const room = context - ids.length;
   if (room < 0) throw new PromptError(`the prompt is ${ids.length} tokens, longer than the model's context of ${context}`);
   if (steps === undefined) {

@@ -35,18 +35,27 @@ export const MAX_SECTIONS = 18;
 /** The weights hash chains SHA-256 over chunks of at most this many bytes. */
 export const HASH_CHUNK_SIZE = 65_536;
 
-export type ConfigField = "dim" | "hidden_dim" | "n_layers" | "n_heads" | "n_kv_heads" | "vocab_size" | "seq_len";
+/** The configuration's fields by the spec's names (seeds/curta-weight-format.md). */
+export type ConfigField = "dim" | "hiddenDim" | "layers" | "heads" | "kvHeads" | "vocabSize" | "contextLength";
 
-/** (field, header byte, lowest, highest), in header order. */
-export const CONFIG_FIELDS: readonly [ConfigField, number, number, number][] = [
-  ["dim", 8, 1, 512],
-  ["hidden_dim", 12, 1, 2048],
-  ["n_layers", 16, 1, 16],
-  ["n_heads", 20, 1, 16],
-  ["n_kv_heads", 24, 1, 16],
-  ["vocab_size", 28, 259, 65536],
-  ["seq_len", 32, 1, 512],
+/**
+ * (field, its Python name, header byte, lowest, highest), in header order. The Python name
+ * (curta_chain's ModelConfig) is the one error messages give, word for word as decode.py's.
+ */
+export const CONFIG_FIELDS: readonly [ConfigField, string, number, number, number][] = [
+  ["dim", "dim", 8, 1, 512],
+  ["hiddenDim", "hidden_dim", 12, 1, 2048],
+  ["layers", "n_layers", 16, 1, 16],
+  ["heads", "n_heads", 20, 1, 16],
+  ["kvHeads", "n_kv_heads", 24, 1, 16],
+  ["vocabSize", "vocab_size", 28, 259, 65536],
+  ["contextLength", "seq_len", 32, 1, 512],
 ];
+
+/** A field's name in curta_chain's Python ModelConfig (and in its messages). */
+export function pythonName(field: ConfigField): string {
+  return CONFIG_FIELDS.find(([name]) => name === field)![1];
+}
 
 export const BLOCK_NAMES = [
   "normalization coefficients",
@@ -81,39 +90,39 @@ export function rowBytes(columns: number): number {
 }
 
 export function headSize(c: ModelConfig): number {
-  return Math.floor(c.dim / c.n_heads);
+  return Math.floor(c.dim / c.heads);
 }
 
 export function kvDim(c: ModelConfig): number {
-  return Math.floor((c.dim * c.n_kv_heads) / c.n_heads);
+  return Math.floor((c.dim * c.kvHeads) / c.heads);
 }
 
 /** The count the section split is decided by (the embedding counted once). */
 export function matrixWeightCount(c: ModelConfig): number {
-  const d = c.dim, h = c.hidden_dim, k = kvDim(c);
-  return d * c.vocab_size + c.n_layers * (2 * d * d + 2 * d * k + 3 * d * h);
+  const d = c.dim, h = c.hiddenDim, k = kvDim(c);
+  return d * c.vocabSize + c.layers * (2 * d * d + 2 * d * k + 3 * d * h);
 }
 
 export function sectionCount(c: ModelConfig): number {
-  return matrixWeightCount(c) < SPLIT_WEIGHT_COUNT ? 2 : c.n_layers + 2;
+  return matrixWeightCount(c) < SPLIT_WEIGHT_COUNT ? 2 : c.layers + 2;
 }
 
 export function matrixCount(c: ModelConfig): number {
-  return 2 + MATRICES_PER_LAYER * c.n_layers;
+  return 2 + MATRICES_PER_LAYER * c.layers;
 }
 
 /** `[field, what is wrong]` for the first rule the config breaks, or null. */
 export function configProblem(c: ModelConfig): [ConfigField, string] | null {
-  for (const [name, , low, high] of CONFIG_FIELDS) {
+  for (const [name, , , low, high] of CONFIG_FIELDS) {
     const value = c[name];
     if (!(low <= value && value <= high)) return [name, `${value}, expected ${low} to ${high}`];
   }
-  if (c.dim % c.n_heads) return ["n_heads", `${c.n_heads} does not divide dimension ${c.dim}`];
-  if (c.n_kv_heads > c.n_heads || c.n_heads % c.n_kv_heads)
-    return ["n_kv_heads", `${c.n_kv_heads} is not a divisor of heads ${c.n_heads}`];
+  if (c.dim % c.heads) return ["heads", `${c.heads} does not divide dimension ${c.dim}`];
+  if (c.kvHeads > c.heads || c.heads % c.kvHeads)
+    return ["kvHeads", `${c.kvHeads} is not a divisor of heads ${c.heads}`];
   const head = headSize(c);
   if (head % 2 || head > MAX_HEAD_SIZE)
-    return ["n_heads", `head size ${head} is not even and at most ${MAX_HEAD_SIZE}`];
+    return ["heads", `head size ${head} is not even and at most ${MAX_HEAD_SIZE}`];
   return null;
 }
 
@@ -126,10 +135,10 @@ export function matrixName(index: number): string {
 
 /** `[rows, columns]` of every matrix in table order. */
 export function matrixShapes(c: ModelConfig): [number, number][] {
-  const d = c.dim, h = c.hidden_dim, k = kvDim(c), v = c.vocab_size;
+  const d = c.dim, h = c.hiddenDim, k = kvDim(c), v = c.vocabSize;
   const layer: [number, number][] = [[d, d], [k, d], [k, d], [d, d], [h, d], [d, h], [h, d]];
   const out: [number, number][] = [[v, d], [v, d]];
-  for (let l = 0; l < c.n_layers; l++) out.push(...layer);
+  for (let l = 0; l < c.layers; l++) out.push(...layer);
   return out;
 }
 
@@ -161,10 +170,10 @@ export function matrixSectionLengths(c: ModelConfig, tied: boolean): number[] {
 
 /** The offsets of section zero's seven blocks: back to back after the header. */
 export function planBlocks(c: ModelConfig): number[] {
-  const v = c.vocab_size;
+  const v = c.vocabSize;
   const sizes = [
-    (2 * c.n_layers + 1) * c.dim * 4,
-    c.seq_len * headSize(c) * 4,
+    (2 * c.layers + 1) * c.dim * 4,
+    c.contextLength * headSize(c) * 4,
     TABLE_ENTRIES * 4,
     TABLE_ENTRIES * 4,
     TOKEN_ENTRY_SIZE * v,

@@ -16,9 +16,11 @@ interface ServerConfig {
   relay: string | null;
   /** The name of a file the server offers at `artifact`, opened as if dropped. */
   artifact: string | null;
+  /** That file is the page's own demo (no user named it): opened only when no model is. */
+  demo?: boolean;
 }
 
-let server: ServerConfig = { url: null, model: null, relay: null, artifact: null };
+let server: ServerConfig = { url: null, model: null, relay: null, artifact: null, demo: false };
 let loaded: { artifact: Artifact; model: string | null } | null = null;
 let busy = false;
 
@@ -42,10 +44,11 @@ async function reason(e: unknown, url: string): Promise<string> {
   return `reading ${url} failed: ${text.split("\n")[0]}`;
 }
 
-function setVerdict(text: string, ok: boolean): void {
+/** The verdict line: ok (green), bad (red), or "info" (neither: nothing was checked yet). */
+function setVerdict(text: string, ok: boolean | "info"): void {
   const v = $("verdict");
   v.textContent = text;
-  v.className = `verdict ${ok ? "ok" : "bad"}`;
+  v.className = `verdict ${ok === "info" ? "info" : ok ? "ok" : "bad"}`;
 }
 
 function clearResult(): void {
@@ -65,8 +68,8 @@ function showProgress(phase: string, done: number, total: number): void {
 function showConfig(a: Artifact): void {
   const c = a.config;
   const rows: [string, string][] = [
-    ["dimension", `${c.dim}`], ["hidden dimension", `${c.hidden_dim}`], ["layers", `${c.n_layers}`],
-    ["heads / kv heads", `${c.n_heads} / ${c.n_kv_heads}`], ["vocabulary", `${c.vocab_size}`], ["context", `${c.seq_len}`],
+    ["dimension", `${c.dim}`], ["hidden dimension", `${c.hiddenDim}`], ["layers", `${c.layers}`],
+    ["heads / kv heads", `${c.heads} / ${c.kvHeads}`], ["vocabulary", `${c.vocabSize}`], ["context", `${c.contextLength}`],
     ["classifier", a.tied ? "shared with the embedding" : "its own"], ["size", `${a.data.length.toLocaleString("en-US")} bytes in ${a.sections.length} sections`],
   ];
   const table = $<HTMLTableElement>("config");
@@ -97,7 +100,11 @@ function showSections(lengths: number[], states: string[]): void {
 }
 
 function showReport(report: VerifyReport, against: string | null): void {
-  if (report.ok) setVerdict(`verified ${report.model}: sealed, ${against ? `every byte matches ${against}` : "its bytes hash to its declared hash"}`, true);
+  if (report.ok)
+    setVerdict(
+      `verified ${report.model}: sealed, ${against ? `every byte matches ${against}` : "the chain's bytes hash to its declared hash (no artifact was compared)"}`,
+      true,
+    );
   else {
     const causes = report.differences.filter((d) => d.kind !== "bytes");
     const first = causes[0] ?? report.differences[0];
@@ -174,7 +181,8 @@ async function opened(name: string, bytes: Uint8Array): Promise<void> {
   showSections(artifact.sections.map((s) => s.length), artifact.sections.map(() => "file"));
   const hash = toHex(await weightsCommitment(artifact.sections, (done) => showProgress("hashing", done, artifact.data.length)));
   $("computed-hash").textContent = hash;
-  setVerdict(`NOT verified: ${file.name} is a valid artifact (hash ${hash}), but no model address names one to check it against`, false);
+  // Nothing was checked against the chain: not a verdict either way.
+  setVerdict(`${file.name} is a valid artifact (hash ${hash}); name a model address to check it against the chain`, "info");
   setLoaded(artifact, null);
 }
 
@@ -331,10 +339,14 @@ async function start(): Promise<void> {
   $("generate").addEventListener("click", () => void runModel());
   $("run-load").addEventListener("click", () => void replay());
   document.body.dataset.ready = "true";
-  if (server.artifact) {
+  const url = input("url").value.trim(), model = input("model").value.trim();
+  // The server's file is checked against a named model, except the page's own demo: a
+  // model named with no file of the user's is verified from the chain alone, as
+  // verifyModel does without an artifact.
+  if (server.artifact && !(server.demo && url && model)) {
     const answer = await fetch("artifact");
     await opened(server.artifact, new Uint8Array(await answer.arrayBuffer()));
-  } else if (input("url").value && input("model").value) await verifyFromChain(input("url").value.trim(), input("model").value.trim());
+  } else if (url && model) await verifyFromChain(url, model);
 }
 
 void start();
