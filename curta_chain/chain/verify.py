@@ -76,7 +76,8 @@ class VerifyReport:
     state: str
     declared_hash: bytes
     chain_hash: bytes | None
-    artifact_hash: bytes
+    artifact_hash: bytes | None
+    """The artifact's hash; None when none was given (the chain was checked alone)."""
     differences: tuple[Difference, ...]
     program: DeployedProgram
     slot: int
@@ -91,7 +92,10 @@ class VerifyReport:
 
     @property
     def ok(self) -> bool:
-        """True when the chain holds exactly the artifact, sealed."""
+        """True when the chain holds exactly the artifact, sealed.
+
+        Without an artifact: when the chain's bytes hash to the declared hash, sealed.
+        """
         return not self.differences and not self.differing_ranges
 
     @property
@@ -107,7 +111,7 @@ class VerifyReport:
             "state": self.state,
             "declared_hash": self.declared_hash.hex(),
             "chain_hash": self.chain_hash.hex() if self.chain_hash else None,
-            "artifact_hash": self.artifact_hash.hex(),
+            "artifact_hash": self.artifact_hash.hex() if self.artifact_hash else None,
             "differences": [d.to_json() for d in self.differences],
             "differing_ranges": self.differing_ranges,
             "differing_ranges_listed": self.listed_ranges,
@@ -177,13 +181,17 @@ async def verify(
     client: RpcClient,
     program_id: Pubkey,
     address: Pubkey,
-    artifact: Artifact,
+    artifact: Artifact | None,
     trusted_hashes: tuple[str, ...] = (),
     require_final: bool = False,
     cross_check: RpcClient | None = None,
     listed_ranges: int | None = LISTED_RANGES,
 ) -> VerifyReport:
     """Compare the model at ``address`` with ``artifact``; list every difference.
+
+    Without an artifact the chain is checked alone, as the SDK's ``verifyModel`` does: the
+    program, the bindings, the sealed state, and the chain's bytes against the declared
+    hash (so it proves the model is sealed and whole, not which file it holds).
 
     Differing bytes are merged into ranges; every range is counted, and the first
     ``listed_ranges`` (None: all) are listed. The other differences come first.
@@ -192,7 +200,7 @@ async def verify(
         client: the node to read.
         program_id: the curta program the model belongs to.
         address: the model.
-        artifact: what the model must hold.
+        artifact: what the model must hold (None: the chain is checked alone).
         trusted_hashes: SHA-256s of programs trusted besides the shipped builds.
         require_final: a program that can still be upgraded is a difference.
         cross_check: a second node to read every account again from, at ``client``'s
@@ -206,10 +214,10 @@ async def verify(
     """
     view = await read_view(client, program_id, address)
     model = view.model
-    ours = artifact.weights_hash()
+    ours = artifact.weights_hash() if artifact is not None else None
     found = _program_differences(view.program, model, trusted_hashes, require_final)
     chain_lengths = [slot.length for slot in model.sections]
-    local_lengths = [len(s) for s in artifact.sections]
+    local_lengths = [len(s) for s in artifact.sections] if artifact is not None else chain_lengths
     if len(chain_lengths) != len(local_lengths):
         found.append(
             Difference(
@@ -226,7 +234,7 @@ async def verify(
     bins: list[tuple[int, ...]] = []
     for i, section in enumerate(chain_sections):
         part = (0,) * DIFFERENCE_BINS
-        if section is not None and i < len(artifact.sections):
+        if section is not None and artifact is not None and i < len(artifact.sections):
             room = None if listed_ranges is None else max(listed_ranges - len(ranges), 0)
             listed, count, size = _byte_ranges(i, section, artifact.sections[i], room)
             part = _difference_bins(section, artifact.sections[i]) if count else part
@@ -247,7 +255,7 @@ async def verify(
                     f"declares {model.declared_hash.hex()}",
                 )
             )
-    if model.declared_hash != ours:
+    if ours is not None and model.declared_hash != ours:
         found.append(
             Difference(
                 "declared-hash",
@@ -414,13 +422,15 @@ def _difference_bins(chain: bytes, local: bytes) -> tuple[int, ...]:
 
 
 def _config_differences(
-    address: Pubkey, chain_sections: list[bytes], artifact: Artifact
+    address: Pubkey, chain_sections: list[bytes], artifact: Artifact | None
 ) -> list[Difference]:
-    """Decode the chain's own artifact and compare its configuration with ours."""
+    """Decode the chain's own artifact and compare its configuration with ours (if any)."""
     try:
         chain_artifact = decode_artifact(b"".join(chain_sections), source=f"model {address}")
     except ArtifactError as exc:
         return [Difference("config", f"the chain's bytes are not a valid artifact: {exc}", 0)]
+    if artifact is None:
+        return []
     theirs, mine = chain_artifact.config, artifact.config
     if theirs == mine:
         return []

@@ -37,13 +37,21 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
     """Add verify, status and models."""
     p = subparsers.add_parser(
         "verify",
-        help="prove a model on chain is exactly an artifact",
+        help="prove a model on chain is exactly an artifact (or, without one, sealed and whole)",
         description="Read the model and its weight accounts and check them against the "
         "artifact: bindings, lengths, every byte, the configuration, both hashes and the "
-        "sealed state. Exit 0 only if all hold.",
+        "sealed state. Without an artifact, check the chain alone: the program, bindings, "
+        "the sealed state and the chain's bytes against the declared hash. Exit 0 only if "
+        "all hold.",
     )
     p.add_argument("model", metavar="MODEL", help=MODEL_HELP)
-    p.add_argument("artifact", type=Path, metavar="ARTIFACT", help=ARTIFACT_HELP)
+    p.add_argument(
+        "artifact",
+        type=Path,
+        nargs="?",
+        metavar="ARTIFACT",
+        help=f"{ARTIFACT_HELP} to compare byte for byte (without it: the chain alone)",
+    )
     add_cluster_options(p, keypair=False)
     p.add_argument(
         "--require-final",
@@ -93,7 +101,7 @@ def _verify(args: argparse.Namespace) -> int:
     from curta_chain.chain.cluster import same_node
     from curta_chain.chain.verify import LISTED_RANGES, verify
 
-    artifact = read_artifact_file(args.artifact)
+    artifact = read_artifact_file(args.artifact) if args.artifact is not None else None
     reporter = make_reporter(args)
     target = resolve(args, reporter)
     address = parse_pubkey(args.model, "model")
@@ -125,7 +133,7 @@ def _verify(args: argparse.Namespace) -> int:
             if second is not None:
                 await second.aclose()
         if not emit(args, report.to_json()):
-            lengths = [len(section) for section in artifact.sections]
+            lengths = [len(section) for section in artifact.sections] if artifact else []
             _print_verify(reporter, report, args.artifact, chain.client.url, lengths)
         return 0 if report.ok else 1
 
@@ -135,17 +143,24 @@ def _verify(args: argparse.Namespace) -> int:
 def _print_verify(
     reporter: "Reporter",
     report: "VerifyReport",
-    artifact: Path,
+    artifact: Path | None,
     url: str,
     lengths: Sequence[int] = (),
 ) -> None:
     """The verdict and both hashes first, then the causes, where bytes differ, the program.
 
+    Without an artifact the second hash is the chain's own (its bytes, hashed here).
+
     Where bytes differ: a strip per section marking where in it they fall, then the ranges.
     """
     from curta_chain.cli.pictures import difference_strips
 
-    if report.ok:
+    if report.ok and artifact is None:
+        reporter.line(
+            f"verified {report.model}: sealed, the chain's bytes hash to its declared hash "
+            "(no artifact was compared)"
+        )
+    elif report.ok:
         reporter.line(f"verified {report.model}: sealed, every byte matches {artifact}")
     else:
         causes = [d for d in report.differences if d.kind != "bytes"]
@@ -156,13 +171,26 @@ def _print_verify(
                 f"({counted(report.differing_bytes, 'byte')})"
             )
         reporter.line(f"NOT verified {report.model}: {', '.join(found)}")
-    same = report.declared_hash == report.artifact_hash
     reporter.line(f"declared hash  {report.declared_hash.hex()}  (the model's, {report.state})")
-    reporter.line(
-        f"artifact hash  {report.artifact_hash.hex()}  ({artifact}: "
-        f"{'the same' if same else 'DIFFERENT'})"
-    )
-    if report.chain_hash is not None and report.chain_hash != report.declared_hash:
+    if artifact is None or report.artifact_hash is None:
+        if report.chain_hash is not None:
+            same = report.chain_hash == report.declared_hash
+            reporter.line(
+                f"chain hash     {report.chain_hash.hex()}  (the chain's bytes: "
+                f"{'the same' if same else 'DIFFERENT'})"
+            )
+        reporter.line("artifact       none compared (verify MODEL ARTIFACT checks every byte)")
+    else:
+        same = report.declared_hash == report.artifact_hash
+        reporter.line(
+            f"artifact hash  {report.artifact_hash.hex()}  ({artifact}: "
+            f"{'the same' if same else 'DIFFERENT'})"
+        )
+    if (
+        artifact is not None
+        and report.chain_hash is not None
+        and report.chain_hash != report.declared_hash
+    ):
         reporter.line(f"chain hash     {report.chain_hash.hex()}  (the chain's bytes hash to it)")
     strips = difference_strips(report, lengths)
     for difference in report.differences:

@@ -262,3 +262,28 @@ def test_verify_puts_the_verdict_and_both_hashes_first_and_counts_every_range(us
     bins = report["difference_bins"]
     assert bins[0] == [0] * 48 and sum(bins[1]) == 200 and bins[1][3:] == [0] * 45
     assert all(d["offset"] is not None for d in report["differences"] if d["kind"] == "bytes")
+
+
+def test_verify_without_an_artifact_checks_the_chain_alone_and_says_so(user, art, tmp_path):
+    model = user.json("publish", str(art))["model"]
+    code, out, err = user("verify", model, keypair=False)
+    lines = out.splitlines()
+    # Uploaded, not sealed: the chain alone is no proof yet.
+    assert code == 1 and lines[0].startswith(f"NOT verified {model}: "), err
+    assert "the model is uploading, not sealed" in out
+    assert user.json("seal", model, str(art))["state"] == "sealed"
+
+    code, out, err = user("verify", model, keypair=False)
+    lines = out.splitlines()
+    assert code == 0, err
+    assert lines[0] == (
+        f"verified {model}: sealed, the chain's bytes hash to its declared hash "
+        "(no artifact was compared)"
+    )
+    assert lines[1].startswith("declared hash  ")
+    declared = lines[1].split()[2]
+    assert lines[2] == f"chain hash     {declared}  (the chain's bytes: the same)"
+    assert lines[3] == "artifact       none compared (verify MODEL ARTIFACT checks every byte)"
+    report = user.json("verify", model, keypair=False)
+    assert report["ok"] is True and report["artifact_hash"] is None
+    assert report["chain_hash"] == report["declared_hash"]
