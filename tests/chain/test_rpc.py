@@ -307,7 +307,8 @@ def refused_call_by_call(limit: int):
 
     def answer(payload: Any) -> Any:
         if isinstance(payload, list) and len(payload) > limit:
-            why = {"code": -32600, "message": f"batch size {len(payload)} over the limit of {limit}"}
+            message = f"batch size {len(payload)} over the limit of {limit}"
+            why = {"code": -32600, "message": message}
             return [{"jsonrpc": "2.0", "id": r["id"], "error": why} for r in payload]
         return reversed_batch(payload) if isinstance(payload, list) else {**payload, "result": 0}
 

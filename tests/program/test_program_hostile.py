@@ -204,7 +204,8 @@ def test_open_run_refuses_a_sealed_section_zero_shorter_than_the_header(target, 
     it reads the header's fields (a prefix of a real header: tag and configuration valid)."""
     session, program_id = target
     good = tiny()
-    published = publish_and_seal(session, program_id, [good.sections[0][:length], *good.sections[1:]])
+    short = [good.sections[0][:length], *good.sections[1:]]
+    published = publish_and_seal(session, program_id, short)
     run = Keypair()
     ixs = open_ixs(session, program_id, published, good.config, run)
     outcome = refused(session, ixs, "BadArtifact", [*published.keys, run.pubkey()], [run])

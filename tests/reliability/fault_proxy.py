@@ -405,11 +405,11 @@ class FaultProxy:
             if provider.batch_refusal in ("413", "400"):
                 return int(provider.batch_refusal), b"batch too large", {}
             if provider.batch_refusal == "per-call":
-                why = f"batch size {calls} over the limit of {provider.max_batch}"
-                errors = [
-                    {"jsonrpc": "2.0", "id": call.get("id"), "error": {"code": -32600, "message": why}}
-                    for call in payload
-                ]
+                why = {
+                    "code": -32600,
+                    "message": f"batch size {calls} over the limit of {provider.max_batch}",
+                }
+                errors = [{"jsonrpc": "2.0", "id": c.get("id"), "error": why} for c in payload]
                 return 200, json.dumps(errors).encode(), {}
             error = {"code": -32600, "message": f"batch of {calls} over {provider.max_batch}"}
             return 200, json.dumps({"jsonrpc": "2.0", "error": error, "id": None}).encode(), {}
