@@ -451,3 +451,47 @@ async def test_a_blockhash_the_leader_does_not_know_yet_is_waited_for_and_no_att
     assert set(stats.signatures) <= set(node.refused)
     assert stats.resent >= 2
     node.localnet.close()
+
+
+class Forgetting(LocalnetTransport):
+    """A node whose status cache holds nothing: getSignatureStatuses answers null for every
+    signature unless it asks ``searchTransactionHistory``. Once sends were answered, the
+    slots a blockhash lives pass (a sender that slept through them: a laptop's lid)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.polls = self.searches = 0
+        self.sent = False
+
+    async def post(self, payload: Any) -> Any:
+        answers = await super().post(payload)
+        if self.sent:
+            self.sent = False
+            self.slots(EXPIRY)
+        return answers
+
+    def forward(self, request: dict[str, Any]) -> Any:
+        if request["method"] == "sendTransaction":
+            self.sent = True
+        if request["method"] != "getSignatureStatuses":
+            return super().forward(request)
+        params = request["params"]
+        searched = len(params) > 1 and params[1].get("searchTransactionHistory") is True
+        self.searches += searched
+        self.polls += not searched
+        answer = super().forward(request)
+        if not searched:
+            answer["result"]["value"] = [None] * len(params[0])
+        return answer
+
+
+@pytest.mark.asyncio
+async def test_polls_read_the_status_cache_and_an_expired_one_is_searched_once_in_history():
+    node = Forgetting()
+    payer = node.fund()
+    stats = await node.sender(payer).send(transfers(payer, 3))
+    # Unseen in the cache past their blockhash: one search of history found them landed,
+    # so none was signed again (a second transfer each).
+    assert (stats.confirmed, stats.resigned) == (3, 0)
+    assert node.polls >= 1 and node.searches == 1
+    node.localnet.close()

@@ -23,7 +23,7 @@ from curta_chain.chain.transport import HttpTransport
 from curta_chain.constants import LAMPORTS_PER_SOL
 from curta_chain.localnet import LocalnetHandle
 
-PUBLISH_DEADLINE = 240.0
+PUBLISH_DEADLINE = 120.0
 """Seconds a publish of stories260K may take through the limited provider (clean: ~3 s)."""
 
 
