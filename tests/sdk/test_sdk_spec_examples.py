@@ -1,5 +1,5 @@
-"""The weight format spec's examples (seeds/curta-weight-format.md), as written, against the
-built SDK imported as ``@curta/sdk``: the weights hash of stories260K, then its
+"""The weight format spec's examples (docs/spec/curta-weight-format.md), as written, against
+the built SDK imported as ``@curta/sdk``: the weights hash of stories260K, then its
 configuration under the spec's names (dim, hiddenDim, layers, heads, kvHeads, vocabSize,
 contextLength), its section lengths and its first matrix descriptor. Each must print what
 the Python package reads from the same file (whose ModelConfig keeps its own names:
@@ -14,6 +14,8 @@ from pathlib import Path
 import pytest
 
 from curta_chain.artifact import Artifact
+
+SPEC = Path(__file__).resolve().parents[2] / "docs" / "spec" / "curta-weight-format.md"
 
 # "The hash", as written in the spec.
 HASH_EXAMPLE = """\
@@ -83,6 +85,18 @@ def node_object(text: str) -> dict[str, int]:
     body = text.strip().removeprefix("{").removesuffix("}")
     pairs = [item.split(":") for item in body.replace("\n", " ").split(",") if item.strip()]
     return {key.strip(): int(value.strip()) for key, value in pairs}
+
+
+def test_the_examples_are_the_spec_s_as_written():
+    """Each example's lines open the spec's lines, in order (the spec's copy glues the prose
+    that follows a code block to its last line)."""
+    spec = [line.strip() for line in SPEC.read_text().splitlines()]
+    for example in (HASH_EXAMPLE, READ_EXAMPLE):
+        at = 0
+        for line in example.splitlines():
+            found = [i for i in range(at, len(spec)) if spec[i].startswith(line.strip())]
+            assert found, f"not in {SPEC.name} after its line {at}: {line}"
+            at = found[0] + 1
 
 
 @pytest.fixture

@@ -35,7 +35,7 @@ export const MAX_SECTIONS = 18;
 /** The weights hash chains SHA-256 over chunks of at most this many bytes. */
 export const HASH_CHUNK_SIZE = 65_536;
 
-/** The configuration's fields by the spec's names (seeds/curta-weight-format.md). */
+/** The configuration's fields by the spec's names (docs/spec/curta-weight-format.md). */
 export type ConfigField = "dim" | "hiddenDim" | "layers" | "heads" | "kvHeads" | "vocabSize" | "contextLength";
 
 /**
