@@ -102,11 +102,11 @@ def _runs(args: argparse.Namespace) -> int:
             f"{'Capacity':>8}  {'Rent (SOL)':>12}"
         )
         for run in found:
-            rent = sol(run.lamports).removesuffix(" SOL")
+            held = sol(run.lamports).removesuffix(" SOL")
             reporter.line(
                 f"{run.address!s:<44}  {run.header.model!s:<44}  {run.state:<22}  "
                 f"{run.header.prompt_tokens:>6}  {run.generated:>9}  {run.header.capacity:>8}  "
-                f"{rent:>12}"
+                f"{held:>12}"
             )
         reporter.line(
             f"{counted(len(found), 'run')} of {opener}, holding {sol(rent)} of rent: "
