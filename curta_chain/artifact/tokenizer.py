@@ -9,6 +9,7 @@ import numpy as np
 
 from curta_chain.artifact.layout import MAX_TOKEN_LENGTH
 from curta_chain.errors import CheckpointError
+from curta_chain.reporting import counted
 
 SIGN_BIT = 0x8000_0000
 
@@ -101,8 +102,8 @@ def parse_llama2c_tokenizer(
     if pos != len(data) and not cut:
         raise CheckpointError(
             f"{source}: {len(data) - pos:,} bytes after token {vocab_size - 1} at byte {pos:,}, "
-            f"expected exactly {vocab_size:,} tokens (the checkpoint's vocabulary); if its "
-            f"first {vocab_size:,} are the model's, add --cut-tokenizer to the convert "
+            f"expected exactly {counted(vocab_size, 'token')} (the checkpoint's vocabulary); "
+            f"if its first {vocab_size:,} are the model's, add --cut-tokenizer to the convert "
             "command to keep those"
         )
     return Vocabulary(tuple(tokens), scores)
