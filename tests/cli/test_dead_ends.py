@@ -23,7 +23,6 @@ from solders.keypair import Keypair
 from solders.signature import Signature
 
 from curta_chain.artifact import convert_llama2c, write_artifact
-from curta_chain.cli import global_options_last
 from curta_chain.cli.keypairs import write_keypair
 from curta_chain.demo import DEMO_MODEL, DEMO_TOKENIZER
 from curta_chain.inference.tokenizer import STOP_TOKENS
@@ -111,6 +110,8 @@ def test_the_shared_options_may_come_before_the_command(person, art, tmp_path):
 
 
 def test_global_options_last_keeps_the_command_words_in_order():
+    from curta_chain.cli import global_options_last
+
     assert global_options_last(["-u", "l", "-y", "run", "M", "-n", "3", "--", "-x"]) == [
         "run", "M", "-n", "3", "-u", "l", "-y", "--", "-x",
     ]  # fmt: skip
