@@ -381,3 +381,18 @@ def test_runs_names_each_count_and_puts_units_in_the_header(person, sealed):
     assert row[4:7] == [str(run["prompt_tokens"]), str(run["generated_tokens"]),
                         str(run["capacity"])]  # fmt: skip
     assert re.fullmatch(r"\d+\.\d{9}", row[7]) and "SOL" not in lines[1]
+
+
+def test_the_page_relay_says_why_it_cannot_reach_the_node():
+    from curta_chain.web import WebServer
+
+    server = WebServer("http://127.0.0.1:1", None).start()
+    try:
+        answer = httpx.post(server.url + "rpc", json={"jsonrpc": "2.0", "id": 1,
+                                                      "method": "getSlot"})  # fmt: skip
+    finally:
+        server.stop()
+    assert answer.status_code == 502
+    assert answer.text == (
+        "cannot connect to http://127.0.0.1:1: connection refused (is the node running?)"
+    )
