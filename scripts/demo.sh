@@ -63,6 +63,6 @@ $CLI status "$MODEL" "${CHAIN[@]}"
 echo "== run: the sealed model read from the chain, the same story as from the file"
 $CLI run "$MODEL" "${CHAIN[@]}" -i "Once upon a time" -n 120 -t 0
 echo "== run --on-chain: the program computes the same tokens, the mirror checks every step"
-$CLI run "$MODEL" "${CHAIN[@]}" -k "$OUT/id.json" --on-chain -i "Once upon a time" -n 12 -t 0
+$CLI run "$MODEL" "${CHAIN[@]}" -k "$OUT/id.json" --on-chain -i "Once upon a time" --steps 12 -t 0
 echo "== run --on-chain with no prompt: the opening token alone, as llama2.c's run.c with no -i"
 $CLI run "$MODEL" "${CHAIN[@]}" -k "$OUT/id.json" --on-chain -n 6 -t 0

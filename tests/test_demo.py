@@ -60,13 +60,16 @@ def test_the_demo_tells_the_same_story_from_the_file_the_chain_and_the_program(t
     assert english(greedy) and english(sampled), (greedy, sampled)
     assert out["run"] == [greedy]  # read from the chain: the same bytes, the same story
     # On chain, fewer tokens (each a step of the program, checked by the mirror).
-    (on_chain,) = out["run --on-chain"]
+    # After the text, the run's address and its signatures, as the other commands print.
+    on_chain, run, *signatures = out["run --on-chain"]
     assert greedy.startswith(on_chain) and len(on_chain) > len(STORY)
+    assert run.startswith("Run: ") and signatures[0].endswith("(open run)")
+    assert all(line.startswith("Signature: ") for line in signatures)
     # No prompt: the opening token alone, the same tokens as off chain.
     artifact = read_artifact(tmp_path / "demo" / "demo.curta")
     model, tokenizer = IntModel.from_artifact(artifact), Tokenizer.from_artifact(artifact)
     ids = list(generate(model, plan_run(model, tokenizer, "", 6), SamplingSettings(0, 0, 0)))
-    assert out["run --on-chain with no prompt"] == [tokenizer.decode(ids).decode()]
+    assert out["run --on-chain with no prompt"][0] == tokenizer.decode(ids).decode()
 
 
 def test_a_busy_demo_port_fails_at_once_saying_so(tmp_path):
@@ -76,6 +79,5 @@ def test_a_busy_demo_port_fails_at_once_saying_so(tmp_path):
         port = busy.getsockname()[1]
         done, seconds = demo(tmp_path, CURTA_DEMO_PORT=str(port))
     assert done.returncode == 1, done.stdout[-2000:] + done.stderr[-2000:]
-    assert f"error: cannot listen on 127.0.0.1:{port}: " in done.stderr
-    assert "address already in use" in done.stderr.lower()
+    assert f"error: port {port} on 127.0.0.1 is in use" in done.stderr
     assert seconds < 60  # conversion and the localnet's start-up, no 60 s wait

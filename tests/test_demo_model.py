@@ -77,12 +77,16 @@ def test_a_greedy_story_is_the_corpus_english(capsys, demo_curta):
 def test_short_options_are_the_long_ones_in_a_process(demo_curta):
     common = ["run", str(demo_curta), "--output", "json-compact"]
     short = cli(*common, "-i", "One day", "-n", "40", "-t", "0.8", "-p", "0.95", "-s", "7")
+    assert short.returncode == 0, short.stderr
+    got = json.loads(short.stdout)
+    # -n is run.c's: 40 steps with the prompt's tokens, so 41 - prompt tokens are new.
+    new = 40 - len(got["prompt_ids"]) + 1
     long = cli(
-        *common, "--prompt", "One day", "--steps", "40", "--temperature", "0.8",
+        *common, "--prompt", "One day", "--steps", str(new), "--temperature", "0.8",
         "--top-p", "0.95", "--seed", "7",
     )  # fmt: skip
-    assert short.returncode == 0 and long.returncode == 0, short.stderr + long.stderr
-    got, want = json.loads(short.stdout), json.loads(long.stdout)
+    assert long.returncode == 0, long.stderr
+    want = json.loads(long.stdout)
     assert got == {**want, "first_token_seconds": got["first_token_seconds"],
                    "tokens_per_second": got["tokens_per_second"]}  # fmt: skip
     assert got["sampling"]["seed"] == 7 and got["sampling"]["top_p_q16"] == 62_259
@@ -107,7 +111,7 @@ def test_the_short_options_collide_with_no_chain_option():
         if name == "run"
     ]
     dest = {o: a.dest for a in run._actions for o in a.option_strings}
-    ours = {"-i": "prompt", "-n": "steps", "-t": "temperature", "-p": "top_p", "-s": "seed"}
+    ours = {"-i": "prompt", "-n": "run_c_steps", "-t": "temperature", "-p": "top_p", "-s": "seed"}
     solana = {"-u": "url", "-k": "keypair", "-C": "config", "-y": "yes"}
     assert {o: dest[o] for o in [*ours, *solana]} == {**ours, **solana}
     assert "-z" not in dest  # the tokenizer is the artifact's own, sealed with its weights
@@ -153,5 +157,5 @@ def test_the_training_script_makes_files_convert_and_run_read(tmp_path, capsys):
         ["convert", str(out / "model.bin"), str(out / "tokenizer.bin"), "-o", str(artifact)]
     )
     assert code == 0, capsys.readouterr().err
-    result = run_json(capsys, str(artifact), "-i", "Once upon a time", "-n", "5", "-t", "0")
+    result = run_json(capsys, str(artifact), "-i", "Once upon a time", "--steps", "5", "-t", "0")
     assert result["prompt_ids"][0] == 1 and len(result["prompt_ids"]) > 2

@@ -104,9 +104,15 @@ def _encode(model: FloatModel, vocabulary: Vocabulary) -> Artifact:
 
 
 def convert_llama2c_bytes(
-    checkpoint: bytes, tokenizer: bytes, checkpoint_source: str, tokenizer_source: str
+    checkpoint: bytes,
+    tokenizer: bytes,
+    checkpoint_source: str,
+    tokenizer_source: str,
+    cut_tokenizer: bool = False,
 ) -> Artifact:
     """Convert a llama2.c checkpoint and tokenizer held in memory.
+
+    ``cut_tokenizer``: a tokenizer of more tokens than the vocabulary gives its first ones.
 
     Raises:
         CheckpointError: either file breaks its format, or the model cannot be stored.
@@ -114,12 +120,18 @@ def convert_llama2c_bytes(
     config, shared = parse_header(checkpoint, checkpoint_source)
     _check_fits(checkpoint_source, config, tied=shared)
     model = parse_checkpoint(checkpoint, checkpoint_source)
-    vocabulary = parse_llama2c_tokenizer(tokenizer, config.vocab_size, tokenizer_source)
+    vocabulary = parse_llama2c_tokenizer(
+        tokenizer, config.vocab_size, tokenizer_source, cut_tokenizer
+    )
     return _encode(model, vocabulary)
 
 
-def convert_llama2c(checkpoint_path: Path, tokenizer_path: Path) -> Artifact:
+def convert_llama2c(
+    checkpoint_path: Path, tokenizer_path: Path, cut_tokenizer: bool = False
+) -> Artifact:
     """Convert a llama2.c checkpoint and its tokenizer file into an artifact.
+
+    ``cut_tokenizer``: a tokenizer file of more tokens than the vocabulary gives its first.
 
     Raises:
         CheckpointError: either file cannot be read or breaks its format exactly
@@ -128,7 +140,11 @@ def convert_llama2c(checkpoint_path: Path, tokenizer_path: Path) -> Artifact:
             embedding does not fit one section.
     """
     return convert_llama2c_bytes(
-        _read(checkpoint_path), _read(tokenizer_path), str(checkpoint_path), str(tokenizer_path)
+        _read(checkpoint_path),
+        _read(tokenizer_path),
+        str(checkpoint_path),
+        str(tokenizer_path),
+        cut_tokenizer,
     )
 
 
@@ -159,8 +175,12 @@ def is_tezw(path: Path) -> bool:
         raise CheckpointError(f"{path}: cannot read: {exc.strerror}") from exc
 
 
-def convert_file(input_path: Path, tokenizer_path: Path | None) -> Artifact:
+def convert_file(
+    input_path: Path, tokenizer_path: Path | None, cut_tokenizer: bool = False
+) -> Artifact:
     """Convert a TEZW v2 file (detected by its magic) or a llama2.c checkpoint.
+
+    ``cut_tokenizer``: a llama2.c tokenizer of more tokens than the vocabulary gives its first.
 
     Raises:
         ConfigError: a tokenizer is missing for a llama2.c checkpoint or given for TEZW.
@@ -175,7 +195,7 @@ def convert_file(input_path: Path, tokenizer_path: Path | None) -> Artifact:
         return convert_tezw(input_path)
     if tokenizer_path is None:
         raise ConfigError(f"{input_path}: a llama2.c checkpoint needs its TOKENIZER file")
-    return convert_llama2c(input_path, tokenizer_path)
+    return convert_llama2c(input_path, tokenizer_path, cut_tokenizer)
 
 
 def write_artifact(artifact: Artifact, path: Path) -> None:

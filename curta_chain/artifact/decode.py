@@ -115,6 +115,13 @@ def _u32(data: bytes, offset: int) -> int:
     return struct.unpack_from("<I", data, offset)[0]
 
 
+def shown_bytes(raw: bytes) -> str:
+    """Bytes as a person reads them: printable ASCII as text, anything else in hex."""
+    if raw and all(0x20 < b < 0x7F for b in raw):
+        return raw.decode("ascii")
+    return f"{raw.hex(' ')} (hex)" if raw else "nothing"
+
+
 def _expect_zero(data: bytes, start: int, end: int, what: str, fail: Fail) -> None:
     region = np.frombuffer(data, dtype=np.uint8, count=end - start, offset=start)
     if region.any():
@@ -126,7 +133,7 @@ def _header(data: bytes, fail: Fail) -> tuple[ModelConfig, int, tuple[int, ...],
     if len(data) < HEADER_SIZE:
         fail(f"{len(data):,} bytes, shorter than the {HEADER_SIZE:,}-byte header")
     if data[: len(TAG)] != TAG:
-        fail(f"byte 0 (tag): {data[: len(TAG)]!r}, expected {TAG!r}")
+        fail(f"byte 0 (tag): {shown_bytes(data[: len(TAG)])}, expected {TAG.decode()}")
     config = ModelConfig(*struct.unpack_from("<7I", data, CONFIG_OFFSET))
     problem = config.problem()
     if problem:

@@ -58,7 +58,7 @@ def parse_tezw(data: bytes, source: str) -> FloatModel:
             hold, a size that disagrees with the header, or a non-finite float.
     """
     if len(data) < HEADER_SIZE or data[:4] != MAGIC:
-        raise CheckpointError(f"{source}: not a TEZW v2 file (expected the magic {MAGIC!r})")
+        raise CheckpointError(f"{source}: not a TEZW v2 file (expected the magic {MAGIC.decode()})")
     header = dict(zip(FIELDS, struct.unpack_from("<7i", data, 4), strict=True))
     if header["version"] != VERSION:
         raise CheckpointError(

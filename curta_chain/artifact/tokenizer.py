@@ -9,6 +9,7 @@ import numpy as np
 
 from curta_chain.artifact.layout import MAX_TOKEN_LENGTH
 from curta_chain.errors import CheckpointError
+from curta_chain.reporting import counted
 
 SIGN_BIT = 0x8000_0000
 
@@ -45,11 +46,14 @@ class Vocabulary:
     scores: np.ndarray
 
 
-def parse_llama2c_tokenizer(data: bytes, vocab_size: int, source: str) -> Vocabulary:
+def parse_llama2c_tokenizer(
+    data: bytes, vocab_size: int, source: str, cut: bool = False
+) -> Vocabulary:
     """Parse a llama2.c tokenizer file holding exactly ``vocab_size`` tokens.
 
     The leading u32 (llama2.c sizes its buffers by it) must be 1 to 128 and at least the
-    longest token's length.
+    longest token's length. With ``cut``, a file holding more tokens gives its first
+    ``vocab_size`` (as llama2.c itself reads only those).
 
     Raises:
         CheckpointError: the file does not match the format, or holds another count of
@@ -95,11 +99,11 @@ def parse_llama2c_tokenizer(data: bytes, vocab_size: int, source: str) -> Vocabu
         tokens.append(data[pos : pos + length])
         scores[token_id] = score
         pos += length
-    if pos != len(data):
+    if pos != len(data) and not cut:
         raise CheckpointError(
             f"{source}: {len(data) - pos:,} bytes after token {vocab_size - 1} at byte {pos:,}, "
-            f"expected exactly {vocab_size} tokens (the checkpoint's vocabulary); if its first "
-            f"{vocab_size} are the model's, keep those: `python scripts/cut_tokenizer.py "
-            f"{source} {vocab_size} tok{vocab_size}.bin`"
+            f"expected exactly {counted(vocab_size, 'token')} (the checkpoint's vocabulary); "
+            f"if its first {vocab_size:,} are the model's, add --cut-tokenizer to the convert "
+            "command to keep those"
         )
     return Vocabulary(tuple(tokens), scores)

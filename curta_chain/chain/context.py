@@ -32,6 +32,8 @@ class ChainContext:
         reporter: where lines, notes, progress and waits go.
         sender: lands every transaction (tests and benchmarks pass their own); by default
             each operation makes one that pays with the fee payer and says how to resume it.
+        resume_hint: what a give-up tells the user to do, instead of the operation's own
+            (the CLI's names the command with the options it was given).
     """
 
     client: RpcClient
@@ -41,6 +43,7 @@ class ChainContext:
     budget: Budget = field(default_factory=Budget)
     reporter: Reporter = field(default_factory=NullReporter)
     sender: Sender | None = None
+    resume_hint: str | None = None
 
     def __post_init__(self) -> None:
         sender, fee_payer = self.sender, self.fee_payer
@@ -77,7 +80,7 @@ class ChainContext:
         return Sender(
             self.client,
             payer,
-            resume_hint=resume_hint,
+            resume_hint=self.resume_hint or resume_hint,
             reporter=self.reporter,
             cosigners=cosigners,
         )

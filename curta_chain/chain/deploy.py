@@ -35,7 +35,7 @@ from curta_chain.chain.rpc import RpcClient
 from curta_chain.chain.specs import Budget, DeployTransactions, TxSpec
 from curta_chain.errors import AccountError, ProgramCheckError
 from curta_chain.program import ShippedProgram
-from curta_chain.reporting import sol
+from curta_chain.reporting import counted, sol
 
 RESUME_HINT = "rerun `curta-chain deploy` with the same keypair (and --program-keypair) to resume"
 """What a give-up tells the user: deploying resumes from the buffer on the chain."""
@@ -121,8 +121,8 @@ class DeployPlan:
             f"authority {authority}",
             f"buffer {self.buffer}: "
             + ("new" if self.new_buffer is not None else "found on the chain, resuming")
-            + f"; {len(self.writes):,} writes of up to {self.chunk:,} bytes, "
-            f"{self.transactions:,} transactions",
+            + f"; {counted(len(self.writes), 'write')} of up to {self.chunk:,} bytes, "
+            f"{counted(self.transactions, 'transaction')}",
         ]
         lines += [
             f"{account.address} already holds {account.existing:,} lamports someone sent: "

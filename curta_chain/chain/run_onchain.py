@@ -50,7 +50,7 @@ from curta_chain.inference import IntModel, SamplingSettings, Tokenizer, plan_ru
 from curta_chain.program import ModelState, Region, RunAccount, RunState
 from curta_chain.program.run_account import opened_run_data
 from curta_chain.program.run_mirror import RunMirror
-from curta_chain.reporting import sol
+from curta_chain.reporting import counted, sol
 
 
 def resume_hint(model: Pubkey) -> str:
@@ -68,6 +68,7 @@ async def run_on_chain(
     confirm: Callable[[int, int], None] | None = None,
     close: bool = False,
     account_cu_limit: int = ACCOUNT_CU_LIMIT,
+    steps: int | None = None,
 ) -> OnChainRun:
     """Open (or find) the run account and crank it to its end, mirroring every state seen.
 
@@ -92,6 +93,8 @@ async def run_on_chain(
             it is the chain's record of what the model said).
         account_cu_limit: the compute units one block may spend on one writable account,
             which bounds the steps worth keeping in flight.
+        steps: llama2.c's ``-n``, the prompt's tokens included, in place of ``max_tokens``
+            (``inference.run.new_tokens_for_steps``).
 
     Raises:
         AccountError: the model is not sealed or its bytes do not hash to its hash; an
@@ -112,7 +115,7 @@ async def run_on_chain(
         )
     artifact = await fetch_artifact(client, program_id, model)
     int_model, tokenizer = IntModel.from_artifact(artifact), Tokenizer.from_artifact(artifact)
-    plan = plan_run(int_model, tokenizer, prompt, max_tokens)
+    plan = plan_run(int_model, tokenizer, prompt, max_tokens, steps=steps)
     capacity = len(plan.prompt_ids) + plan.max_tokens
     text = prompt.encode()
     # openRun takes 1 to 2,048 bytes of text: an empty prompt opens with the opening token
@@ -159,7 +162,10 @@ async def run_on_chain(
             confirm,
             counted_steps,
         )
-        reporter.line(f"opened run {address}: {capacity} tokens, {len(opened):,} bytes")
+        reporter.line(
+            f"opened run {address}: room for {counted(capacity, 'token')} (the prompt's "
+            f"{len(plan.prompt_ids)} included), {len(opened):,} bytes"
+        )
         chain = await flow.read_after(flow.processed)
     header = RunAccount.from_bytes(chain)
     result = OnChainRun(run=address, prompt_ids=plan.prompt_ids, resumed_from=header.steps)
@@ -184,7 +190,8 @@ async def run_on_chain(
     final = mirror.header
     if final.state != RunState.FINISHED:
         raise MirrorMismatchError(f"the run stopped at step {final.steps}, not finished")
-    result.step_units, result.refused_steps = await landed_steps(flow)
+    result.step_units, result.refused_steps, result.step_signatures = await landed_steps(flow)
+    result.open_signature = flow.open_signature
     result.finish, result.steps = final.finish_reason, final.steps
     result.tokens_sent = len(result.generated) - resumed_tokens
     tokens = _tokens(final, mirror)
@@ -193,8 +200,10 @@ async def run_on_chain(
     info = await client.account(address)
     result.rent = info.lamports if info is not None else 0
     if close:
-        flow.count(await flow.sender.send([ctx.transactions.close_run(address)]))
+        closed = await flow.sender.send([ctx.transactions.close_run(address)])
+        flow.count(closed)
         result.closed = True
+        result.close_signature = closed.last_signature or None
         reporter.line(f"closed run {address}: its rent, {sol(result.rent)}, is back with the payer")
     result.transactions = flow.landed + len(result.step_units)
     result.seconds = time.monotonic() - started
@@ -236,11 +245,13 @@ async def _open(
         flow.ctx.client,
         payer,
         funding.transfer + fees,
-        f"opening the run (its rent) and its {steps} steps (their fees) need",
+        f"opening the run (its rent) and its {counted(steps, 'step')} (their fees) need",
     )
     if confirm is not None:
         confirm(funding.transfer, size)
-    flow.count(await flow.sender.send([spec], commitment="processed"))
+    opened = await flow.sender.send([spec], commitment="processed")
+    flow.count(opened)
+    flow.open_signature = opened.last_signature or None
 
 
 def _check_size(spec: TxSpec, payer: Keypair, prompt_bytes: int) -> None:

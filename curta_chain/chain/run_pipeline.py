@@ -74,6 +74,9 @@ class OnChainRun:
         seconds: wall time.
         closed: the run account was closed at the end, its rent back with the payer.
         rent: the lamports the run account holds (returned on close).
+        open_signature: openRun's signature, when this invocation opened the run.
+        step_signatures: the steps this invocation landed, in the chain's order.
+        close_signature: closeRun's signature, when this invocation closed the run.
     """
 
     run: Pubkey
@@ -90,6 +93,9 @@ class OnChainRun:
     seconds: float = 0.0
     closed: bool = False
     rent: int = 0
+    open_signature: str | None = None
+    step_signatures: list[str] = field(default_factory=list)
+    close_signature: str | None = None
 
     @property
     def units_per_token(self) -> float | None:
@@ -122,7 +128,25 @@ class OnChainRun:
             "seconds": round(self.seconds, 3),
             "closed": self.closed,
             "rent_lamports": self.rent,
+            "signatures": {
+                "open_run": self.open_signature,
+                "steps": self.step_signatures,
+                "close_run": self.close_signature,
+            },
         }
+
+    def signature_lines(self) -> list[str]:
+        """``Signature: ...`` lines, as the other commands print them, each saying what."""
+        out = []
+        if self.open_signature:
+            out.append(f"Signature: {self.open_signature} (open run)")
+        if self.step_signatures:
+            count = len(self.step_signatures)
+            many = f"last of {count:,} steps" if count > 1 else "step"
+            out.append(f"Signature: {self.step_signatures[-1]} ({many})")
+        if self.close_signature:
+            out.append(f"Signature: {self.close_signature} (close run)")
+        return out
 
 
 @dataclass
@@ -145,6 +169,8 @@ class RunFlow:
     since_slot: int = 0
     """The latest slot processed when this invocation began: its steps land after it."""
     last_signature: str = ""
+    open_signature: str | None = None
+    """openRun's, when this invocation opened the run."""
 
     async def read_run(self, client: RpcClient | None = None) -> bytes | None:
         """The run account's data; None when there is none (or only lamports someone sent)."""
@@ -310,16 +336,17 @@ def _weights(flow: RunFlow, mirror: RunMirror, window: int) -> tuple[list[Pubkey
         window //= 2
 
 
-async def landed_steps(flow: RunFlow) -> tuple[list[int], int]:
-    """This invocation's steps as the node has them: their compute units, the refused count.
+async def landed_steps(flow: RunFlow) -> tuple[list[int], int, list[str]]:
+    """This invocation's steps as the node has them: compute units, refused count, signatures.
 
     Found from the chain, not from what the sender counted: a round a refusal ended (a
     bot cranked too) landed steps nobody counted, and the node knows them all.
     """
     payer = str(flow.ctx.payer.pubkey())
-    units = []
+    units, signatures = [], []
     for failed in (False, True):
         landed = await flow.reader.landed_transactions(flow.address, flow.since_slot + 1, failed)
         ours = [t for t in landed if t.fee_payer == payer and t.signature not in flow.own]
         units.append([t.compute_units for t in ours])
-    return units[0], len(units[1])
+        signatures.append([t.signature for t in ours])
+    return units[0], len(units[1]), signatures[0]

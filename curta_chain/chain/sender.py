@@ -66,7 +66,7 @@ from curta_chain.errors import (
     SendGaveUpError,
 )
 from curta_chain.program import preflight_error, transaction_error
-from curta_chain.reporting import NullReporter, Progress, Reporter, sol
+from curta_chain.reporting import NullReporter, Progress, Reporter, counted, sol
 
 FRESH_BLOCKHASH_WAIT = 60.0
 """Seconds a new sender waits for the node's next blockhash (one slot, normally)."""
@@ -219,7 +219,7 @@ class Sender:
                 raise  # a give-up says how to resume; with nothing sent there is no resuming
             unconfirmed = len(specs) - stats.confirmed
             raise SendGaveUpError(
-                f"gave up with {unconfirmed} of {len(specs)} transactions not "
+                f"gave up with {unconfirmed:,} of {counted(len(specs), 'transaction')} not "
                 f"confirmed: {exc}; {self.resume_hint}"
             ) from exc
         stats.seconds = self.clock() - started
@@ -426,8 +426,8 @@ class Sender:
             state.progress_height = height
         if (why := state.stalled(self.max_expiries, now)) is not None:
             raise SendGaveUpError(
-                f"gave up with {len(specs) - stats.confirmed} of {len(specs)} transactions "
-                f"not confirmed: {why}; {self.resume_hint}"
+                f"gave up with {len(specs) - stats.confirmed:,} of "
+                f"{counted(len(specs), 'transaction')} not confirmed: {why}; {self.resume_hint}"
             )
         return done
 

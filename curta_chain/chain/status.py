@@ -16,6 +16,7 @@ import numpy as np
 from solders.pubkey import Pubkey
 
 from curta_chain.artifact import Artifact
+from curta_chain.artifact.hashing import weights_hash
 from curta_chain.chain.accounts import ZERO_KEY, read_model, read_section
 from curta_chain.chain.rpc import RpcClient
 from curta_chain.constants import WEIGHT_HEADER_SIZE
@@ -63,6 +64,9 @@ class ModelStatus:
     sections: tuple[SectionStatus, ...]
     artifact_hash_matches: bool | None
     """Whether the artifact's hash is the declared one (None without the artifact)."""
+    chain_hash_matches: bool | None = None
+    """Without the artifact, for an uploading model with every section bound: whether the
+    chain's bytes hash to the declared hash, i.e. the upload is complete (else None)."""
 
     @property
     def state(self) -> ModelState:
@@ -81,9 +85,13 @@ class ModelStatus:
 
     @property
     def uploaded(self) -> bool | None:
-        """Whether every byte matches the artifact (None without the artifact)."""
+        """Whether every byte is uploaded (None when that is not known).
+
+        With the artifact: every byte matches it; without: the chain's bytes hash to the
+        declared hash.
+        """
         if any(s.bytes_matching is None for s in self.sections):
-            return None
+            return self.chain_hash_matches
         return all(s.bytes_matching == s.length for s in self.sections)
 
     def to_json(self) -> dict[str, object]:
@@ -98,6 +106,7 @@ class ModelStatus:
             "lamports": self.lamports,
             "model_lamports": self.model_lamports,
             "artifact_hash_matches": self.artifact_hash_matches,
+            "uploaded": self.uploaded,
             "sections": [s.to_json() for s in self.sections],
         }
 
@@ -170,6 +179,17 @@ async def read_status(
                 index, slot.length, account, info.lamports if info else 0, frozen, count, sealed
             )
         )
+    chain_hash_matches = None
+    if (
+        artifact is None
+        and model.state == ModelState.UPLOADING
+        and all(s.weight_account is not None for s in sections)
+    ):
+        # No artifact to compare with: the declared hash says whether the upload is done.
+        chain = await asyncio.gather(
+            *(read_section(client, s.weight_account, s.length) for s in model.sections)
+        )
+        chain_hash_matches = weights_hash(chain) == model.declared_hash
     model_info = infos[address]
     return ModelStatus(
         address,
@@ -178,6 +198,7 @@ async def read_status(
         model_info.lamports if model_info else 0,
         tuple(sections),
         None if artifact is None else artifact.weights_hash() == model.declared_hash,
+        chain_hash_matches,
     )
 
 

@@ -259,9 +259,7 @@ class HttpTransport:
                             f"{self.url}: HTTP {response.status_code} for a batch of {calls}"
                         )
                     elif response.status_code != 200:
-                        raise RpcError(
-                            f"{self.url}: HTTP {response.status_code}: {_brief(response)}"
-                        )
+                        raise RpcError(_http_refusal(self.url, response))
                     else:
                         answer = json.loads(response.content)
                         self.answered = True
@@ -321,8 +319,24 @@ def _retry_after(response: httpx.Response, fallback: float) -> float:
         return fallback
 
 
-def _brief(response: httpx.Response) -> str:
-    return response.text.strip().replace("\n", " ")[:200] or response.reason_phrase
+def _http_refusal(url: str, response: httpx.Response) -> str:
+    """One line for an HTTP answer that is not JSON-RPC's: the status, what it likely is."""
+    status = f"HTTP {response.status_code} {response.reason_phrase}".rstrip()
+    body = response.text.strip().replace("\n", " ")[:200]
+    # aiohttp and others answer "405: Method Not Allowed": the status line said it already.
+    said = body and response.reason_phrase and body.endswith(response.reason_phrase)
+    line = f"{url}: {status}" + ("" if not body or said else f": {body}")
+    if response.status_code == 405:
+        parsed = urlparse(url)
+        below = ""
+        if parsed.port:
+            host = f"[{parsed.hostname}]" if ":" in (parsed.hostname or "") else parsed.hostname
+            below = f" (try {parsed._replace(netloc=f'{host}:{parsed.port - 1}').geturl()})"
+        line += (
+            ": this is not a JSON-RPC endpoint; it is likely a PubSub websocket port, which "
+            f"is usually the RPC port plus one{below}"
+        )
+    return line
 
 
 def _describe(exc: Exception) -> str:

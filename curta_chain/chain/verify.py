@@ -221,12 +221,12 @@ async def verify(
     if len(chain_lengths) != len(local_lengths):
         found.append(
             Difference(
-                "section-count", f"chain {len(chain_lengths)}, artifact {len(local_lengths)}"
+                "section-count", f"chain {len(chain_lengths):,}, artifact {len(local_lengths):,}"
             )
         )
     for i, (theirs, mine) in enumerate(zip(chain_lengths, local_lengths, strict=False)):
         if theirs != mine:
-            found.append(Difference("section-length", f"chain {theirs}, artifact {mine}", i))
+            found.append(Difference("section-length", f"chain {theirs:,}, artifact {mine:,}", i))
     found.extend(view.binding)
     chain_sections = view.sections
     ranges: list[Difference] = []
@@ -434,4 +434,9 @@ def _config_differences(
     theirs, mine = chain_artifact.config, artifact.config
     if theirs == mine:
         return []
-    return [Difference("config", f"chain {theirs}, artifact {mine}", 0)]
+    differing = [
+        f"{name} chain {getattr(theirs, name):,}, artifact {getattr(mine, name):,}"
+        for name in theirs.to_json()
+        if getattr(theirs, name) != getattr(mine, name)
+    ]
+    return [Difference("config", "; ".join(differing), 0)]

@@ -8,7 +8,9 @@ function, so ``curta-chain --help`` starts in a few tens of milliseconds
 (``tests/cli/test_startup.py`` holds that line).
 
 Options are never abbreviated (``--output`` is not ``--output-file``), and a mistyped
-command or option is answered with the nearest real one.
+command or option is answered with the nearest real one. As with the Solana CLI, the
+options every chain command shares (``-u``, ``-k``, ``-C``, ``--output``, ...) may come
+before the command as well as after it (``global_options_last``).
 """
 
 import argparse
@@ -33,7 +35,7 @@ from curta_chain.cli import (
 )
 from curta_chain.errors import CurtaError
 
-__all__ = ["build_parser", "main"]
+__all__ = ["build_parser", "global_options_last", "main"]
 
 _COMMAND_MODULES = (
     artifact_commands,
@@ -164,13 +166,67 @@ class _SubcommandParser(_Parser):
     _subcommand = True
 
 
+GLOBAL_OPTIONS_WITH_VALUE = frozenset(
+    {
+        "-u",
+        "--url",
+        "-k",
+        "--keypair",
+        "--fee-payer",
+        "--commitment",
+        "--program-id",
+        "--program-hash",
+        "-C",
+        "--config",
+        "--output",
+        "--rpc-timeout",
+        "--rpc-rps",
+        "--rpc-batch",
+        "--with-compute-unit-price",
+        "--max-compute-unit-price",
+    }
+)
+"""The shared options that take a value, which the Solana CLI takes before the command."""
+GLOBAL_FLAGS = frozenset({"-y", "--yes", "--skip-seed-phrase-validation"})
+
+
+def global_options_last(argv: Sequence[str]) -> list[str]:
+    """Move the shared options given before the command to after it.
+
+    ``curta-chain -u URL --output json models`` is ``curta-chain models -u URL --output
+    json``: each command declares these options itself, so they are parsed (and refused by
+    a command that has none) where they would be after it. Words from the command on are
+    kept as they are; options go before a ``--``, if there is one.
+    """
+    leading: list[str] = []
+    words = list(argv)
+    while words:
+        word = words[0]
+        name = word.split("=", 1)[0]
+        if name in GLOBAL_FLAGS:
+            leading.append(words.pop(0))
+        elif name in GLOBAL_OPTIONS_WITH_VALUE:
+            leading.append(words.pop(0))
+            if "=" not in word and words:
+                leading.append(words.pop(0))
+        elif word[:2] in GLOBAL_OPTIONS_WITH_VALUE and not word.startswith("--"):
+            leading.append(words.pop(0))  # -uURL, -kFILE, -Cconfig.yml
+        else:
+            break
+    if not leading or not words:
+        return [*leading, *words]
+    end = words.index("--") if "--" in words else len(words)
+    return [*words[:end], *leading, *words[end:]]
+
+
 def build_parser() -> argparse.ArgumentParser:
     """Return the parser with every subcommand registered."""
     parser = _Parser(
         prog="curta-chain",
         description="Publish a CURTAW01 model artifact to Solana and verify it from the chain. "
         "Chain commands take the Solana CLI's options (-u, -k, --commitment, -C, --output) "
-        "and its config file.",
+        "and its config file; as with the Solana CLI, they may come before the command "
+        "(curta-chain -u devnet models) or after it.",
     )
     parser.add_argument("--version", action="version", version=f"curta-chain {__version__}")
     subparsers = parser.add_subparsers(
@@ -185,7 +241,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; return the process exit code."""
     from curta_chain.cli.options import Interrupted
 
-    args = build_parser().parse_args(argv)
+    words = sys.argv[1:] if argv is None else argv
+    args = build_parser().parse_args(global_options_last(words))
     try:
         return int(args.run(args) or 0)
     except CurtaError as exc:

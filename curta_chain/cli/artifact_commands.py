@@ -25,6 +25,12 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
     convert.add_argument(
         "-o", "--output-file", required=True, metavar="OUT", help="where to write the artifact"
     )
+    convert.add_argument(
+        "--cut-tokenizer",
+        action="store_true",
+        help="keep the tokenizer's first entries, as many as the model's vocabulary, when "
+        "it holds more (as llama2.c reads it: stories260K with the 32,000-token tokenizer.bin)",
+    )
     add_output_option(convert)
     convert.set_defaults(run=_run_convert)
 
@@ -52,7 +58,7 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
 def _run_convert(args: argparse.Namespace) -> int:
     from curta_chain.artifact import convert_file, write_artifact
 
-    artifact = convert_file(args.input, args.tokenizer)
+    artifact = convert_file(args.input, args.tokenizer, args.cut_tokenizer)
     write_artifact(artifact, args.output_file)
     if emit(
         args,

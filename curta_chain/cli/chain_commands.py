@@ -25,6 +25,7 @@ from curta_chain.cli.options import (
     parse_pubkey,
     read_artifact_file,
     resolve,
+    resume_hint,
 )
 from curta_chain.cli.running import (
     U64_MAX,
@@ -79,8 +80,10 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
     p = subparsers.add_parser(
         "close",
         help="close an unsealed model; rent back to its authority or --recipient",
-        description="Close an unsealed model and every weight account bound to it, in one "
-        "transaction; their lamports go to the authority, or to --recipient.",
+        description="Close an unsealed model and every weight account bound to it: one "
+        "transaction per weight account (sent together), then one for the model, so a "
+        "2-section model takes three. Their lamports go to the authority, or to --recipient. "
+        "Rerun it to finish an interrupted close.",
     )
     p.add_argument("model", metavar="MODEL", help=MODEL_HELP)
     p.add_argument(
@@ -110,11 +113,13 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
     p.set_defaults(run=_airdrop)
 
 
-def _context(args: argparse.Namespace, target: Cluster, chain: "Connection") -> "ChainContext":
+def _context(
+    args: argparse.Namespace, target: Cluster, chain: "Connection", resume: str
+) -> "ChainContext":
     """What publish, seal and close run with: the checked program and the signers.
 
-    The authority is ``-k``, the fee payer ``--fee-payer`` (else ``-k``); then the budget
-    and the reporter.
+    The authority is ``-k``, the fee payer ``--fee-payer`` (else ``-k``); then the budget,
+    the reporter and ``resume``, what a give-up says to resume.
     """
     from curta_chain.chain.context import ChainContext
 
@@ -125,6 +130,7 @@ def _context(args: argparse.Namespace, target: Cluster, chain: "Connection") -> 
         fee_payer=target.fee_payer(),
         budget=budget_for(args, target.url),
         reporter=target.reporter,
+        resume_hint=resume,
     )
 
 
@@ -132,16 +138,17 @@ def _publish(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
     from curta_chain.chain.fees import priced
-    from curta_chain.chain.publish import RESUME_HINT, check_funds, plan_publish, publish
+    from curta_chain.chain.publish import check_funds, plan_publish, publish
 
     artifact = read_artifact_file(args.artifact)
     reporter = make_reporter(args)
     target = resolve(args, reporter)
+    hint = resume_hint(args, "publish", args.artifact)
 
     async def body(target: Cluster, chain: "Connection") -> int:
         from curta_chain.cli.confirm import confirm_spend
 
-        ctx = _context(args, target, chain)
+        ctx = _context(args, target, chain, hint)
         client, payer = ctx.client, ctx.payer
         with reporter.waiting(f"{target.url} to show what it holds of this model"):
             plan = await plan_publish(ctx, artifact)
@@ -153,11 +160,13 @@ def _publish(args: argparse.Namespace) -> int:
                 plan = await plan_publish(ctx, artifact)
         reporter.line(f"Plan for model {plan.model} ({plan.state}):")
         reporter.line(
-            f"  {len(plan.section_lengths)} sections, {len(plan.create_sections)} accounts to "
-            f"create, {len(plan.writes):,} writes ({plan.write_bytes:,} bytes)"
+            f"  {counted(len(plan.section_lengths), 'section')}, "
+            f"{counted(len(plan.create_sections), 'account')} to create, "
+            f"{counted(len(plan.writes), 'write')} ({plan.write_bytes:,} bytes)"
         )
         reporter.line(
-            f"  {plan.transactions:,} transactions, {plan.payload_per_write:,} bytes a write"
+            f"  {counted(plan.transactions, 'transaction')}, {plan.payload_per_write:,} bytes a "
+            "write"
         )
         reporter.line(
             f"  cost {sol(plan.cost_lamports)}: rent {plan.rent_lamports:,} + fees "
@@ -208,7 +217,7 @@ def _publish(args: argparse.Namespace) -> int:
             reporter.line(f"Next: {after}")
         return 0
 
-    return run_on_cluster(args, body, RESUME_HINT, target)
+    return run_on_cluster(args, body, hint, target)
 
 
 async def _nothing_to_publish(
@@ -244,23 +253,38 @@ async def _nothing_to_publish(
 
 
 def _seal(args: argparse.Namespace) -> int:
-    from curta_chain.chain.seal import resume_hint, seal, seal_cost
+    from curta_chain.chain.seal import seal, seal_cost
     from curta_chain.program import ModelState
 
     artifact = read_artifact_file(args.artifact) if args.artifact else None
+    artifact_words = [args.artifact] if args.artifact else []
     reporter = make_reporter(args)
     target = resolve(args, reporter)
     address = parse_pubkey(args.model, "model")
-    hint = resume_hint(address)
+    hint = resume_hint(args, "seal", address)
 
     async def body(target: Cluster, chain: "Connection") -> int:
+        from curta_chain.chain.accounts import require_model
         from curta_chain.chain.funds import require_funds
         from curta_chain.chain.status import read_status
         from curta_chain.cli.confirm import confirm_spend
 
         chain = await target.follow_owner(chain, address)
-        ctx = _context(args, target, chain)
+        ctx = _context(args, target, chain, hint)
         client = ctx.client
+        held = await require_model(client, chain.program_id, address)
+        if held.state == ModelState.SEALED:
+            after = next_command(args, "verify", address, *artifact_words)
+            if not emit(
+                args,
+                {"model": str(address), "state": "sealed", "transactions": 0, "next": after},
+            ):
+                reporter.line(
+                    f"model {address} is already sealed (weights hash "
+                    f"{held.running_hash.hex()}): nothing to send"
+                )
+                reporter.line(f"Next: {after}")
+            return 0
         transactions, fee = await seal_cost(ctx, address)
 
         async def before_sending() -> None:
@@ -286,11 +310,10 @@ def _seal(args: argparse.Namespace) -> int:
 
         result = await seal(ctx, address, artifact, before_sending=before_sending)
         sealed = result.state == ModelState.SEALED
-        artifact_word = args.artifact or "ARTIFACT"
         after = (
-            next_command(args, "verify", address, artifact_word)
+            next_command(args, "verify", address, *artifact_words)
             if sealed
-            else next_command(args, "publish", artifact_word)
+            else next_command(args, "publish", args.artifact or "ARTIFACT")
         )
         if not emit(args, {**result.to_json(), "next": after}):
             reporter.line(result.describe())
@@ -306,12 +329,10 @@ def _seal(args: argparse.Namespace) -> int:
 
 
 def _close(args: argparse.Namespace) -> int:
-    from curta_chain.chain.close import resume_hint
-
     reporter = make_reporter(args)
     target = resolve(args, reporter)
     address = parse_pubkey(args.model, "model")
-    hint = resume_hint(address)
+    hint = resume_hint(args, "close", address)
 
     async def body(target: Cluster, chain: "Connection") -> int:
         from curta_chain.chain.close import close, close_cost
@@ -320,7 +341,7 @@ def _close(args: argparse.Namespace) -> int:
         from curta_chain.cli.confirm import confirm_spend
 
         chain = await target.follow_owner(chain, address)
-        ctx = _context(args, target, chain)
+        ctx = _context(args, target, chain, hint)
         recipient = (
             ctx.authority.pubkey()
             if args.recipient is None

@@ -11,6 +11,7 @@ from curta_chain.cli.options import (
     emit,
     make_reporter,
     resolve,
+    resume_hint,
 )
 from curta_chain.cli.running import (
     add_price_option,
@@ -57,7 +58,7 @@ def _deploy(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
     from curta_chain.chain.context import ChainContext
-    from curta_chain.chain.deploy import RESUME_HINT, check_deploy_funds, deploy, plan_deploy
+    from curta_chain.chain.deploy import check_deploy_funds, deploy, plan_deploy
     from curta_chain.chain.features import select_build
     from curta_chain.chain.fees import priced
     from curta_chain.chain.keys import default_program_keypair
@@ -68,6 +69,10 @@ def _deploy(args: argparse.Namespace) -> int:
 
     reporter = make_reporter(args)
     target = resolve(args, reporter)
+    words: list[object] = ["deploy"]
+    if args.program_keypair:
+        words += ["--program-keypair", args.program_keypair]
+    hint = resume_hint(args, *words, *(["--final"] if args.final else []))
     program_keypair = (
         load_keypair(args.program_keypair.expanduser()) if args.program_keypair else None
     )
@@ -79,7 +84,12 @@ def _deploy(args: argparse.Namespace) -> int:
         build = choice.program
         program = program_keypair or default_program_keypair(payer, genesis_hash)
         ctx = ChainContext(
-            client, program.pubkey(), payer, budget=budget_for(args, target.url), reporter=reporter
+            client,
+            program.pubkey(),
+            payer,
+            budget=budget_for(args, target.url),
+            reporter=reporter,
+            resume_hint=hint,
         )
         plan = await plan_deploy(ctx, program, build, args.final)
         auto = ctx.budget.auto_price is not None
@@ -126,4 +136,4 @@ def _deploy(args: argparse.Namespace) -> int:
         emit(args, {**result.to_json(), "config": str(config), "genesis_hash": genesis_hash})
         return 0
 
-    return run_with_client(args, body, RESUME_HINT, target)
+    return run_with_client(args, body, hint, target)

@@ -170,7 +170,7 @@ class ProgressBar:
         """The line printed every few seconds off a terminal."""
         counts = (
             f"{self.bytes:,} of {self.total_bytes:,} bytes, " if self.total_bytes else ""
-        ) + f"{self.tx:,} of {self.total_tx:,} transactions"
+        ) + f"{self.tx:,} of {self.total_tx:,} transaction{'' if self.total_tx == 1 else 's'}"
         if self.units:
             counts += f", {self.units:,} compute units"
         if self.where:

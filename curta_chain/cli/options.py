@@ -18,6 +18,7 @@ Nothing here imports solders, httpx or the program client at module level: ``cur
 
 import argparse
 import json
+import shlex
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -326,18 +327,37 @@ def read_artifact_file(path: Path) -> "Artifact":
     return read_artifact(path)
 
 
+_TAKES_NO_KEYPAIR = ("verify", "status", "web", "convert", "inspect", "hash")
+_TAKES_FEE_PAYER = ("publish", "seal", "close")
+_TAKES_NO_PROGRAM = ("airdrop", "deploy", "web", "convert", "inspect", "hash")
+
+
 def next_command(args: argparse.Namespace, *words: object) -> str:
-    """A command line to run next, repeating the cluster options the user gave."""
+    """A command line to run next, pasted as is: it repeats the cluster options given.
+
+    Only the options this command was given (``-u``, ``-k``, ``--fee-payer``,
+    ``--program-id``, ``-C``), each where the next command takes it, every word quoted
+    for the shell.
+    """
+    command = str(words[0])
     line = ["curta-chain", *(str(w) for w in words)]
-    for option, value in (("-u", args.url), ("-C", args.config)):
+    given: list[tuple[str, object]] = [("-u", getattr(args, "url", None))]
+    if command not in _TAKES_NO_KEYPAIR:
+        given.append(("-k", getattr(args, "keypair", None)))
+    if command in _TAKES_FEE_PAYER:
+        given.append(("--fee-payer", getattr(args, "fee_payer", None)))
+    if command not in _TAKES_NO_PROGRAM:
+        given.append(("--program-id", getattr(args, "program_id", None)))
+    given.append(("-C", getattr(args, "config", None)))
+    for option, value in given:
         if value is not None:
             line += [option, str(value)]
-    keypair = getattr(args, "keypair", None)
-    if keypair is not None and words[0] in ("seal", "publish", "close"):
-        line += ["-k", keypair]
-    if getattr(args, "program_id", None) is not None:
-        line += ["--program-id", args.program_id]
-    return " ".join(line)
+    return shlex.join(line)
+
+
+def resume_hint(args: argparse.Namespace, *words: object) -> str:
+    """What an interrupted command says: the command that resumes it, pasted as is."""
+    return f"rerun `{next_command(args, *words)}` to resume"
 
 
 class Interrupted(KeyboardInterrupt):

@@ -235,15 +235,22 @@ def _status(args: argparse.Namespace) -> int:
 def _status_next(args: argparse.Namespace, status: "ModelStatus") -> str:
     from curta_chain.program import ModelState
 
-    artifact, address = args.artifact or "ARTIFACT", status.address
+    address = status.address
+    if status.artifact_hash_matches is False:
+        # Another model's artifact: publishing it would make that model, not finish this one.
+        return (
+            f"{next_command(args, 'status', address)} (without {args.artifact}, another "
+            "model's artifact: its weights hash is not the declared one)"
+        )
+    artifact = args.artifact or "ARTIFACT"
     if status.state == ModelState.UPLOADING:
         if status.uploaded:
-            return next_command(args, "seal", address, artifact)
+            return next_command(args, "seal", address, *([args.artifact] if args.artifact else []))
         return f"{next_command(args, 'publish', artifact)} (to finish the upload), then seal"
     if status.state == ModelState.SEALING:
         return f"{next_command(args, 'seal', address)} (to finish the seal)"
     if status.state == ModelState.SEALED:
-        return next_command(args, "verify", address, artifact)
+        return next_command(args, "verify", address, *([args.artifact] if args.artifact else []))
     return (
         f"{next_command(args, 'publish', artifact)} (reopens it and rewrites what differs), or "
         f"{next_command(args, 'close', address)} (rent back)"

@@ -14,6 +14,7 @@ from curta_chain.cli.options import (
     add_yes_option,
     emit,
     make_reporter,
+    next_command,
     parse_pubkey,
     resolve,
 )
@@ -55,7 +56,9 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
     p.set_defaults(run=_close_run)
 
 
-def _context(args: argparse.Namespace, target: Cluster, chain: "Connection") -> "ChainContext":
+def _context(
+    args: argparse.Namespace, target: Cluster, chain: "Connection", resume: str
+) -> "ChainContext":
     from curta_chain.chain.context import ChainContext
 
     return ChainContext(
@@ -64,6 +67,7 @@ def _context(args: argparse.Namespace, target: Cluster, chain: "Connection") -> 
         target.keypair(),
         budget=budget_for(args, target.url),
         reporter=target.reporter,
+        resume_hint=resume,
     )
 
 
@@ -91,12 +95,18 @@ def _runs(args: argparse.Namespace) -> int:
         if not found:
             reporter.line(f"no runs of {opener} on {target.url}")
             return 0
-        reporter.line(f"{'Run':<44}  {'Model':<44}  {'State':<22}  {'Tokens':>9}  Rent SOL")
+        # Tokens: the prompt's (the opening one included), the generated ones, and the most
+        # the run account holds (both together).
+        reporter.line(
+            f"{'Run':<44}  {'Model':<44}  {'State':<22}  {'Prompt':>6}  {'Generated':>9}  "
+            f"{'Capacity':>8}  {'Rent (SOL)':>12}"
+        )
         for run in found:
-            tokens = f"{run.header.token_count}/{run.header.capacity}"
+            held = sol(run.lamports).removesuffix(" SOL")
             reporter.line(
                 f"{run.address!s:<44}  {run.header.model!s:<44}  {run.state:<22}  "
-                f"{tokens:>9}  {sol(run.lamports)}"
+                f"{run.header.prompt_tokens:>6}  {run.generated:>9}  {run.header.capacity:>8}  "
+                f"{held:>12}"
             )
         reporter.line(
             f"{counted(len(found), 'run')} of {opener}, holding {sol(rent)} of rent: "
@@ -108,11 +118,11 @@ def _runs(args: argparse.Namespace) -> int:
 
 
 def _close_run(args: argparse.Namespace) -> int:
-    from curta_chain.chain.runs import resume_hint
-
     reporter = make_reporter(args)
     target = resolve(args, reporter)
     address = parse_pubkey(args.run_address, "RUN")
+    # Closing a run is one transaction, safe to resend.
+    hint = f"rerun `{next_command(args, 'close-run', address)}`"
 
     async def body(target: Cluster, chain: "Connection") -> int:
         from curta_chain.chain.funds import require_funds
@@ -120,7 +130,7 @@ def _close_run(args: argparse.Namespace) -> int:
         from curta_chain.cli.confirm import confirm_spend
 
         chain = await target.follow_owner(chain, address)
-        ctx = _context(args, target, chain)
+        ctx = _context(args, target, chain, hint)
         run, fee = await close_run_cost(ctx, address)
         # The rent comes back in the closing transaction, but its fee is charged first.
         await require_funds(ctx.client, ctx.payer.pubkey(), fee, "closing the run needs")
@@ -134,11 +144,12 @@ def _close_run(args: argparse.Namespace) -> int:
         result = await close_run(ctx, address)
         if not emit(args, result.to_json()):
             reporter.line(
-                f"closed run {address} ({result.run.state}, {result.run.header.token_count} "
-                f"tokens): {sol(result.lamports_returned)} of rent back to {ctx.payer.pubkey()}"
+                f"closed run {address} ({result.run.state}, "
+                f"{counted(result.run.generated, 'token')} generated): "
+                f"{sol(result.lamports_returned)} of rent back to {ctx.payer.pubkey()}"
             )
             if result.signature:
                 reporter.line(f"Signature: {result.signature}")
         return 0
 
-    return run_on_cluster(args, body, resume_hint(address), target)
+    return run_on_cluster(args, body, hint, target)

@@ -22,6 +22,7 @@ from curta_chain.cli.options import (
     make_reporter,
     parse_pubkey,
     resolve,
+    resume_hint,
 )
 from curta_chain.cli.running import add_price_option, budget_for, run_on_cluster
 from curta_chain.constants import ACCOUNT_CU_LIMIT, DEFAULT_STEPS
@@ -55,12 +56,21 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
         metavar="TEXT",
         help="the text to continue (default: none, the opening token alone, as run.c)",
     )
-    p.add_argument(
+    length = p.add_mutually_exclusive_group()
+    length.add_argument(
         "-n",
+        type=int,
+        dest="run_c_steps",
+        metavar="STEPS",
+        help="llama2.c's run.c -n: steps including the prompt's tokens; 0, or more than the "
+        "context, runs to the context's end",
+    )
+    length.add_argument(
         "--steps",
         type=int,
         metavar="N",
-        help=f"tokens to generate (default {DEFAULT_STEPS}, or what the context has room for)",
+        help=f"new tokens to generate (default {DEFAULT_STEPS}, or what the context has room "
+        "for); a stop token ends the run sooner",
     )
     p.add_argument(
         "-t", "--temperature", default="1.0", metavar="T", help="0 is greedy (default 1.0)"
@@ -157,7 +167,7 @@ def _run(args: argparse.Namespace) -> int:
         return _run_on_chain(args, settings)
     artifact = _load(args)
     model, tokenizer = IntModel.from_artifact(artifact), Tokenizer.from_artifact(artifact)
-    plan = plan_run(model, tokenizer, args.prompt, args.steps)
+    plan = plan_run(model, tokenizer, args.prompt, args.steps, steps=args.run_c_steps)
     text_mode = not is_json(args)
     show = _TextShown(make_reporter(args, lines_to_stderr=True), text_mode)
     prompt_bytes = tokenizer.decode(plan.prompt_ids[1:])
@@ -184,8 +194,9 @@ def _run(args: argparse.Namespace) -> int:
         speed = f"{rate:.1f} tokens/s" if rate is not None else "one token"
         seed = "greedy" if settings.greedy else f"seed {settings.seed}"
         print(
-            f"{len(generated)} tokens ({speed}; prompt of {len(plan.prompt_ids)} tokens "
-            f"and first token in {first - start:.2f} s), {seed}, "
+            f"{counted(len(generated), 'token')} ({speed}; prompt of "
+            f"{counted(len(plan.prompt_ids), 'token')} and first token in "
+            f"{first - start:.2f} s), {seed}, "
             f"stopped by {'a stop token' if stop == 'token' else 'the step count'}",
             file=sys.stderr,
         )
@@ -248,6 +259,7 @@ def _run_on_chain(args: argparse.Namespace, settings: "SamplingSettings") -> int
             target.keypair(),
             budget=budget_for(args, target.url),
             reporter=reporter,
+            resume_hint=_resume_hint(args, settings),
         )
         runs.append(
             await run_on_chain(
@@ -260,21 +272,27 @@ def _run_on_chain(args: argparse.Namespace, settings: "SamplingSettings") -> int
                 confirm=confirm,
                 close=args.close_run,
                 account_cu_limit=args.account_cu_limit,
+                steps=args.run_c_steps,
             )
         )
         return 0
 
-    run_on_cluster(args, main, f"rerun the same `curta-chain run {address} --on-chain`", target)
+    run_on_cluster(args, main, _resume_hint(args, settings), target)
     result = runs[0]
     if emit(args, {**result.to_json(), "sampling": settings.to_json()}):
         return 0
     show.end()
+    # The run's address and signatures on stdout, after the text, as the other commands'.
+    print(f"Run: {result.run}")
+    for line in result.signature_lines():
+        print(line)
+    sys.stdout.flush()
     per_token = result.steps_per_token
     units = result.units_per_token
     print(
         f"run {result.run}: {counted(len(result.generated), 'token')}, finished by "
-        f"{result.finish.name.lower().replace('_', ' ')}; {result.transactions:,} transactions "
-        f"sent here"
+        f"{result.finish.name.lower().replace('_', ' ')}; "
+        f"{counted(result.transactions, 'transaction')} sent here"
         + (
             f", {per_token:.1f} step transactions and {units:,.0f} compute units per generated "
             f"token, prompt included (largest step {max(result.step_units):,})"
@@ -292,6 +310,23 @@ def _run_on_chain(args: argparse.Namespace, settings: "SamplingSettings") -> int
         file=sys.stderr,
     )
     return 0
+
+
+def _resume_hint(args: argparse.Namespace, settings: "SamplingSettings") -> str:
+    """The command that resumes this run: the same run (prompt, length, sampling, seed)."""
+    words: list[object] = [args.source, "--on-chain"]
+    if args.prompt:
+        words += ["--prompt", args.prompt]
+    if args.run_c_steps is not None:
+        words += ["-n", args.run_c_steps]
+    elif args.steps is not None:
+        words += ["--steps", args.steps]
+    words += ["--temperature", args.temperature, "--top-p", args.top_p, "--seed", settings.seed]
+    if args.close_run:
+        words.append("--close-run")
+    if args.account_cu_limit != ACCOUNT_CU_LIMIT:
+        words += ["--account-cu-limit", args.account_cu_limit]
+    return resume_hint(args, "run", *words)
 
 
 class _TextShown:

@@ -38,12 +38,31 @@ LEDGER_USB_VENDOR = "2c97"
 USB_DEVICES = Path("/sys/bus/usb/devices")
 
 
+NO_TERMINAL = (
+    "no terminal to read the seed phrase from; run this at a terminal, or use a keypair "
+    "file (-k FILE) or stdin"
+)
+
+
 def _prompt_terminal(prompt: str) -> str:
-    """Read a line from the terminal without echo (the seed phrase and passphrase)."""
+    """Read a line from the terminal without echo (the seed phrase and passphrase).
+
+    getpass would fall back to reading stdin with the secret echoed (and a warning);
+    a seed phrase is read from a terminal or not at all.
+    """
+    try:
+        with open("/dev/tty", "r+b", buffering=0):
+            pass
+    except OSError as exc:
+        raise KeypairError(NO_TERMINAL) from exc
     try:
         return getpass.getpass(prompt)
-    except (EOFError, OSError) as exc:
-        raise KeypairError(f"cannot read from the terminal: {exc}") from exc
+    except EOFError as exc:
+        raise KeypairError("the terminal closed before the seed phrase was entered") from exc
+    except OSError as exc:
+        raise KeypairError(
+            f"cannot read from the terminal: {exc.strerror or type(exc).__name__}"
+        ) from exc
 
 
 class Signers:
@@ -89,11 +108,15 @@ class Signers:
         """Return the address ``spec`` names: a base58 address, else a signer's public key."""
         from solders.pubkey import Pubkey
 
-        if spec and not Path(spec).exists():
+        if spec and not Path(spec).expanduser().exists():
             try:
                 return Pubkey.from_string(spec)
             except ValueError:
                 pass
+            if not _is_signer_scheme(spec):
+                raise KeypairError(
+                    f"{what} {spec}: neither a base58 address nor a keypair file (no such file)"
+                )
         return self.keypair(spec, what).pubkey()
 
     def _load(self, spec: str, what: str) -> "Keypair":
@@ -124,6 +147,11 @@ class Signers:
         return keypair_from_seed_phrase(
             phrase, passphrase, path, validate=not self._skip_validation, what=f"{what} {spec}"
         )
+
+
+def _is_signer_scheme(spec: str) -> bool:
+    """Whether ``spec`` names a signer other than a file path (prompt://, stdin, usb://)."""
+    return spec in ("ASK", "stdin") or "://" in spec or spec.startswith(("prompt:", "usb:"))
 
 
 def derivation_path(spec: str, what: str = "--keypair") -> str | None:

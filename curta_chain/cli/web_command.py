@@ -4,7 +4,7 @@ import argparse
 from pathlib import Path
 
 from curta_chain.cli.localnet_command import _port
-from curta_chain.cli.options import add_output_option, emit
+from curta_chain.cli.options import add_output_option, emit, parse_pubkey
 
 WEB_PORT = 8890
 
@@ -47,6 +47,9 @@ def _run(args: argparse.Namespace) -> int:
     from curta_chain.web.server import LocalArtifact
 
     cluster = resolve_url(args.url, read_cli_config(may_be_new=True))
+    if args.model is not None:
+        parse_pubkey(args.model, "--model")
+    _check_node(cluster)
     artifact: Path | LocalArtifact | None = args.artifact
     if args.artifact is not None:
         read_artifact(args.artifact)  # a file the page would refuse is refused here, first
@@ -74,3 +77,24 @@ def _run(args: argparse.Namespace) -> int:
     finally:
         server.stop()
     return 0
+
+
+def _check_node(url: str) -> None:
+    """Refuse, in one line, a cluster that does not answer JSON-RPC: the page could not read it.
+
+    Raises:
+        RpcError: the node is not there, or answers something else than JSON-RPC.
+    """
+    import asyncio
+
+    from curta_chain.chain.rpc import RpcClient
+    from curta_chain.chain.transport import HttpTransport
+
+    async def ask() -> None:
+        client = RpcClient(HttpTransport(url), "confirmed")
+        try:
+            await client.genesis_hash()
+        finally:
+            await client.aclose()
+
+    asyncio.run(ask())

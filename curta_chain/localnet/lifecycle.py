@@ -10,7 +10,9 @@ benchmarks).
 
 import asyncio
 import contextlib
+import errno
 import signal
+import socket
 import threading
 import time
 from collections.abc import Callable
@@ -27,7 +29,7 @@ from curta_chain.localnet.chain import DEFAULT_SNAPSHOT_BYTES, Localnet
 from curta_chain.localnet.clock import SLOT_SECONDS
 from curta_chain.localnet.pubsub import PubSub
 from curta_chain.localnet.server import MAX_REQUEST_BYTES, RpcServer
-from curta_chain.reporting import NullReporter, Reporter
+from curta_chain.reporting import NullReporter, Reporter, counted
 
 
 @dataclass(frozen=True)
@@ -68,7 +70,9 @@ def open_localnet(options: LocalnetOptions, reporter: Reporter) -> Localnet:
         busy=options.busy,
     )
     if options.ledger is not None:
-        reporter.line(f"Ledger {options.ledger}: {localnet.replayed:,} transactions replayed")
+        reporter.line(
+            f"Ledger {options.ledger}: {counted(localnet.replayed, 'transaction')} replayed"
+        )
     if localnet.program_binary is None:
         reporter.line("warning: no curta program binary in this install; serving without it")
     else:
@@ -90,6 +94,8 @@ def run_localnet(
     Raises:
         LocalnetError: the ledger cannot be opened or written, or the port is taken.
     """
+    if options.port:
+        _check_port_free(options.host, options.port)
     localnet = open_localnet(options, reporter)
 
     async def main() -> None:
@@ -101,6 +107,29 @@ def run_localnet(
         asyncio.run(main())
     finally:
         localnet.close()
+
+
+def _cannot_listen(host: str, port: int, exc: OSError) -> str:
+    if exc.errno == errno.EADDRINUSE:
+        return (
+            f"port {port} on {host} is in use (another localnet or validator?): pick another "
+            "with --port, or --port 0 for a free one"
+        )
+    return f"cannot listen on {host}:{port}: {exc.strerror or exc}"
+
+
+def _check_port_free(host: str, port: int) -> None:
+    """Refuse a taken port before the chain is opened, so the refusal is the only line.
+
+    Raises:
+        LocalnetError: nothing can listen on ``host:port``.
+    """
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the server binds
+        try:
+            sock.bind((host, port))
+        except OSError as exc:
+            raise LocalnetError(_cannot_listen(host, port, exc)) from exc
 
 
 async def _health(request: web.Request) -> web.Response:
@@ -136,7 +165,7 @@ async def _serve(
         try:
             await site.start()
         except OSError as exc:
-            raise LocalnetError(f"cannot listen on {host}:{options.port}: {exc.strerror}") from exc
+            raise LocalnetError(_cannot_listen(host, options.port, exc)) from exc
         bound = runner.addresses[0][1]
         ws_port = bound + 1 if options.port else 0
         ws_site = web.TCPSite(ws_runner, host, ws_port)

@@ -103,7 +103,11 @@ class RpcServer:
 
     async def handle(self, request: web.Request) -> web.Response:
         """Answer one HTTP POST: a JSON-RPC request or a batch of them."""
-        body = await request.read()
+        try:
+            body = await request.read()
+        except ConnectionError:
+            # The client left mid-request (Ctrl-C, a timeout): nobody to answer, nothing to log.
+            return web.Response(status=499)
         if self.failure is not None:
             # The chain is ahead of its log: nothing more may be served or acknowledged.
             return self._respond(_error(INTERNAL_ERROR, f"Internal error: {self.failure}"), 500)
@@ -117,7 +121,14 @@ class RpcServer:
         if isinstance(payload, list):
             if not payload:
                 return self._respond(_error(INVALID_REQUEST, "Invalid request"))
-            answers = [self._call(item) for item in payload]
+            answers = []
+            for item in payload:
+                answers.append(self._call(item))
+                if answers[-1][1]:
+                    # A batch of transactions runs for a while: let other clients' calls
+                    # in between them, as a validator answers reads while it executes (a
+                    # client rerun after Ctrl-C reads at once, its old batch still running).
+                    await asyncio.sleep(0)
         else:
             answers = [self._call(payload)]
         # In block mode any request may have produced a block (every call looks at the

@@ -9,6 +9,7 @@ the default model.
 """
 
 import json
+import socket
 import threading
 from dataclasses import dataclass
 from http import HTTPStatus
@@ -104,8 +105,7 @@ class _Handler(BaseHTTPRequestHandler):
                 self.config.url, content=body, headers={"content-type": "application/json"}
             )
         except httpx.HTTPError as exc:
-            why = str(exc) or type(exc).__name__
-            self._answer(HTTPStatus.BAD_GATEWAY, "text/plain", f"{why}")
+            self._answer(HTTPStatus.BAD_GATEWAY, "text/plain", unreachable(self.config.url, exc))
             return
         self._answer(answer.status_code, answer.headers.get("content-type", "application/json"),
                      answer.content)  # fmt: skip
@@ -118,6 +118,22 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("cache-control", "no-store")
         self.end_headers()
         self.wfile.write(data)
+
+
+def unreachable(url: str, exc: httpx.HTTPError) -> str:
+    """Why the relay got no answer from ``url``, in words (not ``[Errno 111] ...``)."""
+    cause: BaseException | None = exc
+    while cause is not None:
+        if isinstance(cause, ConnectionRefusedError):
+            return f"cannot connect to {url}: connection refused (is the node running?)"
+        if isinstance(cause, socket.gaierror):
+            return f"cannot connect to {url}: its host name does not resolve"
+        cause = cause.__cause__ or cause.__context__
+    if isinstance(exc, httpx.TimeoutException):
+        return f"{url} did not answer in {RELAY_TIMEOUT:g} s"
+    if isinstance(exc, httpx.ConnectError):
+        return f"cannot connect to {url}"
+    return f"{url}: no answer ({type(exc).__name__})"
 
 
 class WebServer:

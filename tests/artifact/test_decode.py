@@ -49,7 +49,7 @@ def grow_section0(data: bytes, extra: bytes) -> bytes:
 CASES = {
     # The header.
     "short file": (lambda d: d[:100], r"100 bytes, shorter than the 4,096-byte header"),
-    "tag": (lambda d: b"CURTAW02" + d[8:], r"byte 0 \(tag\): b'CURTAW02', expected b'CURTAW01'"),
+    "tag": (lambda d: b"CURTAW02" + d[8:], r"byte 0 \(tag\): CURTAW02, expected CURTAW01"),
     "dim": (lambda d: patch(d, 8, "<I", 0), r"header byte 8 \(dim\): 0, expected 1 to 512"),
     "hidden": (lambda d: patch(d, 12, "<I", 2_049), r"header byte 12 \(hidden_dim\): 2049"),
     "layers": (lambda d: patch(d, 16, "<I", 17), r"header byte 16 \(n_layers\): 17"),

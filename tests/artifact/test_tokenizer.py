@@ -75,7 +75,7 @@ TWO = [(0.0, b"a"), (0.0, b"bc")]
         (tokenizer([(0.0, b"a"), (float("-inf"), b"b")]), 2, r"\(score of token 1\): -inf"),
         (tokenizer(ONE), 2, r"truncated at byte 13 in token 1, expected 2 tokens"),
         (tokenizer(TWO)[:-1], 2, r"truncated at byte 22 in the bytes of token 1"),
-        (tokenizer(TWO), 1, r"10 bytes after token 0 at byte 13, expected exactly 1 tokens"),
+        (tokenizer(TWO), 1, r"10 bytes after token 0 at byte 13, expected exactly 1 token"),
     ],
 )
 def test_parse_refuses_anything_but_the_exact_format(data, count, message):

@@ -144,7 +144,7 @@ async def test_a_transaction_that_never_lands_is_given_up_on_after_lifetimes_wit
     with pytest.raises(SendGaveUpError) as gave_up:
         await sender.send(transfers(payer, 1))
     assert str(gave_up.value).startswith(
-        "gave up with 1 of 1 transactions not confirmed: nothing landed in 2 blockhash lifetimes ("
+        "gave up with 1 of 1 transaction not confirmed: nothing landed in 2 blockhash lifetimes ("
     )
     assert str(gave_up.value).endswith("; rerun me")
     # Each lost signing expired before the next: two lifetimes took two or three signings,

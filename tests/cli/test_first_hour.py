@@ -142,7 +142,8 @@ def test_money_is_said_before_it_is_spent(capsys, localnet, fund, tmp_path, art)
     before = user.balance()
     code, out, err = user("close-run", kept["run"])
     assert code == 0 and out.startswith(
-        f"closed run {kept['run']} (finished: {kept['finish']}, {kept['tokens']} tokens): "
+        f"closed run {kept['run']} (finished: {kept['finish']}, "
+        f"{kept['generated_tokens']} tokens generated): "
         f"{sol(kept['rent_lamports'])} of rent back to {opener}\n"
     ), out + err
     assert user.balance() == before + kept["rent_lamports"] - 5_000

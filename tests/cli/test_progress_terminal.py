@@ -65,7 +65,8 @@ def test_publish_and_seal_on_an_80_column_terminal(blocks, fund, tmp_path, stori
     seal.interrupt()
     out = seal.finish()
     assert seal.process.returncode == 130
-    assert f"error: interrupted; rerun `curta-chain seal {model}` to resume" in ANSI.sub("", out)
+    rerun = f"curta-chain seal {model} -u {localnet.url} -k {keypair}"  # pasted, it resumes
+    assert f"error: interrupted; rerun `{rerun}` to resume" in ANSI.sub("", out)
     assert max(len(f) for f in bar_frames(out, "seal")) <= 79
 
     again = Terminal(curta("seal", model, *via), columns=80, cwd=tmp_path)

@@ -10,6 +10,7 @@ given only once something was sent. How long each takes is exact in
 
 import asyncio
 import contextlib
+import shlex
 import signal
 import socket
 import subprocess
@@ -32,9 +33,6 @@ def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
-
-
-PUBLISH_HINT = "rerun `curta-chain publish` with the same artifact and keypair to resume"
 
 
 def curta(*args: str, **kwargs) -> subprocess.CompletedProcess[str]:
@@ -198,7 +196,9 @@ def test_ctrl_c_mid_upload_says_how_to_resume(localnet, fund, tmp_path, stories1
     process.send_signal(signal.SIGINT)
     out, err = process.communicate(timeout=60)
     assert process.returncode == 130 and out == ""
-    assert err == f"error: interrupted; {PUBLISH_HINT}\n"
+    # The hint is the command itself, with the -u and -k it was given.
+    rerun = shlex.join(["curta-chain", "publish", str(art), "-u", localnet.url, "-k", str(keypair)])
+    assert err == f"error: interrupted; rerun `{rerun}` to resume\n"
 
 
 def test_publish_with_a_wallet_as_program_id_fails_before_sending_anything(

@@ -35,7 +35,8 @@ def test_port_in_use_is_one_error_line():
         port = taken.getsockname()[1]
         out = run_cli("--port", str(port))
     assert out.returncode == 1
-    assert out.stderr.startswith(f"error: cannot listen on 127.0.0.1:{port}:")
+    assert out.stderr.startswith(f"error: port {port} on 127.0.0.1 is in use")
+    assert out.stdout == ""  # said before the chain is opened: no "preloaded" line first
     assert len(out.stderr.strip().splitlines()) == 1
 
 

@@ -289,7 +289,7 @@ def test_3_an_address_funded_in_the_middle_of_a_publish_does_not_block_the_rerun
         code, _, err = run_cli(
             "publish", str(art_file), "-u", proxy.url, *via, "--rpc-timeout", "1"
         )
-        assert code == 1 and "rerun `curta-chain publish`" in err
+        assert code == 1 and f"rerun `curta-chain publish {art_file}" in err
     finally:
         proxy.stop()
     scope = ClusterScope(LOCALNET_GENESIS_HASH, PROGRAM_ID)

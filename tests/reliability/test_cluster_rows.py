@@ -60,7 +60,7 @@ PAYER = Keypair.from_seed(bytes(range(32, 64)))
 """One payer for every row: the same program id, model and weight account addresses."""
 FUNDS = 50 * LAMPORTS_PER_SOL
 SEED = int(os.environ.get("CURTA_RELIABILITY_SEED", "6"))
-RUN = ("-n", "4", "-i", "Once upon a time", "-s", "42")
+RUN = ("--steps", "4", "-i", "Once upon a time", "-s", "42")
 """The run's tokens and settings (default temperature and top-p: sampled, seeded)."""
 COMMANDS = ("deploy", "publish", "seal", "run")
 SLOT_SECONDS = 0.2

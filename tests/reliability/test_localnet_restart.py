@@ -117,7 +117,7 @@ def test_localnet_killed_mid_run_then_restarted_the_model_completes_and_verifies
             assert client.returncode == 0, err
         else:
             assert client.returncode == 1
-            assert "rerun `curta-chain publish` with the same artifact and keypair" in err
+            assert f"rerun `curta-chain publish {art} " in err
             assert len(err.strip().splitlines()) == 1
             node.start()
             code, _, err = run_cli("publish", str(art), *via)

@@ -214,9 +214,10 @@ def test_node_down_for_good_gives_up_with_a_resumable_line_and_the_rerun_complet
         assert len(err.strip().splitlines()) == 1 and err.startswith("error: ")
         assert "Traceback" not in err
         if outage.command == "publish":
-            assert "rerun `curta-chain publish` with the same artifact and keypair to resume" in err
+            rerun = f"curta-chain publish {artifact_file} -u {proxy.url} -k {keypair}"
         else:
-            assert f"rerun `curta-chain seal {clean.model}` to resume" in err
+            rerun = f"curta-chain seal {clean.model} -u {proxy.url} -k {keypair}"
+        assert f"rerun `{rerun}` to resume" in err  # the command, pasted as is
         counted = re.search(r"gave up with (\d+) of (\d+) transactions", err)
         assert counted is None or int(counted[1]) > 0, err
 

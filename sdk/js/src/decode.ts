@@ -4,7 +4,7 @@
  * (tests/corpus holds the cases both decoders are held to).
  */
 
-import { commas, hex, pyBytes } from "./format.js";
+import { commas, hex, shownBytes } from "./format.js";
 import {
   BLOCK_NAMES, BLOCK_OFFSETS_OFFSET, CONFIG_FIELDS, CONFIG_OFFSET, DESCRIPTOR_SIZE,
   EXP_FRACTION_BITS, EXP_STEPS_PER_UNIT, FRACTION_BITS, HEADER_FIELDS_END, HEADER_SIZE,
@@ -149,7 +149,7 @@ function expectZero(data: Uint8Array, start: number, end: number, what: string, 
 function header(data: Uint8Array, view: DataView, fail: Fail) {
   if (data.length < HEADER_SIZE) fail(`${commas(data.length)} bytes, shorter than the ${commas(HEADER_SIZE)}-byte header`);
   const tag = data.subarray(0, TAG.length);
-  if (compareBytes(tag, TAG) !== 0) fail(`byte 0 (tag): ${pyBytes(tag)}, expected ${pyBytes(TAG)}`);
+  if (compareBytes(tag, TAG) !== 0) fail(`byte 0 (tag): ${shownBytes(tag)}, expected ${shownBytes(TAG)}`);
   const config = {} as ModelConfig;
   CONFIG_FIELDS.forEach(([name], i) => (config[name] = view.getUint32(CONFIG_OFFSET + 4 * i, true)));
   const problem = configProblem(config);

@@ -13,22 +13,13 @@ export function hex(value: number, width: number): string {
   return "0x" + value.toString(16).padStart(width, "0");
 }
 
-/** Bytes as Python's `repr(bytes)` writes them: `b'CURTAW01'`. */
-export function pyBytes(bytes: Uint8Array): string {
-  let out = "";
-  let quote = "'";
-  const text = Array.from(bytes);
-  if (text.includes(0x27) && !text.includes(0x22)) quote = '"';
-  for (const b of text) {
-    if (b === 0x5c) out += "\\\\";
-    else if (b === quote.charCodeAt(0)) out += "\\" + quote;
-    else if (b === 0x09) out += "\\t";
-    else if (b === 0x0a) out += "\\n";
-    else if (b === 0x0d) out += "\\r";
-    else if (b < 0x20 || b >= 0x7f) out += "\\x" + b.toString(16).padStart(2, "0");
-    else out += String.fromCharCode(b);
+/** Bytes as a person reads them (Python's `shown_bytes`): printable ASCII as text, else hex. */
+export function shownBytes(bytes: Uint8Array): string {
+  const values = Array.from(bytes);
+  if (values.length && values.every((b) => b > 0x20 && b < 0x7f)) {
+    return String.fromCharCode(...values);
   }
-  return `b${quote}${out}${quote}`;
+  return values.length ? `${values.map((b) => b.toString(16).padStart(2, "0")).join(" ")} (hex)` : "nothing";
 }
 
 /** Bytes as lowercase hex. */
