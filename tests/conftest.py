@@ -41,7 +41,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from solana.rpc.api import Client
+from reference_client import Client
 from solders.keypair import Keypair
 
 from curta_chain.artifact import Artifact

@@ -16,7 +16,7 @@ from solders.transaction import VersionedTransaction
 from solders.transaction_metadata import FailedTransactionMetadata
 
 from curta_chain.localnet.busy import BusyOptions, Leader, Pending, scheduling_cost
-from curta_chain.localnet.codec import transaction_error_json
+from curta_chain.localnet.codec import supported_message, transaction_error_json
 from curta_chain.localnet.current_bank import less_lamports
 from curta_chain.localnet.execution import Execution
 from curta_chain.localnet.fees import compute_budget, priority_lamports, transaction_fee
@@ -67,7 +67,7 @@ class BlockProduction(Execution):
     ) -> SendOutcome:
         """Send in the busy mode in ``slot`` (now): check, preflight at once, then drop or queue."""
         signature = str(tx.signatures[0])
-        message = tx.message
+        message = supported_message(tx.message)
         accounts = self._accounts_of(message)
         payer_before = self.svm.get_account(accounts.keys[0])
         units, price = compute_budget(message)

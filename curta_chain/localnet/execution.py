@@ -19,7 +19,7 @@ from solders.pubkey import Pubkey
 from solders.transaction import VersionedTransaction
 from solders.transaction_metadata import FailedTransactionMetadata, TransactionMetadata
 
-from curta_chain.localnet.codec import transaction_error_json
+from curta_chain.localnet.codec import supported_message, transaction_error_json
 from curta_chain.localnet.current_bank import CurrentBank, less_lamports
 from curta_chain.localnet.fees import priority_fee, transaction_fee
 from curta_chain.localnet.ledger import RECORD_TRANSACTION, Ledger
@@ -231,10 +231,11 @@ class Execution(CurrentBank):
         """
         payer = accounts.keys[0]
         looked_up = [*accounts.loaded_writable, *accounts.loaded_readonly]
+        message = supported_message(tx.message)
         if payer_before is not None and loads_too_much(
-            tx.message, accounts.keys, looked_up, self.get_account, self._owners.owner
+            message, accounts.keys, looked_up, self.get_account, self._owners.owner
         ):
-            self.svm.set_account(payer, less_lamports(payer_before, self.fee_for(tx.message)))
+            self.svm.set_account(payer, less_lamports(payer_before, self.fee_for(message)))
             self._forget_reads()
             return refused_before_running(tx, "MaxLoadedAccountsDataSizeExceeded"), True
         charged = payer_before.lamports if payer_before is not None else 0
@@ -253,7 +254,7 @@ class Execution(CurrentBank):
         tx = VersionedTransaction.from_bytes(raw)
         if slot != self._clock_slot:
             self.set_slot(slot)
-        message = tx.message
+        message = supported_message(tx.message)
         accounts = self._accounts_of(message)
         payer = accounts.keys[0]
         pre = [self.svm.get_balance(key) or 0 for key in accounts.keys]

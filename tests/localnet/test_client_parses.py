@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 import pytest
 from localnet_helpers import advance_slots, result
-from solana.rpc.api import Client
+from reference_client import Client
 from solana.rpc.async_api import AsyncClient
-from solana.rpc.types import TokenAccountOpts
+from solana.rpc.models import TokenAccountOpts
 from solders.instruction import Instruction
 from solders.keypair import Keypair
 from solders.message import Message

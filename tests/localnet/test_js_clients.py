@@ -23,8 +23,8 @@ from typing import Any
 
 import pytest
 from localnet_helpers import advance_slots
-from solana.rpc.api import Client
-from solana.rpc.types import TxOpts
+from reference_client import Client
+from solana.rpc.models import TxOpts
 from solders.hash import Hash
 from solders.instruction import Instruction
 from solders.keypair import Keypair

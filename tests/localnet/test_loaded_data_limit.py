@@ -9,7 +9,7 @@ limit of 0 is InvalidLoadedAccountsDataSizeLimit and never lands.
 import time
 
 from localnet_helpers import balance, latest_blockhash, result, send_b64
-from solana.rpc.api import Client
+from reference_client import Client
 from solders.compute_budget import ID as COMPUTE_BUDGET
 from solders.compute_budget import set_compute_unit_limit, set_compute_unit_price
 from solders.instruction import AccountMeta, Instruction
