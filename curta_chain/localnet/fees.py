@@ -1,9 +1,12 @@
 """Transaction fees as a validator charges them: a rate per signature plus the priority fee.
 
-LiteSVM charges only the signature fee; the localnet charges the priority fee itself (the
-compute-unit price times the compute-unit limit, rounded up to whole lamports) so that
-balances, getFeeForMessage and getTransaction's ``fee`` agree with a validator. Without a
-SetComputeUnitLimit, the limit is 200,000 units per instruction (at most 1,400,000).
+LiteSVM (since solders 0.29) charges both the signature fee and the priority fee (the
+compute-unit price times the compute-unit limit, rounded up to whole lamports); the
+localnet computes the same fee for getFeeForMessage, getTransaction's ``fee`` and its
+checks before execution. Without a SetComputeUnitLimit, the limit here is 200,000 units
+per instruction (at most 1,400,000): Agave 4 gives builtin instructions (System, the
+compute budget, the BPF loaders) 3,000 instead (SIMD-0170), so for a priced transaction
+without a limit LiteSVM charges less than this says.
 """
 
 from solders.message import Message, MessageV0
