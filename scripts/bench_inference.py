@@ -60,7 +60,7 @@ from curta_chain.program.run_mirror import RunMirror
 
 PROGRAM_ID = Pubkey.from_string(LOCALNET_PROGRAM_ID)
 ROOT = Path(__file__).resolve().parent.parent
-DATA = ROOT.parent / "shared" / "data" / "llama2c"
+DATA = ROOT / "tests" / "data" / "llama2c"
 PUBLISHED_RUST_CU_PER_MAC = 25
 HARNESS = r"""
 typedef unsigned char uint8_t;

@@ -17,7 +17,10 @@ model (synthetic weights, the real 32,000-token vocabulary), each run mirrored s
 compute units beside its estimate), runs both models, and prints per kind of phase the
 largest real / estimated ratio; it exits 1 when one passes 1 (refit the cost model).
 
-Usage: .venv/bin/python scripts/bench_program_cu.py [--inference] [--calibrate]
+``--record`` appends the instruction table to docs/numbers/program_cu.jsonl
+(scripts/numbers_page.py renders it).
+
+Usage: .venv/bin/python scripts/bench_program_cu.py [--inference] [--calibrate] [--record]
 """
 
 from __future__ import annotations
@@ -147,6 +150,20 @@ def main() -> int:
     print("| --- | ---: |")
     for label, units in rows:
         print(f"| {label} | {units:,} |")
+    if "--record" in sys.argv[1:]:
+        from numbers_page import record
+
+        record(
+            "program_cu",
+            "Compute units per instruction",
+            ".venv/bin/python scripts/bench_program_cu.py --record",
+            ["instruction", "compute units"],
+            [[label, f"{units:,}"] for label, units in rows],
+            "The program's own \"consumed\" log line in solders' LiteSVM; compute units do not "
+            "depend on the machine. A seal step's limit is 40,000 units.",
+            "No instruction loops over the weight accounts: only createModel's cost grows with "
+            "the section count.",
+        )
     if "--inference" in sys.argv[1:]:
         from bench_inference import print_inference
 

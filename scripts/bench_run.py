@@ -56,7 +56,7 @@ from curta_chain.inference import (  # noqa: E402
     teacher_forcing_logits,
 )
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "llama2c"
+DATA = Path(__file__).resolve().parents[1] / "tests" / "data" / "llama2c"
 PROMPTS = [
     "Once upon a time",
     "The little dog ran",

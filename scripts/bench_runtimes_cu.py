@@ -7,7 +7,9 @@ added directly: SIMD-0500 refuses its deployment). Prints a Markdown table
 of each instruction's compute units (the program's own "consumed" log line) and the ratio
 of v3 to v0 in the same runtime.
 
-Usage: .venv/bin/python scripts/bench_runtimes_cu.py   (needs `npm ci` in tests/litesvm_node)
+Usage: .venv/bin/python scripts/bench_runtimes_cu.py [--record]   (needs `npm ci` in
+tests/litesvm_node: scripts/setup.sh runs it). ``--record`` appends the table to
+docs/numbers/runtimes_cu.jsonl (scripts/numbers_page.py renders it).
 """
 
 from __future__ import annotations
@@ -62,12 +64,36 @@ def main() -> int:
         return 1
     columns = measure()
     names = list(columns)
-    print(f"| instruction | {' | '.join(names)} | v3 / v0 (Agave 4.3) |")
-    print(f"| --- |{' ---: |' * (len(names) + 1)}")
+    header = ["instruction", *names, "v3 / v0 (Agave 4.3)"]
     v0, v3 = columns["Agave 4.3, v0"].units, columns["Agave 4.3, v3"].units
-    for label in v0:
-        cells = " | ".join(f"{columns[name].units[label]:,}" for name in names)
-        print(f"| {label} | {cells} | {v3[label] / v0[label]:.4f} |")
+    rows = [
+        [
+            label,
+            *(f"{columns[name].units[label]:,}" for name in names),
+            f"{v3[label] / v0[label]:.4f}",
+        ]
+        for label in v0
+    ]
+    for cells in [header, ["---"] + ["---:"] * (len(header) - 1), *rows]:
+        print(f"| {' | '.join(cells)} |")
+    if "--record" in sys.argv[1:]:
+        from numbers_page import record
+
+        record(
+            "runtimes_cu",
+            "Compute units in two runtimes and two builds",
+            ".venv/bin/python scripts/bench_runtimes_cu.py --record",
+            header,
+            rows,
+            "One lifecycle per column (`tests/program/lifecycle.py`), after a deploy through the "
+            "upgradeable loader; with every feature on (both runtimes), v0 is added directly since "
+            "SIMD-0500 refuses its deploy. `tests/program/test_program_runtimes.py` asserts that "
+            "each build costs the same in every runtime and that v3 never costs more.",
+            "The v3 build is clang's `-mcpu=v3` code (JMP32 and ALU32) in every source the "
+            "linker's proof accepts, and `-mcpu=v2` code in the three it refuses (`src/forward.c`, "
+            "`src/sample.c`, `src/tokenize.c`: a sign-extended 32-bit result read as 64 bits). "
+            "The syscalls dominate (sha256 is most of a 64 KiB seal step).",
+        )
     return 0
 
 

@@ -1,4 +1,4 @@
-"""Run the reliability scenarios N times and print the README table.
+"""Run the reliability scenarios N times and print docs/reliability.md's table.
 
 Each round runs every module of tests/reliability/ (crash and resume, deploy resume,
 localnet restart, RPC faults, issue 21's cluster rows, bad input, hostile chain, the

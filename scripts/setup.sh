@@ -12,3 +12,14 @@ python3 -m venv .venv
 # import link`, `from build_program import CFLAGS`) without editing sys.path.
 site=$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 printf '%s\n' "$PWD/programs/curta" "$PWD/scripts" > "$site/curta_chain_build_tools.pth"
+# The Node suites pytest drives, where npm is present: the second runtime (tests/litesvm_node:
+# npm litesvm 1.5, Agave 4.3), the localnet's JavaScript clients (tests/localnet/js), and the
+# TypeScript SDK with its build tools (sdk/js, also the page's). Without Node their tests
+# skip saying so; with Node but without these packages they fail (tests/node_packages.py).
+if command -v npm >/dev/null; then
+    for suite in tests/litesvm_node tests/localnet/js sdk/js; do
+        (cd "$suite" && npm ci --no-audit --no-fund --loglevel=error)
+    done
+else
+    echo "npm is not installed: the SDK, page and JavaScript-client tests will skip" >&2
+fi

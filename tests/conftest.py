@@ -18,11 +18,11 @@
 - ``funded_keypair``: ``fund(localnet.url)`` for the ``localnet`` fixture.
 - ``own_home`` (every test): ``HOME`` is an empty folder of the test's own.
 - ``sdk``: ``sdk/js`` with its npm packages, built once a session (``dist/``); skipped
-  without node or the packages, failed under ``CI`` (``.ci/run`` installs them).
+  without node (failed under ``CI``), failed without the packages (``node_packages``).
 
 Data, session-scoped and never modified (the reference files are copied first):
 
-- ``data_dir`` (``../shared/data/llama2c``, or ``$CURTA_DATA``), ``stories260k_bytes``,
+- ``data_dir`` (``tests/data/llama2c``, or ``$CURTA_DATA``), ``stories260k_bytes``,
   ``tok512_bytes`` (the first 512 entries of tokenizer.bin), ``inputs_dir`` (copies of both).
 - ``stories260k``: the real stories260K converted (2 sections); ``stories15m``: a synthetic
   checkpoint of stories15M's shapes converted (8 sections); ``largest``: a synthetic
@@ -30,7 +30,6 @@ Data, session-scoped and never modified (the reference files are copied first):
 """
 
 import os
-import shutil
 import signal
 import socket
 import struct
@@ -41,6 +40,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from node_packages import require_node_packages
 from reference_client import Client
 from solders.keypair import Keypair
 
@@ -203,20 +203,12 @@ SDK = REPO / "sdk" / "js"
 @pytest.fixture(scope="session")
 def sdk() -> Path:
     """sdk/js, its packages installed and built once (dist/index.js, dist/test/)."""
-    reason = None
-    if shutil.which("node") is None:
-        reason = "node is not installed (.ci/run installs it)"
-    elif not (SDK / "node_modules" / "esbuild").is_dir():
-        reason = f"the SDK's packages are not installed: run `npm ci` in {SDK}"
-    if reason:
-        if os.environ.get("CI"):
-            pytest.fail(reason)  # .ci/run installs them: missing there is a broken CI
-        pytest.skip(reason)
+    require_node_packages(SDK, "esbuild")
     subprocess.run(["node", "scripts/build.mjs"], cwd=SDK, check=True, timeout=300)
     return SDK
 
 
-DATA = Path(os.environ.get("CURTA_DATA", REPO.parent / "shared" / "data" / "llama2c"))
+DATA = Path(os.environ.get("CURTA_DATA", REPO / "tests" / "data" / "llama2c"))
 
 
 def first_tokens(data: bytes, count: int) -> bytes:

@@ -1,6 +1,6 @@
 """The CURTAW01 artifact: decode and validate, encode, hash, and convert into it.
 
-The byte layout is ``shared/seeds/curta-weight-format.md``. Where that spec is silent,
+The byte layout is ``docs/spec/curta-weight-format.md``. Where that spec is silent,
 this package decides, once (each decision has a test under ``tests/artifact/``):
 
 - Rounding: every float-to-integer step (weights, scales, tables, normalization weights)

@@ -15,7 +15,6 @@ __all__ = [
     "funds",
     "jsonrpc",
     "keys",
-    "loaded_data",
     "loader",
     "plan",
     "program_check",

@@ -56,6 +56,7 @@ from curta_chain.chain.statuses import (
     default_poll_interval,
 )
 from curta_chain.chain.statuses import wait_for_signature as wait_for_signature
+from curta_chain.compute_budget import LAMPORTS_PER_SIGNATURE
 from curta_chain.constants import COMMITMENT_RANK, MAX_TRANSACTION_SIZE
 from curta_chain.errors import (
     ChainError,
@@ -64,7 +65,6 @@ from curta_chain.errors import (
     RpcError,
     SendGaveUpError,
 )
-from curta_chain.localnet.fees import LAMPORTS_PER_SIGNATURE
 from curta_chain.program import preflight_error, transaction_error
 from curta_chain.reporting import NullReporter, Progress, Reporter, sol
 

@@ -15,10 +15,10 @@ from solders.message import Message, MessageV0
 from solders.transaction import VersionedTransaction
 from solders.transaction_metadata import FailedTransactionMetadata
 
+from curta_chain.compute_budget import compute_budget, priority_lamports, transaction_fee
 from curta_chain.localnet.busy import BusyOptions, Leader, Pending, scheduling_cost
 from curta_chain.localnet.codec import supported_message, transaction_error_json
 from curta_chain.localnet.execution import Execution
-from curta_chain.localnet.fees import compute_budget, priority_lamports, transaction_fee
 from curta_chain.localnet.load_limit import loads_too_much
 from curta_chain.localnet.outcomes import Landed, Queued, Refused, SendOutcome, TransactionAccounts
 
@@ -69,7 +69,9 @@ class BlockProduction(Execution):
         message = supported_message(tx.message)
         accounts = self._accounts_of(message)
         payer_before = self.svm.get_account(accounts.keys[0])
-        units, price = compute_budget(message)
+        budget = compute_budget(message)
+        # Compute-budget instructions that fail the transaction: LiteSVM refuses it unpaid.
+        units, price = (0, 0) if budget is None else (budget.unit_limit, budget.unit_price)
         priority = priority_lamports(units, price)
         fee = transaction_fee(message, priority)
         refusal = self._refusal_before_execution(

@@ -33,6 +33,7 @@ from solders.system_program import TransferParams, transfer
 from solders.transaction import VersionedTransaction
 
 from curta_chain.chain.loader import LOADER_V2
+from curta_chain.compute_budget import priority_fee, transaction_fee
 from curta_chain.constants import (
     FINALIZED_DEPTH,
     LAMPORTS_PER_SOL,
@@ -46,7 +47,6 @@ from curta_chain.localnet.busy import NOT_BUSY, BusyOptions
 from curta_chain.localnet.clock import SLOT_SECONDS, SlotClock
 from curta_chain.localnet.codec import supported_message
 from curta_chain.localnet.current_bank import new_svm
-from curta_chain.localnet.fees import priority_fee, transaction_fee
 from curta_chain.localnet.ledger import Ledger
 from curta_chain.localnet.outcomes import SendOutcome
 from curta_chain.localnet.parsed import GENESIS_ACCOUNTS

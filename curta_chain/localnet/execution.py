@@ -19,9 +19,9 @@ from solders.pubkey import Pubkey
 from solders.transaction import VersionedTransaction
 from solders.transaction_metadata import FailedTransactionMetadata, TransactionMetadata
 
+from curta_chain.compute_budget import priority_fee, transaction_fee
 from curta_chain.localnet.codec import supported_message, transaction_error_json
 from curta_chain.localnet.current_bank import CurrentBank, less_lamports
-from curta_chain.localnet.fees import priority_fee, transaction_fee
 from curta_chain.localnet.ledger import RECORD_TRANSACTION, Ledger
 from curta_chain.localnet.load_limit import loads_too_much, refused_before_running
 from curta_chain.localnet.outcomes import Landed, Refused, TransactionAccounts, writable_keys

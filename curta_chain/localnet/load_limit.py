@@ -2,7 +2,7 @@
 
 ``Localnet`` asks ``loads_too_much`` before it runs a transaction and, when it does, lands it
 failed with ``refused_before_running``'s metadata and its whole fee charged, as a validator
-does. The counting itself is ``curta_chain.chain.loaded_data``'s.
+does. The counting itself is ``loaded_data``'s.
 """
 
 import json
@@ -14,13 +14,13 @@ from solders.pubkey import Pubkey
 from solders.transaction import VersionedTransaction
 from solders.transaction_metadata import FailedTransactionMetadata
 
-from curta_chain.chain.loaded_data import (
+from curta_chain.constants import MAX_ACCOUNT_SIZE
+from curta_chain.localnet.loaded_data import (
     TRANSACTION_ACCOUNT_BASE_SIZE,
     UPGRADEABLE_LOADER_ID,
     loaded_accounts_data_size,
     loaded_accounts_data_size_limit,
 )
-from curta_chain.constants import MAX_ACCOUNT_SIZE
 
 ACCOUNT_BOUND = TRANSACTION_ACCOUNT_BASE_SIZE + MAX_ACCOUNT_SIZE
 """The most one account can count for; a program of the upgradeable loader counts twice

@@ -121,7 +121,8 @@ def simulate_transaction(localnet: Localnet, params: Params) -> dict[str, Any]:
             "lastValidBlockHeight": localnet.clock.last_valid_block_height(slot),
         }
     addresses, account_encoding = _simulation_accounts(config)
-    # Simulation runs on the latest (processed) bank whatever the commitment: see README.
+    # Simulation runs on the latest (processed) bank whatever the commitment: see
+    # docs/limitations.md.
     if not localnet.clock.age_ok(str(tx.message.recent_blockhash)):
         return with_context(slot, {**preflight_failure("BlockhashNotFound", [], 0).data})
     result = localnet.svm.simulate_transaction(tx)

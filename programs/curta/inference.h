@@ -40,7 +40,7 @@ enum InferenceError {
   ERR_NOTHING_FITS = 6112,
 };
 
-/* ---- The artifact: section zero's header (seeds/curta-weight-format.md). ---- */
+/* ---- The artifact: section zero's header (docs/spec/curta-weight-format.md). ---- */
 
 #define ART_TAG 0x3130574154525543UL /* "CURTAW01" little-endian */
 #define ART_HEADER_SIZE 4096

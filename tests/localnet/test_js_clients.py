@@ -1,7 +1,7 @@
 """The localnet as real JavaScript clients see it: @solana/web3.js 1.99, @solana/kit 8 and
 @coral-xyz/anchor 0.32 (with our IDL), each run by node against a localnet this test starts.
 
-The suites are in ``tests/localnet/js`` (``npm ci`` there installs them; ``.ci/run`` does).
+The suites are in ``tests/localnet/js`` (``bash scripts/setup.sh`` runs ``npm ci`` there).
 Each runs every method and subscription its client exposes, at each commitment where one
 applies, and compares the answers with the shapes of Solana's JSON-RPC documentation.
 The localnet runs on a manual clock: a suite asks for slots to pass (``@@{"advance": n}``
@@ -14,8 +14,6 @@ whenever the leader has something queued (a state, not a time).
 """
 
 import json
-import os
-import shutil
 import subprocess
 import threading
 from pathlib import Path
@@ -23,6 +21,7 @@ from typing import Any
 
 import pytest
 from localnet_helpers import advance_slots
+from node_packages import require_node_packages
 from reference_client import Client
 from solana.rpc.models import TxOpts
 from solders.hash import Hash
@@ -58,15 +57,6 @@ JS = Path(__file__).parent / "js"
 SUITE_TIMEOUT = 240.0
 """Seconds one client suite may take (it normally takes a few)."""
 SOL = 10**9
-
-
-def _node_ready() -> str | None:
-    """Return why the JS suites cannot run here, or None."""
-    if shutil.which("node") is None:
-        return "node is not installed (.ci/run installs it)"
-    if not (JS / "node_modules" / "@solana" / "web3.js").is_dir():
-        return f"the JS clients are not installed: run `npm ci` in {JS}"
-    return None
 
 
 def _send(
@@ -255,11 +245,7 @@ SUITES = (
     ("script", "blocks"), SUITES, ids=[f"{s}{'-blocks' if b else ''}" for s, b in SUITES]
 )
 def test_js_client_suite(script, blocks):
-    reason = _node_ready()
-    if reason is not None:
-        if os.environ.get("CI"):
-            pytest.fail(reason)
-        pytest.skip(reason)
+    require_node_packages(JS, "@solana/web3.js")
     checks = run_suite(script, blocks)
     output = checks.pop("(client output)")["output"]
     failed = {name: check["error"] for name, check in checks.items() if not check["ok"]}

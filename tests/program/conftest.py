@@ -1,9 +1,9 @@
-import os
 from collections.abc import Iterator
 
 import pytest
 from curta_svm import Chain
-from runtimes import NodeRuntime, Runtime, node_runner_missing
+from node_packages import require_node_packages
+from runtimes import NODE_RUNNER_DIR, NodeRuntime, Runtime
 
 
 @pytest.fixture
@@ -12,11 +12,7 @@ def chain() -> Chain:
 
 
 def _node(features: str) -> Iterator[Runtime]:
-    missing = node_runner_missing()
-    if missing and os.environ.get("CI"):  # .ci/run installs it: never skip the second runtime
-        pytest.fail(missing)
-    if missing:
-        pytest.skip(missing)
+    require_node_packages(NODE_RUNNER_DIR, "litesvm")
     runtime = NodeRuntime(features)
     yield runtime
     runtime.close()

@@ -21,13 +21,13 @@ from solders.system_program import CreateAccountParams, create_account
 from solders.transaction import Transaction
 from svm_errors import custom_error_code
 
-from curta_chain.chain.loaded_data import loaded_accounts_data_size
 from curta_chain.constants import (
     HASH_CHUNK_SIZE,
     LOCALNET_PROGRAM_ID,
     MAX_LOADED_ACCOUNTS_DATA_SIZE,
     WEIGHT_HEADER_SIZE,
 )
+from curta_chain.localnet.loaded_data import loaded_accounts_data_size
 from curta_chain.program import (
     MODEL_ACCOUNT_SIZE,
     PROGRAM_BINARY,

@@ -47,7 +47,7 @@ def written(length: int) -> tuple[int, ...]:
 WRITE = f"writeWeights ({MAX_WRITE_PAYLOAD:,} bytes)"
 SEAL_MID = f"sealStep ({HASH_CHUNK_SIZE:,} bytes, mid-section)"
 SEAL_END = f"sealStep ({HASH_CHUNK_SIZE:,} bytes, ends the model: compare)"
-"""The labels of the README's compute-unit table."""
+"""The labels of the compute-unit table in docs/numbers.md."""
 
 
 @dataclass

@@ -76,7 +76,7 @@ def node_runner_missing() -> str | None:
     if NODE is None:
         return "node is not installed (.ci/run apt-installs nodejs npm)"
     if not (NODE_RUNNER_DIR / "node_modules" / "litesvm").is_dir():
-        return f"run `npm ci` in {NODE_RUNNER_DIR} (.ci/run does)"
+        return f"run `npm ci` in {NODE_RUNNER_DIR} (scripts/setup.sh does)"
     return None
 
 

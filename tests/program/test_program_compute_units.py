@@ -1,4 +1,4 @@
-"""Compute units per instruction, measured in the real runtime (the README's table)."""
+"""Compute units per instruction, measured in the real runtime (docs/numbers.md's table)."""
 
 import bench_program_cu
 

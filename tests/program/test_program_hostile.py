@@ -76,7 +76,7 @@ SPLIT = ModelConfig(
 PROMPT = b"hello"
 CAPACITY = 12
 TOP_P_09 = 58_982  # 0.9 in Q16
-# Section zero's layout (seeds/curta-weight-format.md).
+# Section zero's layout (docs/spec/curta-weight-format.md).
 BLOCKS, INV_SQRT, MATRIX_TABLE = 40, 68, 512
 EXP, SILU, ROTARY = 2, 3, 1
 

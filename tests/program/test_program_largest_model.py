@@ -14,13 +14,13 @@ from solders.instruction import AccountMeta, Instruction
 from solders.message import Message
 
 from curta_chain.artifact import Artifact
-from curta_chain.chain.loaded_data import loaded_accounts_data_size
 from curta_chain.constants import (
     MAX_ACCOUNT_SIZE,
     MAX_LOADED_ACCOUNTS_DATA_SIZE,
     MAX_SECTIONS,
     WEIGHT_HEADER_SIZE,
 )
+from curta_chain.localnet.loaded_data import loaded_accounts_data_size
 from curta_chain.program import MAX_WRITE_PAYLOAD, ModelState, begin_sealing, write_weights
 
 ONE_WEIGHT_ACCOUNT_AT_MOST = MAX_ACCOUNT_SIZE + 64 * 1024

@@ -82,7 +82,7 @@ from solders.transaction import Transaction, VersionedTransaction
 
 from curta_chain.chain.loader import LOADER_V3
 from curta_chain.cli.keypairs import write_keypair
-from curta_chain.localnet.fees import LAMPORTS_PER_SIGNATURE
+from curta_chain.compute_budget import LAMPORTS_PER_SIGNATURE
 from curta_chain.program.idl import load_idl
 
 _KINDS = {ix.discriminator: ix.name for ix in load_idl().instructions}
@@ -793,7 +793,7 @@ def start_cli(*args: str) -> subprocess.Popen[str]:
     )
 
 
-# Measurements for the README table (scripts/reliability_report.py collects them).
+# Measurements for docs/reliability.md's table (scripts/reliability_report.py collects them).
 
 
 def record(scenario: str, **numbers: object) -> None:

@@ -437,7 +437,7 @@ CASES: dict[str, Case] = {
         r"tok.bin: truncated at byte [\d,]+ in token 511, expected 512 tokens",
     ),
     "tokenizer with more tokens than the model": (
-        # The README's stories260K with the 32,000-token tokenizer.bin: these bytes follow.
+        # stories260K (tests/data/llama2c) with the 32,000-token tokenizer.bin: these bytes follow.
         bad_tokenizer(lambda t: t + struct.pack("<fI", 0.0, 3) + b"abc"),
         r"tok.bin: 11 bytes after token 511 at byte [\d,]+, expected exactly 512 tokens "
         r"\(the checkpoint's vocabulary\); if its first 512 are the model's, keep those: "
@@ -817,7 +817,7 @@ ROWS = {
     "spend": "bad input: spending unconfirmed, inflated by the node, or beyond the payer",
     "deploy": "bad input: a deploy onto another program or with a missing keypair",
 }
-"""The README table's rows (scripts/reliability_report.py), by the first word of a case."""
+"""docs/reliability.md's table rows (scripts/reliability_report.py), by the first word of a case."""
 
 
 @pytest.fixture(scope="module")

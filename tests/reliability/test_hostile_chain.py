@@ -699,7 +699,7 @@ ROWS = {
     "hostile: instructions out of order (runs: stale, early, finished, closed)": OUT_OF_ORDER,
     "hostile: weight accounts swapped between models (runs of another model)": SWAPPED,
 }
-"""The README table's rows (scripts/reliability_report.py), by the cases each counts."""
+"""docs/reliability.md's table rows (scripts/reliability_report.py), by the cases each counts."""
 
 
 REPLAYED = "hostile: a landed transaction replayed (all 8 instructions, with and without preflight)"

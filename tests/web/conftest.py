@@ -3,7 +3,8 @@
 ``world`` (session): the localnet, a funded authority, and models it published with the
 CLI: ``sealed`` (the tiny artifact, sealed), ``failed`` (its upload altered by one byte,
 then sealed anyway: it ends failed), with ``verify --output json`` of the sealed one.
-``sdk`` is sdk/js built, its packages installed (skips without node or npm ci; fails in CI).
+``sdk`` is sdk/js built, its packages installed (skips without node; fails in CI, and
+without its npm packages: tests/node_packages.py).
 """
 
 import os

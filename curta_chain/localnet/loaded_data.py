@@ -25,11 +25,10 @@ from collections.abc import Callable, Sequence
 from typing import Final
 
 from solders.account import Account
-from solders.compute_budget import ID as COMPUTE_BUDGET_PROGRAM_ID
 from solders.message import Message, MessageV0
 from solders.pubkey import Pubkey
 
-from curta_chain.constants import MAX_LOADED_ACCOUNTS_DATA_SIZE
+from curta_chain.compute_budget import compute_budget
 
 TRANSACTION_ACCOUNT_BASE_SIZE: Final = 64
 """What every loaded account costs on top of its data (agave's TRANSACTION_ACCOUNT_BASE_SIZE)."""
@@ -39,14 +38,6 @@ INSTRUCTIONS_SYSVAR_ID: Final = Pubkey.from_string("Sysvar1nstructions1111111111
 UPGRADEABLE_LOADER_ID: Final = Pubkey.from_string("BPFLoaderUpgradeab1e11111111111111111111111")
 _PROGRAM_STATE: Final = (2).to_bytes(4, "little")
 """UpgradeableLoaderState::Program's bincode tag; its programdata address follows."""
-
-# Compute-budget instructions (Borsh: a u8 tag, then the value), by tag: the data length each
-# must have. Tag 0 is retired; anything else does not decode.
-_REQUEST_HEAP_FRAME: Final = 1
-_SET_LOADED_ACCOUNTS_DATA_SIZE_LIMIT: Final = 4
-_BUDGET_DATA_LENGTH: Final = {1: 5, 2: 5, 3: 9, 4: 5}
-_HEAP_FRAME_RANGE: Final = (32 * 1024, 256 * 1024)
-_HEAP_FRAME_UNIT: Final = 1024
 
 
 def loaded_accounts_data_size(
@@ -96,29 +87,12 @@ def loaded_accounts_data_size_limit(message: Message | MessageV0) -> int | None:
 
     Returns:
         64 MiB, or the smaller limit a ``SetLoadedAccountsDataSizeLimit`` asks for; 0 when it
-        asks for 0; None when the compute-budget instructions themselves are invalid (data
-        that does not decode, a kind given twice, a bad heap frame). A validator refuses the
-        last two before loading any account, charging nothing.
+        asks for 0; None when the compute-budget instructions themselves fail the transaction
+        (``curta_chain.compute_budget``). A validator refuses the last two before loading any
+        account, charging nothing.
     """
-    keys = message.account_keys
-    seen: set[int] = set()
-    limit = MAX_LOADED_ACCOUNTS_DATA_SIZE
-    for instruction in message.instructions:
-        if keys[instruction.program_id_index] != COMPUTE_BUDGET_PROGRAM_ID:
-            continue
-        data = bytes(instruction.data)
-        tag = data[0] if data else 0
-        if _BUDGET_DATA_LENGTH.get(tag) != len(data) or tag in seen:
-            return None
-        seen.add(tag)
-        value = int.from_bytes(data[1:], "little")
-        if tag == _REQUEST_HEAP_FRAME and (
-            value % _HEAP_FRAME_UNIT or not _HEAP_FRAME_RANGE[0] <= value <= _HEAP_FRAME_RANGE[1]
-        ):
-            return None
-        if tag == _SET_LOADED_ACCOUNTS_DATA_SIZE_LIMIT:
-            limit = min(value, MAX_LOADED_ACCOUNTS_DATA_SIZE)
-    return limit
+    budget = compute_budget(message)
+    return None if budget is None else budget.loaded_accounts_data_size_limit
 
 
 def _existing(account: Account | None) -> Account | None:

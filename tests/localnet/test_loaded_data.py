@@ -1,31 +1,21 @@
-"""The loaded-account-data count (SIMD-0186) and limit, rule by rule, on accounts set directly."""
+"""The loaded-account-data count (SIMD-0186), rule by rule, on accounts set directly.
 
-import pytest
+The limit it is held to is the compute budget's (tests/test_compute_budget.py)."""
+
 from solders.account import Account
 from solders.address_lookup_table_account import AddressLookupTableAccount
-from solders.compute_budget import (
-    ID as COMPUTE_BUDGET,
-)
-from solders.compute_budget import (
-    request_heap_frame,
-    set_compute_unit_limit,
-    set_compute_unit_price,
-    set_loaded_accounts_data_size_limit,
-)
 from solders.hash import Hash
 from solders.instruction import AccountMeta, Instruction
 from solders.keypair import Keypair
 from solders.message import Message, MessageV0
 from solders.pubkey import Pubkey
 
-from curta_chain.chain.loaded_data import (
+from curta_chain.localnet.loaded_data import (
     ADDRESS_LOOKUP_TABLE_BASE_SIZE,
     INSTRUCTIONS_SYSVAR_ID,
     UPGRADEABLE_LOADER_ID,
     loaded_accounts_data_size,
-    loaded_accounts_data_size_limit,
 )
-from curta_chain.constants import MAX_LOADED_ACCOUNTS_DATA_SIZE
 
 MIB = 1024 * 1024
 SYSTEM = Pubkey.default()
@@ -119,35 +109,3 @@ def test_each_lookup_table_costs_8248_and_its_addresses_count_as_accounts():
     # The table account itself is not a key: only its flat cost counts.
     expected = ADDRESS_LOOKUP_TABLE_BASE_SIZE + 64 + 64 + (64 + 7)
     assert size_of(accounts, message=message, looked_up=[looked]) == expected
-
-
-def test_the_limit_is_64_mib_unless_the_transaction_asks_for_less():
-    transfer = touching(SYSTEM, PAYER)
-
-    def limit(*budget: Instruction) -> int | None:
-        return loaded_accounts_data_size_limit(Message([*budget, transfer], PAYER))
-
-    assert limit() == MAX_LOADED_ACCOUNTS_DATA_SIZE == 64 * MIB
-    assert limit(set_loaded_accounts_data_size_limit(1_000)) == 1_000
-    assert limit(set_loaded_accounts_data_size_limit(2**32 - 1)) == 64 * MIB
-    assert limit(set_loaded_accounts_data_size_limit(0)) == 0
-    assert limit(set_compute_unit_limit(10), set_compute_unit_price(1)) == 64 * MIB
-    assert limit(request_heap_frame(64 * 1024), set_loaded_accounts_data_size_limit(5)) == 5
-
-
-@pytest.mark.parametrize(
-    "budget",
-    [
-        [set_loaded_accounts_data_size_limit(5), set_loaded_accounts_data_size_limit(6)],
-        [set_compute_unit_limit(1), set_compute_unit_limit(2)],
-        [Instruction(COMPUTE_BUDGET, bytes([4, 1, 0, 0]), [])],  # a u32 short
-        [Instruction(COMPUTE_BUDGET, bytes([0, 1, 0, 0, 0]), [])],  # the retired tag 0
-        [Instruction(COMPUTE_BUDGET, bytes([9]), [])],
-        [Instruction(COMPUTE_BUDGET, b"", [])],
-        [request_heap_frame(1_000)],  # not a multiple of 1,024
-        [request_heap_frame(512 * 1024)],  # above 256 KiB
-    ],
-)
-def test_invalid_compute_budget_instructions_leave_no_limit_to_apply(budget):
-    message = Message([*budget, touching(SYSTEM, PAYER)], PAYER)
-    assert loaded_accounts_data_size_limit(message) is None

@@ -1,0 +1,155 @@
+"""Compute budget and fees as the runtime reads them: one place for the client and the localnet.
+
+A transaction's compute-budget instructions (program ``ComputeBudget111...``; Borsh: a u8
+tag, then the value) set its compute-unit limit, its price in micro-lamports a unit, its
+heap frame and its loaded-account-data limit (SIMD-0186). Agave reads them before anything
+runs (``compute-budget-instruction``, ``ComputeBudgetInstructionDetails``): data that does
+not decode fails the transaction (``InstructionError(i, InvalidInstructionData)``), a kind
+given twice fails it (``DuplicateInstruction(i)``), and so does a heap frame outside 32-256
+KiB or not a multiple of 1 KiB; nothing is charged. Bytes after the value are ignored (the
+decoder does not check that it consumed the whole instruction).
+
+The fee is 5,000 lamports a signature plus the priority fee: the price times the limit,
+rounded up to whole lamports. Without SetComputeUnitLimit the limit is 200,000 units per
+instruction that is not a compute-budget one, at most 1,400,000 (Agave gives an instruction
+of a builtin program 3,000 instead; every transaction curta-chain sends sets its limit).
+
+This module sits below both ``curta_chain.chain`` (the client) and ``curta_chain.localnet``
+(which charges fees as a validator does), so neither imports the other for it.
+"""
+
+from dataclasses import dataclass
+from typing import Final
+
+from solders.instruction import Instruction
+from solders.message import Message, MessageV0
+from solders.pubkey import Pubkey
+
+from curta_chain.constants import MAX_COMPUTE_UNITS, MAX_LOADED_ACCOUNTS_DATA_SIZE
+
+__all__ = [
+    "COMPUTE_BUDGET_PROGRAM_ID",
+    "DEFAULT_INSTRUCTION_COMPUTE_UNITS",
+    "LAMPORTS_PER_SIGNATURE",
+    "MICRO_LAMPORTS_PER_LAMPORT",
+    "ComputeBudget",
+    "compute_budget",
+    "priority_fee",
+    "priority_lamports",
+    "set_loaded_accounts_data_size_limit",
+    "transaction_fee",
+]
+
+COMPUTE_BUDGET_PROGRAM_ID: Final = Pubkey.from_string("ComputeBudget111111111111111111111111111111")
+LAMPORTS_PER_SIGNATURE: Final = 5_000
+"""The validator's default fee rate, which LiteSVM charges too."""
+DEFAULT_INSTRUCTION_COMPUTE_UNITS: Final = 200_000
+MICRO_LAMPORTS_PER_LAMPORT: Final = 1_000_000
+
+# The instructions by tag, with the length of their value. Tag 0 is retired: it decodes to
+# an unused variant that the runtime refuses like anything else it does not know.
+_REQUEST_HEAP_FRAME: Final = 1
+_SET_COMPUTE_UNIT_LIMIT: Final = 2
+_SET_COMPUTE_UNIT_PRICE: Final = 3
+_SET_LOADED_ACCOUNTS_DATA_SIZE_LIMIT: Final = 4
+_VALUE_LENGTH: Final = {
+    _REQUEST_HEAP_FRAME: 4,
+    _SET_COMPUTE_UNIT_LIMIT: 4,
+    _SET_COMPUTE_UNIT_PRICE: 8,
+    _SET_LOADED_ACCOUNTS_DATA_SIZE_LIMIT: 4,
+}
+_MIN_HEAP_FRAME: Final = 32 * 1024
+_MAX_HEAP_FRAME: Final = 256 * 1024
+_HEAP_FRAME_UNIT: Final = 1024
+
+
+@dataclass(frozen=True)
+class ComputeBudget:
+    """What a transaction's compute-budget instructions give it, defaults filled in."""
+
+    unit_limit: int
+    """Compute units the transaction may use: requested or by default, at most 1,400,000."""
+    unit_price: int
+    """Micro-lamports a unit (0 without SetComputeUnitPrice)."""
+    loaded_accounts_data_size_limit: int
+    """Bytes of account data it may load: 64 MiB, or less when asked. 0 when it asks for 0,
+    which the runtime refuses before loading anything (InvalidLoadedAccountsDataSizeLimit)."""
+    heap_frame: int
+    """Bytes of heap each program gets (32 KiB by default)."""
+
+    @property
+    def priority_lamports(self) -> int:
+        """The priority fee of this budget, in lamports."""
+        return priority_lamports(self.unit_limit, self.unit_price)
+
+
+def compute_budget(message: Message | MessageV0) -> ComputeBudget | None:
+    """Return the compute budget of ``message`` as Agave reads it.
+
+    Args:
+        message: a transaction's message, legacy or v0.
+
+    Returns:
+        Its budget; None when the runtime fails the transaction for its compute-budget
+        instructions (one that does not decode, a kind given twice, a bad heap frame) before
+        loading an account or charging a fee.
+    """
+    keys = message.account_keys
+    requested: dict[int, int] = {}
+    others = 0
+    for instruction in message.instructions:
+        index = instruction.program_id_index
+        if index >= len(keys) or keys[index] != COMPUTE_BUDGET_PROGRAM_ID:
+            others += 1
+            continue
+        data = bytes(instruction.data)
+        tag = data[0] if data else 0
+        length = _VALUE_LENGTH.get(tag)
+        if length is None or len(data) < 1 + length:
+            return None  # InstructionError(i, InvalidInstructionData)
+        if tag in requested:
+            return None  # DuplicateInstruction(i)
+        requested[tag] = int.from_bytes(data[1 : 1 + length], "little")
+    heap = requested.get(_REQUEST_HEAP_FRAME, _MIN_HEAP_FRAME)
+    if heap % _HEAP_FRAME_UNIT or not _MIN_HEAP_FRAME <= heap <= _MAX_HEAP_FRAME:
+        return None
+    units = requested.get(_SET_COMPUTE_UNIT_LIMIT, others * DEFAULT_INSTRUCTION_COMPUTE_UNITS)
+    loaded = requested.get(_SET_LOADED_ACCOUNTS_DATA_SIZE_LIMIT, MAX_LOADED_ACCOUNTS_DATA_SIZE)
+    return ComputeBudget(
+        unit_limit=min(units, MAX_COMPUTE_UNITS),
+        unit_price=requested.get(_SET_COMPUTE_UNIT_PRICE, 0),
+        loaded_accounts_data_size_limit=min(loaded, MAX_LOADED_ACCOUNTS_DATA_SIZE),
+        heap_frame=heap,
+    )
+
+
+def priority_lamports(units: int, price: int) -> int:
+    """Return the priority fee of a ``units`` limit at ``price`` micro-lamports a unit."""
+    return -(-price * units // MICRO_LAMPORTS_PER_LAMPORT)
+
+
+def priority_fee(message: Message | MessageV0) -> int:
+    """Return the priority fee of ``message`` in lamports.
+
+    0 without a compute-unit price, and 0 when its compute-budget instructions fail it
+    (nothing is charged then).
+    """
+    budget = compute_budget(message)
+    return 0 if budget is None else budget.priority_lamports
+
+
+def transaction_fee(message: Message | MessageV0, priority: int | None = None) -> int:
+    """Return the whole fee of ``message``: signatures plus priority (computed if None)."""
+    signatures = message.header.num_required_signatures
+    if priority is None:
+        priority = priority_fee(message)
+    return LAMPORTS_PER_SIGNATURE * signatures + priority
+
+
+def set_loaded_accounts_data_size_limit(limit: int) -> Instruction:
+    """Return the compute-budget instruction that asks for a loaded-data limit of ``limit``.
+
+    solders 0.26 has no builder for it: tag 4, then the limit as a u32.
+    """
+    data = bytes([_SET_LOADED_ACCOUNTS_DATA_SIZE_LIMIT]) + limit.to_bytes(4, "little")
+    return Instruction(COMPUTE_BUDGET_PROGRAM_ID, data, [])

@@ -1,0 +1,103 @@
+"""The compute budget and fees as Agave reads them (curta_chain/compute_budget.py).
+
+Agave's rule (``ComputeBudgetInstructionDetails::process_instruction``): each kind of
+compute-budget instruction may appear once; a second one fails the transaction with
+``DuplicateInstruction``, data that does not decode with ``InvalidInstructionData``, and
+bytes after a value are not looked at. The localnet's fees and its loaded-data limit and the
+client's fee arithmetic all read this one parser.
+"""
+
+import pytest
+from solders.compute_budget import ID as SOLDERS_COMPUTE_BUDGET_ID
+from solders.compute_budget import (
+    request_heap_frame,
+    set_compute_unit_limit,
+    set_compute_unit_price,
+)
+from solders.instruction import AccountMeta, Instruction
+from solders.keypair import Keypair
+from solders.message import Message
+
+from curta_chain.compute_budget import (
+    COMPUTE_BUDGET_PROGRAM_ID,
+    ComputeBudget,
+    compute_budget,
+    priority_fee,
+    set_loaded_accounts_data_size_limit,
+    transaction_fee,
+)
+from curta_chain.constants import MAX_COMPUTE_UNITS, MAX_LOADED_ACCOUNTS_DATA_SIZE
+from curta_chain.localnet.loaded_data import loaded_accounts_data_size_limit
+
+MIB = 1024 * 1024
+PAYER = Keypair().pubkey()
+CALL = Instruction(Keypair().pubkey(), b"", [AccountMeta(PAYER, True, True)])
+"""An instruction of a program that is not a builtin."""
+
+
+def budget_of(*instructions: Instruction) -> ComputeBudget | None:
+    return compute_budget(Message([*instructions, CALL], PAYER))
+
+
+def test_the_program_id_is_solders_own():
+    assert COMPUTE_BUDGET_PROGRAM_ID == SOLDERS_COMPUTE_BUDGET_ID
+
+
+def test_defaults_without_compute_budget_instructions():
+    assert budget_of() == ComputeBudget(200_000, 0, MAX_LOADED_ACCOUNTS_DATA_SIZE, 32 * 1024)
+    assert compute_budget(Message([CALL] * 8, PAYER)).unit_limit == MAX_COMPUTE_UNITS
+
+
+def test_each_request_is_read_and_capped_as_the_runtime_caps_it():
+    budget = budget_of(
+        set_compute_unit_limit(2_000_000),
+        set_compute_unit_price(7),
+        request_heap_frame(64 * 1024),
+        set_loaded_accounts_data_size_limit(2**32 - 1),
+    )
+    assert budget == ComputeBudget(MAX_COMPUTE_UNITS, 7, 64 * MIB, 64 * 1024)
+    asked = budget_of(set_loaded_accounts_data_size_limit(1_000))
+    assert asked.loaded_accounts_data_size_limit == 1_000
+    # 0 is read as asked: the runtime refuses it before loading (the localnet's load_limit).
+    assert budget_of(set_loaded_accounts_data_size_limit(0)).loaded_accounts_data_size_limit == 0
+
+
+def test_bytes_after_a_value_are_ignored_as_the_runtime_decoder_ignores_them():
+    data = bytes([2]) + (5_000).to_bytes(4, "little") + b"\xff"  # SetComputeUnitLimit, 1 more
+    padded = Instruction(COMPUTE_BUDGET_PROGRAM_ID, data, [])
+    assert budget_of(padded).unit_limit == 5_000
+
+
+@pytest.mark.parametrize(
+    "budget",
+    [
+        pytest.param([set_compute_unit_limit(1), set_compute_unit_limit(2)], id="limit twice"),
+        pytest.param([set_compute_unit_price(1), set_compute_unit_price(1)], id="price twice"),
+        pytest.param([request_heap_frame(64 * 1024)] * 2, id="heap twice"),
+        pytest.param(
+            [set_loaded_accounts_data_size_limit(5), set_loaded_accounts_data_size_limit(6)],
+            id="loaded-data limit twice",
+        ),
+        pytest.param([Instruction(COMPUTE_BUDGET_PROGRAM_ID, bytes([4, 1, 0, 0]), [])], id="short"),
+        pytest.param(
+            [Instruction(COMPUTE_BUDGET_PROGRAM_ID, bytes([0, 1, 0, 0, 0]), [])], id="retired tag 0"
+        ),
+        pytest.param([Instruction(COMPUTE_BUDGET_PROGRAM_ID, bytes([9]), [])], id="unknown tag"),
+        pytest.param([Instruction(COMPUTE_BUDGET_PROGRAM_ID, b"", [])], id="empty"),
+        pytest.param([request_heap_frame(1_000)], id="heap not a multiple of 1 KiB"),
+        pytest.param([request_heap_frame(512 * 1024)], id="heap above 256 KiB"),
+    ],
+)
+def test_instructions_the_runtime_refuses_leave_no_budget_and_no_fee(budget):
+    message = Message([*budget, CALL], PAYER)
+    assert compute_budget(message) is None
+    assert loaded_accounts_data_size_limit(message) is None
+    assert priority_fee(message) == 0
+    assert transaction_fee(message) == 5_000
+
+
+def test_the_priority_fee_is_price_times_limit_rounded_up_to_a_lamport():
+    message = Message([set_compute_unit_limit(300_001), set_compute_unit_price(10), CALL], PAYER)
+    assert priority_fee(message) == 4  # 3,000,010 micro-lamports
+    assert transaction_fee(message) == 5_004
+    assert transaction_fee(message, priority=0) == 5_000

@@ -1,0 +1,39 @@
+"""docs/numbers.md is what scripts/numbers_page.py renders from the recorded results."""
+
+import json
+
+import pytest
+from numbers_page import PAGE, RESULTS, latest, record, render
+
+
+def test_the_page_is_rendered_from_the_records():
+    assert PAGE.read_text() == render(), "docs/numbers.md is stale: run scripts/numbers_page.py"
+
+
+def test_every_record_says_how_to_reproduce_it_and_when_it_ran():
+    records = latest()
+    assert records, f"no records in {RESULTS}"
+    for entry in records:
+        assert entry.command.startswith((".venv/bin/", "CI=true ")), entry.bench
+        assert len(entry.date) == 10 and entry.date[4] == entry.date[7] == "-", entry.bench
+        assert entry.runtime.startswith("solders "), entry.bench
+        assert all(len(row) == len(entry.columns) for row in entry.rows), entry.bench
+
+
+def test_a_new_record_replaces_the_last_on_the_page_and_keeps_the_history(tmp_path):
+    record("speed", "Speed", ".venv/bin/python scripts/bench_speed.py", ["x", "y"], [["a", 1]],
+           results=tmp_path)  # fmt: skip
+    first = render(tmp_path)
+    assert "| a | 1 |" in first and "## Speed" in first
+    record("speed", "Speed", ".venv/bin/python scripts/bench_speed.py", ["x", "y"], [["a", 2]],
+           results=tmp_path)  # fmt: skip
+    second = render(tmp_path)
+    assert "| a | 2 |" in second and "| a | 1 |" not in second
+    lines = (tmp_path / "speed.jsonl").read_text().splitlines()
+    assert [json.loads(line)["rows"] for line in lines] == [[["a", "1"]], [["a", "2"]]]
+
+
+def test_a_line_that_is_not_a_record_is_named(tmp_path):
+    (tmp_path / "broken.jsonl").write_text('{"bench": "broken"}\n')
+    with pytest.raises(SystemExit, match=r"broken.jsonl:1: not a benchmark record"):
+        render(tmp_path)
