@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from urllib.parse import urlencode
 
-from solana.rpc.api import Client
+from reference_client import Client
 from solders.keypair import Keypair
 from solders.pubkey import Pubkey
 

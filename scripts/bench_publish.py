@@ -21,8 +21,8 @@ import sys
 import time
 from dataclasses import replace
 
-from solana.rpc.api import Client
-from solana.rpc.types import TxOpts
+from reference_client import Client
+from solana.rpc.models import TxOpts
 from solders.keypair import Keypair
 from solders.litesvm import LiteSVM
 from solders.pubkey import Pubkey

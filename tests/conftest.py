@@ -41,7 +41,7 @@ from pathlib import Path
 
 import pytest
 from node_packages import require_node_packages
-from solana.rpc.api import Client
+from reference_client import Client
 from solders.keypair import Keypair
 
 from curta_chain.artifact import Artifact

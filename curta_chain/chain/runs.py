@@ -10,7 +10,6 @@ import base64
 import time
 from dataclasses import dataclass
 
-from anchorpy.coder.accounts import ACCOUNT_DISCRIMINATOR_SIZE
 from solders.pubkey import Pubkey
 
 from curta_chain.chain.context import ChainContext
@@ -18,10 +17,10 @@ from curta_chain.chain.fees import estimate_fees
 from curta_chain.chain.rpc import RpcClient
 from curta_chain.errors import AccountError
 from curta_chain.program import FinishReason, RunAccount, RunState
-from curta_chain.program.idl import accounts_coder
+from curta_chain.program.idl import DISCRIMINATOR_SIZE, coder
 from curta_chain.program.run_account import RUN_HEADER_SIZE
 
-RUN_OPENER_OFFSET = ACCOUNT_DISCRIMINATOR_SIZE + 32
+RUN_OPENER_OFFSET = DISCRIMINATOR_SIZE + 32
 """Where a run account's opener starts: after the discriminator and the model (32 bytes)."""
 
 
@@ -78,7 +77,7 @@ async def find_runs(
 
     Filtered on the node by discriminator and opener; only each header is read.
     """
-    discriminator = bytes(accounts_coder().acc_name_to_discriminator["Run"])
+    discriminator = coder().account_discriminator("Run")
     filters: list[dict[str, object]] = [
         {
             "memcmp": {

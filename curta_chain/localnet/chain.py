@@ -32,6 +32,7 @@ from solders.system_program import ID as SYSTEM_PROGRAM_ID
 from solders.system_program import TransferParams, transfer
 from solders.transaction import VersionedTransaction
 
+from curta_chain.chain.loader import LOADER_V2
 from curta_chain.compute_budget import priority_fee, transaction_fee
 from curta_chain.constants import (
     FINALIZED_DEPTH,
@@ -44,6 +45,7 @@ from curta_chain.errors import LocalnetError
 from curta_chain.localnet.block_production import BlockProduction
 from curta_chain.localnet.busy import NOT_BUSY, BusyOptions
 from curta_chain.localnet.clock import SLOT_SECONDS, SlotClock
+from curta_chain.localnet.codec import supported_message
 from curta_chain.localnet.current_bank import new_svm
 from curta_chain.localnet.ledger import Ledger
 from curta_chain.localnet.outcomes import SendOutcome
@@ -146,7 +148,9 @@ class Localnet(BlockProduction):
         svm.set_epoch_schedule(EpochSchedule.without_warmup())
         if program is not None:
             try:
-                svm.add_program(self.program_id, program)
+                # BPF Loader 2, as solana-test-validator's --bpf-program loads it: not
+                # upgradeable, the ELF in the program account (add_program now means v3).
+                svm.add_program_with_loader(self.program_id, program, LOADER_V2)
             except Exception as exc:  # LiteSVM raises its own error types for a bad ELF
                 raise LocalnetError(
                     f"{self.program_binary}: LiteSVM cannot load the program: {exc}"
@@ -186,7 +190,7 @@ class Localnet(BlockProduction):
             message = Message.new_with_blockhash([instruction], self.faucet.pubkey(), blockhash)
             result = self.svm.simulate_transaction(VersionedTransaction(message, [self.faucet]))
             meta = result.meta()
-            data = meta.return_data().data  # type: ignore[attr-defined]  # (as in codec.py)
+            data = meta.return_data().data
             self._stake_minimum = int.from_bytes(bytes(data), "little")
         return self._stake_minimum
 
@@ -210,7 +214,8 @@ class Localnet(BlockProduction):
     def _send_now(self, raw: bytes, tx: VersionedTransaction, preflight: bool) -> SendOutcome:
         slot = self.tick()
         signature = str(tx.signatures[0])
-        message = tx.message  # solders copies the message on each access: once is enough
+        # solders copies the message on each access: once is enough.
+        message = supported_message(tx.message)
         accounts = self._accounts_of(message)
         payer_before = self.svm.get_account(accounts.keys[0])
         priority = priority_fee(message)

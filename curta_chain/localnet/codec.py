@@ -11,6 +11,7 @@ from typing import Any
 
 import based58
 import zstandard
+from solders.message import Message, MessageV0, MessageV1
 from solders.rpc.responses import RpcSimulateTransactionResult
 from solders.transaction import VersionedTransaction
 from solders.transaction_metadata import TransactionMetadata
@@ -78,7 +79,23 @@ def decode_transaction(encoded: Any, encoding: str) -> tuple[bytes, VersionedTra
         tx = VersionedTransaction.from_bytes(raw)
     except ValueError as exc:
         raise invalid_params(f"failed to deserialize {_TRANSACTION_TYPE}: {exc}") from exc
+    supported_message(tx.message)
     return raw, tx
+
+
+def supported_message(message: Message | MessageV0 | MessageV1) -> Message | MessageV0:
+    """The message of a legacy or v0 transaction, the versions this localnet runs.
+
+    Raises:
+        RpcMethodError: -32602 for a v1 message, as a validator without v1 refuses to
+            deserialize it.
+    """
+    if isinstance(message, MessageV1):
+        raise invalid_params(
+            f"failed to deserialize {_TRANSACTION_TYPE}: invalid value: integer `1`, "
+            "expected a valid transaction message version"
+        )
+    return message
 
 
 BASE58_TOO_LARGE = "error: data too large for bs58 encoding"
@@ -247,7 +264,7 @@ def inner_items(inner: list[Any]) -> list[tuple[Any, int]]:
 
 def return_data_json(meta: TransactionMetadata) -> dict | None:
     """Return the validator's ``returnData`` for ``meta``, None when the program set none."""
-    data = meta.return_data()  # type: ignore[attr-defined]  # the stub says transaction_return_data
+    data = meta.return_data()
     if not data.data:
         return None
     encoded = base64.b64encode(data.data).decode()

@@ -17,6 +17,7 @@ from solders.litesvm import FeatureSet, LiteSVM
 from solders.pubkey import Pubkey
 from solders.system_program import ID as SYSTEM_PROGRAM_ID
 
+from curta_chain.chain.features import DISABLE_SBPF_V0, FEATURE_IDS
 from curta_chain.localnet.bank_history import AccountState, BankHistory
 from curta_chain.localnet.clock import SLOTS_PER_EPOCH, SlotClock
 from curta_chain.localnet.owner_index import OwnerIndex
@@ -26,30 +27,30 @@ MAX_SLOT_HASHES = 512
 """Entries in the SlotHashes sysvar."""
 READ_CACHE_BYTES = 64 * 1024 * 1024
 """Account data kept between writes, so slices of one 10 MiB account cost one copy."""
-DISABLE_NEW_LOADER_V3_DEPLOYMENTS = Pubkey.from_string(
-    "EmhbpdVtZ2hWRGFWBDjn2i3SJD8Z36z4mpMcZJEnebnP"
-)
-"""agave's feature ``disable_new_loader_v3_deployments`` (SIMD-0167), by its id: solders
-names no features. Active, it refuses DeployWithMaxDataLen; no public cluster has it on, so
-the localnet runs every other feature with this one off and takes real deploys."""
+DISABLE_SBPF_V0_DEPLOYMENT = FEATURE_IDS[DISABLE_SBPF_V0]
+"""agave's ``disable_sbpf_v0_v1_v2_deployment`` (SIMD-0500): active, the loader refuses to
+deploy an SBPF v0 program. Every feature of the solders 0.29 LiteSVM is on in the localnet
+but this one, so that ``deploy`` (which takes v0 where the cluster shows no feature
+account) works as it did on solders 0.26's LiteSVM (Agave 2.2), which had no such feature."""
 
 
 def new_svm() -> LiteSVM:
-    """LiteSVM as ``LiteSVM()`` makes it, but with new upgradeable deployments allowed.
+    """LiteSVM as ``LiteSVM()`` makes it, but with SBPF v0 deployments allowed.
 
-    Every feature, the builtins, sysvars and SPL programs, as on a cluster, where
-    ``disable_new_loader_v3_deployments`` is not active.
+    Every feature but SIMD-0500's, the builtins, precompiles, sysvars and SPL programs.
     """
     active = FeatureSet.all_enabled().active
-    active.pop(DISABLE_NEW_LOADER_V3_DEPLOYMENTS)
-    features = FeatureSet(active, {DISABLE_NEW_LOADER_V3_DEPLOYMENTS})
-    return (
-        LiteSVM.default()
-        .with_builtins(features)
-        .with_precompiles(features)
-        .with_sysvars()
-        .with_spl_programs()
+    active.pop(DISABLE_SBPF_V0_DEPLOYMENT)
+    features = FeatureSet(active, {DISABLE_SBPF_V0_DEPLOYMENT})
+    svm = LiteSVM.default().with_feature_set(features).with_builtins().with_sysvars()
+    # What ``LiteSVM()`` adds next; solders' wrapper has no ``with_`` method for it.
+    svm._inner.set_precompiles()
+    # The LiteSVM of solders 0.29 starts at slot 435,888,000; the localnet's genesis is slot
+    # 0, which the preloaded program's ProgramData records as its deployment slot.
+    svm.set_clock(
+        Clock(slot=0, epoch_start_timestamp=0, epoch=0, leader_schedule_epoch=1, unix_timestamp=0)
     )
+    return svm.with_default_programs()
 
 
 def _state(account: Account | None) -> AccountState | None:

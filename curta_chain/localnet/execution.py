@@ -1,8 +1,8 @@
 """Executing a transaction in LiteSVM and keeping its results: statuses, details, the log.
 
 A transaction that passed the checks before execution (``_refusal_before_execution``:
-signatures, the blockhash's age, a duplicate, a payer that can pay) runs in LiteSVM after
-its priority fee is charged (``_execute``); one that landed is recorded in the
+signatures, the blockhash's age, a duplicate, a payer that can pay) runs in LiteSVM, which
+charges its whole fee (``_execute``); one that landed is recorded in the
 transaction history, appended to the ledger's log and handed to the PubSub server
 (``take_landed``) once durable. Signatures are verified here rather than by LiteSVM so
 that a preflight failure can be told apart from a runtime one, and so replay can skip
@@ -20,7 +20,7 @@ from solders.transaction import VersionedTransaction
 from solders.transaction_metadata import FailedTransactionMetadata, TransactionMetadata
 
 from curta_chain.compute_budget import priority_fee, transaction_fee
-from curta_chain.localnet.codec import transaction_error_json
+from curta_chain.localnet.codec import supported_message, transaction_error_json
 from curta_chain.localnet.current_bank import CurrentBank, less_lamports
 from curta_chain.localnet.ledger import RECORD_TRANSACTION, Ledger
 from curta_chain.localnet.load_limit import loads_too_much, refused_before_running
@@ -98,7 +98,7 @@ class Execution(CurrentBank):
         self.banks.will_write(slot, accounts.writable)
         pre = [self.svm.get_balance(key) or 0 for key in accounts.keys]
         pre_tokens = token_balances(accounts.keys, self.get_account)
-        result, landed = self._execute(tx, accounts, payer_before, priority)
+        result, landed = self._execute(tx, accounts, payer_before)
         if isinstance(result, FailedTransactionMetadata):
             meta = result.meta()
             err = transaction_error_json(result.err())
@@ -220,32 +220,31 @@ class Execution(CurrentBank):
         tx: VersionedTransaction,
         accounts: TransactionAccounts,
         payer_before: Account | None,
-        fee: int,
     ) -> tuple[TransactionMetadata | FailedTransactionMetadata, bool]:
-        """Run ``tx`` in LiteSVM after charging its priority ``fee``; say if it landed.
+        """Run ``tx`` in LiteSVM, which charges its fee; say if it landed.
 
-        A failed transaction landed if it paid its fee (LiteSVM charged the signature fee),
-        which is how the runtime tells an executed failure from one that never loaded. One
+        A failed transaction landed if it paid its fee (LiteSVM charges the signature and
+        priority fees), which is how the runtime tells an executed failure from one that
+        never loaded. One
         that loads more account data than its limit is refused here, before it runs, with
         its whole fee charged, as a validator does (LiteSVM does not count loaded data).
         """
         payer = accounts.keys[0]
         looked_up = [*accounts.loaded_writable, *accounts.loaded_readonly]
+        message = supported_message(tx.message)
         if payer_before is not None and loads_too_much(
-            tx.message, accounts.keys, looked_up, self.get_account, self._owners.owner
+            message, accounts.keys, looked_up, self.get_account, self._owners.owner
         ):
-            self.svm.set_account(payer, less_lamports(payer_before, self.fee_for(tx.message)))
-            self._forget_reads()
-            return refused_before_running(tx, "MaxLoadedAccountsDataSizeExceeded"), True
-        charged = payer_before.lamports if payer_before is not None else 0
-        if fee and payer_before is not None:
-            charged -= fee
+            fee = self.fee_for(message)
             self.svm.set_account(payer, less_lamports(payer_before, fee))
+            self._forget_reads()
+            return refused_before_running(tx, "MaxLoadedAccountsDataSizeExceeded", fee), True
         result = self.svm.send_transaction(tx)
         self._forget_reads()
         if not isinstance(result, FailedTransactionMetadata):
             return result, True
-        landed = payer_before is not None and (self.svm.get_balance(payer) or 0) != charged
+        before = payer_before.lamports if payer_before is not None else 0
+        landed = payer_before is not None and (self.svm.get_balance(payer) or 0) != before
         return result, landed
 
     def replay(self, raw: bytes, slot: int) -> None:
@@ -253,13 +252,13 @@ class Execution(CurrentBank):
         tx = VersionedTransaction.from_bytes(raw)
         if slot != self._clock_slot:
             self.set_slot(slot)
-        message = tx.message
+        message = supported_message(tx.message)
         accounts = self._accounts_of(message)
         payer = accounts.keys[0]
         pre = [self.svm.get_balance(key) or 0 for key in accounts.keys]
         pre_tokens = token_balances(accounts.keys, self.get_account)
         priority = priority_fee(message)
-        result, _ = self._execute(tx, accounts, self.svm.get_account(payer), priority)
+        result, _ = self._execute(tx, accounts, self.svm.get_account(payer))
         if isinstance(result, FailedTransactionMetadata):
             meta, err = result.meta(), transaction_error_json(result.err())
         else:

@@ -13,7 +13,12 @@ import based58
 from solders.message import MessageV0
 from solders.transaction import VersionedTransaction
 
-from curta_chain.localnet.codec import inner_instructions_json, inner_items, return_data_json
+from curta_chain.localnet.codec import (
+    inner_instructions_json,
+    inner_items,
+    return_data_json,
+    supported_message,
+)
 from curta_chain.localnet.outcomes import writable_keys
 from curta_chain.localnet.parsed_instructions import parse_instruction
 from curta_chain.localnet.rpc_errors import UNSUPPORTED_TRANSACTION_VERSION, RpcMethodError
@@ -121,7 +126,7 @@ def message_json(
     tx: VersionedTransaction, details: TransactionDetails | None, parsed: bool
 ) -> dict[str, Any]:
     """Return ``{"signatures", "message"}`` in json or jsonParsed form."""
-    message = tx.message
+    message = supported_message(tx.message)
     header = message.header
     static = [str(key) for key in message.account_keys]
     if parsed:

@@ -1,4 +1,4 @@
-"""The program's two account kinds, decoded and encoded through the IDL's account coder.
+"""The program's model and weight accounts, decoded and encoded through the IDL's coder.
 
 The C structs in ``programs/curta/curta.h`` and the IDL's Borsh layouts are the same bytes
 (every field naturally aligned); ``tests/program`` checks that the program writes what these
@@ -9,28 +9,25 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from functools import cache
 from typing import Any
 
-from anchorpy.coder.accounts import ACCOUNT_DISCRIMINATOR_SIZE
-from anchorpy.program.common import NamedInstruction as NamedAccount
-from construct import ConstructError
 from solders.pubkey import Pubkey
 
 from curta_chain.constants import HASH_CHUNK_SIZE, MAX_SECTIONS, WEIGHT_HEADER_SIZE
 from curta_chain.errors import AccountError
-from curta_chain.program.idl import accounts_coder, types_coder
+from curta_chain.program.borsh import CodecError
+from curta_chain.program.idl import DISCRIMINATOR_SIZE, coder
 
 MODEL_ACCOUNT_SIZE = 856
 """A model account's size: discriminator, fields, 18 section slots of 40 bytes, seal slot."""
 
-MODEL_AUTHORITY_OFFSET = ACCOUNT_DISCRIMINATOR_SIZE
+MODEL_AUTHORITY_OFFSET = DISCRIMINATOR_SIZE
 """Where a model account's authority starts: right after the discriminator."""
 
 
 def model_discriminator() -> bytes:
     """The 8 bytes every model account starts with (Anchor's ``account:Model``)."""
-    return bytes(accounts_coder().acc_name_to_discriminator["Model"])
+    return coder().account_discriminator("Model")
 
 
 class ModelState(enum.IntEnum):
@@ -43,31 +40,25 @@ class ModelState(enum.IntEnum):
     CLOSING = 4
 
 
-@cache
-def _state_variant(state: ModelState) -> Any:
-    """The anchorpy enum value the Borsh coder takes for ``state``."""
-    return types_coder().decode("ModelState", bytes([state]))
-
-
-def decode_account(name: str, data: bytes, size: int, what: str) -> Any:
+def decode_account(name: str, data: bytes, size: int, what: str) -> dict[str, Any]:
     """Decode ``data[:size]`` as the IDL account ``name``; ``what`` names it in errors."""
-    coder = accounts_coder()
     if len(data) < size:
         raise AccountError(f"{what}: {len(data)} bytes, expected at least {size}")
-    if data[:ACCOUNT_DISCRIMINATOR_SIZE] != coder.acc_name_to_discriminator[name]:
+    expected = coder().account_discriminator(name)
+    if data[:DISCRIMINATOR_SIZE] != expected:
         raise AccountError(
-            f"{what}: discriminator {data[:ACCOUNT_DISCRIMINATOR_SIZE].hex()} at offset 0, "
-            f"expected {coder.acc_name_to_discriminator[name].hex()} ({name})"
+            f"{what}: discriminator {data[:DISCRIMINATOR_SIZE].hex()} at offset 0, "
+            f"expected {expected.hex()} ({name})"
         )
     try:
-        return coder.parse(data[:size]).data
-    except (ConstructError, ValueError, IndexError) as exc:
+        return coder().decode_account(name, data[:size])
+    except CodecError as exc:
         raise AccountError(f"{what}: does not decode as {name}: {exc}") from exc
 
 
 def encode_account(name: str, fields: dict[str, Any]) -> bytes:
     """Encode ``fields`` as the IDL account ``name``, its discriminator first."""
-    return accounts_coder().build(NamedAccount(data=fields, name=name))
+    return coder().encode_account(name, fields)
 
 
 @dataclass(frozen=True)
@@ -124,24 +115,25 @@ class ModelAccount:
         if len(data) != MODEL_ACCOUNT_SIZE:
             raise AccountError(f"model account: {len(data)} bytes, expected {MODEL_ACCOUNT_SIZE}")
         raw = decode_account("Model", bytes(data), MODEL_ACCOUNT_SIZE, "model account")
-        count = raw.section_count
+        count = raw["section_count"]
         if not 0 <= count <= MAX_SECTIONS:
             raise AccountError(f"model account: sectionCount {count} at offset 105 > 18")
         return cls(
-            authority=raw.authority,
-            declared_hash=bytes(raw.declared_hash),
-            running_hash=bytes(raw.running_hash),
-            state=ModelState(raw.state.index),
+            authority=raw["authority"],
+            declared_hash=raw["declared_hash"],
+            running_hash=raw["running_hash"],
+            state=ModelState(raw["state"].index),
             section_count=count,
-            bound_count=raw.bound_count,
-            frozen_count=raw.frozen_count,
-            cursor_section=raw.cursor_section,
-            cursor_offset=raw.cursor_offset,
-            chunks_hashed=raw.chunks_hashed,
+            bound_count=raw["bound_count"],
+            frozen_count=raw["frozen_count"],
+            cursor_section=raw["cursor_section"],
+            cursor_offset=raw["cursor_offset"],
+            chunks_hashed=raw["chunks_hashed"],
             sections=tuple(
-                SectionSlot(slot.weight_account, slot.length) for slot in raw.sections[:count]
+                SectionSlot(slot["weight_account"], slot["length"])
+                for slot in raw["sections"][:count]
             ),
-            seal_slot=raw.seal_slot,
+            seal_slot=raw["seal_slot"],
         )
 
     def to_bytes(self) -> bytes:
@@ -154,7 +146,7 @@ class ModelAccount:
                 "authority": self.authority,
                 "declared_hash": self.declared_hash,
                 "running_hash": self.running_hash,
-                "state": _state_variant(self.state),
+                "state": int(self.state),
                 "section_count": self.section_count,
                 "bound_count": self.bound_count,
                 "frozen_count": self.frozen_count,
@@ -211,7 +203,13 @@ class WeightHeader:
         raw = decode_account(
             "WeightAccount", bytes(data[:WEIGHT_HEADER_SIZE]), WEIGHT_HEADER_SIZE, "weight account"
         )
-        return cls(raw.model, raw.authority, raw.section_index, raw.frozen, raw.section_length)
+        return cls(
+            raw["model"],
+            raw["authority"],
+            raw["section_index"],
+            raw["frozen"],
+            raw["section_length"],
+        )
 
     def to_bytes(self) -> bytes:
         """Encode the header as the program lays it out (2,048 bytes)."""

@@ -1,6 +1,6 @@
 """Program errors: the IDL's error table, and a failed transaction translated through it.
 
-As anchorpy's ``translate_error`` does for its programs: a custom error code the IDL names
+As Anchor's clients translate their programs' errors: a custom error code the IDL names
 becomes a ``ProgramError`` carrying that name, chained ``from`` the RPC error it came in.
 """
 
@@ -17,7 +17,7 @@ from curta_chain.program.idl import load_idl
 
 @cache
 def _error_table() -> dict[int, tuple[str, str]]:
-    return {err.code: (err.name, err.msg or err.name) for err in load_idl().errors or []}
+    return {err.code: (err.name, err.msg) for err in load_idl().errors}
 
 
 def error_name(code: int) -> str | None:

@@ -1,20 +1,23 @@
-"""Instruction builders for the curta program, encoded through the IDL's instruction coder.
+"""Instruction builders for the curta program, derived from the IDL.
 
-Account order is the IDL's. The authority's instructions name one weight account each and
-sealStep at most two, so their transactions stay far below a validator's 64 MiB of loaded
-account data; a step names the sections its slice needs. Writes are the hot path (about
-17,000 per 16 MB model), so ``write_weights`` packs its bytes directly with the precomputed
-Anchor sighash; a test proves the bytes equal the IDL coder's.
+Each builder names its accounts by their IDL names; ``build`` puts them in the IDL's order
+with the IDL's signer and writable flags, and encodes the arguments through the IDL's
+coder. The accounts an instruction takes beyond the IDL's (a second weight account for
+sealStep, the other sections' for step: remaining accounts, which an Anchor IDL cannot
+list) repeat the flags of the IDL account they extend. The authority's instructions name
+one weight account each and sealStep at most two, so their transactions stay far below a
+validator's 64 MiB of loaded account data; a step names the sections its slice needs.
+Writes are the hot path (about 17,000 per 16 MB model), so ``write_weights`` packs its
+bytes directly with the IDL's discriminator; a test proves the bytes equal the coder's.
 """
 
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import cache
 from typing import Any
 
-from construct import ConstructError
 from solders.compute_budget import set_compute_unit_limit, set_compute_unit_price
 from solders.hash import Hash
 from solders.instruction import AccountMeta, Instruction
@@ -25,23 +28,57 @@ from solders.transaction import Transaction, VersionedTransaction
 
 from curta_chain.constants import MAX_TRANSACTION_SIZE
 from curta_chain.errors import InputError
-from curta_chain.program.idl import instruction_coder, types_coder
+from curta_chain.program.borsh import CodecError
+from curta_chain.program.idl import IdlAccountItem, coder, instruction_accounts
 
 _U32_MAX = 0xFFFF_FFFF
-_WRITE_SIGHASH: bytes = instruction_coder().sighashes["write_weights"]
+_WRITE_DISCRIMINATOR: bytes = coder().instruction_discriminator("write_weights")
 _WRITE_HEAD = struct.Struct("<8sII")
+_WRITE_ACCOUNTS: tuple[IdlAccountItem, ...] = tuple(instruction_accounts("write_weights"))
 
 
-def _meta(key: Pubkey, signer: bool = False, writable: bool = False) -> AccountMeta:
-    return AccountMeta(key, is_signer=signer, is_writable=writable)
+def _meta(key: Pubkey, item: IdlAccountItem) -> AccountMeta:
+    return AccountMeta(key, is_signer=item.signer, is_writable=item.writable)
 
 
-def _encode(name: str, args: dict) -> bytes:
+def _item(name: str, account: str) -> IdlAccountItem:
+    """The IDL's entry for ``account`` of instruction ``name`` (remaining accounts copy it)."""
+    return next(item for item in instruction_accounts(name) if item.name == account)
+
+
+def build(
+    program_id: Pubkey,
+    name: str,
+    accounts: Mapping[str, Pubkey],
+    args: Mapping[str, Any],
+    remaining: Sequence[AccountMeta] = (),
+) -> Instruction:
+    """Build instruction ``name`` from the IDL: its accounts in order with their flags.
+
+    Args:
+        program_id: the curta program.
+        name: the instruction's IDL name (snake_case).
+        accounts: each account the IDL lists for it, by its IDL name.
+        args: each argument, by its IDL name.
+        remaining: accounts after the IDL's (as the program reads them).
+
+    Returns:
+        The instruction.
+
+    Raises:
+        InputError: an account or argument is missing or unknown, or an argument does not
+            fit its IDL type (the message names it).
+    """
+    items = instruction_accounts(name)
+    wanted = [item.name for item in items]
+    if set(accounts) != set(wanted):
+        raise InputError(f"{name}: accounts {sorted(accounts)}, expected {wanted}")
     try:
-        return instruction_coder().encode(name, args)
-    except ConstructError as exc:
-        shown = ", ".join(f"{key}={value!r}" for key, value in args.items())
-        raise InputError(f"{name}({shown}): an argument does not fit its IDL type") from exc
+        data = coder().encode_instruction(name, args)
+    except CodecError as exc:
+        raise InputError(f"{name}: argument {exc}") from exc
+    metas = [_meta(accounts[item.name], item) for item in items]
+    return Instruction(program_id, data, [*metas, *remaining])
 
 
 def create_model(
@@ -68,11 +105,12 @@ def create_model(
     """
     if len(declared_hash) != 32:
         raise InputError(f"declared hash: {len(declared_hash)} bytes, expected 32")
-    data = _encode(
+    return build(
+        program_id,
         "create_model",
+        {"authority": authority, "model": model},
         {"declared_hash": bytes(declared_hash), "section_lengths": list(section_lengths)},
     )
-    return Instruction(program_id, data, [_meta(authority, True), _meta(model, True, True)])
 
 
 def bind_weight_account(
@@ -90,13 +128,12 @@ def bind_weight_account(
     Returns:
         The instruction.
     """
-    data = _encode("bind_weight_account", {"section_index": section_index})
-    accounts = [
-        _meta(authority, True),
-        _meta(model, False, True),
-        _meta(weight_account, True, True),
-    ]
-    return Instruction(program_id, data, accounts)
+    return build(
+        program_id,
+        "bind_weight_account",
+        {"authority": authority, "model": model, "weight_account": weight_account},
+        {"section_index": section_index},
+    )
 
 
 def write_weights(
@@ -119,9 +156,10 @@ def write_weights(
     """
     if not 0 <= offset <= _U32_MAX or len(data) > _U32_MAX:
         raise InputError(f"write at offset {offset} of {len(data)} bytes: out of u32 range")
-    payload = _WRITE_HEAD.pack(_WRITE_SIGHASH, offset, len(data)) + bytes(data)
+    payload = _WRITE_HEAD.pack(_WRITE_DISCRIMINATOR, offset, len(data)) + bytes(data)
+    signer, weight = _WRITE_ACCOUNTS
     return Instruction(
-        program_id, payload, [_meta(authority, True), _meta(weight_account, False, True)]
+        program_id, payload, [_meta(authority, signer), _meta(weight_account, weight)]
     )
 
 
@@ -138,8 +176,7 @@ def begin_sealing(program_id: Pubkey, authority: Pubkey, model: Pubkey) -> Instr
     Returns:
         The instruction.
     """
-    accounts = [_meta(authority, True), _meta(model, False, True)]
-    return Instruction(program_id, _encode("begin_sealing", {}), accounts)
+    return build(program_id, "begin_sealing", {"authority": authority, "model": model}, {})
 
 
 def seal_step(
@@ -164,21 +201,31 @@ def seal_step(
     """
     if not 1 <= len(weight_accounts) <= 2:
         raise InputError(f"sealStep takes 1 or 2 weight accounts, not {len(weight_accounts)}")
-    accounts = [_meta(model, False, True), *(_meta(key, False, True) for key in weight_accounts)]
-    return Instruction(program_id, _encode("seal_step", {"label": label}), accounts)
+    first, *others = weight_accounts
+    flags = _item("seal_step", "weight_account")
+    return build(
+        program_id,
+        "seal_step",
+        {"model": model, "weight_account": first},
+        {"label": label},
+        [_meta(key, flags) for key in others],
+    )
 
 
 def _one_weight_account(
     program_id: Pubkey,
     name: str,
-    authority: AccountMeta,
+    authority: Pubkey,
     model: Pubkey,
     weight_account: Pubkey,
     section_index: int,
 ) -> Instruction:
-    data = _encode(name, {"section_index": section_index})
-    accounts = [authority, _meta(model, False, True), _meta(weight_account, False, True)]
-    return Instruction(program_id, data, accounts)
+    return build(
+        program_id,
+        name,
+        {"authority": authority, "model": model, "weight_account": weight_account},
+        {"section_index": section_index},
+    )
 
 
 def reopen(
@@ -202,8 +249,9 @@ def reopen(
     Returns:
         The instruction.
     """
-    meta = _meta(authority, True)
-    return _one_weight_account(program_id, "reopen", meta, model, weight_account, section_index)
+    return _one_weight_account(
+        program_id, "reopen", authority, model, weight_account, section_index
+    )
 
 
 def close_weight_account(
@@ -225,9 +273,8 @@ def close_weight_account(
     Returns:
         The instruction.
     """
-    meta = _meta(authority, True, True)
     name = "close_weight_account"
-    return _one_weight_account(program_id, name, meta, model, weight_account, section_index)
+    return _one_weight_account(program_id, name, authority, model, weight_account, section_index)
 
 
 def close_model(program_id: Pubkey, authority: Pubkey, model: Pubkey) -> Instruction:
@@ -241,8 +288,7 @@ def close_model(program_id: Pubkey, authority: Pubkey, model: Pubkey) -> Instruc
     Returns:
         The instruction.
     """
-    accounts = [_meta(authority, True, True), _meta(model, False, True)]
-    return Instruction(program_id, _encode("close_model", {}), accounts)
+    return build(program_id, "close_model", {"authority": authority, "model": model}, {})
 
 
 def open_run(
@@ -277,14 +323,15 @@ def open_run(
     Raises:
         InputError: an argument does not fit its IDL type.
     """
-    layout: Any = types_coder()._get_layout("Prompt")  # a borsh Enum, whose stub is Construct
-    variants = layout.enum
+    prompts = coder().enum("Prompt")
     if isinstance(prompt, bytes | bytearray):
-        value = variants.Text(text=bytes(prompt))
+        value = prompts.value("Text", {"text": bytes(prompt)})
     else:
-        value = variants.Tokens(ids=[int(i) for i in prompt])
-    data = _encode(
+        value = prompts.value("Tokens", {"ids": [int(i) for i in prompt]})
+    return build(
+        program_id,
         "open_run",
+        {"opener": opener, "run": run, "model": model, "section_zero": section_zero},
         {
             "capacity": capacity,
             "temperature": temperature,
@@ -293,13 +340,6 @@ def open_run(
             "prompt": value,
         },
     )
-    accounts = [
-        _meta(opener, True),
-        _meta(run, True, True),
-        _meta(model),
-        _meta(section_zero),
-    ]
-    return Instruction(program_id, data, accounts)
 
 
 def step(
@@ -324,8 +364,15 @@ def step(
     Returns:
         The instruction.
     """
-    accounts = [_meta(run, False, True), _meta(model), *(_meta(key) for key in weights)]
-    return Instruction(program_id, _encode("step", {"label": label}), accounts)
+    section_zero, *others = weights
+    flags = _item("step", "section_zero")
+    return build(
+        program_id,
+        "step",
+        {"run": run, "model": model, "section_zero": section_zero},
+        {"label": label},
+        [_meta(key, flags) for key in others],
+    )
 
 
 def close_run(program_id: Pubkey, opener: Pubkey, run: Pubkey) -> Instruction:
@@ -339,8 +386,7 @@ def close_run(program_id: Pubkey, opener: Pubkey, run: Pubkey) -> Instruction:
     Returns:
         The instruction.
     """
-    accounts = [_meta(opener, True, True), _meta(run, False, True)]
-    return Instruction(program_id, _encode("close_run", {}), accounts)
+    return build(program_id, "close_run", {"opener": opener, "run": run}, {})
 
 
 def _transaction_size(

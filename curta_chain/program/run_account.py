@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import operator
 import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -21,7 +22,6 @@ from curta_chain.artifact import ModelConfig
 from curta_chain.constants import MAX_ACCOUNT_SIZE
 from curta_chain.errors import AccountError, InputError
 from curta_chain.program.accounts import decode_account, encode_account
-from curta_chain.program.idl import load_idl, types_coder
 
 RUN_HEADER_SIZE = 512
 """The run header: discriminator, fields, region offsets, reserved zeros."""
@@ -215,16 +215,6 @@ def opened_run_data(
     return bytes(data)
 
 
-@cache
-def _enum_variant(name: str, index: int) -> Any:
-    return types_coder().decode(name, bytes([index]))
-
-
-@cache
-def _idl_enums() -> frozenset[str]:
-    return frozenset(t.name for t in load_idl().types)
-
-
 _CONFIG_FIELDS = ("dim", "hidden_dim", "layers", "heads", "kv_heads", "vocab", "context")
 """The IDL's names of the model's shape in a run, in ``ModelConfig``'s field order."""
 _RESERVED = {"reserved0": 0, "reserved1": 0, "reserved": bytes(216)}
@@ -245,27 +235,27 @@ def _plain(value: Any, name: str) -> dict[str, Any]:
 
 def _enum_codec(kind: type[enum.IntEnum]) -> _Codec:
     def decode(raw: Any, name: str) -> Any:
-        value = getattr(raw, name)
+        value = raw[name]
         return kind(value if isinstance(value, int) else value.index)
 
     def encode(value: Any, name: str) -> dict[str, Any]:
-        # An enum the IDL defines is Borsh's one-byte variant; others are plain integers.
-        defined = kind.__name__ in _idl_enums()
-        return {name: _enum_variant(kind.__name__, value) if defined else int(value)}
+        # An enum the IDL defines is Borsh's one-byte variant (the coder takes its index);
+        # others are plain integers of the IDL.
+        return {name: int(value)}
 
     return _Codec(decode, encode, lambda value: value.name.lower())
 
 
 _CODECS: dict[object, _Codec] = {
-    int: _Codec(getattr, _plain, lambda value: value),
-    Pubkey: _Codec(getattr, _plain, str),
+    int: _Codec(operator.getitem, _plain, lambda value: value),
+    Pubkey: _Codec(operator.getitem, _plain, str),
     tuple[int, ...]: _Codec(
-        lambda raw, name: tuple(getattr(raw, name)),
+        lambda raw, name: tuple(raw[name]),
         lambda value, name: {name: list(value)},
         list,
     ),
     ModelConfig: _Codec(
-        lambda raw, name: ModelConfig(*(getattr(raw, f) for f in _CONFIG_FIELDS)),
+        lambda raw, name: ModelConfig(*(raw[f] for f in _CONFIG_FIELDS)),
         lambda value, name: dict(zip(_CONFIG_FIELDS, dataclasses.astuple(value), strict=True)),
         lambda value: value.to_json(),
     ),
@@ -339,7 +329,7 @@ class RunAccount:
             AccountError: too short, wrong discriminator or undecodable fields.
         """
         raw = decode_account("Run", bytes(data[:RUN_HEADER_SIZE]), RUN_HEADER_SIZE, "run account")
-        if raw.heads == 0:
+        if raw["heads"] == 0:
             raise AccountError("run account: heads is 0 at offset 84")
         return cls(**{name: codec.decode(raw, name) for name, codec in _codecs()})
 

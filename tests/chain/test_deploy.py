@@ -44,7 +44,7 @@ def run_json(*args: str) -> dict:
 
 
 def balance(url: str, keypair: Keypair) -> int:
-    from solana.rpc.api import Client
+    from reference_client import Client
 
     return Client(url, "processed").get_balance(keypair.pubkey()).value
 
@@ -138,7 +138,7 @@ def test_deploy_final_never_leaves_an_upgrade_authority(localnet, fund, tmp_path
 
 
 def test_a_prefunded_program_address_is_deployed_to_all_the_same(localnet, fund, tmp_path):
-    from solana.rpc.api import Client
+    from reference_client import Client
 
     payer = fund(localnet.url, 10)
     program = default_program_keypair(payer, LOCALNET_GENESIS_HASH)

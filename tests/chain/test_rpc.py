@@ -19,6 +19,7 @@ from solders.transaction import VersionedTransaction
 
 from curta_chain.chain import rpc
 from curta_chain.chain.fees import percentile, priced
+from curta_chain.chain.rent import rent_exempt_minimum
 from curta_chain.chain.rpc import RpcClient
 from curta_chain.chain.specs import AutoPrice, Budget
 from curta_chain.chain.transport import BatchRefusedError
@@ -177,11 +178,12 @@ async def test_a_listed_transaction_a_node_behind_has_not_indexed_is_asked_again
     try:
         client = RpcClient(node, "confirmed")
         client.lag_poll = 0.0
-        payer, to = node.fund(), Keypair().pubkey()
+        payer, to, rent = node.fund(), Keypair().pubkey(), rent_exempt_minimum(0)
         blockhash, _ = await client.latest_blockhash()
         tx = VersionedTransaction(
             Message.new_with_blockhash(
-                [transfer(TransferParams(from_pubkey=payer.pubkey(), to_pubkey=to, lamports=1))],
+                # A new account gets its rent-exempt minimum at least (a validator's rule).
+                [transfer(TransferParams(from_pubkey=payer.pubkey(), to_pubkey=to, lamports=rent))],
                 payer.pubkey(),
                 blockhash,
             ),

@@ -275,9 +275,10 @@ def test_close_run_gives_the_rent_back_and_a_prefunded_address_runs_again(
     assert done["transactions"] == done["step_transactions"] + 2  # openRun, closeRun
     signatures = done["transactions"] + 1
     assert before - after == 5_000 * signatures, done
-    # Someone sends the closed run's public address a lamport: the same command runs again.
+    # Someone funds the closed run's public address (with the least a validator lets a new
+    # account hold: its rent-exempt minimum): the same command runs again.
     rival = fund(localnet.url, 1)
-    send_lamports(localnet.url, rival, run, 1)
+    send_lamports(localnet.url, rival, run, rent_exempt_minimum(0))
     again = cli_json(capsys, "run", model, *args, *chain, "--on-chain", "--close-run")
     assert again["run"] == done["run"] and again["generated_ids"] == done["generated_ids"]
     assert again["closed"] and run_steps(localnet.url, run) == 0

@@ -10,12 +10,14 @@ from typing import Any
 
 import pytest
 from inprocess import PROGRAM_ID, LocalnetTransport
+from solders.compute_budget import set_compute_unit_limit, set_compute_unit_price
 from solders.keypair import Keypair
 from solders.signature import Signature
 from solders.system_program import TransferParams, transfer
 from solders.transaction import Transaction
 
 from curta_chain import program
+from curta_chain.chain.rent import rent_exempt_minimum
 from curta_chain.chain.rpc import RpcClient
 from curta_chain.chain.sender import (
     FRESH_BLOCKHASH_WAIT,
@@ -399,9 +401,14 @@ async def test_a_payer_who_cannot_pay_the_fee_ends_the_wait_at_once(node):
 @pytest.mark.asyncio
 async def test_a_refusal_or_a_landed_failure_for_funds_is_said_at_once(node):
     preflighting = Preflighting()
-    payer = preflighting.fund(sol=0.000001)  # less than a fee
+    # A new account holds its rent-exempt minimum at least: this payer's cannot cover the
+    # priority fee its transaction offers (1,000,000 units at 1 lamport each).
+    payer = Keypair()
+    preflighting.localnet.airdrop(payer.pubkey(), rent_exempt_minimum(0))
+    pricey = [set_compute_unit_limit(1_000_000), set_compute_unit_price(1_000_000)]
+    spec = TxSpec((*pricey, *transfers(payer, 1)[0].instructions))
     with pytest.raises(InsufficientFundsError) as short:
-        await preflighting.sender(payer, resume_hint="rerun me").send(transfers(payer, 1))
+        await preflighting.sender(payer, resume_hint="rerun me").send([spec])
     assert str(short.value) == (
         "the node refused a transaction: the payer cannot pay the fee; fund the payer, "
         f"{payer.pubkey()}, then rerun me"
@@ -409,7 +416,7 @@ async def test_a_refusal_or_a_landed_failure_for_funds_is_said_at_once(node):
     assert preflighting.errors == ["InsufficientFundsForFee"]
     preflighting.localnet.close()
 
-    poor = node.fund(sol=0.0001)  # pays the fee, not the transfer
+    poor = node.fund(sol=0.001)  # pays the fee, not the transfer of 0.001 SOL
     with pytest.raises(InsufficientFundsError) as short:
         await node.sender(poor, resume_hint="rerun me").send(transfers(poor, 1))
     assert str(short.value) == (

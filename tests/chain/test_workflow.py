@@ -296,7 +296,7 @@ def balance(cli: Cli) -> int:
 
 
 def account_lamports(cli: Cli, address: str) -> int:
-    from solana.rpc.api import Client
+    from reference_client import Client
 
     return Client(cli.url, "processed").get_balance(Pubkey.from_string(address)).value
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from chain_helpers import begin_sealing_on_chain, write_bytes_on_chain
-from solana.rpc.api import Client
+from reference_client import Client
 from solders.keypair import Keypair
 from solders.pubkey import Pubkey
 from solders.signature import Signature

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-HEAVY = ("numpy", "anchorpy", "solana", "solders", "httpx", "construct", "asyncio")
+HEAVY = ("numpy", "solana", "solders", "httpx", "asyncio")
 """What a --help has no use for: each costs tens to hundreds of milliseconds."""
 
 PROBE = """

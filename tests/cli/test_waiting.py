@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 
 import pytest
-from solana.rpc.api import Client
+from reference_client import Client
 from solders.keypair import Keypair
 
 from curta_chain.chain.transport import HttpTransport

@@ -3,8 +3,8 @@ import base64
 import based58
 import zstandard
 from localnet_helpers import PROCESSED, latest_blockhash, result, rpc, send_b64, transfer_tx
-from solana.rpc.api import Client
-from solana.rpc.types import DataSliceOpts, MemcmpOpts
+from reference_client import Client
+from solana.rpc.models import DataSliceOpts, MemcmpOpts
 from solders.keypair import Keypair
 from solders.message import Message
 from solders.pubkey import Pubkey
@@ -54,7 +54,9 @@ def test_account_info_encodings_and_data_slice(localnet, funded_keypair):
     value = result(url, "getAccountInfo", [str(account), sliced])["value"]
     assert based58.b58decode(value["data"][0].encode()) == bytes(10)
     client_view = (
-        Client(url, "processed").get_account_info(account, data_slice=DataSliceOpts(5, 7)).value
+        Client(url, "processed")
+        .get_account_info(account, data_slice=DataSliceOpts(offset=5, length=7))
+        .value
     )
     assert client_view.data == bytes(7)
     assert client_view.owner == OWNER

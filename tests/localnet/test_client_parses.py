@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 import pytest
 from localnet_helpers import advance_slots, result
-from solana.rpc.api import Client
+from reference_client import Client
 from solana.rpc.async_api import AsyncClient
-from solana.rpc.types import TokenAccountOpts
+from solana.rpc.models import TokenAccountOpts
 from solders.instruction import Instruction
 from solders.keypair import Keypair
 from solders.message import Message
@@ -24,13 +24,12 @@ from solders.system_program import ID as SYSTEM_PROGRAM_ID
 from solders.system_program import CreateAccountParams, create_account
 from solders.transaction import VersionedTransaction
 from spl.token.instructions import (
-    InitializeMintParams,
-    MintToParams,
     create_associated_token_account,
     get_associated_token_address,
     initialize_mint,
     mint_to,
 )
+from spl.token.models import InitializeMintParams, MintToParams
 
 from curta_chain.localnet import LocalnetHandle, ManualClock, start_in_thread
 from curta_chain.localnet.parsed_programs import MEMO_PROGRAMS, TOKEN_PROGRAM

@@ -2,7 +2,7 @@ import base64
 import time
 
 from localnet_helpers import PROCESSED, advance_slots, result, rpc, transfer_tx
-from solana.rpc.api import Client
+from reference_client import Client
 from solders.hash import Hash
 from solders.keypair import Keypair
 from solders.message import Message

@@ -4,8 +4,8 @@ import hashlib
 
 import based58
 from localnet_helpers import latest_blockhash, result, send_b64
-from solana.rpc.api import Client
-from solana.rpc.types import DataSliceOpts, MemcmpOpts
+from reference_client import Client
+from solana.rpc.models import DataSliceOpts, MemcmpOpts
 from solders.instruction import Instruction
 from solders.keypair import Keypair
 from solders.message import Message
@@ -82,7 +82,7 @@ def test_publish_and_seal_a_model_over_rpc(localnet, funded_keypair):
     assert refused["data"]["logs"]
 
     client = Client(url, "processed")
-    head = DataSliceOpts(WEIGHT_HEADER_SIZE, 16)
+    head = DataSliceOpts(offset=WEIGHT_HEADER_SIZE, length=16)
     written = client.get_account_info(weights[0].pubkey(), data_slice=head).value
     assert written.data == bytes(range(16))
 

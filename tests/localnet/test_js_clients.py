@@ -1,5 +1,5 @@
 """The localnet as real JavaScript clients see it: @solana/web3.js 1.99, @solana/kit 8 and
-@coral-xyz/anchor 0.29 (with our IDL), each run by node against a localnet this test starts.
+@coral-xyz/anchor 0.32 (with our IDL), each run by node against a localnet this test starts.
 
 The suites are in ``tests/localnet/js`` (``bash scripts/setup.sh`` runs ``npm ci`` there).
 Each runs every method and subscription its client exposes, at each commitment where one
@@ -22,8 +22,8 @@ from typing import Any
 import pytest
 from localnet_helpers import advance_slots
 from node_packages import require_node_packages
-from solana.rpc.api import Client
-from solana.rpc.types import TxOpts
+from reference_client import Client
+from solana.rpc.models import TxOpts
 from solders.hash import Hash
 from solders.instruction import Instruction
 from solders.keypair import Keypair
@@ -38,15 +38,13 @@ from solders.system_program import (
 )
 from solders.transaction import VersionedTransaction
 from spl.token.instructions import (
-    ApproveParams,
-    InitializeMintParams,
-    MintToParams,
     approve,
     create_associated_token_account,
     get_associated_token_address,
     initialize_mint,
     mint_to,
 )
+from spl.token.models import ApproveParams, InitializeMintParams, MintToParams
 
 from curta_chain.constants import LOCALNET_PROGRAM_ID
 from curta_chain.localnet import BusyOptions, ManualClock, start_in_thread

@@ -3,7 +3,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from solana.rpc.api import Client
+from reference_client import Client
 from solders.pubkey import Pubkey
 
 from curta_chain.constants import LOCALNET_PROGRAM_ID

@@ -12,10 +12,10 @@ from localnet_helpers import (
     send_b64,
     transfer_tx,
 )
-from solana.rpc.api import Client
+from reference_client import Client
 from solana.rpc.async_api import AsyncClient
 from solana.rpc.core import RPCException
-from solana.rpc.types import TxOpts
+from solana.rpc.models import TxOpts
 from solders.hash import Hash
 from solders.instruction import Instruction
 from solders.keypair import Keypair

@@ -8,9 +8,7 @@ import struct
 from pathlib import Path
 
 import pytest
-from anchorpy.coder.instruction import InstructionCoder
 from curta_svm import PROGRAM_ID, Chain
-from pyheck import snake
 from solders.compute_budget import set_compute_unit_limit, set_compute_unit_price
 from solders.hash import Hash
 from solders.keypair import Keypair
@@ -43,6 +41,7 @@ from curta_chain.program import (
     seal_step,
     write_weights,
 )
+from curta_chain.program.idl import coder
 
 ROOT = Path(__file__).resolve().parents[2]
 HEADER = "".join(
@@ -63,26 +62,32 @@ def test_idl_is_one_file_reached_from_programs_idl():
 
 
 def test_idl_address_is_the_localnet_program_id():
-    assert json.loads(IDL_PATH.read_text())["metadata"]["address"] == LOCALNET_PROGRAM_ID
+    assert json.loads(IDL_PATH.read_text())["address"] == LOCALNET_PROGRAM_ID
 
 
 def test_instruction_discriminators_match_the_program():
-    coder = InstructionCoder(load_idl())
-    for ix in load_idl().instructions:
-        name = snake(ix.name)
-        expected = hashlib.sha256(f"global:{name}".encode()).digest()[:8]
-        assert coder.sighashes[name] == expected
-        assert struct.unpack("<Q", expected)[0] == c_constant(f"IX_{name.upper()}")
+    raw = json.loads(IDL_PATH.read_text())["instructions"]
+    assert [ix["name"] for ix in raw] == [ix.name for ix in load_idl().instructions]
+    for ix, written in zip(load_idl().instructions, raw, strict=True):
+        expected = hashlib.sha256(f"global:{ix.name}".encode()).digest()[:8]
+        assert bytes(written["discriminator"]) == ix.discriminator == expected
+        assert coder().instruction_discriminator(ix.name) == expected
+        assert struct.unpack("<Q", expected)[0] == c_constant(f"IX_{ix.name.upper()}")
 
 
 def test_account_discriminators_match_the_program():
+    raw = {
+        a["name"]: bytes(a["discriminator"]) for a in json.loads(IDL_PATH.read_text())["accounts"]
+    }
     for name, c_name in [
         ("Model", "MODEL_DISCRIMINATOR"),
         ("WeightAccount", "WEIGHT_ACCOUNT_DISCRIMINATOR"),
         ("Run", "RUN_DISCRIMINATOR"),
     ]:
         digest = hashlib.sha256(f"account:{name}".encode()).digest()[:8]
+        assert raw.pop(name) == coder().account_discriminator(name) == digest
         assert struct.unpack("<Q", digest)[0] == c_constant(c_name)
+    assert raw == {}
 
 
 def test_error_codes_and_names_match_the_program():
@@ -181,8 +186,8 @@ def test_fast_write_equals_the_idl_coder(size: int):
     data = os.urandom(size)
     a, w = Keypair().pubkey(), Keypair().pubkey()
     ix = write_weights(PROGRAM_ID, a, w, 123_456, data)
-    coder = InstructionCoder(load_idl())
-    assert bytes(ix.data) == coder.encode("write_weights", {"offset": 123_456, "data": data})
+    want = coder().encode_instruction("write_weights", {"offset": 123_456, "data": data})
+    assert bytes(ix.data) == want
     assert [(m.pubkey, m.is_signer, m.is_writable) for m in ix.accounts] == [
         (a, True, False),
         (w, False, True),

@@ -20,7 +20,6 @@ what the mirror (``program.run_mirror``) computes from the instructions that lan
 
 import random
 
-from anchorpy.coder.instruction import InstructionCoder
 from curta_svm import CU_LIMIT, PROGRAM_ID, Chain, Published
 from solders.compute_budget import set_compute_unit_limit
 from solders.instruction import AccountMeta, Instruction
@@ -54,6 +53,8 @@ from curta_chain.program import (
     step,
     write_weights,
 )
+from curta_chain.program.borsh import CodecError
+from curta_chain.program.idl import coder
 from curta_chain.program.run_account import opened_run_data
 from curta_chain.program.run_mirror import RunMirror
 
@@ -140,7 +141,7 @@ class Runs:
 
     def landed(self, ix: Instruction) -> None:
         """Advance the expectation of the run a landed instruction changed."""
-        name = InstructionCoder(load_idl()).parse(bytes(ix.data)).name
+        name, args = coder().decode_instruction(bytes(ix.data))
         run = ix.accounts[0].pubkey if name == "step" else ix.accounts[1].pubkey
         if name == "step":
             mirror = self.expected[run]
@@ -151,12 +152,11 @@ class Runs:
         elif name == "close_run":
             self.expected[run] = None
         else:
-            args = InstructionCoder(load_idl()).parse(bytes(ix.data)).data
-            prompt = args.prompt
-            text = bytes(prompt.text) if hasattr(prompt, "text") else list(prompt.ids)
+            prompt = args["prompt"]
+            text = prompt.fields["text"] if prompt.name == "Text" else prompt.fields["ids"]
             data = opened_run_data(
                 self.artifact.config, ix.accounts[2].pubkey, ix.accounts[0].pubkey,
-                args.capacity, text, args.temperature, args.top_p, args.seed,
+                args["capacity"], text, args["temperature"], args["top_p"], args["seed"],
             )  # fmt: skip
             self.expected[run] = RunMirror(self.artifact, data)
             self.fresh = [kp for kp in self.fresh if kp.pubkey() != run]
@@ -362,12 +362,11 @@ class World:
 
 
 def canonical(data: bytes) -> bool:
-    coder = InstructionCoder(load_idl())
     try:
-        decoded = coder.parse(data)
-    except Exception:
+        name, args = coder().decode_instruction(data)
+    except CodecError:
         return False
-    return coder.build(decoded) == data
+    return coder().encode_instruction(name, args) == data
 
 
 def landed_run_instruction(world: World, ix: Instruction) -> bool:
@@ -381,8 +380,7 @@ def landed_run_instruction(world: World, ix: Instruction) -> bool:
 
 
 RUN_SIGHASHES = {
-    bytes(InstructionCoder(load_idl()).sighashes[name])
-    for name in ("open_run", "step", "close_run")
+    coder().instruction_discriminator(name) for name in ("open_run", "step", "close_run")
 }
 
 

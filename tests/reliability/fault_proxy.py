@@ -86,9 +86,9 @@ from solders.transaction import Transaction, VersionedTransaction
 from curta_chain.chain.loader import LOADER_V3
 from curta_chain.cli.keypairs import write_keypair
 from curta_chain.compute_budget import LAMPORTS_PER_SIGNATURE
-from curta_chain.program.idl import instruction_coder
+from curta_chain.program.idl import load_idl
 
-_KINDS = {sighash: name for name, sighash in instruction_coder().sighashes.items()}
+_KINDS = {ix.discriminator: ix.name for ix in load_idl().instructions}
 _WRITE_ARGS = struct.Struct("<II")
 _LOADER_KINDS = {
     0: "loader_initialize_buffer",

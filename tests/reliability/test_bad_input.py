@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 from attacker import CURTA, STANDIN, deploy_program, on_chain
 from fault_proxy import FaultProxy, record
-from solana.rpc.api import Client
+from reference_client import Client
 from solana.rpc.commitment import Confirmed
 from solders.keypair import Keypair
 from solders.pubkey import Pubkey

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from solana.rpc.api import Client
+from reference_client import Client
 from solders.keypair import Keypair
 
 from curta_chain.artifact import Artifact
