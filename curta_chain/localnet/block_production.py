@@ -11,15 +11,15 @@ import random
 
 from solders.account import Account
 from solders.litesvm import LiteSVM
-from solders.message import Message, MessageV0
+from solders.message import MessageV0
 from solders.transaction import VersionedTransaction
 from solders.transaction_metadata import FailedTransactionMetadata
 
 from curta_chain.localnet.busy import BusyOptions, Leader, Pending, scheduling_cost
-from curta_chain.localnet.codec import supported_message, transaction_error_json
+from curta_chain.localnet.codec import AnyMessage, transaction_error_json
 from curta_chain.localnet.current_bank import less_lamports
 from curta_chain.localnet.execution import Execution
-from curta_chain.localnet.fees import compute_budget, priority_lamports, transaction_fee
+from curta_chain.localnet.fees import compute_budget, priority_fee, transaction_fee
 from curta_chain.localnet.load_limit import loads_too_much
 from curta_chain.localnet.outcomes import Landed, Queued, Refused, SendOutcome, TransactionAccounts
 
@@ -67,11 +67,11 @@ class BlockProduction(Execution):
     ) -> SendOutcome:
         """Send in the busy mode in ``slot`` (now): check, preflight at once, then drop or queue."""
         signature = str(tx.signatures[0])
-        message = supported_message(tx.message)
+        message = tx.message
         accounts = self._accounts_of(message)
         payer_before = self.svm.get_account(accounts.keys[0])
         units, price = compute_budget(message)
-        priority = priority_lamports(units, price)
+        priority = priority_fee(message)
         fee = transaction_fee(message, priority)
         refusal = self._refusal_before_execution(
             tx, message, signature, accounts, payer_before, fee
@@ -109,7 +109,7 @@ class BlockProduction(Execution):
     def _simulate(
         self,
         tx: VersionedTransaction,
-        message: Message | MessageV0,
+        message: AnyMessage,
         signature: str,
         accounts: TransactionAccounts,
         payer_before: Account | None,
@@ -126,7 +126,7 @@ class BlockProduction(Execution):
                 # The priority fee is charged before the transaction runs, as _execute does.
                 self.svm.set_account(accounts.keys[0], less_lamports(payer_before, charge))
         try:
-            result = self.svm.simulate_transaction(tx)
+            result = self.simulate(tx)
         finally:
             if charge and payer_before is not None:
                 self.svm.set_account(accounts.keys[0], payer_before)

@@ -23,13 +23,13 @@ from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import TYPE_CHECKING
 
-from solders.message import Message, MessageV0
+from solders.message import Message, MessageV0, MessageV1
 from solders.pubkey import Pubkey
 from solders.transaction import VersionedTransaction
 
-from curta_chain.chain.loaded_data import loaded_accounts_data_size_limit
 from curta_chain.constants import ACCOUNT_CU_LIMIT, ACCOUNT_WRITE_LIMIT, BLOCK_CU_LIMIT
 from curta_chain.localnet.fees import DEFAULT_INSTRUCTION_COMPUTE_UNITS
+from curta_chain.localnet.load_limit import loaded_data_limit
 
 if TYPE_CHECKING:
     from curta_chain.localnet.outcomes import TransactionAccounts
@@ -138,7 +138,7 @@ NOT_BUSY = BusyOptions()
 """Today's localnet: every transaction runs inside its sendTransaction, nothing is lost."""
 
 
-def scheduling_cost(message: Message | MessageV0, writable: int, limit: int) -> int:
+def scheduling_cost(message: Message | MessageV0 | MessageV1, writable: int, limit: int) -> int:
     """Return the compute units the leader reserves for ``message`` in a block.
 
     agave's cost model for scheduling: 720 per signature, 300 per writable account, one
@@ -148,7 +148,7 @@ def scheduling_cost(message: Message | MessageV0, writable: int, limit: int) -> 
     signatures = message.header.num_required_signatures
     data_bytes = sum(len(instruction.data) for instruction in message.instructions)
     # None (compute-budget instructions that do not decode) never reaches the leader's queue.
-    pages = -(-(loaded_accounts_data_size_limit(message) or 0) // LOADED_DATA_PAGE_BYTES)
+    pages = -(-(loaded_data_limit(message) or 0) // LOADED_DATA_PAGE_BYTES)
     return (
         SIGNATURE_COST * signatures
         + WRITE_LOCK_UNITS * writable
@@ -165,7 +165,7 @@ class Pending:
     signature: str
     raw: bytes
     tx: VersionedTransaction
-    message: Message | MessageV0
+    message: Message | MessageV0 | MessageV1
     blockhash: str
     price: int
     """Micro-lamports a compute unit."""
