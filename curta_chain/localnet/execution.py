@@ -1,8 +1,8 @@
 """Executing a transaction in LiteSVM and keeping its results: statuses, details, the log.
 
 A transaction that passed the checks before execution (``_refusal_before_execution``:
-signatures, the blockhash's age, a duplicate, a payer that can pay) runs in LiteSVM after
-its priority fee is charged (``_execute``); one that landed is recorded in the
+signatures, the blockhash's age, a duplicate, a payer that can pay) runs in LiteSVM, which
+charges its whole fee (``_execute``); one that landed is recorded in the
 transaction history, appended to the ledger's log and handed to the PubSub server
 (``take_landed``) once durable. Signatures are verified here rather than by LiteSVM so
 that a preflight failure can be told apart from a runtime one, and so replay can skip
@@ -29,7 +29,13 @@ from solders.transaction_metadata import FailedTransactionMetadata, TransactionM
 from curta_chain.localnet.codec import AnyMessage, transaction_error_json
 from curta_chain.localnet.current_bank import CurrentBank, less_lamports
 from curta_chain.localnet.features import ENABLE_TX_V1, Features
-from curta_chain.localnet.fees import compute_budget, heap_bytes, priority_fee, transaction_fee
+from curta_chain.localnet.fees import (
+    compute_budget,
+    heap_bytes,
+    priority_fee,
+    transaction_fee,
+    unpaid_priority,
+)
 from curta_chain.localnet.ledger import RECORD_TRANSACTION, Ledger
 from curta_chain.localnet.load_limit import loads_too_much, refused_before_running
 from curta_chain.localnet.outcomes import Landed, Refused, TransactionAccounts, writable_keys
@@ -111,7 +117,7 @@ class Execution(CurrentBank):
         self.banks.will_write(slot, accounts.writable)
         pre = [self.svm.get_balance(key) or 0 for key in accounts.keys]
         pre_tokens = token_balances(accounts.keys, self.get_account)
-        result, landed = self._execute(tx, accounts, payer_before, priority)
+        result, landed = self._execute(tx, accounts, payer_before)
         if isinstance(result, FailedTransactionMetadata):
             meta = result.meta()
             err = transaction_error_json(result.err())
@@ -236,14 +242,14 @@ class Execution(CurrentBank):
         tx: VersionedTransaction,
         accounts: TransactionAccounts,
         payer_before: Account | None,
-        fee: int,
     ) -> tuple[TransactionMetadata | FailedTransactionMetadata, bool]:
-        """Run ``tx`` in LiteSVM after charging its priority ``fee``; say if it landed.
+        """Run ``tx`` in LiteSVM, which charges its fee; say if it landed.
 
-        A failed transaction landed if it paid its fee (LiteSVM charged the signature fee),
-        which is how the runtime tells an executed failure from one that never loaded. One
-        that loads more account data than its limit is refused here, before it runs, with
-        its whole fee charged, as a validator does (LiteSVM does not count loaded data).
+        A failed transaction landed if it paid its fee (LiteSVM charges the signature and
+        priority fees, but a v1 one's priority fee, which the localnet charges first), which
+        is how the runtime tells an executed failure from one that never loaded. One that
+        loads more account data than its limit is refused here, before it runs, with its
+        whole fee charged, as a validator does (LiteSVM does not count loaded data).
         """
         payer = accounts.keys[0]
         looked_up = [*accounts.loaded_writable, *accounts.loaded_readonly]
@@ -251,14 +257,16 @@ class Execution(CurrentBank):
         if payer_before is not None and loads_too_much(
             message, accounts.keys, looked_up, self.get_account, self._owners.owner
         ):
-            self.svm.set_account(payer, less_lamports(payer_before, self.fee_for(message)))
-            self._forget_reads()
-            return refused_before_running(tx, "MaxLoadedAccountsDataSizeExceeded"), True
-        charged = payer_before.lamports if payer_before is not None else 0
-        if fee and payer_before is not None:
-            charged -= fee
+            fee = self.fee_for(message)
             self.svm.set_account(payer, less_lamports(payer_before, fee))
+            self._forget_reads()
+            return refused_before_running(tx, "MaxLoadedAccountsDataSizeExceeded", fee), True
         self._use_budget(message)
+        charged = payer_before.lamports if payer_before is not None else 0
+        unpaid = unpaid_priority(message)
+        if unpaid and payer_before is not None:
+            charged -= unpaid
+            self.svm.set_account(payer, less_lamports(payer_before, unpaid))
         result = self.svm.send_transaction(tx)
         self._forget_reads()
         if not isinstance(result, FailedTransactionMetadata):
@@ -277,7 +285,7 @@ class Execution(CurrentBank):
         pre = [self.svm.get_balance(key) or 0 for key in accounts.keys]
         pre_tokens = token_balances(accounts.keys, self.get_account)
         priority = priority_fee(message)
-        result, _ = self._execute(tx, accounts, self.svm.get_account(payer), priority)
+        result, _ = self._execute(tx, accounts, self.svm.get_account(payer))
         if isinstance(result, FailedTransactionMetadata):
             meta, err = result.meta(), transaction_error_json(result.err())
         else:
@@ -288,9 +296,20 @@ class Execution(CurrentBank):
         self.replayed += 1
 
     def simulate(self, tx: VersionedTransaction) -> SimulateResult:
-        """Simulate ``tx`` in LiteSVM with the compute budget it runs with; change nothing."""
-        self._use_budget(tx.message)
-        return self.svm.simulate_transaction(tx)
+        """Simulate ``tx`` in LiteSVM with the budget and fee it runs with; change nothing."""
+        message = tx.message
+        self._use_budget(message)
+        unpaid = unpaid_priority(message)
+        payer = message.account_keys[0]
+        before = self.svm.get_account(payer) if unpaid else None
+        if before is not None and before.lamports >= unpaid:
+            self.svm.set_account(payer, less_lamports(before, unpaid))
+        try:
+            return self.svm.simulate_transaction(tx)
+        finally:
+            if before is not None and before.lamports >= unpaid:
+                self.svm.set_account(payer, before)
+                self._forget_reads()
 
     def _use_budget(self, message: AnyMessage) -> None:
         """Give LiteSVM the compute budget ``message`` runs with, when LiteSVM cannot read it.

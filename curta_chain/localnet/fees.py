@@ -1,14 +1,18 @@
 """Transaction fees as a validator charges them: a rate per signature plus the priority fee.
 
-LiteSVM charges only the signature fee; the localnet charges the priority fee itself (the
-compute-unit price times the compute-unit limit, rounded up to whole lamports) so that
-balances, getFeeForMessage and getTransaction's ``fee`` agree with a validator. Without a
-SetComputeUnitLimit, the limit is 200,000 units per instruction (at most 1,400,000).
+LiteSVM (since solders 0.29) charges both the signature fee and the priority fee (the
+compute-unit price times the compute-unit limit, rounded up to whole lamports); the
+localnet computes the same fee for getFeeForMessage, getTransaction's ``fee`` and its
+checks before execution. Without a SetComputeUnitLimit, the limit here is 200,000 units
+per instruction (at most 1,400,000): Agave 4 gives builtin instructions (System, the
+compute budget, the BPF loaders) 3,000 instead (SIMD-0170), so for a priced transaction
+without a limit LiteSVM charges less than this says.
 
 A v1 message (SIMD-0385) carries its budget inline and its compute-budget instructions
 configure nothing: as agave 4.3 reads its ``TransactionConfig``, an unset compute-unit limit
 is 0, an unset priority fee 0 lamports (the fee is a total, not a price), an unset heap
-32 KiB.
+32 KiB. LiteSVM reads no v1 config: it charges a v1 transaction the signature fee only, and
+the localnet charges its priority fee (``Execution._execute``).
 """
 
 from solders.message import Message, MessageV0, MessageV1
@@ -77,6 +81,11 @@ def priority_fee(message: Message | MessageV0 | MessageV1) -> int:
     if isinstance(message, MessageV1):
         return message.config.priority_fee or 0
     return priority_lamports(*compute_budget(message))
+
+
+def unpaid_priority(message: Message | MessageV0 | MessageV1) -> int:
+    """The part of ``message``'s fee LiteSVM does not charge: a v1 message's priority fee."""
+    return priority_fee(message) if isinstance(message, MessageV1) else 0
 
 
 def priority_lamports(units: int, price: int) -> int:

@@ -86,13 +86,16 @@ def loads_too_much(
     return loaded_accounts_data_size(message, account, looked_up) > limit
 
 
-def refused_before_running(tx: VersionedTransaction, error: str) -> FailedTransactionMetadata:
-    """The metadata of ``tx`` refused with ``error`` while loading: no logs, no compute units."""
+def refused_before_running(
+    tx: VersionedTransaction, error: str, fee: int
+) -> FailedTransactionMetadata:
+    """The metadata of ``tx`` refused with ``error`` while loading: its ``fee``, no logs."""
     meta = {
         "signature": str(tx.signatures[0]),
         "logs": [],
         "inner_instructions": [],
         "compute_units_consumed": 0,
         "return_data": {"program_id": [0] * 32, "data": []},
+        "fee": fee,
     }
     return FailedTransactionMetadata.from_json(json.dumps({"err": error, "meta": meta}))

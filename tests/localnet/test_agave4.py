@@ -54,8 +54,10 @@ def memo(text: bytes) -> Instruction:
 
 def sized(build, size: int) -> VersionedTransaction:
     """The transaction ``build(memo_bytes)`` makes that is exactly ``size`` bytes."""
-    empty = len(bytes(build(b"")))
-    tx = build(b"a" * (size - empty))
+    length = size - len(bytes(build(b"")))
+    tx = build(b"a" * length)
+    # A legacy instruction's data length is a compact-u16: two bytes from 128 on.
+    tx = build(b"a" * (length - (len(bytes(tx)) - size)))
     assert len(bytes(tx)) == size
     return tx
 
@@ -131,11 +133,17 @@ def test_v1_without_a_budget_is_held_to_agave_4_3s_zero_limits(localnet):
     # A loaded-data limit but no compute-unit limit: 0 units, the memo cannot run.
     config = TransactionConfig(loaded_accounts_data_size_limit=1 << 20)
     answer = send(url, v1(payer, blockhash, [memo(b"y")], config))["error"]
+    assert answer["data"]["err"]["InstructionError"][0] == 0
+    assert answer["data"]["logs"][0] == f"Program {MEMO} invoke [1]"
+    # Its limit is the one it states, not LiteSVM's default for its instructions.
+    config = TransactionConfig(compute_unit_limit=100, loaded_accounts_data_size_limit=1 << 20)
+    answer = send(url, v1(payer, blockhash, [memo(b"y")], config))["error"]
     assert answer["message"] == (
         "Transaction simulation failed: Error processing Instruction 0: Computational budget "
         "exceeded"
     )
     assert answer["data"]["err"] == {"InstructionError": [0, "ComputationalBudgetExceeded"]}
+    assert f"Program {MEMO} consumed 100 of 100 compute units" in answer["data"]["logs"]
     # A legacy memo after them gets its own (default) budget again.
     legacy = VersionedTransaction(
         Message.new_with_blockhash([memo(b"z")], payer.pubkey(), blockhash), [payer]
@@ -273,7 +281,7 @@ def test_get_transaction_and_get_block_answer_for_v1_in_every_encoding(localnet)
                 )
                 for encoding, block in answers.items()
             }
-        for encoding, answer in answers.items():
+        for answer in answers.values():
             assert answer["version"] == 1
             assert answer["meta"]["fee"] == 5_000 + 1_234
             assert answer["meta"]["err"] is None
@@ -382,12 +390,17 @@ def deploy(url: str, payer: Keypair, elf: bytes) -> dict:
     )
     initialize = loader.initialize_buffer(buffer.pubkey(), payer.pubkey())
     assert "result" in send(url, v1(payer, blockhash, [allocate, initialize], signers=(buffer,)))
-    chunk = 3_800
-    for offset in range(0, len(elf), chunk):
-        write = loader.write(buffer.pubkey(), payer.pubkey(), offset, elf[offset : offset + chunk])
-        tx = v1(payer, blockhash, [write])
+    # The loader reads at most one packet of instruction data: 1,100 bytes a Write, three
+    # Writes a v1 transaction.
+    chunk, per_transaction = 1_100, 3
+    for start in range(0, len(elf), chunk * per_transaction):
+        writes = [
+            loader.write(buffer.pubkey(), payer.pubkey(), at, elf[at : at + chunk])
+            for at in range(start, min(start + chunk * per_transaction, len(elf)), chunk)
+        ]
+        tx = v1(payer, blockhash, writes)
         assert len(bytes(tx)) <= 4_096
-        assert "result" in send(url, tx), offset
+        assert "result" in send(url, tx), start
     program_rent = result(url, "getMinimumBalanceForRentExemption", [36])
     create = create_account(
         CreateAccountParams(
@@ -415,10 +428,8 @@ def test_simd_0500_refuses_to_deploy_sbpf_v0_and_takes_v3(localnet):
         "for instruction"
     )
     assert refused["data"]["err"] == {"InstructionError": [1, "InvalidAccountData"]}
-    assert (
-        "Program BPFLoaderUpgradeab1e11111111111111111111111 failed: invalid account data for instruction"
-        in refused["data"]["logs"]
-    )
+    failed = f"Program {loader.LOADER_V3} failed: invalid account data for instruction"
+    assert failed in refused["data"]["logs"]
     assert "result" in deploy(url, payer, shipped_program("sbpf-v3").elf)
 
 
