@@ -122,6 +122,12 @@ def test_a_v1_transaction_lands_and_pays_its_inline_priority_fee(localnet):
     encoded = base64.b64encode(to_bytes_versioned(message)).decode()
     fee = result(url, "getFeeForMessage", [encoded, {"commitment": "processed"}])["value"]
     assert fee == 5_000 + 1_234
+    # A rebroadcast of it is a duplicate, as a legacy one's is: refused at preflight,
+    # answered and dropped without.
+    again = send(url, tx)["error"]
+    assert again["data"]["err"] == "AlreadyProcessed"
+    assert send(url, tx, skipPreflight=True)["result"] == signature
+    assert before - balance(url, payer.pubkey()) == 10**6 + 5_000 + 1_234
 
 
 def test_v1_without_a_budget_is_held_to_agave_4_3s_zero_limits(localnet):
