@@ -14,6 +14,11 @@ rounded up to whole lamports. Without SetComputeUnitLimit the limit is 200,000 u
 instruction that is not a compute-budget one, at most 1,400,000 (Agave gives an instruction
 of a builtin program 3,000 instead; every transaction curta-chain sends sets its limit).
 
+A v1 message (SIMD-0385) carries its budget inline (``TransactionConfig``) and its
+compute-budget instructions configure nothing: as Agave 4.3 reads it, an unset compute-unit
+limit is 0, an unset loaded-data limit 0, an unset heap 32 KiB, and its priority fee is a
+total in lamports, not a price.
+
 This module sits below both ``curta_chain.chain`` (the client) and ``curta_chain.localnet``
 (which charges fees as a validator does), so neither imports the other for it.
 """
@@ -22,7 +27,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from solders.instruction import Instruction
-from solders.message import Message, MessageV0
+from solders.message import Message, MessageV0, MessageV1
 from solders.pubkey import Pubkey
 
 from curta_chain.constants import MAX_COMPUTE_UNITS, MAX_LOADED_ACCOUNTS_DATA_SIZE
@@ -83,17 +88,19 @@ class ComputeBudget:
         return priority_lamports(self.unit_limit, self.unit_price)
 
 
-def compute_budget(message: Message | MessageV0) -> ComputeBudget | None:
+def compute_budget(message: Message | MessageV0 | MessageV1) -> ComputeBudget | None:
     """Return the compute budget of ``message`` as Agave reads it.
 
     Args:
-        message: a transaction's message, legacy or v0.
+        message: a transaction's message, legacy, v0 or v1.
 
     Returns:
         Its budget; None when the runtime fails the transaction for its compute-budget
         instructions (one that does not decode, a kind given twice, a bad heap frame) before
         loading an account or charging a fee.
     """
+    if isinstance(message, MessageV1):
+        return _inline_budget(message)
     keys = message.account_keys
     requested: dict[int, int] = {}
     others = 0
@@ -123,22 +130,42 @@ def compute_budget(message: Message | MessageV0) -> ComputeBudget | None:
     )
 
 
+def _inline_budget(message: MessageV1) -> ComputeBudget:
+    """A v1 message's budget: its ``TransactionConfig``, unset fields as Agave 4.3 fills them.
+
+    The price is derived from the fee (micro-lamports a unit, for ordering), as Agave does;
+    the fee itself is the config's, exactly (``priority_fee``).
+    """
+    config = message.config
+    units = min(config.compute_unit_limit or 0, MAX_COMPUTE_UNITS)
+    fee = config.priority_fee or 0
+    loaded = config.loaded_accounts_data_size_limit or 0
+    return ComputeBudget(
+        unit_limit=units,
+        unit_price=fee * MICRO_LAMPORTS_PER_LAMPORT // units if units else 0,
+        loaded_accounts_data_size_limit=min(loaded, MAX_LOADED_ACCOUNTS_DATA_SIZE),
+        heap_frame=config.heap_size or _MIN_HEAP_FRAME,
+    )
+
+
 def priority_lamports(units: int, price: int) -> int:
     """Return the priority fee of a ``units`` limit at ``price`` micro-lamports a unit."""
     return -(-price * units // MICRO_LAMPORTS_PER_LAMPORT)
 
 
-def priority_fee(message: Message | MessageV0) -> int:
+def priority_fee(message: Message | MessageV0 | MessageV1) -> int:
     """Return the priority fee of ``message`` in lamports.
 
     0 without a compute-unit price, and 0 when its compute-budget instructions fail it
-    (nothing is charged then).
+    (nothing is charged then); a v1 message's is its config's fee.
     """
+    if isinstance(message, MessageV1):
+        return message.config.priority_fee or 0
     budget = compute_budget(message)
     return 0 if budget is None else budget.priority_lamports
 
 
-def transaction_fee(message: Message | MessageV0, priority: int | None = None) -> int:
+def transaction_fee(message: Message | MessageV0 | MessageV1, priority: int | None = None) -> int:
     """Return the whole fee of ``message``: signatures plus priority (computed if None)."""
     signatures = message.header.num_required_signatures
     if priority is None:

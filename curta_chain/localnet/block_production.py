@@ -11,13 +11,13 @@ import random
 
 from solders.account import Account
 from solders.litesvm import LiteSVM
-from solders.message import Message, MessageV0
+from solders.message import MessageV0
 from solders.transaction import VersionedTransaction
 from solders.transaction_metadata import FailedTransactionMetadata
 
-from curta_chain.compute_budget import compute_budget, priority_lamports, transaction_fee
+from curta_chain.compute_budget import compute_budget, priority_fee, transaction_fee
 from curta_chain.localnet.busy import BusyOptions, Leader, Pending, scheduling_cost
-from curta_chain.localnet.codec import supported_message, transaction_error_json
+from curta_chain.localnet.codec import AnyMessage, transaction_error_json
 from curta_chain.localnet.execution import Execution
 from curta_chain.localnet.load_limit import loads_too_much
 from curta_chain.localnet.outcomes import Landed, Queued, Refused, SendOutcome, TransactionAccounts
@@ -66,13 +66,13 @@ class BlockProduction(Execution):
     ) -> SendOutcome:
         """Send in the busy mode in ``slot`` (now): check, preflight at once, then drop or queue."""
         signature = str(tx.signatures[0])
-        message = supported_message(tx.message)
+        message = tx.message
         accounts = self._accounts_of(message)
         payer_before = self.svm.get_account(accounts.keys[0])
         budget = compute_budget(message)
         # Compute-budget instructions that fail the transaction: LiteSVM refuses it unpaid.
         units, price = (0, 0) if budget is None else (budget.unit_limit, budget.unit_price)
-        priority = priority_lamports(units, price)
+        priority = priority_fee(message)
         fee = transaction_fee(message, priority)
         refusal = self._refusal_before_execution(
             tx, message, signature, accounts, payer_before, fee
@@ -110,7 +110,7 @@ class BlockProduction(Execution):
     def _simulate(
         self,
         tx: VersionedTransaction,
-        message: Message | MessageV0,
+        message: AnyMessage,
         signature: str,
         accounts: TransactionAccounts,
         payer_before: Account | None,
@@ -124,7 +124,7 @@ class BlockProduction(Execution):
             owner = self._owners.owner
             if loads_too_much(message, accounts.keys, looked_up, self.get_account, owner):
                 return Refused(signature, "MaxLoadedAccountsDataSizeExceeded", [], 0)
-        result = self.svm.simulate_transaction(tx)
+        result = self.simulate(tx)
         if isinstance(result, FailedTransactionMetadata):
             meta = result.meta()
             err = transaction_error_json(result.err())

@@ -9,7 +9,7 @@ import json
 from collections.abc import Callable, Sequence
 
 from solders.account import Account
-from solders.message import Message, MessageV0
+from solders.message import Message, MessageV0, MessageV1
 from solders.pubkey import Pubkey
 from solders.transaction import VersionedTransaction
 from solders.transaction_metadata import FailedTransactionMetadata
@@ -28,7 +28,7 @@ ACCOUNT_BOUND = TRANSACTION_ACCOUNT_BASE_SIZE + MAX_ACCOUNT_SIZE
 
 
 def loads_too_much(
-    message: Message | MessageV0,
+    message: Message | MessageV0 | MessageV1,
     keys: Sequence[Pubkey],
     looked_up: Sequence[Pubkey],
     account: Callable[[Pubkey], Account | None],
@@ -36,8 +36,10 @@ def loads_too_much(
 ) -> bool:
     """Whether ``message`` loads more account data than its limit.
 
-    A limit of 0, invalid compute-budget instructions and lookups that do not resolve are
-    LiteSVM's to refuse: it does, before loading anything, and charges nothing.
+    A limit of 0 asked by a legacy or v0 message, invalid compute-budget instructions and
+    lookups that do not resolve are LiteSVM's to refuse: it does, before loading anything,
+    and charges nothing. A v1 message's limit of 0 (one it did not set) is exceeded by any
+    account it loads.
 
     Reading an account copies its data, and most transactions here name a 10 MiB weight
     account, so the count starts from an upper bound: a key whose owner is on record
@@ -55,8 +57,10 @@ def loads_too_much(
     limit = loaded_accounts_data_size_limit(message)
     tables = message.address_table_lookups if isinstance(message, MessageV0) else []
     wanted = sum(len(t.writable_indexes) + len(t.readonly_indexes) for t in tables)
-    if not limit or len(looked_up) != wanted:
+    if limit is None or len(looked_up) != wanted:
         return False
+    if not limit:
+        return isinstance(message, MessageV1)
     owners = {key: owner(key) for key in keys}
     bound = sum(
         ACCOUNT_BOUND * (2 if key_owner == UPGRADEABLE_LOADER_ID else 1)

@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from typing import Final
 
 from solders.account import Account
-from solders.message import Message, MessageV0
+from solders.message import Message, MessageV0, MessageV1
 from solders.pubkey import Pubkey
 
 from curta_chain.compute_budget import compute_budget
@@ -41,14 +41,14 @@ _PROGRAM_STATE: Final = (2).to_bytes(4, "little")
 
 
 def loaded_accounts_data_size(
-    message: Message | MessageV0,
+    message: Message | MessageV0 | MessageV1,
     account: Callable[[Pubkey], Account | None],
     looked_up: Sequence[Pubkey] = (),
 ) -> int:
     """Return the bytes of account data a validator loads for ``message``, as it counts them.
 
     Args:
-        message: the transaction's message, legacy or v0.
+        message: the transaction's message, legacy, v0 or v1.
         account: the account at a key before the transaction runs (None when there is none).
         looked_up: the addresses ``message``'s lookup tables resolve to, writable then
             read-only, as the runtime appends them to the static keys.
@@ -79,7 +79,7 @@ def loaded_accounts_data_size(
     return total
 
 
-def loaded_accounts_data_size_limit(message: Message | MessageV0) -> int | None:
+def loaded_accounts_data_size_limit(message: Message | MessageV0 | MessageV1) -> int | None:
     """Return the loaded-data limit a validator holds ``message`` to.
 
     Args:

@@ -1,7 +1,8 @@
 """Issue 21's table, row by row: every chain command on a busy cluster ends as a clean run.
 
-Each row starts a busy localnet (``BusyOptions``, the same settings as ``curta-chain
-localnet --blocks --seed N --slot-ms 200``'s flags: a block a slot, the leader's order) and
+Each row starts a busy localnet (``BusyOptions`` at 200 ms slots: ``curta-chain localnet
+--blocks --seed N --slot-ms 200``'s flags, but the 400 ms limits, which that command line
+scales by half as SIMD-0525 does; a block a slot, the leader's order) and
 puts a ``FaultProxy`` in front of it that books every transaction the node gets and, for
 the behaviours the localnet has no flag for, acts as the provider (``Provider``). Through
 it the real CLI, each command its own process, runs what a user runs with stories260K:
