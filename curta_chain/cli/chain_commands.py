@@ -29,6 +29,7 @@ from curta_chain.cli.options import (
 from curta_chain.cli.running import (
     U64_MAX,
     add_price_option,
+    add_tx_version_option,
     budget_for,
     describe_price,
     run_on_cluster,
@@ -57,6 +58,7 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
     add_cluster_options(p, fee_payer=True)
     p.add_argument("--dry-run", action="store_true", help="print the plan and cost, send nothing")
     add_price_option(p)
+    add_tx_version_option(p, "the write transactions")
     add_yes_option(p)
     p.set_defaults(run=_publish)
 
@@ -157,7 +159,8 @@ def _publish(args: argparse.Namespace) -> int:
             f"create, {len(plan.writes):,} writes ({plan.write_bytes:,} bytes)"
         )
         reporter.line(
-            f"  {plan.transactions:,} transactions, {plan.payload_per_write:,} bytes a write"
+            f"  {plan.transactions:,} transactions, {plan.payload_per_write:,} bytes a write "
+            f"({plan.tx_version} transactions)"
         )
         reporter.line(
             f"  cost {sol(plan.cost_lamports)}: rent {plan.rent_lamports:,} + fees "

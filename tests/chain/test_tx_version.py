@@ -1,0 +1,267 @@
+"""v1 transactions where the cluster has them: sizes at the limit, the choice, and the chain.
+
+The sizes are pure: a v1 write filled to its payload is exactly 4,096 bytes signed, one
+byte more is over. The choice reads ``enable_tx_v1``'s feature account. On the localnet
+(in this process) a v1 publish and a v1 deploy leave the chain's accounts byte for byte
+as the legacy ones do, in about a quarter of the write transactions, and a publish or a
+deploy stopped half way in one version is finished by the other.
+"""
+
+from dataclasses import replace
+
+import pytest
+from inprocess import PROGRAM_ID, LocalnetTransport
+from solders.compute_budget import ID as COMPUTE_BUDGET_PROGRAM_ID
+from solders.hash import Hash
+from solders.keypair import Keypair
+from solders.pubkey import Pubkey
+from solders.transaction import Transaction, VersionedTransaction
+
+from curta_chain import program
+from curta_chain.artifact import Artifact
+from curta_chain.chain import loader
+from curta_chain.chain.deploy import deploy, plan_deploy
+from curta_chain.chain.features import ENABLE_TX_V1, choose_tx_version, select_build
+from curta_chain.chain.plan import WritePiece
+from curta_chain.chain.publish import plan_publish, publish
+from curta_chain.chain.specs import (
+    BUFFER_WRITE_CU,
+    WRITE_CU,
+    Budget,
+    DeployTransactions,
+    Transactions,
+    sign,
+)
+from curta_chain.constants import (
+    MAX_LOADED_ACCOUNTS_DATA_SIZE,
+    MAX_TRANSACTION_SIZE,
+    MAX_V1_TRANSACTION_SIZE,
+)
+from curta_chain.errors import ChainError
+
+AUTHORITY, PAYER = Keypair(), Keypair()
+BUDGETS = [
+    Budget(),
+    Budget(limit_compute=True),
+    Budget(compute_unit_price=1_000),
+    Budget(limit_compute=True, compute_unit_price=1_000, separate_fee_payer=True),
+    Budget(separate_fee_payer=True),
+]
+
+
+def wire(budget: Budget, length: int) -> bytes:
+    """A signed v1 write of ``length`` bytes under ``budget`` (its payer, its authority)."""
+    payer = PAYER if budget.separate_fee_payer else AUTHORITY
+    txs = Transactions(PROGRAM_ID, AUTHORITY.pubkey(), payer.pubkey(), budget)
+    spec = txs._write(Keypair().pubkey(), [bytes(length)], WritePiece(0, 0, length), "v1")
+    return bytes(sign(spec, payer, Hash.new_unique(), (AUTHORITY,)))
+
+
+@pytest.mark.parametrize("budget", BUDGETS)
+def test_a_full_v1_write_is_exactly_4096_bytes_and_one_byte_more_is_over(budget: Budget):
+    payload = budget.write_payload("v1")
+    assert len(wire(budget, payload)) == MAX_V1_TRANSACTION_SIZE
+    assert len(wire(budget, payload + 1)) == MAX_V1_TRANSACTION_SIZE + 1
+    # Over three and a half times a legacy write's room, whatever the budget.
+    assert payload > 3.5 * budget.write_payload("legacy")
+
+
+@pytest.mark.parametrize("priced", [False, True])
+def test_a_full_v1_buffer_write_is_exactly_4096_bytes(priced: bool):
+    budget = Budget(compute_unit_price=5 if priced else None)
+    txs = DeployTransactions(PAYER.pubkey(), budget)
+    chunk = txs.chunk("v1")
+    buffer, elf = Keypair().pubkey(), bytes(range(256)) * 20
+
+    def size(length: int) -> int:
+        spec = txs.write(buffer, elf, WritePiece(0, 0, length), "v1")
+        return len(bytes(sign(spec, PAYER, Hash.new_unique())))
+
+    assert size(chunk) == MAX_V1_TRANSACTION_SIZE and size(chunk + 1) > MAX_V1_TRANSACTION_SIZE
+    assert chunk > 3.5 * txs.chunk("legacy")
+
+
+def test_a_v1_write_carries_its_budget_inline_and_no_compute_budget_instruction():
+    txs = Transactions(PROGRAM_ID, AUTHORITY.pubkey(), AUTHORITY.pubkey(), Budget())
+    piece = WritePiece(0, 0, 100)
+    spec = txs._write(Keypair().pubkey(), [bytes(100)], piece, "v1")
+    assert spec.version == "v1" and spec.size_limit == MAX_V1_TRANSACTION_SIZE
+    assert all(ix.program_id != COMPUTE_BUDGET_PROGRAM_ID for ix in spec.instructions)
+    # Unset, a v1 field is the least there is: both are always said.
+    assert spec.config.compute_unit_limit == WRITE_CU
+    assert spec.config.loaded_accounts_data_size_limit == MAX_LOADED_ACCOUNTS_DATA_SIZE
+    assert spec.config.priority_fee is None
+    signed = sign(spec, AUTHORITY, Hash.new_unique())
+    assert isinstance(signed, VersionedTransaction) and bytes(signed)[0] == 0x81
+    legacy = txs._write(Keypair().pubkey(), [bytes(100)], piece, "legacy")
+    assert legacy.config is None and legacy.size_limit == MAX_TRANSACTION_SIZE
+    assert isinstance(sign(legacy, AUTHORITY, Hash.new_unique()), Transaction)
+
+
+@pytest.mark.parametrize(("price", "lamports"), [(0, 0), (1, 1), (1_000, 5), (999_999, 4_999)])
+def test_a_v1_priority_fee_is_the_legacy_one_in_whole_lamports(price: int, lamports: int):
+    # 5,000 units (a buffer write's) at ``price`` micro-lamports, rounded up.
+    txs = DeployTransactions(PAYER.pubkey(), Budget(compute_unit_price=price))
+    spec = txs.write(Keypair().pubkey(), bytes(10), WritePiece(0, 0, 10), "v1")
+    assert spec.config.compute_unit_limit == BUFFER_WRITE_CU
+    assert spec.config.priority_fee == lamports
+
+
+@pytest.mark.parametrize(
+    ("requested", "slot", "version"),
+    [
+        ("auto", 12, "v1"),
+        ("auto", 0, "v1"),
+        ("auto", None, "legacy"),
+        ("v1", 12, "v1"),
+        ("legacy", 12, "legacy"),
+        ("legacy", None, "legacy"),
+    ],
+)
+def test_auto_is_v1_exactly_where_the_cluster_activated_it(requested, slot, version):
+    assert choose_tx_version(requested, slot) == version
+
+
+def test_v1_where_the_cluster_has_not_activated_it_is_refused_naming_the_feature():
+    with pytest.raises(ChainError, match=f"not activated {ENABLE_TX_V1} .*--tx-version auto"):
+        choose_tx_version("v1", None)
+
+
+# On the chain.
+
+
+def accounts_of(node: LocalnetTransport, keys: list[Pubkey]) -> list[bytes]:
+    return [bytes(node.localnet.svm.get_account(key).data) for key in keys]
+
+
+def funded(authority: Keypair) -> LocalnetTransport:
+    """A localnet where ``authority`` holds 100 SOL.
+
+    Every localnet has the same genesis hash and program, so one authority's derived
+    addresses are the same on two of them, and their accounts compare byte for byte.
+    """
+    node = LocalnetTransport()
+    node.localnet.airdrop(authority.pubkey(), 10**11)
+    return node
+
+
+async def publish_with(
+    node: LocalnetTransport, authority: Keypair, artifact: Artifact, version: str, writes=None
+):
+    """Publish ``artifact`` with ``version`` writes (only the first ``writes`` of them)."""
+    ctx = node.context(authority, budget=Budget(tx_version=version))
+    plan = await plan_publish(ctx, artifact)
+    if writes is not None:
+        plan = replace(plan, writes=plan.writes[:writes])
+    return plan, await publish(ctx, artifact, plan)
+
+
+@pytest.mark.asyncio
+async def test_a_v1_publish_leaves_the_legacy_one_s_bytes_in_a_quarter_of_the_writes(tiny):
+    authority = Keypair()
+    legacy_node, v1_node = funded(authority), funded(authority)
+    try:
+        legacy, legacy_result = await publish_with(legacy_node, authority, tiny, "legacy")
+        v1, v1_result = await publish_with(v1_node, authority, tiny, "v1")
+        keys = [v1.model, *v1.weight_accounts]
+        assert [legacy.model, *legacy.weight_accounts] == keys
+        assert accounts_of(legacy_node, keys) == accounts_of(v1_node, keys)
+    finally:
+        legacy_node.localnet.close()
+        v1_node.localnet.close()
+    assert (legacy.tx_version, v1.tx_version) == ("legacy", "v1")
+    assert len(v1.writes) <= len(legacy.writes) / 3.5
+    assert v1_result.signatures.writes == len(v1.writes)
+    assert legacy_result.signatures.writes == len(legacy.writes)
+    assert v1_result.transactions == v1.transactions
+    assert v1.transactions == legacy.transactions - len(legacy.writes) + len(v1.writes)
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(("first", "then"), [("legacy", "v1"), ("v1", "legacy")])
+async def test_a_publish_stopped_in_one_version_is_finished_in_the_other(tiny, first, then):
+    authority = Keypair()
+    whole, resumed = funded(authority), funded(authority)
+    try:
+        plan, _ = await publish_with(whole, authority, tiny, "legacy")
+        half, _ = await publish_with(resumed, authority, tiny, first, writes=7)
+        rest, result = await publish_with(resumed, authority, tiny, then)
+        assert rest.tx_version == then and rest.state == "uploading"
+        # Only what the chain does not hold yet is sent, cut at the new version's size.
+        assert 0 < len(rest.writes) and rest.write_bytes < plan.write_bytes
+        assert result.signatures.writes == len(rest.writes)
+        again, _ = await publish_with(resumed, authority, tiny, then)
+        assert again.writes == ()
+        keys = [plan.model, *plan.weight_accounts]
+        assert accounts_of(whole, keys) == accounts_of(resumed, keys)
+    finally:
+        whole.localnet.close()
+        resumed.localnet.close()
+
+
+async def deploy_with(
+    node: LocalnetTransport, payer: Keypair, program_kp: Keypair, version: str, writes=None
+):
+    """Deploy the build the node's features choose with ``version`` buffer writes (only the
+    first ``writes`` of them, and then no deploy)."""
+    ctx = node.context(payer, budget=Budget(tx_version=version))
+    ctx = replace(ctx, program_id=program_kp.pubkey())
+    build = (await select_build(ctx.client)).program
+    plan = await plan_deploy(ctx, program_kp, build, final=False)
+    if writes is not None:
+        plan = replace(plan, writes=plan.writes[:writes], new_program=None)
+    return plan, await deploy_partly(ctx, program_kp, plan, writes is not None)
+
+
+async def deploy_partly(ctx, program_kp: Keypair, plan, partly: bool):
+    if not partly:
+        return await deploy(ctx, program_kp, plan)
+    sender = ctx.sender_for("")
+    txs = DeployTransactions(ctx.payer.pubkey(), ctx.budget)
+    await sender.send(
+        [txs.write(plan.buffer, plan.build.elf, p, plan.tx_version) for p in plan.writes]
+    )
+    return None
+
+
+def program_bytes(node: LocalnetTransport, program_id: Pubkey) -> list[bytes]:
+    """The program account and its program data, the last deploy's slot left out."""
+    program_account, programdata = accounts_of(
+        node, [program_id, loader.programdata_address(program_id)]
+    )
+    return [program_account, programdata[:4] + programdata[12:]]
+
+
+@pytest.mark.asyncio
+async def test_a_v1_deploy_leaves_the_legacy_one_s_program_in_a_quarter_of_the_writes():
+    payer, program_kp = Keypair(), Keypair()
+    legacy_node, v1_node = funded(payer), funded(payer)
+    try:
+        legacy, legacy_result = await deploy_with(legacy_node, payer, program_kp, "legacy")
+        v1, v1_result = await deploy_with(v1_node, payer, program_kp, "v1")
+        assert program_bytes(legacy_node, program_kp.pubkey()) == program_bytes(
+            v1_node, program_kp.pubkey()
+        )
+    finally:
+        legacy_node.localnet.close()
+        v1_node.localnet.close()
+    assert v1.build == legacy.build and (legacy.tx_version, v1.tx_version) == ("legacy", "v1")
+    assert len(v1.writes) <= len(legacy.writes) / 3.5
+    assert v1_result.transactions == v1.transactions == legacy.transactions - len(
+        legacy.writes
+    ) + len(v1.writes)
+    assert v1_result.program.sha256 == legacy_result.program.sha256 == v1.build.sha256
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize(("first", "then"), [("legacy", "v1"), ("v1", "legacy")])
+async def test_a_deploy_stopped_in_one_version_is_finished_in_the_other(first, then):
+    payer, program_kp = Keypair(), Keypair()
+    node = funded(payer)
+    try:
+        await deploy_with(node, payer, program_kp, first, writes=5)
+        rest, result = await deploy_with(node, payer, program_kp, then)
+        assert rest.state == "resuming" and rest.tx_version == then
+        assert result.program.sha256 == rest.build.sha256
+    finally:
+        node.localnet.close()
