@@ -13,8 +13,6 @@ MAX_COMPUTE_UNITS: Final = 1_400_000
 MAX_LOADED_ACCOUNTS_DATA_SIZE: Final = 64 * 1024 * 1024
 """The account data a transaction may load (SIMD-0186): the default, and the most it may ask."""
 LAMPORTS_PER_SOL: Final = 1_000_000_000
-MICRO_LAMPORTS_PER_LAMPORT: Final = 1_000_000
-"""A compute-unit price is micro-lamports a unit; a priority fee is whole lamports, rounded up."""
 
 # The weight account: a header the program owns, then one artifact section's bytes.
 WEIGHT_HEADER_SIZE: Final = 2_048

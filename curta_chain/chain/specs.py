@@ -54,7 +54,6 @@ from curta_chain.constants import (
     MAX_LOADED_ACCOUNTS_DATA_SIZE,
     MAX_TRANSACTION_SIZE,
     MAX_V1_TRANSACTION_SIZE,
-    MICRO_LAMPORTS_PER_LAMPORT,
 )
 from curta_chain.inference import SamplingSettings
 
@@ -217,7 +216,7 @@ class Budget:
         """A v1 transaction's inline budget for ``units`` (see the module's docstring)."""
         price = self.compute_unit_price or 0
         return TransactionConfig(
-            priority_fee=-(-price * units // MICRO_LAMPORTS_PER_LAMPORT) if self.priced else None,
+            priority_fee=_priority_lamports(units, price) if self.priced else None,
             compute_unit_limit=units,
             loaded_accounts_data_size_limit=MAX_LOADED_ACCOUNTS_DATA_SIZE,
         )
@@ -244,6 +243,12 @@ class Budget:
             with_compute_budget=self.limit_compute or self.priced,
             fee_payer=self.separate_fee_payer,
         )
+
+
+def _priority_lamports(units: int, price: int) -> int:
+    """What a legacy transaction pays for ``units`` at ``price`` micro-lamports: whole lamports,
+    rounded up (the runtime's rule)."""
+    return -(-price * units // 1_000_000)
 
 
 @cache
