@@ -470,26 +470,24 @@ class DeployTransactions:
     def write(
         self, buffer: Pubkey, elf: bytes, piece: WritePiece, version: TxVersion = "legacy"
     ) -> TxSpec:
-        """Write ``piece`` of the ELF into the buffer, as a ``version`` transaction."""
-        data = elf[piece.offset : piece.offset + piece.length]
-        ix = loader.write(buffer, self.payer, piece.offset, data)
-        return self.budget.spec(BUFFER_WRITE_CU, (ix,), version, payload_bytes=piece.length)
+        """Write ``piece`` of the ELF into the buffer, as a ``version`` transaction.
+
+        The loader takes at most ``loader.MAX_WRITE_DATA`` bytes a Write, so a v1 piece goes
+        as consecutive Writes in its one transaction.
+        """
+        end = piece.offset + piece.length
+        ixs = [
+            loader.write(buffer, self.payer, at, elf[at : min(at + loader.MAX_WRITE_DATA, end)])
+            for at in range(piece.offset, end, loader.MAX_WRITE_DATA)
+        ] or [loader.write(buffer, self.payer, piece.offset, b"")]
+        units = BUFFER_WRITE_CU * len(ixs)
+        return self.budget.spec(units, ixs, version, payload_bytes=piece.length)
 
     def chunk(self, version: TxVersion = "legacy") -> int:
         """The most ELF bytes one Write transaction carries (the payer is the authority)."""
         if version == "legacy":
             return loader.max_write_chunk(self.budget.limit_compute or self.budget.priced)
         return _v1_write_chunk(self.budget.priced)
-
-
-@cache
-def _v1_write_chunk(priced: bool) -> int:
-    """The ELF bytes of a v1 buffer Write: its size depends on which config fields are set."""
-    payer, buffer = Pubkey(bytes([1] * 32)), Pubkey(bytes([2] * 32))
-    txs = DeployTransactions(payer, Budget(compute_unit_price=0 if priced else None))
-    return largest_payload(
-        lambda data: txs.write(buffer, data, WritePiece(0, 0, len(data)), "v1"), payer
-    )
 
     def deploy(
         self,
@@ -513,3 +511,13 @@ def _v1_write_chunk(priced: bool) -> int:
         """Remove a deployed program's upgrade authority: it is never upgradeable again."""
         final = loader.set_upgrade_authority(program_id, self.payer, None)
         return TxSpec((*self.budget.instructions(SET_AUTHORITY_CU), final))
+
+
+@cache
+def _v1_write_chunk(priced: bool) -> int:
+    """The ELF bytes of a v1 buffer Write: its size depends on which config fields are set."""
+    payer, buffer = Pubkey(bytes([1] * 32)), Pubkey(bytes([2] * 32))
+    txs = DeployTransactions(payer, Budget(compute_unit_price=0 if priced else None))
+    return largest_payload(
+        lambda data: txs.write(buffer, data, WritePiece(0, 0, len(data)), "v1"), payer
+    )
