@@ -182,7 +182,7 @@ def main() -> None:
     proc = start_localnet(port)
     url = f"http://127.0.0.1:{port}"
     try:
-        authority, naive_authority = Keypair(), Keypair()
+        naive_authority = Keypair()
         naive_plan = asyncio.run(naive_setup(url, artifact, naive_authority))
         naive_rate = naive(url, artifact, naive_authority, naive_plan, args.naive_sample)
         with_seal = not args.skip_seal

@@ -139,7 +139,6 @@ TxVersion = Literal["legacy", "v1"]
 """The format of the transactions that gain from room: v1 (4,096 bytes) or legacy (1,232)."""
 TxVersionChoice = Literal["auto", "legacy", "v1"]
 """What a command asks for (``--tx-version``): auto is v1 where the cluster takes it."""
-TX_VERSION_CHOICES: tuple[TxVersionChoice, ...] = ("auto", "v1", "legacy")
 
 
 def choose_tx_version(requested: TxVersionChoice, v1_slot: int | None) -> TxVersion:

@@ -30,10 +30,7 @@ async def estimate_fees(
         return 0
     blockhash, _ = await client.latest_blockhash()
     fees = await asyncio.gather(
-        *(
-            client.fee_for_message(message(spec, payer, blockhash))
-            for spec, _ in kinds
-        )
+        *(client.fee_for_message(message(spec, payer, blockhash)) for spec, _ in kinds)
     )
     return sum(fee * count for fee, (_, count) in zip(fees, kinds, strict=True))
 

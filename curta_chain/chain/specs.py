@@ -246,8 +246,10 @@ class Budget:
 
 
 def _priority_lamports(units: int, price: int) -> int:
-    """What a legacy transaction pays for ``units`` at ``price`` micro-lamports: whole lamports,
-    rounded up (the runtime's rule)."""
+    """The priority fee of ``units`` at ``price`` micro-lamports a unit, in whole lamports.
+
+    Rounded up, as the runtime charges a legacy transaction.
+    """
     return -(-price * units // 1_000_000)
 
 

@@ -20,6 +20,7 @@ from curta_chain.cli.options import Cluster, Interrupted, resolve
 
 if TYPE_CHECKING:
     from curta_chain.chain import specs
+    from curta_chain.chain.features import TxVersionChoice
     from curta_chain.chain.rpc import RpcClient
     from curta_chain.chain.session import Connection
 
@@ -51,7 +52,7 @@ def add_price_option(parser: argparse.ArgumentParser) -> None:
 
 
 TX_VERSIONS = ("auto", "v1", "legacy")
-"""``--tx-version``'s choices (``features.TX_VERSION_CHOICES``, not imported for --help)."""
+"""``--tx-version``'s choices: ``features.TxVersionChoice``'s values."""
 
 
 def add_tx_version_option(parser: argparse.ArgumentParser, what: str) -> None:
@@ -81,7 +82,7 @@ def budget_for(args: argparse.Namespace, url: str) -> "specs.Budget":
     if cap is not None and not 0 <= cap <= U64_MAX:
         raise ConfigError(f"--max-compute-unit-price {cap}: expected a count 0 to {U64_MAX}")
     limit = not is_loopback(url)
-    version = getattr(args, "tx_version", "legacy")
+    version: TxVersionChoice = args.tx_version if "tx_version" in vars(args) else "legacy"
     if text == "auto":
         auto = specs.AutoPrice(AUTO_PERCENTILE, cap)
         return specs.Budget(limit_compute=limit, auto_price=auto, tx_version=version)

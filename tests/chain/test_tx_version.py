@@ -9,6 +9,7 @@ deploy stopped half way in one version is finished by the other.
 
 import struct
 from dataclasses import replace
+from typing import get_args
 
 import pytest
 from inprocess import PROGRAM_ID, LocalnetTransport
@@ -19,7 +20,6 @@ from solders.keypair import Keypair
 from solders.pubkey import Pubkey
 from solders.transaction import Transaction, VersionedTransaction
 
-from curta_chain import program
 from curta_chain.artifact import Artifact
 from curta_chain.chain import loader
 from curta_chain.chain.deploy import deploy, plan_deploy
@@ -29,6 +29,7 @@ from curta_chain.chain.features import (
     ENABLE_TX_V1,
     FEATURE_IDS,
     FEATURE_PROGRAM_ID,
+    TxVersionChoice,
     choose_tx_version,
     select_build,
 )
@@ -42,6 +43,7 @@ from curta_chain.chain.specs import (
     Transactions,
     sign,
 )
+from curta_chain.cli.running import TX_VERSIONS
 from curta_chain.constants import (
     MAX_LOADED_ACCOUNTS_DATA_SIZE,
     MAX_TRANSACTION_SIZE,
@@ -108,7 +110,9 @@ def test_a_v1_write_carries_its_budget_inline_and_no_compute_budget_instruction(
     assert isinstance(sign(legacy, AUTHORITY, Hash.new_unique()), Transaction)
 
 
-@pytest.mark.parametrize(("price", "lamports"), [(0, 0), (1, 1), (1_000, 5), (999_999, 5_000), (1_000_001, 5_001)])
+@pytest.mark.parametrize(
+    ("price", "lamports"), [(0, 0), (1, 1), (1_000, 5), (999_999, 5_000), (1_000_001, 5_001)]
+)
 def test_a_v1_priority_fee_is_the_legacy_one_in_whole_lamports(price: int, lamports: int):
     # 5,000 units (a buffer write's) at ``price`` micro-lamports, rounded up.
     txs = DeployTransactions(PAYER.pubkey(), Budget(compute_unit_price=price))
@@ -130,6 +134,10 @@ def test_a_v1_priority_fee_is_the_legacy_one_in_whole_lamports(price: int, lampo
 )
 def test_auto_is_v1_exactly_where_the_cluster_activated_it(requested, slot, version):
     assert choose_tx_version(requested, slot) == version
+
+
+def test_the_option_offers_every_choice():
+    assert set(TX_VERSIONS) == set(get_args(TxVersionChoice))
 
 
 def test_v1_where_the_cluster_has_not_activated_it_is_refused_naming_the_feature():
@@ -199,11 +207,11 @@ async def test_a_publish_stopped_in_one_version_is_finished_in_the_other(tiny, f
     whole, resumed = funded(authority), funded(authority)
     try:
         plan, _ = await publish_with(whole, authority, tiny, "legacy")
-        half, _ = await publish_with(resumed, authority, tiny, first, writes=7)
+        await publish_with(resumed, authority, tiny, first, writes=7)
         rest, result = await publish_with(resumed, authority, tiny, then)
         assert rest.tx_version == then and rest.state == "uploading"
         # Only what the chain does not hold yet is sent, cut at the new version's size.
-        assert 0 < len(rest.writes) and rest.write_bytes < plan.write_bytes
+        assert len(rest.writes) > 0 and rest.write_bytes < plan.write_bytes
         assert result.signatures.writes == len(rest.writes)
         again, _ = await publish_with(resumed, authority, tiny, then)
         assert again.writes == ()
@@ -257,9 +265,11 @@ async def test_a_v1_deploy_leaves_the_legacy_one_s_program_in_a_quarter_of_the_w
         v1_node.localnet.close()
     assert v1.build == legacy.build and (legacy.tx_version, v1.tx_version) == ("legacy", "v1")
     assert len(v1.writes) <= len(legacy.writes) / 3
-    assert v1_result.transactions == v1.transactions == legacy.transactions - len(
-        legacy.writes
-    ) + len(v1.writes)
+    assert (
+        v1_result.transactions
+        == v1.transactions
+        == legacy.transactions - len(legacy.writes) + len(v1.writes)
+    )
     assert v1_result.program.sha256 == legacy_result.program.sha256 == v1.build.sha256
 
 

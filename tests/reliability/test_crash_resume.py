@@ -113,8 +113,8 @@ def _forwarded(kind: str, count: int) -> Callable[[FaultProxy, Request, int], bo
 
 def _writes_forwarded(share: float) -> Callable[[FaultProxy, Request, int], bool]:
     """Once ``share`` of the plan's writes went by (at least one)."""
-    return lambda proxy, _request, writes: proxy.count("write_weights") >= max(
-        1, int(share * writes)
+    return lambda proxy, _request, writes: (
+        proxy.count("write_weights") >= max(1, int(share * writes))
     )
 
 
