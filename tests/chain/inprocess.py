@@ -98,10 +98,10 @@ class LocalnetTransport:
 
 
 async def published(
-    node: LocalnetTransport, artifact: Artifact
+    node: LocalnetTransport, artifact: Artifact, budget: Budget | None = None
 ) -> tuple[ChainContext, PublishPlan]:
     """Publish ``artifact`` for a freshly funded authority; return its context and plan."""
-    ctx = node.context(node.fund())
+    ctx = node.context(node.fund(), budget=budget)
     plan = await plan_publish(ctx, artifact)
     await publish(ctx, artifact, plan)
     return ctx, plan
