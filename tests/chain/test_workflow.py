@@ -312,7 +312,8 @@ def test_compute_unit_limits_and_price_are_enough_for_every_transaction(cli, art
     # were too low its transaction would fail with ComputationalBudgetExceeded.
     price = ["--with-compute-unit-price", "1000"]
     plan = cli.json("publish", str(art260k), "--dry-run", *price)["plan"]
-    assert plan["payload_per_write"] == program.max_write_payload(with_compute_budget=True)
+    assert plan["payload_per_write"] == Budget(compute_unit_price=0).write_payload("v1")
+    assert plan["transaction_version"] == "v1"
     model = cli.json("publish", str(art260k), *price)["model"]
     assert cli.json("seal", model, *price)["state"] == "sealed"
     assert cli.json("verify", model, str(art260k), keypair=False)["ok"]
