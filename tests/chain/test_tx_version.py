@@ -285,3 +285,33 @@ async def test_a_deploy_stopped_in_one_version_is_finished_in_the_other(first, t
         assert result.program.sha256 == rest.build.sha256
     finally:
         node.localnet.close()
+
+
+async def units_used(ctx, signature: str) -> int:
+    """The compute units a landed transaction consumed, as getTransaction reports them."""
+    config = {"encoding": "json", "maxSupportedTransactionVersion": 1, "commitment": "confirmed"}
+    found = await ctx.client.call("getTransaction", [signature, config])
+    return int(found["meta"]["computeUnitsConsumed"])
+
+
+@pytest.mark.asyncio
+async def test_full_v1_writes_use_less_than_the_units_they_ask_for(tiny):
+    # LiteSVM does not hold a v1 transaction to its inline limit: measure, and compare.
+    authority = Keypair()
+    node = funded(authority)
+    try:
+        ctx = node.context(authority, budget=Budget(tx_version="v1"))
+        plan, result = await publish_with(node, authority, tiny, "v1", writes=1)
+        assert plan.writes[0].length == plan.payload_per_write
+        assert await units_used(ctx, result.signatures.last_write) <= WRITE_CU
+        program_kp = Keypair()
+        deploy_plan, _ = await deploy_with(node, authority, program_kp, "v1", writes=0)
+        piece = deploy_plan.writes[0]
+        assert piece.length == deploy_plan.chunk
+        txs = DeployTransactions(authority.pubkey(), ctx.budget)
+        spec = txs.write(deploy_plan.buffer, deploy_plan.build.elf, piece, "v1")
+        assert len(spec.instructions) == 4 and spec.config.compute_unit_limit == 4 * BUFFER_WRITE_CU
+        sent = await ctx.sender_for("").send([spec])
+        assert await units_used(ctx, sent.signatures[0]) <= spec.config.compute_unit_limit
+    finally:
+        node.localnet.close()
