@@ -1,7 +1,7 @@
 """What every chain operation shares: the node, the program, who signs, who pays, and how.
 
-As anchorpy's ``Program(idl, program_id, provider)`` carries its connection, wallet and
-options to every call, a ``ChainContext`` carries the RPC client, the program id, the
+As Anchor's ``Program(idl, provider)`` carries its connection, wallet and options to
+every call, a ``ChainContext`` carries the RPC client, the program id, the
 model's authority, the fee payer, the compute budget, the reporter and (optionally) a
 sender to ``publish``, ``seal``, ``close``, ``run_on_chain`` and ``deploy``.
 """

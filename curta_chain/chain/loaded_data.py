@@ -26,7 +26,6 @@ from typing import Final
 
 from solders.account import Account
 from solders.compute_budget import ID as COMPUTE_BUDGET_PROGRAM_ID
-from solders.instruction import Instruction
 from solders.message import Message, MessageV0
 from solders.pubkey import Pubkey
 
@@ -120,15 +119,6 @@ def loaded_accounts_data_size_limit(message: Message | MessageV0) -> int | None:
         if tag == _SET_LOADED_ACCOUNTS_DATA_SIZE_LIMIT:
             limit = min(value, MAX_LOADED_ACCOUNTS_DATA_SIZE)
     return limit
-
-
-def set_loaded_accounts_data_size_limit(limit: int) -> Instruction:
-    """Return the compute-budget instruction that asks for a loaded-data limit of ``limit``.
-
-    solders 0.26 has no builder for it: tag 4, then the limit as a u32.
-    """
-    data = bytes([_SET_LOADED_ACCOUNTS_DATA_SIZE_LIMIT]) + limit.to_bytes(4, "little")
-    return Instruction(COMPUTE_BUDGET_PROGRAM_ID, data, [])
 
 
 def _existing(account: Account | None) -> Account | None:

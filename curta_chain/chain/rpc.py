@@ -4,8 +4,8 @@
 values or a ``CurtaError``; the calls and batches themselves, sized to the provider and
 patient with a lagging node, are ``jsonrpc.JsonRpc``'s, which it extends. An error object
 the node answers with is an ``RpcCallError``; what a failed transaction means to our
-program is the program layer's to say (``program.transaction_error``), as anchorpy
-translates errors in its program namespace, not in its RPC client.
+program is the program layer's to say (``program.transaction_error``), as Anchor's
+clients translate errors in their program namespace, not in their RPC client.
 
 Every RPC call curta-chain makes goes through here. Reads carry ``minContextSlot``: the
 slot of the last transaction this client saw land; ``landed(slot)`` is how the sender tells

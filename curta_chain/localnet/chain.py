@@ -148,8 +148,8 @@ class Localnet(BlockProduction):
         svm.set_epoch_schedule(EpochSchedule.without_warmup())
         if program is not None:
             try:
-                # BPF Loader 2, as solana-test-validator's --bpf-program (and solders 0.26's
-                # add_program) loads it: not upgradeable, the ELF in the program account.
+                # BPF Loader 2, as solana-test-validator's --bpf-program loads it: not
+                # upgradeable, the ELF in the program account (add_program now means v3).
                 svm.add_program_with_loader(self.program_id, program, LOADER_V2)
             except Exception as exc:  # LiteSVM raises its own error types for a bad ELF
                 raise LocalnetError(

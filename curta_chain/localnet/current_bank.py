@@ -31,7 +31,7 @@ DISABLE_SBPF_V0_DEPLOYMENT = FEATURE_IDS[DISABLE_SBPF_V0]
 """agave's ``disable_sbpf_v0_v1_v2_deployment`` (SIMD-0500): active, the loader refuses to
 deploy an SBPF v0 program. Every feature of the solders 0.29 LiteSVM is on in the localnet
 but this one, so that ``deploy`` (which takes v0 where the cluster shows no feature
-account) works as it did on the Agave 2.2 LiteSVM, which had no such feature."""
+account) works as it did on solders 0.26's LiteSVM (Agave 2.2), which had no such feature."""
 
 
 def new_svm() -> LiteSVM:

@@ -10,6 +10,7 @@ from solders.compute_budget import (
     request_heap_frame,
     set_compute_unit_limit,
     set_compute_unit_price,
+    set_loaded_accounts_data_size_limit,
 )
 from solders.hash import Hash
 from solders.instruction import AccountMeta, Instruction
@@ -23,7 +24,6 @@ from curta_chain.chain.loaded_data import (
     UPGRADEABLE_LOADER_ID,
     loaded_accounts_data_size,
     loaded_accounts_data_size_limit,
-    set_loaded_accounts_data_size_limit,
 )
 from curta_chain.constants import MAX_LOADED_ACCOUNTS_DATA_SIZE
 

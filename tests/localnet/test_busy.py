@@ -18,13 +18,12 @@ from localnet_helpers import (
     send_b64,
     transfer_tx,
 )
-from solders.compute_budget import set_compute_unit_price
+from solders.compute_budget import set_compute_unit_price, set_loaded_accounts_data_size_limit
 from solders.hash import Hash
 from solders.keypair import Keypair
 from solders.pubkey import Pubkey
 from solders.transaction import VersionedTransaction
 
-from curta_chain.chain.loaded_data import set_loaded_accounts_data_size_limit
 from curta_chain.cli import main
 from curta_chain.localnet import BusyOptions, Localnet, LocalnetHandle, ManualClock, start_in_thread
 from curta_chain.localnet.clock import SLOT_SECONDS

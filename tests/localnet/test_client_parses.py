@@ -24,13 +24,12 @@ from solders.system_program import ID as SYSTEM_PROGRAM_ID
 from solders.system_program import CreateAccountParams, create_account
 from solders.transaction import VersionedTransaction
 from spl.token.instructions import (
-    InitializeMintParams,
-    MintToParams,
     create_associated_token_account,
     get_associated_token_address,
     initialize_mint,
     mint_to,
 )
+from spl.token.models import InitializeMintParams, MintToParams
 
 from curta_chain.localnet import LocalnetHandle, ManualClock, start_in_thread
 from curta_chain.localnet.parsed_programs import MEMO_PROGRAMS, TOKEN_PROGRAM

@@ -1,5 +1,5 @@
 """The localnet as real JavaScript clients see it: @solana/web3.js 1.99, @solana/kit 8 and
-@coral-xyz/anchor 0.29 (with our IDL), each run by node against a localnet this test starts.
+@coral-xyz/anchor 0.32 (with our IDL), each run by node against a localnet this test starts.
 
 The suites are in ``tests/localnet/js`` (``npm ci`` there installs them; ``.ci/run`` does).
 Each runs every method and subscription its client exposes, at each commitment where one
@@ -39,15 +39,13 @@ from solders.system_program import (
 )
 from solders.transaction import VersionedTransaction
 from spl.token.instructions import (
-    ApproveParams,
-    InitializeMintParams,
-    MintToParams,
     approve,
     create_associated_token_account,
     get_associated_token_address,
     initialize_mint,
     mint_to,
 )
+from spl.token.models import ApproveParams, InitializeMintParams, MintToParams
 
 from curta_chain.constants import LOCALNET_PROGRAM_ID
 from curta_chain.localnet import BusyOptions, ManualClock, start_in_thread

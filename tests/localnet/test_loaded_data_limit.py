@@ -11,7 +11,11 @@ import time
 from localnet_helpers import balance, latest_blockhash, result, send_b64
 from reference_client import Client
 from solders.compute_budget import ID as COMPUTE_BUDGET
-from solders.compute_budget import set_compute_unit_limit, set_compute_unit_price
+from solders.compute_budget import (
+    set_compute_unit_limit,
+    set_compute_unit_price,
+    set_loaded_accounts_data_size_limit,
+)
 from solders.instruction import AccountMeta, Instruction
 from solders.keypair import Keypair
 from solders.message import Message
@@ -21,7 +25,6 @@ from solders.transaction import VersionedTransaction
 
 from curta_chain.chain.loaded_data import (
     loaded_accounts_data_size,
-    set_loaded_accounts_data_size_limit,
 )
 from curta_chain.constants import MAX_ACCOUNT_SIZE, MAX_LOADED_ACCOUNTS_DATA_SIZE
 from curta_chain.localnet import start_in_thread

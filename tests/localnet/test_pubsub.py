@@ -5,7 +5,7 @@ import json
 
 from localnet_helpers import advance_slots, latest_blockhash, send_b64, transfer_tx
 from solana.rpc.async_api import AsyncClient
-from solana.rpc.websocket_api import connect
+from solana.rpc.websocket_api import SolanaWsClient
 from solders.pubkey import Pubkey
 from solders.rpc.config import RpcTransactionLogsFilterMentions
 from solders.rpc.responses import (
@@ -21,18 +21,18 @@ from curta_chain.localnet import start_in_thread
 
 async def next_of(websocket, kind):
     while True:
-        for message in await asyncio.wait_for(websocket.recv(), 10):
-            if isinstance(message, kind):
-                return message
+        message = await asyncio.wait_for(websocket.recv(), 10)
+        if isinstance(message, kind):
+            return message
 
 
 def test_signature_and_account_notifications(localnet, funded_keypair):
     async def flow() -> None:
-        async with connect(localnet.ws_url) as websocket:
+        async with SolanaWsClient(localnet.ws_url) as websocket:
             to = Pubkey.new_unique()
             tx = transfer_tx(funded_keypair, to, 2 * 10**6, latest_blockhash(localnet.url))
-            await websocket.signature_subscribe(tx.signatures[0], commitment="confirmed")
-            await websocket.account_subscribe(to, commitment="processed", encoding="base64")
+            await websocket.signature_subscribe(signature=tx.signatures[0], commitment="confirmed")
+            await websocket.account_subscribe(pubkey=to, commitment="processed", encoding="base64")
             async with AsyncClient(localnet.url, "processed") as client:
                 await client.send_raw_transaction(bytes(tx))
             # The account changes at once; "confirmed" comes when the slot is over.
@@ -42,7 +42,7 @@ def test_signature_and_account_notifications(localnet, funded_keypair):
             assert signature.result.value.err is None
 
             # A signature that landed before the subscription counts as well.
-            await websocket.signature_subscribe(tx.signatures[0], commitment="processed")
+            await websocket.signature_subscribe(signature=tx.signatures[0], commitment="processed")
             assert (await next_of(websocket, SignatureNotification)).result.value.err is None
 
     asyncio.run(flow())
@@ -50,14 +50,15 @@ def test_signature_and_account_notifications(localnet, funded_keypair):
 
 def test_slot_notifications_and_unsubscribe(manual_localnet, clock):
     async def flow() -> None:
-        async with connect(manual_localnet.ws_url) as websocket:
-            await websocket.slot_subscribe()
+        async with SolanaWsClient(manual_localnet.ws_url) as websocket:
+            subscription = await websocket.slot_subscribe()
             advance_slots(clock, 1)
             first = await next_of(websocket, SlotNotification)
             advance_slots(clock, 1)
             second = await next_of(websocket, SlotNotification)
             assert second.result.slot == first.result.slot + 1
-            await websocket.slot_unsubscribe(first.subscription)
+            assert first.subscription == subscription.subscription_id
+            await websocket.unsubscribe(subscription)
 
     asyncio.run(flow())
 
@@ -81,9 +82,9 @@ def test_notifications_wait_for_the_ledger(tmp_path, fund):
     payer = fund(handle.url, 1)
 
     async def flow() -> None:
-        async with connect(handle.ws_url) as websocket:
+        async with SolanaWsClient(handle.ws_url) as websocket:
             tx = transfer_tx(payer, Pubkey.new_unique(), 10**6, latest_blockhash(handle.url))
-            await websocket.signature_subscribe(tx.signatures[0], commitment="processed")
+            await websocket.signature_subscribe(signature=tx.signatures[0], commitment="processed")
             await asyncio.to_thread(send_b64, handle.url, tx)
             notification = await next_of(websocket, SignatureNotification)
             assert notification.result.value.err is None
@@ -100,10 +101,10 @@ async def drain(websocket) -> list[str]:
     kinds: list[str] = []
     while True:
         try:
-            messages = await asyncio.wait_for(websocket.recv(), 0.8)
+            message = await asyncio.wait_for(websocket.recv(), 0.8)
         except TimeoutError:
             return sorted(kinds)
-        kinds += [type(message).__name__ for message in messages]
+        kinds.append(type(message).__name__)
 
 
 def test_each_commitment_is_notified_in_its_turn(manual_localnet, clock, fund):
@@ -112,12 +113,11 @@ def test_each_commitment_is_notified_in_its_turn(manual_localnet, clock, fund):
     to = Pubkey.new_unique()
 
     async def flow() -> list[list[str]]:
-        async with connect(manual_localnet.ws_url) as websocket:
+        async with SolanaWsClient(manual_localnet.ws_url) as websocket:
             tx = transfer_tx(payer, to, 10**6, latest_blockhash(url))
-            await websocket.signature_subscribe(tx.signatures[0])  # finalized by default
+            await websocket.signature_subscribe(signature=tx.signatures[0])  # finalized by default
             for commitment in ("processed", "confirmed", "finalized"):
-                await websocket.account_subscribe(to, commitment=commitment)
-            await drain(websocket)  # the subscription ids
+                await websocket.account_subscribe(pubkey=to, commitment=commitment)
             await asyncio.to_thread(send_b64, url, tx)
             seen = [await drain(websocket)]
             for slots in (1, 30, 1):
@@ -139,14 +139,16 @@ def test_solana_py_subscriptions_logs_program_root_and_null_config(manual_localn
     to = Pubkey.new_unique()
 
     async def flow() -> list[str]:
-        async with connect(manual_localnet.ws_url) as websocket:
+        async with SolanaWsClient(manual_localnet.ws_url) as websocket:
             # solana-py sends "encoding": null here: a validator reads it as absent.
-            await websocket.account_subscribe(to, commitment="processed")
-            await websocket.logs_subscribe(RpcTransactionLogsFilterMentions(to), "processed")
-            await websocket.program_subscribe(SYSTEM_PROGRAM_ID, "processed", "base64")
+            await websocket.account_subscribe(pubkey=to, commitment="processed")
+            mentions = RpcTransactionLogsFilterMentions(to)
+            await websocket.logs_subscribe(filter_=mentions, commitment="processed")
+            await websocket.program_subscribe(
+                program_id=SYSTEM_PROGRAM_ID, commitment="processed", encoding="base64"
+            )
             await websocket.root_subscribe()
             await websocket.slots_updates_subscribe()
-            await drain(websocket)  # the subscription ids
             tx = transfer_tx(payer, to, 10**6, latest_blockhash(url))
             await asyncio.to_thread(send_b64, url, tx)
             first = await drain(websocket)

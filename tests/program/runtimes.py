@@ -67,15 +67,8 @@ PROGRAMDATA_METADATA = 45  # ::ProgramData: tag (4) + slot (8) + Option<authorit
 WRITE_CHUNK = 900
 """ELF bytes per loader Write: the transaction stays under 1,232 bytes."""
 PAYER_LAMPORTS = 10_000 * 10**9
-FEATURES = {
-    **FEATURE_IDS,
-    # SIMD-0167 in Agave 2.x: no new loader-v3 deployments (loader-v4 instead); Agave 4 has
-    # no such feature. Only tests turn it off, to reach the loader-v3 deploy path.
-    "disable_new_loader_v3_deployments": Pubkey.from_string(
-        "EmhbpdVtZ2hWRGFWBDjn2i3SJD8Z36z4mpMcZJEnebnP"
-    ),
-}
-"""Every feature the tests name: the client's (``FEATURE_IDS``) and the tests' own."""
+FEATURES = dict(FEATURE_IDS)
+"""Every feature the tests name: the client's (``FEATURE_IDS``)."""
 
 
 def node_runner_missing() -> str | None:
@@ -166,7 +159,7 @@ def _without(runtime: Runtime, names: Iterable[str]) -> str:
 
 
 class SoldersRuntime(Runtime):
-    """solders' LiteSVM (Agave 2.2) with every feature on except those named."""
+    """solders' LiteSVM (Agave 4.1) with every feature on except those named."""
 
     def __init__(self, without: Iterable[str] = ()) -> None:
         active = FeatureSet.all_enabled().active
@@ -175,15 +168,10 @@ class SoldersRuntime(Runtime):
         for fid in off:
             active.pop(fid)
         features = FeatureSet(active, off)
-        self.name = "solders LiteSVM (Agave 2.2)" + _without(self, without)
-        self.svm = (
-            LiteSVM.default()
-            .with_builtins(features)
-            .with_precompiles(features)
-            .with_sysvars()
-            .with_lamports(10**18)
-            .with_transaction_history(0)
-        )
+        self.name = "solders LiteSVM (Agave 4.1)" + _without(self, without)
+        svm = LiteSVM.default().with_feature_set(features).with_builtins()
+        svm._inner.set_precompiles()  # as LiteSVM() does; the wrapper has no with_ for it
+        self.svm = svm.with_sysvars().with_lamports(10**18).with_transaction_history(0)
 
     def blockhash(self) -> Hash:
         return self.svm.latest_blockhash()

@@ -5,9 +5,8 @@ upgradeable loader runs the strict one (``reject_broken_elfs``): for v0, two del
 broken copies prove that this path really is the strict one. v3 has only a strict parser
 (SIMD-0189), so a v3 copy with a broken program header is refused everywhere.
 
-Features are looked up by name in each runtime (``Runtime.feature``): Agave 2.x turns new
-loader-v3 deployments off (SIMD-0167), so that runtime runs with that feature off; a
-runtime without the feature needs nothing turned off.
+Features are looked up by name in each runtime (``Runtime.feature``): SIMD-0500 refuses v0
+deployments, so the solders runtime here runs with that feature off.
 """
 
 import struct
@@ -18,6 +17,7 @@ from solders.keypair import Keypair
 from solders.litesvm import LiteSVM
 from solders.pubkey import Pubkey
 
+from curta_chain.chain.features import DISABLE_SBPF_V0
 from curta_chain.program import MODEL_ACCOUNT_SIZE, ModelAccount, create_model, shipped_program
 
 V0, V3 = shipped_program("sbpf-v0"), shipped_program("sbpf-v3")
@@ -25,7 +25,7 @@ V0, V3 = shipped_program("sbpf-v0"), shipped_program("sbpf-v3")
 
 @pytest.fixture(scope="module")
 def session() -> Session:
-    return Session(SoldersRuntime(without=["disable_new_loader_v3_deployments"]))
+    return Session(SoldersRuntime(without=[DISABLE_SBPF_V0]))
 
 
 def test_strict_deploy_accepts_the_shipped_program_and_it_runs(session: Session):

@@ -1,7 +1,7 @@
 """Issue 19's exploits, run as the attacker ran them, in both runtimes with both builds.
 
-Each target is a runtime and a build: solders' LiteSVM (Agave 2.2) with the v0 build, npm
-litesvm (Agave 4.3, every feature on) with the v0 and the v3 build. Models are published
+Each target is a runtime and a build: solders 0.29's LiteSVM (Agave 4.1) and npm litesvm
+(Agave 4.3), every feature on, each with the v0 and the v3 build. Models are published
 and sealed there by real transactions (``runtimes.publish``), tiny synthetic ones, so the
 module stays within seconds.
 
@@ -60,10 +60,11 @@ from curta_chain.program import (
     step,
     write_weights,
 )
+from curta_chain.program.idl import coder
 from curta_chain.program.run_account import opened_run_data
 from curta_chain.program.run_mirror import RunMirror
 
-TARGETS = [("solders", "sbpf-v0"), ("node", "sbpf-v0"), ("node", "sbpf-v3")]
+TARGETS = [("solders", "sbpf-v0"), ("solders", "sbpf-v3"), ("node", "sbpf-v0"), ("node", "sbpf-v3")]
 CU_LIMIT = 1_400_000
 TINY = ModelConfig(
     dim=16, hidden_dim=32, n_layers=1, n_heads=2, n_kv_heads=1, vocab_size=259, seq_len=16
@@ -88,7 +89,7 @@ def tiny(config: ModelConfig = TINY, seed: int = 19) -> Artifact:
 
 @pytest.fixture(scope="module")
 def solders() -> Iterator[Runtime]:
-    runtime = SoldersRuntime(without=["disable_new_loader_v3_deployments"])
+    runtime = SoldersRuntime()
     yield runtime
     runtime.close()
 
@@ -374,9 +375,9 @@ def test_a_run_a_hostile_model_had_before_the_check_cannot_write_outside_it(targ
     metas = [AccountMeta(run.pubkey(), False, True)]
     metas += [AccountMeta(key, False, True) for key in published.keys]
     for label in range(CAPACITY * 4):
-        ix = step(program_id, run.pubkey(), published.model, [], label)
+        data = coder().encode_instruction("step", {"label": label})
         outcome = session.send(
-            [set_compute_unit_limit(CU_LIMIT), Instruction(program_id, ix.data, metas)]
+            [set_compute_unit_limit(CU_LIMIT), Instruction(program_id, data, metas)]
         )
         if not outcome.ok:
             assert outcome.name == "RunFinished", outcome.logs[-3:]

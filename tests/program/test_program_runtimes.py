@@ -1,11 +1,12 @@
 """Both shipped builds, deployed through the upgradeable loader and sealed, in two runtimes.
 
-solders' LiteSVM runs Agave 2.2; npm ``litesvm`` 1.5 runs Agave 4.3 (in Node, see
-``runtimes.py``), once with its mainnet feature set and once with every feature on, so with
-SIMD-0500 (no new v0 deployments). In each, each build that the runtime can deploy goes
-through the whole lifecycle of ``lifecycle.py``; the v0 build, refused there, still runs
-when added directly, as programs deployed before SIMD-0500 keep running. The compute
-units and refusals are compared across runtimes and builds.
+solders 0.29's LiteSVM runs Agave 4.1 (solana-sbpf 0.21) with every feature on; npm
+``litesvm`` 1.5 runs Agave 4.3 (in Node, see ``runtimes.py``), once with its mainnet feature
+set and once with every feature on, so with SIMD-0500 (no new v0 deployments). In each,
+each build that the runtime can deploy goes through the whole lifecycle of
+``lifecycle.py``; the v0 build, refused there, still runs when added directly, as programs
+deployed before SIMD-0500 keep running. The compute units and refusals are compared across
+runtimes and builds.
 """
 
 from collections.abc import Iterator
@@ -23,8 +24,7 @@ V0, V3 = shipped_program("sbpf-v0"), shipped_program("sbpf-v3")
 
 @pytest.fixture(scope="module")
 def solders() -> Iterator[Runtime]:
-    # Agave 2.x turns new loader-v3 deployments off (SIMD-0167); Agave 4 has no such feature.
-    runtime = SoldersRuntime(without=["disable_new_loader_v3_deployments"])
+    runtime = SoldersRuntime()
     yield runtime
     runtime.close()
 
@@ -51,7 +51,8 @@ def lifecycles(
     """(runtime, build) -> the lifecycle measured there: every comparison's own runs, so each
     test sets up what it asserts whether it runs alone, with -k or in any order."""
     return {
-        ("solders", "sbpf-v0"): deploy_and_seal(solders, "sbpf-v0"),
+        ("solders", "sbpf-v3"): deploy_and_seal(solders, "sbpf-v3"),
+        ("solders", "sbpf-v0"): v0_added_directly(solders),
         ("node-mainnet", "sbpf-v0"): deploy_and_seal(node_mainnet, "sbpf-v0"),
         ("node-mainnet", "sbpf-v3"): deploy_and_seal(node_mainnet, "sbpf-v3"),
         ("node-all", "sbpf-v3"): deploy_and_seal(node_all, "sbpf-v3"),
@@ -59,20 +60,17 @@ def lifecycles(
     }
 
 
-def test_agave_2_2_refuses_the_v3_build(solders: Runtime):
-    # Agave 2.2's "v3" is an older definition (solana-sbpf 0.10): it refuses our headers.
-    outcome = Session(solders).deploy(V3.elf).outcome
-    assert not outcome.ok and "Failed to parse ELF file" in " ".join(outcome.logs), outcome.logs
+@pytest.mark.parametrize("runtime_name", ["solders", "node_all"])
+def test_v3_runs_with_every_feature_on(request, runtime_name: str):
+    assert request.getfixturevalue(runtime_name).feature(ENABLE_SBPF_V3) is not None
 
 
-def test_v3_runs_with_every_feature_on(node_all: Runtime):
-    assert node_all.feature(ENABLE_SBPF_V3) is not None
-
-
-def test_v0_is_refused_deployment_with_simd_0500(node_all: Runtime):
-    if node_all.feature(DISABLE_SBPF_V0) is None:
-        pytest.skip(f"{node_all.name} has no {DISABLE_SBPF_V0} feature")
-    outcome = Session(node_all).deploy(V0.elf).outcome
+@pytest.mark.parametrize("runtime_name", ["solders", "node_all"])
+def test_v0_is_refused_deployment_with_simd_0500(request, runtime_name: str):
+    runtime = request.getfixturevalue(runtime_name)
+    if runtime.feature(DISABLE_SBPF_V0) is None:
+        pytest.skip(f"{runtime.name} has no {DISABLE_SBPF_V0} feature")
+    outcome = Session(runtime).deploy(V0.elf).outcome
     assert not outcome.ok and "InvalidAccountData" in str(outcome.error)
     assert "Detected sbpf_version required by the executable which are not enabled" in outcome.logs
 

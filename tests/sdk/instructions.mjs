@@ -2,14 +2,27 @@
 // JSON (u64s as decimal strings), one line of {name: {data (hex), accounts: [[address,
 // signer, writable]]}} (tests/sdk).
 import {
-  createNoopSigner, getBeginSealingInstruction, getOpenRunInstruction, getSealStepInstruction,
-  getStepInstruction, getWriteWeightsInstruction, toHex,
+  createNoopSigner, getBeginSealingInstruction, getBindWeightAccountInstruction, getCloseModelInstruction,
+  getCloseRunInstruction, getCloseWeightAccountInstruction, getCreateModelInstruction, getOpenRunInstruction,
+  getReopenInstruction, getSealStepInstruction, getStepInstruction, getWriteWeightsInstruction, toHex,
 } from "../../sdk/js/dist/index.js";
 
 const k = JSON.parse(process.argv[2]);
 const config = { programAddress: k.program };
 const signer = (address) => createNoopSigner(address);
+const hash = Uint8Array.from(Buffer.from(k.hash, "hex"));
+const lengths = k.lengths.map(BigInt);
+const authority = signer(k.authority);
+const oneWeight = { authority, model: k.model, weightAccount: k.weight, sectionIndex: k.index };
 const built = {
+  create_model: getCreateModelInstruction(
+    { authority, model: signer(k.model), declaredHash: hash, sectionLengths: lengths }, config,
+  ),
+  bind_weight_account: getBindWeightAccountInstruction({ ...oneWeight, weightAccount: signer(k.weight) }, config),
+  reopen: getReopenInstruction(oneWeight, config),
+  close_weight_account: getCloseWeightAccountInstruction(oneWeight, config),
+  close_model: getCloseModelInstruction({ authority, model: k.model }, config),
+  close_run: getCloseRunInstruction({ opener: authority, run: k.run }, config),
   begin_sealing: getBeginSealingInstruction({ authority: signer(k.authority), model: k.model }, config),
   seal_step: getSealStepInstruction({ model: k.model, weightAccount: k.weight, label: BigInt(k.label) }, config),
   step: getStepInstruction({ run: k.run, model: k.model, sectionZero: k.weight, label: BigInt(k.label) }, config),

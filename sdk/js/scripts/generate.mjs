@@ -15,12 +15,9 @@ const check = process.argv.includes("--check");
 const out = check ? mkdtempSync(join(tmpdir(), "curta-codama-")) : here;
 // The renderer's options that keep the output a function of the IDL alone: no package.json
 // edits, imports from @solana/kit only.
-// The IDL is Anchor's legacy (0.29) format, from which nodes-from-anchor makes a program
-// node without the PDA list the renderer expects; the program has no PDAs.
-const root = rootNodeFromAnchor(idl);
-const program = { ...root.program, pdas: root.program.pdas ?? [] };
+// The IDL is in Anchor's current format (spec 0.1.0), which nodes-from-anchor reads whole.
 await visit(
-  { ...root, program },
+  rootNodeFromAnchor(idl),
   renderVisitor(out, { syncPackageJson: false, kitImportStrategy: "rootOnly", deleteFolderBeforeRendering: true }),
 );
 // Codama's client plugin (programs/curta.ts) returns kit 8's extendClient result as its own

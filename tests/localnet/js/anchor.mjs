@@ -1,5 +1,6 @@
-// @coral-xyz/anchor 0.29 with our IDL (curta_chain/program/curta.json) against the
-// localnet: it builds, sends, fetches and subscribes, and shows our named errors.
+// @coral-xyz/anchor 0.32 with our IDL (curta_chain/program/curta.json, Anchor's current
+// format) against the localnet: it builds, sends, fetches and subscribes, and shows our
+// named errors.
 
 import fs from 'node:fs';
 
@@ -24,7 +25,8 @@ const provider = new AnchorProvider(connection, new Wallet(payer), {
     preflightCommitment: 'processed',
 });
 const programId = new PublicKey(world.programId);
-const program = new Program(idl, programId, provider);
+// Anchor 0.30 and later take the program id from the IDL's address.
+const program = new Program({ ...idl, address: world.programId }, provider);
 const MODEL_SIZE = program.account.model.size; // from the IDL's layout, discriminator included
 const WEIGHT_HEADER = 2048;
 const SECTIONS = [1000, 2000];
@@ -102,7 +104,7 @@ async function refusal(call) {
     throw new Error('expected the program to refuse');
 }
 
-// Anchor 0.29 names a program error by splitting the error text at "custom program error:";
+// Anchor names a program error by splitting the error text at "custom program error:";
 // web3.js 1.99's preflight error repeats that phrase in the logs it now carries, so that
 // split fails (against solana-test-validator too) and the name shows in the logs, where
 // our program writes it. A failure that lands comes back as Anchor's ProgramError, named
@@ -111,7 +113,7 @@ async function refusal(call) {
 // the status error itself, {"InstructionError": [0, {"Custom": code}]}, which Anchor's
 // ProgramError.parse names the same way.
 // On a busy cluster's blocks (world.blocks) the failed transaction is often confirmed by the
-// time Anchor looks it up; Anchor 0.29 then rethrows it as web3.js's SendTransactionError,
+// time Anchor looks it up; Anchor then rethrows it as web3.js's SendTransactionError,
 // which 1.99 builds from the wrong arguments ("Unknown action 'undefined'", no logs): the
 // error is then read from the chain, the newest transaction naming `account`.
 const IDL_ERRORS = new Map(idl.errors.map(e => [e.code, e.msg]));
