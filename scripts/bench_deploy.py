@@ -57,7 +57,12 @@ async def deployed(url: str, version: str) -> DeployRun:
         seconds = time.perf_counter() - started
         assert result.transactions == plan.transactions
         return DeployRun(
-            build.name, len(build.elf), len(plan.writes), result.transactions, plan.chunk, seconds
+            build.name,
+            len(build.elf),
+            len(plan.writes),
+            result.transactions,
+            plan.chunk,
+            round(seconds, 3),
         )
     finally:
         await client.aclose()
