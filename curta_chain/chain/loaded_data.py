@@ -26,7 +26,7 @@ from typing import Final
 
 from solders.account import Account
 from solders.compute_budget import ID as COMPUTE_BUDGET_PROGRAM_ID
-from solders.message import Message, MessageV0
+from solders.message import Message, MessageV0, MessageV1
 from solders.pubkey import Pubkey
 
 from curta_chain.constants import MAX_LOADED_ACCOUNTS_DATA_SIZE
@@ -50,14 +50,14 @@ _HEAP_FRAME_UNIT: Final = 1024
 
 
 def loaded_accounts_data_size(
-    message: Message | MessageV0,
+    message: Message | MessageV0 | MessageV1,
     account: Callable[[Pubkey], Account | None],
     looked_up: Sequence[Pubkey] = (),
 ) -> int:
     """Return the bytes of account data a validator loads for ``message``, as it counts them.
 
     Args:
-        message: the transaction's message, legacy or v0.
+        message: the transaction's message, legacy, v0 or v1.
         account: the account at a key before the transaction runs (None when there is none).
         looked_up: the addresses ``message``'s lookup tables resolve to, writable then
             read-only, as the runtime appends them to the static keys.

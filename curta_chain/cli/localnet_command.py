@@ -20,6 +20,8 @@ from curta_chain.errors import InputError
 from curta_chain.reporting import NullReporter
 
 if TYPE_CHECKING:
+    from solders.pubkey import Pubkey
+
     from curta_chain.localnet.busy import BusyOptions
 
 
@@ -48,6 +50,15 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
         action="store_true",
         help="run solana-test-validator with the same program instead, if it is installed",
     )
+    parser.add_argument(
+        "--deactivate-feature",
+        action="append",
+        type=_pubkey,
+        default=[],
+        metavar="FEATURE_PUBKEY",
+        help="deactivate this feature in genesis (repeatable), as solana-test-validator does; "
+        "every other feature is active from slot 0 (docs/localnet.md)",
+    )
     busy = parser.add_argument_group(
         "busy cluster",
         "behave like a busy cluster (all off by default; docs/localnet.md describes each)",
@@ -65,7 +76,10 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
         help="run transactions in the block of the next slot, by compute-unit price",
     )
     busy.add_argument(
-        "--slot-ms", type=_positive(float), help="milliseconds a slot lasts (default 400)"
+        "--slot-ms",
+        type=_positive(float),
+        help="milliseconds a slot lasts (default 400); the per-slot compute-unit limits and "
+        "the background load scale with it, as SIMD-0525 scales them",
     )
     busy.add_argument(
         "--seed", type=_at_least(0), help="seed of the loss, the shuffle and the load (default 0)"
@@ -78,13 +92,14 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
     busy.add_argument(
         "--block-cu-limit",
         type=_at_least(1),
-        help=f"compute units per block (default {BLOCK_CU_LIMIT:,}; needs --blocks)",
+        help=f"compute units per block "
+        f"(default {BLOCK_CU_LIMIT:,} at 400 ms slots; needs --blocks)",
     )
     busy.add_argument(
         "--account-cu-limit",
         type=_at_least(1),
         help="compute units per writable account per block "
-        f"(default {ACCOUNT_CU_LIMIT:,}; needs --blocks)",
+        f"(default {ACCOUNT_CU_LIMIT:,} at 400 ms slots; needs --blocks)",
     )
     busy.add_argument(
         "--account-write-limit",
@@ -127,7 +142,9 @@ _NEEDS_BLOCKS = ("block_cu_limit", "account_cu_limit", "account_write_limit", "b
 
 
 def busy_options(args: argparse.Namespace) -> "BusyOptions":
-    """Return the busy-cluster settings the flags ask for (the profile, then each flag).
+    """Return the busy-cluster settings the flags ask for.
+
+    The profile, its per-slot limits scaled to ``--slot-ms`` (SIMD-0525), then each flag.
 
     Raises:
         InputError: a flag that needs ``--blocks`` without it.
@@ -135,6 +152,8 @@ def busy_options(args: argparse.Namespace) -> "BusyOptions":
     from curta_chain.localnet.busy import NOT_BUSY, BusyOptions
 
     options = BusyOptions.busy() if args.profile == "busy" else NOT_BUSY
+    if args.slot_ms is not None:
+        options = options.at_slot_ms(args.slot_ms)
     given = {name: getattr(args, name) for name in _BUSY_FIELDS if getattr(args, name) is not None}
     options = replace(options, **given)
     if not options.blocks:
@@ -188,6 +207,16 @@ def _fraction(text: str) -> float:
     return value
 
 
+def _pubkey(text: str) -> "Pubkey":
+    """Parse a base58 public key for argparse (``--deactivate-feature``)."""
+    from solders.pubkey import Pubkey
+
+    try:
+        return Pubkey.from_string(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text}: expected a base58 public key") from None
+
+
 def _port(text: str) -> int:
     """Parse a TCP port for argparse (0 picks a free one)."""
     try:
@@ -210,7 +239,8 @@ def _run(args: argparse.Namespace) -> int:
     if args.validator:
         if busy != NOT_BUSY or args.slot_ms is not None:
             raise InputError("the busy-cluster flags work with the embedded localnet only")
-        return run_validator(args.port, args.ledger or Path("test-ledger"), args.reset)
+        ledger = args.ledger or Path("test-ledger")
+        return run_validator(args.port, ledger, args.reset, args.deactivate_feature)
     reporter = _JsonLines() if is_json(args) else ConsoleReporter()
     if busy != NOT_BUSY:
         reporter.line(f"Busy cluster: {describe(busy)}")
@@ -221,5 +251,6 @@ def _run(args: argparse.Namespace) -> int:
         reporter=reporter,
         slot_duration=slot_duration,
         busy=busy,
+        deactivate_features=tuple(args.deactivate_feature),
     )
     return 0

@@ -11,15 +11,14 @@ import random
 
 from solders.account import Account
 from solders.litesvm import LiteSVM
-from solders.message import Message, MessageV0
+from solders.message import MessageV0
 from solders.transaction import VersionedTransaction
 from solders.transaction_metadata import FailedTransactionMetadata
 
 from curta_chain.localnet.busy import BusyOptions, Leader, Pending, scheduling_cost
-from curta_chain.localnet.codec import supported_message, transaction_error_json
-from curta_chain.localnet.current_bank import less_lamports
+from curta_chain.localnet.codec import AnyMessage, transaction_error_json
 from curta_chain.localnet.execution import Execution
-from curta_chain.localnet.fees import compute_budget, priority_lamports, transaction_fee
+from curta_chain.localnet.fees import compute_budget, priority_fee, transaction_fee
 from curta_chain.localnet.load_limit import loads_too_much
 from curta_chain.localnet.outcomes import Landed, Queued, Refused, SendOutcome, TransactionAccounts
 
@@ -67,17 +66,17 @@ class BlockProduction(Execution):
     ) -> SendOutcome:
         """Send in the busy mode in ``slot`` (now): check, preflight at once, then drop or queue."""
         signature = str(tx.signatures[0])
-        message = supported_message(tx.message)
+        message = tx.message
         accounts = self._accounts_of(message)
         payer_before = self.svm.get_account(accounts.keys[0])
         units, price = compute_budget(message)
-        priority = priority_lamports(units, price)
+        priority = priority_fee(message)
         fee = transaction_fee(message, priority)
         refusal = self._refusal_before_execution(
             tx, message, signature, accounts, payer_before, fee
         )
         if refusal is None and preflight:
-            refusal = self._simulate(tx, message, signature, accounts, payer_before, priority)
+            refusal = self._simulate(tx, message, signature, accounts, payer_before)
         if refusal is not None:
             return refusal
         if not faucet and self._drops is not None and self._drops.random() < self.busy.drop_rate:
@@ -109,28 +108,21 @@ class BlockProduction(Execution):
     def _simulate(
         self,
         tx: VersionedTransaction,
-        message: Message | MessageV0,
+        message: AnyMessage,
         signature: str,
         accounts: TransactionAccounts,
         payer_before: Account | None,
-        priority: int,
     ) -> Refused | None:
-        """Preflight against the current bank without changing it: why it would fail, or None."""
-        charge = priority if payer_before is not None else 0
+        """Preflight against the current bank without changing it: why it would fail, or None.
+
+        LiteSVM's simulation charges the whole fee, as its execution does.
+        """
         if payer_before is not None:
             looked_up = [*accounts.loaded_writable, *accounts.loaded_readonly]
             owner = self._owners.owner
             if loads_too_much(message, accounts.keys, looked_up, self.get_account, owner):
                 return Refused(signature, "MaxLoadedAccountsDataSizeExceeded", [], 0)
-            if charge:
-                # The priority fee is charged before the transaction runs, as _execute does.
-                self.svm.set_account(accounts.keys[0], less_lamports(payer_before, charge))
-        try:
-            result = self.svm.simulate_transaction(tx)
-        finally:
-            if charge and payer_before is not None:
-                self.svm.set_account(accounts.keys[0], payer_before)
-                self._forget_reads()
+        result = self.simulate(tx)
         if isinstance(result, FailedTransactionMetadata):
             meta = result.meta()
             err = transaction_error_json(result.err())

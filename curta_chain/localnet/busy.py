@@ -9,6 +9,11 @@ room for its cost (``scheduling_cost``, the validator's cost model), else left f
 block. One whose blockhash is too old for the block is dropped: it never lands. The chain
 then runs the picked ones in that order, in that slot (``BlockProduction._produce``).
 
+With slots shorter (or longer) than 400 ms (``--slot-ms``), the per-slot limits scale as
+SIMD-0525 scales them (``BusyOptions.at_slot_ms``): block and writable-account compute units,
+and with them the background load, each ``trunc(value at 400 ms * slot_ms / 400)``: at
+200 ms, 50 M units a block and 20 M a writable account.
+
 Background transactions are counted, not run: each takes its compute units of the block,
 and the prices of those the block held are what getRecentPrioritizationFees reports (with
 the real ones'). docs/localnet.md describes the whole mode and its flags.
@@ -19,17 +24,18 @@ import random
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from fractions import Fraction
 from operator import itemgetter
 from typing import TYPE_CHECKING
 
-from solders.message import Message, MessageV0
+from solders.message import Message, MessageV0, MessageV1
 from solders.pubkey import Pubkey
 from solders.transaction import VersionedTransaction
 
-from curta_chain.chain.loaded_data import loaded_accounts_data_size_limit
 from curta_chain.constants import ACCOUNT_CU_LIMIT, ACCOUNT_WRITE_LIMIT, BLOCK_CU_LIMIT
 from curta_chain.localnet.fees import DEFAULT_INSTRUCTION_COMPUTE_UNITS
+from curta_chain.localnet.load_limit import loaded_data_limit
 
 if TYPE_CHECKING:
     from curta_chain.localnet.outcomes import TransactionAccounts
@@ -39,6 +45,8 @@ BUSY_BACKGROUND_LOAD = BLOCK_CU_LIMIT // 2
 BUSY_RPS = 50
 """Requests a second of Helius's Developer plan (docs/localnet.md cites it)."""
 BUSY_MAX_BATCH = 100
+BASELINE_SLOT_MS = 400
+"""The slot time the per-slot limits are given for (SIMD-0525 scales them from it)."""
 
 # agave's cost model (cost-model/src/block_cost_limits.rs, cost_model.rs).
 SIGNATURE_COST = 720
@@ -109,10 +117,29 @@ class BusyOptions:
                 return f"{name} {value}: expected at least 1"
         return None
 
+    def at_slot_ms(self, slot_ms: float) -> "BusyOptions":
+        """These options with their per-slot limits scaled to ``slot_ms`` slots (SIMD-0525).
+
+        The block and writable-account compute-unit limits and the background load (given
+        for 400 ms slots) become ``trunc(value * slot_ms / 400)``, so that a second of wall
+        clock holds as much work at any slot time.
+        """
+        return replace(
+            self,
+            block_cu_limit=slot_scaled(self.block_cu_limit, slot_ms),
+            account_cu_limit=slot_scaled(self.account_cu_limit, slot_ms),
+            background_load=slot_scaled(self.background_load, slot_ms),
+        )
+
     @property
     def changes_sending(self) -> bool:
         """Whether sendTransaction does anything but run the transaction at once."""
         return self.blocks or self.drop_rate > 0
+
+
+def slot_scaled(value: int, slot_ms: float) -> int:
+    """A per-slot limit at 400 ms scaled to ``slot_ms`` slots, truncated, as SIMD-0525 does."""
+    return math.floor(value * Fraction(slot_ms) / BASELINE_SLOT_MS)
 
 
 def describe(options: BusyOptions) -> str:
@@ -138,7 +165,7 @@ NOT_BUSY = BusyOptions()
 """Today's localnet: every transaction runs inside its sendTransaction, nothing is lost."""
 
 
-def scheduling_cost(message: Message | MessageV0, writable: int, limit: int) -> int:
+def scheduling_cost(message: Message | MessageV0 | MessageV1, writable: int, limit: int) -> int:
     """Return the compute units the leader reserves for ``message`` in a block.
 
     agave's cost model for scheduling: 720 per signature, 300 per writable account, one
@@ -148,7 +175,7 @@ def scheduling_cost(message: Message | MessageV0, writable: int, limit: int) -> 
     signatures = message.header.num_required_signatures
     data_bytes = sum(len(instruction.data) for instruction in message.instructions)
     # None (compute-budget instructions that do not decode) never reaches the leader's queue.
-    pages = -(-(loaded_accounts_data_size_limit(message) or 0) // LOADED_DATA_PAGE_BYTES)
+    pages = -(-(loaded_data_limit(message) or 0) // LOADED_DATA_PAGE_BYTES)
     return (
         SIGNATURE_COST * signatures
         + WRITE_LOCK_UNITS * writable
@@ -165,7 +192,7 @@ class Pending:
     signature: str
     raw: bytes
     tx: VersionedTransaction
-    message: Message | MessageV0
+    message: Message | MessageV0 | MessageV1
     blockhash: str
     price: int
     """Micro-lamports a compute unit."""

@@ -15,7 +15,7 @@ event loop).
 
 import hashlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from solders.account import Account
@@ -44,8 +44,8 @@ from curta_chain.errors import LocalnetError
 from curta_chain.localnet.block_production import BlockProduction
 from curta_chain.localnet.busy import NOT_BUSY, BusyOptions
 from curta_chain.localnet.clock import SLOT_SECONDS, SlotClock
-from curta_chain.localnet.codec import supported_message
 from curta_chain.localnet.current_bank import new_svm
+from curta_chain.localnet.features import BEFORE_AGAVE_4, Features
 from curta_chain.localnet.fees import priority_fee, transaction_fee
 from curta_chain.localnet.ledger import Ledger
 from curta_chain.localnet.outcomes import SendOutcome
@@ -78,6 +78,9 @@ class Localnet(BlockProduction):
         now: the time source slots are counted from (``time.time``; tests pass a
             ``ManualClock``).
         busy: the busy-cluster behaviours (``busy``; none by default).
+        deactivate_features: feature ids to deactivate at genesis, as
+            ``solana-test-validator --deactivate-feature`` takes them; an existing ledger
+            keeps the set it was started with.
 
     Raises:
         LocalnetError: the ledger cannot be opened or replayed, or the program not loaded.
@@ -92,6 +95,7 @@ class Localnet(BlockProduction):
         snapshot_bytes: int = DEFAULT_SNAPSHOT_BYTES,
         now: Callable[[], float] = time.time,
         busy: BusyOptions = NOT_BUSY,
+        deactivate_features: Iterable[Pubkey] = (),
     ):
         binary = program_binary if program_binary is not None else find_program_binary()
         program = binary.read_bytes() if binary is not None else None
@@ -101,28 +105,54 @@ class Localnet(BlockProduction):
         self.identity = Keypair.from_seed(hashlib.sha256(IDENTITY_SEED).digest()).pubkey()
         self.vote_account = Keypair.from_seed(hashlib.sha256(VOTE_SEED).digest()).pubkey()
         self.snapshot_bytes = snapshot_bytes
-        super().__init__(self._new_svm(program), busy)
+        features, self.unknown_features = Features.at_genesis(deactivate_features)
+        """``unknown_features``: the ids asked off that no feature has (ignored)."""
+        self.deactivation_ignored = False
+        """Whether features were asked off on an existing ledger, whose genesis holds."""
+
+        # Slot 0 is the genesis bank, rooted from the start: a new chain starts at slot 1.
+        def genesis_time() -> float:
+            return now() - slot_duration
+
+        opened: Ledger | None = None
+        if ledger is not None:
+            sha = hashlib.sha256(program).hexdigest() if program is not None else None
+            asked = tuple(sorted(str(key) for key in features.deactivated))
+            opened = Ledger(
+                ledger,
+                reset=reset,
+                program_sha256=sha,
+                now=genesis_time,
+                deactivated_features=asked,
+            )
+            stored = opened.meta.deactivated_features
+            if not opened.created:
+                kept = BEFORE_AGAVE_4 if stored is None else map(Pubkey.from_string, stored)
+                self.deactivation_ignored = bool(features.deactivated or self.unknown_features)
+                features = Features(frozenset(kept))
+        self.features = features
+        try:
+            super().__init__(self._new_svm(program), busy)
+        except BaseException:
+            if opened is not None:
+                opened.close()
+            raise
+        self.ledger = opened
         self.svm.set_account(
             self.faucet.pubkey(), Account(FAUCET_LAMPORTS, b"", SYSTEM_PROGRAM_ID, False, 0)
         )
         self.endpoints: tuple[str | None, str | None] = (None, None)
         """host:port of the JSON-RPC and PubSub servers, once they listen."""
         self._stake_minimum: int | None = None
-        self._genesis = frozenset([*GENESIS_ACCOUNTS, self.program_id])
+        self._genesis = frozenset([*GENESIS_ACCOUNTS, self.program_id, *features.active])
         self._track([*self._genesis, self.faucet.pubkey()])
 
-        # Slot 0 is the genesis bank, rooted from the start: a new chain starts at slot 1.
-        def genesis_time() -> float:
-            return now() - slot_duration
-
-        if ledger is None:
+        if self.ledger is None:
             genesis_hash = hashlib.sha256(Keypair().secret()).digest()
             self.clock = SlotClock(genesis_hash, genesis_time(), slot_duration, now)
         else:
             from curta_chain.localnet.persistence import restore
 
-            sha = hashlib.sha256(program).hexdigest() if program is not None else None
-            self.ledger = Ledger(ledger, reset=reset, program_sha256=sha, now=genesis_time)
             meta = self.ledger.meta
             self.clock = SlotClock(meta.genesis_hash, meta.genesis_time, slot_duration, now)
             try:
@@ -142,7 +172,7 @@ class Localnet(BlockProduction):
         """Return LiteSVM with the runtime settings of this chain and the program loaded."""
         # Signatures are checked in send_transaction; LiteSVM's own blockhash check only
         # knows its latest hash, so the 150-block window is enforced here instead.
-        svm = new_svm().with_sigverify(False).with_blockhash_check(False)
+        svm = new_svm(self.features).with_sigverify(False).with_blockhash_check(False)
         svm.with_transaction_history(0)
         # solana-test-validator's genesis: 432,000-slot epochs from slot 0, no warmup.
         svm.set_epoch_schedule(EpochSchedule.without_warmup())
@@ -215,7 +245,7 @@ class Localnet(BlockProduction):
         slot = self.tick()
         signature = str(tx.signatures[0])
         # solders copies the message on each access: once is enough.
-        message = supported_message(tx.message)
+        message = tx.message
         accounts = self._accounts_of(message)
         payer_before = self.svm.get_account(accounts.keys[0])
         priority = priority_fee(message)

@@ -17,7 +17,6 @@ from solders.message import from_bytes_versioned
 
 from curta_chain.localnet.chain import Localnet
 from curta_chain.localnet.clock import SLOTS_PER_EPOCH
-from curta_chain.localnet.codec import supported_message
 from curta_chain.localnet.params import (
     SOLANA_CORE_VERSION,
     Params,
@@ -300,7 +299,7 @@ def get_fee_for_message(localnet: Localnet, params: Params) -> dict[str, Any]:
         raise invalid_params(f"invalid message: {exc}") from exc
     if not localnet.clock.valid_at(str(message.recent_blockhash), slot):
         return with_context(slot, None)
-    return with_context(slot, localnet.fee_for(supported_message(message)))
+    return with_context(slot, localnet.fee_for(message))
 
 
 def get_minimum_balance_for_rent_exemption(localnet: Localnet, params: Params) -> int:

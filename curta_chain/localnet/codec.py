@@ -25,10 +25,18 @@ from curta_chain.localnet.rpc_errors import (
     invalid_params,
 )
 
-# The longest encodings of a MAX_TRANSACTION_SIZE packet the validator reads before
-# decoding ("golden" numbers in agave's rpc.rs).
+AnyMessage = Message | MessageV0 | MessageV1
+"""A message of any version the localnet runs: legacy, v0 or v1 (SIMD-0385)."""
+MAX_V1_TRANSACTION_SIZE = 4_096
+"""The largest v1 transaction (SIMD-0296; agave's ``solana_message::v1::MAX_TRANSACTION_SIZE``).
+Legacy and v0 transactions keep ``MAX_TRANSACTION_SIZE``, one packet."""
+# The longest encodings the validator reads before decoding (agave 4.3's rpc.rs): base58 is
+# deprecated and stays at one packet; base64 reads up to 4,096 bytes when its first two
+# characters say a v1 message (first byte 0x81 and up: "gQ" and up), else one packet.
 MAX_BASE58_TRANSACTION = 1_683
 MAX_BASE64_TRANSACTION = 1_644
+MAX_BASE64_V1_TRANSACTION = 5_464
+_V1_BASE64_PREFIX = "gQ"
 MAX_BASE58_ACCOUNT_BYTES = 128
 _TRANSACTION_TYPE = "solana_transaction::versioned::VersionedTransaction"
 _ZSTD = zstandard.ZstdCompressor(level=1)
@@ -47,20 +55,26 @@ def decode_transaction(encoded: Any, encoding: str) -> tuple[bytes, VersionedTra
     if not isinstance(encoded, str):
         raise invalid_params("Invalid params: transaction must be an encoded string")
     if encoding == "base58":
+        max_raw = MAX_TRANSACTION_SIZE
         if len(encoded) > MAX_BASE58_TRANSACTION:
             raise invalid_params(
                 f"base58 encoded {_TRANSACTION_TYPE} too large: {len(encoded)} bytes "
-                f"(max: encoded/raw {MAX_BASE58_TRANSACTION}/{MAX_TRANSACTION_SIZE})"
+                f"(max: encoded/raw {MAX_BASE58_TRANSACTION}/{max_raw})"
             )
         try:
             raw = based58.b58decode(encoded.encode())
         except ValueError as exc:
             raise invalid_params(f"invalid base58 encoding: {exc}") from exc
     elif encoding == "base64":
-        if len(encoded) > MAX_BASE64_TRANSACTION:
+        # Compared as the validator does: the first two characters, byte by byte.
+        if len(encoded) >= 2 and encoded[:2] >= _V1_BASE64_PREFIX:
+            max_encoded, max_raw = MAX_BASE64_V1_TRANSACTION, MAX_V1_TRANSACTION_SIZE
+        else:
+            max_encoded, max_raw = MAX_BASE64_TRANSACTION, MAX_TRANSACTION_SIZE
+        if len(encoded) > max_encoded:
             raise invalid_params(
                 f"base64 encoded {_TRANSACTION_TYPE} too large: {len(encoded)} bytes "
-                f"(max: encoded/raw {MAX_BASE64_TRANSACTION}/{MAX_TRANSACTION_SIZE})"
+                f"(max: encoded/raw {max_encoded}/{max_raw})"
             )
         try:
             raw = base64.b64decode(encoded, validate=True)
@@ -70,32 +84,15 @@ def decode_transaction(encoded: Any, encoding: str) -> tuple[bytes, VersionedTra
         raise invalid_params(
             f"unsupported encoding: {encoding}. Supported encodings: base58, base64"
         )
-    if len(raw) > MAX_TRANSACTION_SIZE:
+    if len(raw) > max_raw:
         raise invalid_params(
-            f"decoded {_TRANSACTION_TYPE} too large: {len(raw)} bytes "
-            f"(max: {MAX_TRANSACTION_SIZE} bytes)"
+            f"decoded {_TRANSACTION_TYPE} too large: {len(raw)} bytes (max: {max_raw} bytes)"
         )
     try:
         tx = VersionedTransaction.from_bytes(raw)
     except ValueError as exc:
         raise invalid_params(f"failed to deserialize {_TRANSACTION_TYPE}: {exc}") from exc
-    supported_message(tx.message)
     return raw, tx
-
-
-def supported_message(message: Message | MessageV0 | MessageV1) -> Message | MessageV0:
-    """The message of a legacy or v0 transaction, the versions this localnet runs.
-
-    Raises:
-        RpcMethodError: -32602 for a v1 message, as a validator without v1 refuses to
-            deserialize it.
-    """
-    if isinstance(message, MessageV1):
-        raise invalid_params(
-            f"failed to deserialize {_TRANSACTION_TYPE}: invalid value: integer `1`, "
-            "expected a valid transaction message version"
-        )
-    return message
 
 
 BASE58_TOO_LARGE = "error: data too large for bs58 encoding"
@@ -186,6 +183,7 @@ _TRANSACTION_ERRORS = {
     "InvalidLoadedAccountsDataSizeLimit": (
         "LoadedAccountsDataSizeLimit set for transaction must be greater than 0."
     ),
+    "UnsupportedVersion": "Transaction version is unsupported",
 }
 _INSTRUCTION_ERRORS = {
     "GenericError": "generic instruction error",

@@ -13,13 +13,13 @@ from collections.abc import Iterable
 from solders.account import Account
 from solders.clock import Clock
 from solders.hash import Hash
-from solders.litesvm import FeatureSet, LiteSVM
+from solders.litesvm import LiteSVM
 from solders.pubkey import Pubkey
 from solders.system_program import ID as SYSTEM_PROGRAM_ID
 
-from curta_chain.chain.features import DISABLE_SBPF_V0, FEATURE_IDS
 from curta_chain.localnet.bank_history import AccountState, BankHistory
 from curta_chain.localnet.clock import SLOTS_PER_EPOCH, SlotClock
+from curta_chain.localnet.features import ACTIVE_FEATURE, Features
 from curta_chain.localnet.owner_index import OwnerIndex
 from curta_chain.localnet.parsed import CLOCK_SYSVAR, SYSVAR_OWNER
 
@@ -27,22 +27,15 @@ MAX_SLOT_HASHES = 512
 """Entries in the SlotHashes sysvar."""
 READ_CACHE_BYTES = 64 * 1024 * 1024
 """Account data kept between writes, so slices of one 10 MiB account cost one copy."""
-DISABLE_SBPF_V0_DEPLOYMENT = FEATURE_IDS[DISABLE_SBPF_V0]
-"""agave's ``disable_sbpf_v0_v1_v2_deployment`` (SIMD-0500): active, the loader refuses to
-deploy an SBPF v0 program. Every feature of the solders 0.29 LiteSVM is on in the localnet
-but this one, so that ``deploy`` (which takes v0 where the cluster shows no feature
-account) works as it did on solders 0.26's LiteSVM (Agave 2.2), which had no such feature."""
 
 
-def new_svm() -> LiteSVM:
-    """LiteSVM as ``LiteSVM()`` makes it, but with SBPF v0 deployments allowed.
+def new_svm(features: Features) -> LiteSVM:
+    """LiteSVM as ``LiteSVM()`` makes it, with ``features`` and their accounts.
 
-    Every feature but SIMD-0500's, the builtins, precompiles, sysvars and SPL programs.
+    The features active but those deactivated, the builtins, precompiles, sysvars and SPL
+    programs, and a feature account for each active feature, as a validator's genesis has.
     """
-    active = FeatureSet.all_enabled().active
-    active.pop(DISABLE_SBPF_V0_DEPLOYMENT)
-    features = FeatureSet(active, {DISABLE_SBPF_V0_DEPLOYMENT})
-    svm = LiteSVM.default().with_feature_set(features).with_builtins().with_sysvars()
+    svm = LiteSVM.default().with_feature_set(features.runtime()).with_builtins().with_sysvars()
     # What ``LiteSVM()`` adds next; solders' wrapper has no ``with_`` method for it.
     svm._inner.set_precompiles()
     # The LiteSVM of solders 0.29 starts at slot 435,888,000; the localnet's genesis is slot
@@ -50,6 +43,9 @@ def new_svm() -> LiteSVM:
     svm.set_clock(
         Clock(slot=0, epoch_start_timestamp=0, epoch=0, leader_schedule_epoch=1, unix_timestamp=0)
     )
+    lamports = max(svm.minimum_balance_for_rent_exemption(len(ACTIVE_FEATURE)), 1)
+    for key, account in features.accounts(lamports):
+        svm.set_account(key, account)
     return svm.with_default_programs()
 
 

@@ -1,27 +1,41 @@
 """Executing a transaction in LiteSVM and keeping its results: statuses, details, the log.
 
 A transaction that passed the checks before execution (``_refusal_before_execution``:
-signatures, the blockhash's age, a duplicate, a payer that can pay) runs in LiteSVM after
-its priority fee is charged (``_execute``); one that landed is recorded in the
+signatures, the blockhash's age, a duplicate, a payer that can pay) runs in LiteSVM, which
+charges its whole fee (``_execute``); one that landed is recorded in the
 transaction history, appended to the ledger's log and handed to the PubSub server
 (``take_landed``) once durable. Signatures are verified here rather than by LiteSVM so
 that a preflight failure can be told apart from a runtime one, and so replay can skip
 them.
+
+LiteSVM reads no v1 ``TransactionConfig``: it gives a v1 transaction the compute budget of
+a legacy one with the same instructions. So the localnet sets LiteSVM's compute budget
+itself for a v1 transaction (its inline limit and heap, as agave 4.3 does), and, since
+LiteSVM cannot go back to reading each transaction's own, for every transaction after the
+first v1 one (``_use_budget``).
 """
 
 from typing import Any
 
 from solders.account import Account
 from solders.address_lookup_table_account import LOOKUP_TABLE_META_SIZE
-from solders.litesvm import LiteSVM
-from solders.message import Message, MessageV0
+from solders.compute_budget import ComputeBudget
+from solders.litesvm import LiteSVM, SimulateResult
+from solders.message import MessageV0, MessageV1
 from solders.pubkey import Pubkey
 from solders.transaction import VersionedTransaction
 from solders.transaction_metadata import FailedTransactionMetadata, TransactionMetadata
 
-from curta_chain.localnet.codec import supported_message, transaction_error_json
+from curta_chain.localnet.codec import AnyMessage, transaction_error_json
 from curta_chain.localnet.current_bank import CurrentBank, less_lamports
-from curta_chain.localnet.fees import priority_fee, transaction_fee
+from curta_chain.localnet.features import ENABLE_TX_V1, Features
+from curta_chain.localnet.fees import (
+    compute_budget,
+    heap_bytes,
+    priority_fee,
+    transaction_fee,
+    unpaid_priority,
+)
 from curta_chain.localnet.ledger import RECORD_TRANSACTION, Ledger
 from curta_chain.localnet.load_limit import loads_too_much, refused_before_running
 from curta_chain.localnet.outcomes import Landed, Refused, TransactionAccounts, writable_keys
@@ -36,8 +50,13 @@ class Execution(CurrentBank):
         svm: the LiteSVM the chain runs in.
     """
 
+    features: Features
+    """The chain's feature gates; ``Localnet`` sets them before building LiteSVM."""
+
     def __init__(self, svm: LiteSVM):
         super().__init__(svm)
+        self._budget: tuple[int, int] | None = None
+        """The (units, heap) compute budget last set in LiteSVM; None until a v1 runs."""
         self.history = TransactionHistory()
         self.ledger: Ledger | None = None
         self._landed: list[Landed] = []
@@ -60,7 +79,7 @@ class Execution(CurrentBank):
             return None
         return self.history.details(signature)
 
-    def fee_for(self, message: Message | MessageV0) -> int:
+    def fee_for(self, message: AnyMessage) -> int:
         """Return the fee this chain charges for ``message`` (signatures and priority)."""
         return transaction_fee(message)
 
@@ -84,7 +103,7 @@ class Execution(CurrentBank):
         self,
         raw: bytes,
         tx: VersionedTransaction,
-        message: Message | MessageV0,
+        message: AnyMessage,
         accounts: TransactionAccounts,
         payer_before: Account | None,
         priority: int,
@@ -98,7 +117,7 @@ class Execution(CurrentBank):
         self.banks.will_write(slot, accounts.writable)
         pre = [self.svm.get_balance(key) or 0 for key in accounts.keys]
         pre_tokens = token_balances(accounts.keys, self.get_account)
-        result, landed = self._execute(tx, accounts, payer_before, priority)
+        result, landed = self._execute(tx, accounts, payer_before)
         if isinstance(result, FailedTransactionMetadata):
             meta = result.meta()
             err = transaction_error_json(result.err())
@@ -120,7 +139,7 @@ class Execution(CurrentBank):
     def _refusal_before_execution(
         self,
         tx: VersionedTransaction,
-        message: Message | MessageV0,
+        message: AnyMessage,
         signature: str,
         accounts: TransactionAccounts,
         payer_before: Account | None,
@@ -128,11 +147,14 @@ class Execution(CurrentBank):
     ) -> Refused | None:
         """Return why ``tx`` may not run at all, checked in the validator's order.
 
-        Signatures, the blockhash's age, the status cache (a duplicate), then what loading
-        needs: a payer that can pay the fee. These refusals never land and charge nothing.
+        Signatures, the version (v1 needs ``enable_tx_v1``), the blockhash's age, the status
+        cache (a duplicate), then what loading needs: a payer that can pay the fee. These
+        refusals never land and charge nothing.
         """
         if not all(tx.verify_with_results()):
             return Refused(signature, "SignatureFailure", [], 0)
+        if isinstance(message, MessageV1) and not self.features.is_active(ENABLE_TX_V1):
+            return Refused(signature, "UnsupportedVersion", [], 0)
         if not self.clock.age_ok(str(message.recent_blockhash)):
             return Refused(signature, "BlockhashNotFound", [], 0)
         seen = self.history.statuses.get(signature)
@@ -146,7 +168,7 @@ class Execution(CurrentBank):
         self,
         signature: str,
         raw: bytes,
-        message: Message | MessageV0,
+        message: AnyMessage,
         fee: int,
         slot: int,
         meta: TransactionMetadata,
@@ -179,7 +201,7 @@ class Execution(CurrentBank):
             self._landed.append(landed)
         return landed
 
-    def _accounts_of(self, message: Message | MessageV0) -> TransactionAccounts:
+    def _accounts_of(self, message: AnyMessage) -> TransactionAccounts:
         """Return every account ``message`` loads: static keys, then lookup-table ones.
 
         Addresses are resolved from the tables before execution, as the runtime does; a
@@ -220,28 +242,31 @@ class Execution(CurrentBank):
         tx: VersionedTransaction,
         accounts: TransactionAccounts,
         payer_before: Account | None,
-        fee: int,
     ) -> tuple[TransactionMetadata | FailedTransactionMetadata, bool]:
-        """Run ``tx`` in LiteSVM after charging its priority ``fee``; say if it landed.
+        """Run ``tx`` in LiteSVM, which charges its fee; say if it landed.
 
-        A failed transaction landed if it paid its fee (LiteSVM charged the signature fee),
-        which is how the runtime tells an executed failure from one that never loaded. One
-        that loads more account data than its limit is refused here, before it runs, with
-        its whole fee charged, as a validator does (LiteSVM does not count loaded data).
+        A failed transaction landed if it paid its fee (LiteSVM charges the signature and
+        priority fees, but a v1 one's priority fee, which the localnet charges first), which
+        is how the runtime tells an executed failure from one that never loaded. One that
+        loads more account data than its limit is refused here, before it runs, with its
+        whole fee charged, as a validator does (LiteSVM does not count loaded data).
         """
         payer = accounts.keys[0]
         looked_up = [*accounts.loaded_writable, *accounts.loaded_readonly]
-        message = supported_message(tx.message)
+        message = tx.message
         if payer_before is not None and loads_too_much(
             message, accounts.keys, looked_up, self.get_account, self._owners.owner
         ):
-            self.svm.set_account(payer, less_lamports(payer_before, self.fee_for(message)))
-            self._forget_reads()
-            return refused_before_running(tx, "MaxLoadedAccountsDataSizeExceeded"), True
-        charged = payer_before.lamports if payer_before is not None else 0
-        if fee and payer_before is not None:
-            charged -= fee
+            fee = self.fee_for(message)
             self.svm.set_account(payer, less_lamports(payer_before, fee))
+            self._forget_reads()
+            return refused_before_running(tx, "MaxLoadedAccountsDataSizeExceeded", fee), True
+        self._use_budget(message)
+        charged = payer_before.lamports if payer_before is not None else 0
+        unpaid = unpaid_priority(message)
+        if unpaid and payer_before is not None:
+            charged -= unpaid
+            self.svm.set_account(payer, less_lamports(payer_before, unpaid))
         result = self.svm.send_transaction(tx)
         self._forget_reads()
         if not isinstance(result, FailedTransactionMetadata):
@@ -254,13 +279,13 @@ class Execution(CurrentBank):
         tx = VersionedTransaction.from_bytes(raw)
         if slot != self._clock_slot:
             self.set_slot(slot)
-        message = supported_message(tx.message)
+        message = tx.message
         accounts = self._accounts_of(message)
         payer = accounts.keys[0]
         pre = [self.svm.get_balance(key) or 0 for key in accounts.keys]
         pre_tokens = token_balances(accounts.keys, self.get_account)
         priority = priority_fee(message)
-        result, _ = self._execute(tx, accounts, self.svm.get_account(payer), priority)
+        result, _ = self._execute(tx, accounts, self.svm.get_account(payer))
         if isinstance(result, FailedTransactionMetadata):
             meta, err = result.meta(), transaction_error_json(result.err())
         else:
@@ -269,3 +294,34 @@ class Execution(CurrentBank):
         fee = transaction_fee(message, priority)
         self._land(signature, raw, message, fee, slot, meta, err, accounts, pre, pre_tokens, 0)
         self.replayed += 1
+
+    def simulate(self, tx: VersionedTransaction) -> SimulateResult:
+        """Simulate ``tx`` in LiteSVM with the budget and fee it runs with; change nothing."""
+        message = tx.message
+        self._use_budget(message)
+        unpaid = unpaid_priority(message)
+        payer = message.account_keys[0]
+        before = self.svm.get_account(payer) if unpaid else None
+        if before is not None and before.lamports >= unpaid:
+            self.svm.set_account(payer, less_lamports(before, unpaid))
+        try:
+            return self.svm.simulate_transaction(tx)
+        finally:
+            if before is not None and before.lamports >= unpaid:
+                self.svm.set_account(payer, before)
+                self._forget_reads()
+
+    def _use_budget(self, message: AnyMessage) -> None:
+        """Give LiteSVM the compute budget ``message`` runs with, when LiteSVM cannot read it.
+
+        A v1 message's comes from its config. Once one is set, LiteSVM keeps it for every
+        transaction, so from then on each gets its own (``compute_budget``, ``heap_bytes``).
+        """
+        if self._budget is None and not isinstance(message, MessageV1):
+            return
+        budget = (compute_budget(message)[0], heap_bytes(message))
+        if budget != self._budget:
+            limits = ComputeBudget(True)
+            limits.compute_unit_limit, limits.heap_size = budget
+            self.svm._inner.set_compute_budget(limits)
+            self._budget = budget

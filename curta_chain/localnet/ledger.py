@@ -10,7 +10,8 @@ snapshot and replays the log segments written after it through LiteSVM.
 Folder layout::
 
     meta.json              blockhash seed ("genesis_hash") and genesis time, the preloaded
-                           program's sha256 (every localnet reports one fixed genesis hash)
+                           program's sha256 (every localnet reports one fixed genesis hash),
+                           the features deactivated at genesis
     lock                   held (flock) while a localnet serves this folder
     log-00000001.bin ...   records: u32 payload length, u32 crc32, u8 kind, u64 slot, payload
     snapshot-00000003.bin  the state after every record of segments 1..3
@@ -55,6 +56,8 @@ class LedgerMeta:
     genesis_hash: bytes
     genesis_time: float
     program_sha256: str | None
+    deactivated_features: tuple[str, ...] | None
+    """The features deactivated at genesis; None in a ledger written before there were any."""
 
 
 @dataclass(frozen=True)
@@ -99,6 +102,7 @@ class Ledger:
         reset: bool = False,
         program_sha256: str | None = None,
         now: Callable[[], float] = time.time,
+        deactivated_features: tuple[str, ...] = (),
     ):
         self.folder = folder
         try:
@@ -113,7 +117,7 @@ class Ledger:
             raise LocalnetError(f"{folder}: ledger is in use by another localnet") from exc
         try:
             self._prepare(reset)
-            self.meta = self._open_meta(program_sha256, now)
+            self.meta = self._open_meta(program_sha256, now, deactivated_features)
         except BaseException:
             self._lock.close()
             raise
@@ -153,24 +157,34 @@ class Ledger:
     def _path(self, prefix: str, index: int) -> Path:
         return self.folder / f"{prefix}-{index:08d}.bin"
 
-    def _open_meta(self, program_sha256: str | None, now: Callable[[], float]) -> LedgerMeta:
+    def _open_meta(
+        self,
+        program_sha256: str | None,
+        now: Callable[[], float],
+        deactivated_features: tuple[str, ...],
+    ) -> LedgerMeta:
         path = self.folder / "meta.json"
-        if not path.exists():
-            meta = LedgerMeta(secrets.token_bytes(32), now(), program_sha256)
+        self.created = not path.exists()
+        """Whether this start made the chain (no meta.json before): its genesis is new."""
+        if self.created:
+            meta = LedgerMeta(secrets.token_bytes(32), now(), program_sha256, deactivated_features)
             body = {
                 "format": FORMAT_VERSION,
                 "genesis_hash": based58.b58encode(meta.genesis_hash).decode(),
                 "genesis_time": meta.genesis_time,
                 "program_sha256": program_sha256,
+                "deactivated_features": list(deactivated_features),
             }
             atomic_write(path, json.dumps(body, indent=2).encode() + b"\n")
             return meta
         try:
             body = json.loads(path.read_text())
+            deactivated = body.get("deactivated_features")
             meta = LedgerMeta(
                 based58.b58decode(body["genesis_hash"].encode()),
                 float(body["genesis_time"]),
                 body["program_sha256"],
+                tuple(str(key) for key in deactivated) if deactivated is not None else None,
             )
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise LocalnetError(f"{path}: not a localnet ledger meta file ({exc})") from exc

@@ -19,12 +19,14 @@ from pathlib import Path
 from typing import Any
 
 from aiohttp import web
+from solders.pubkey import Pubkey
 
 from curta_chain.constants import LOCALNET_PORT
 from curta_chain.errors import LocalnetError
 from curta_chain.localnet.busy import NOT_BUSY, BusyOptions
 from curta_chain.localnet.chain import DEFAULT_SNAPSHOT_BYTES, Localnet
 from curta_chain.localnet.clock import SLOT_SECONDS
+from curta_chain.localnet.features import unknown_feature_warning
 from curta_chain.localnet.pubsub import PubSub
 from curta_chain.localnet.server import MAX_REQUEST_BYTES, RpcServer
 from curta_chain.reporting import NullReporter, Reporter
@@ -44,6 +46,8 @@ class LocalnetOptions:
     """The time source slots are counted from: a ``ManualClock`` makes tests sleep-free."""
     busy: BusyOptions = NOT_BUSY
     """The busy-cluster behaviours (blocks, loss, limits, providers); none by default."""
+    deactivate_features: tuple[Pubkey, ...] = ()
+    """Feature ids deactivated at genesis (``--deactivate-feature``); all active by default."""
 
 
 Ready = Callable[[Localnet, str, str | None], None]
@@ -66,7 +70,13 @@ def open_localnet(options: LocalnetOptions, reporter: Reporter) -> Localnet:
         snapshot_bytes=options.snapshot_bytes,
         now=options.now,
         busy=options.busy,
+        deactivate_features=options.deactivate_features,
     )
+    # What solana-test-validator prints (or logs) for the same flags.
+    if localnet.deactivation_ignored:
+        reporter.line("--deactivate-feature argument ignored, ledger already exists")
+    for feature in localnet.unknown_features:
+        reporter.line(f"warning: {unknown_feature_warning(feature)}")
     if options.ledger is not None:
         reporter.line(f"Ledger {options.ledger}: {localnet.replayed:,} transactions replayed")
     if localnet.program_binary is None:
@@ -176,6 +186,7 @@ def serve(
     reporter: Reporter | None = None,
     slot_duration: float = SLOT_SECONDS,
     busy: BusyOptions = NOT_BUSY,
+    deactivate_features: tuple[Pubkey, ...] = (),
 ) -> None:
     """Serve the localnet until Ctrl-C or SIGTERM; report its URL once it accepts requests.
 
@@ -184,7 +195,13 @@ def serve(
     """
     reporter = reporter or NullReporter()
     options = LocalnetOptions(
-        port=port, host=host, ledger=ledger, reset=reset, slot_duration=slot_duration, busy=busy
+        port=port,
+        host=host,
+        ledger=ledger,
+        reset=reset,
+        slot_duration=slot_duration,
+        busy=busy,
+        deactivate_features=deactivate_features,
     )
 
     def on_loop(loop: asyncio.AbstractEventLoop, stop: asyncio.Event) -> None:
@@ -272,16 +289,20 @@ def start_in_thread(
     snapshot_bytes: int = DEFAULT_SNAPSHOT_BYTES,
     now: Callable[[], float] = time.time,
     busy: BusyOptions = NOT_BUSY,
+    deactivate_features: tuple[Pubkey, ...] = (),
 ) -> LocalnetHandle:
     """Start a localnet in a daemon thread and return once it accepts requests.
 
     ``port=0`` picks a free port; the handle's ``url`` names it. ``now`` is the clock
     (pass a ``ManualClock`` to move time by hand); ``busy`` turns on the busy-cluster
-    behaviours (``BusyOptions``: blocks, loss, limits, providers).
+    behaviours (``BusyOptions``: blocks, loss, limits, providers); ``deactivate_features``
+    starts it with those feature gates off.
 
     Raises:
         LocalnetError: the localnet could not start.
     """
     return LocalnetHandle(
-        LocalnetOptions(port, host, ledger, reset, slot_duration, snapshot_bytes, now, busy)
+        LocalnetOptions(
+            port, host, ledger, reset, slot_duration, snapshot_bytes, now, busy, deactivate_features
+        )
     )

@@ -9,7 +9,7 @@ import json
 from collections.abc import Callable, Sequence
 
 from solders.account import Account
-from solders.message import Message, MessageV0
+from solders.message import Message, MessageV0, MessageV1
 from solders.pubkey import Pubkey
 from solders.transaction import VersionedTransaction
 from solders.transaction_metadata import FailedTransactionMetadata
@@ -20,15 +20,26 @@ from curta_chain.chain.loaded_data import (
     loaded_accounts_data_size,
     loaded_accounts_data_size_limit,
 )
-from curta_chain.constants import MAX_ACCOUNT_SIZE
+from curta_chain.constants import MAX_ACCOUNT_SIZE, MAX_LOADED_ACCOUNTS_DATA_SIZE
 
 ACCOUNT_BOUND = TRANSACTION_ACCOUNT_BASE_SIZE + MAX_ACCOUNT_SIZE
 """The most one account can count for; a program of the upgradeable loader counts twice
 (itself and its program data)."""
 
 
+def loaded_data_limit(message: Message | MessageV0 | MessageV1) -> int | None:
+    """The loaded-data limit a validator holds ``message`` to (``loaded_accounts_data_size_limit``).
+
+    A v1 message's is its config's, 0 when unset (SIMD-0385), at most 64 MiB.
+    """
+    if isinstance(message, MessageV1):
+        limit = message.config.loaded_accounts_data_size_limit or 0
+        return min(limit, MAX_LOADED_ACCOUNTS_DATA_SIZE)
+    return loaded_accounts_data_size_limit(message)
+
+
 def loads_too_much(
-    message: Message | MessageV0,
+    message: Message | MessageV0 | MessageV1,
     keys: Sequence[Pubkey],
     looked_up: Sequence[Pubkey],
     account: Callable[[Pubkey], Account | None],
@@ -36,8 +47,10 @@ def loads_too_much(
 ) -> bool:
     """Whether ``message`` loads more account data than its limit.
 
-    A limit of 0, invalid compute-budget instructions and lookups that do not resolve are
-    LiteSVM's to refuse: it does, before loading anything, and charges nothing.
+    A limit of 0 asked by a legacy or v0 message, invalid compute-budget instructions and
+    lookups that do not resolve are LiteSVM's to refuse: it does, before loading anything,
+    and charges nothing. A v1 message's limit of 0 (one it did not set) is exceeded by any
+    account it loads.
 
     Reading an account copies its data, and most transactions here name a 10 MiB weight
     account, so the count starts from an upper bound: a key whose owner is on record
@@ -52,11 +65,13 @@ def loads_too_much(
         account: the account at a key now (None when there is none).
         owner: the owner on record for a key, without reading it (None when unknown).
     """
-    limit = loaded_accounts_data_size_limit(message)
+    limit = loaded_data_limit(message)
     tables = message.address_table_lookups if isinstance(message, MessageV0) else []
     wanted = sum(len(t.writable_indexes) + len(t.readonly_indexes) for t in tables)
-    if not limit or len(looked_up) != wanted:
+    if limit is None or len(looked_up) != wanted:
         return False
+    if not limit:
+        return isinstance(message, MessageV1)
     owners = {key: owner(key) for key in keys}
     bound = sum(
         ACCOUNT_BOUND * (2 if key_owner == UPGRADEABLE_LOADER_ID else 1)
@@ -71,13 +86,16 @@ def loads_too_much(
     return loaded_accounts_data_size(message, account, looked_up) > limit
 
 
-def refused_before_running(tx: VersionedTransaction, error: str) -> FailedTransactionMetadata:
-    """The metadata of ``tx`` refused with ``error`` while loading: no logs, no compute units."""
+def refused_before_running(
+    tx: VersionedTransaction, error: str, fee: int
+) -> FailedTransactionMetadata:
+    """The metadata of ``tx`` refused with ``error`` while loading: its ``fee``, no logs."""
     meta = {
         "signature": str(tx.signatures[0]),
         "logs": [],
         "inner_instructions": [],
         "compute_units_consumed": 0,
         "return_data": {"program_id": [0] * 32, "data": []},
+        "fee": fee,
     }
     return FailedTransactionMetadata.from_json(json.dumps({"err": error, "meta": meta}))

@@ -10,7 +10,7 @@ JSON-RPC.
 from dataclasses import dataclass
 from typing import Any
 
-from solders.message import Message, MessageV0
+from solders.message import Message, MessageV0, MessageV1
 from solders.pubkey import Pubkey
 from solders.transaction_metadata import TransactionMetadata
 
@@ -78,7 +78,7 @@ class TransactionAccounts:
     loaded_readonly: list[Pubkey]
 
 
-def writable_keys(message: Message | MessageV0) -> list[Pubkey]:
+def writable_keys(message: Message | MessageV0 | MessageV1) -> list[Pubkey]:
     """Return the static account keys ``message`` may write, from its header."""
     header = message.header
     keys = message.account_keys

@@ -14,7 +14,7 @@ import struct
 from collections.abc import Sequence
 from typing import Any
 
-from solders.message import Message, MessageV0
+from solders.message import Message, MessageV0, MessageV1
 from solders.pubkey import Pubkey
 
 from curta_chain.localnet.parsed_programs import (
@@ -244,7 +244,7 @@ def parse_account(key: Pubkey, owner: Pubkey, data: bytes, read: AccountReader) 
     return {"program": program, "parsed": parsed, "space": len(data)}
 
 
-def memo_of(message: Message | MessageV0, keys: Sequence[Pubkey]) -> str | None:
+def memo_of(message: Message | MessageV0 | MessageV1, keys: Sequence[Pubkey]) -> str | None:
     """Return getSignaturesForAddress's ``memo``: each memo as "[length] text", "; "-joined.
 
     ``keys`` are the message's account keys (a transaction without a memo program has

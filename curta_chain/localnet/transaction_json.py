@@ -10,14 +10,13 @@ import base64
 from typing import Any
 
 import based58
-from solders.message import MessageV0
+from solders.message import MessageV0, MessageV1
 from solders.transaction import VersionedTransaction
 
 from curta_chain.localnet.codec import (
     inner_instructions_json,
     inner_items,
     return_data_json,
-    supported_message,
 )
 from curta_chain.localnet.outcomes import writable_keys
 from curta_chain.localnet.parsed_instructions import parse_instruction
@@ -27,28 +26,32 @@ from curta_chain.localnet.tx_history import TransactionDetails
 TRANSACTION_ENCODINGS = ("json", "jsonParsed", "base58", "base64")
 
 
-def check_version(details: TransactionDetails, max_version: int | None) -> bool:
-    """Return whether the transaction is v0; refuse it for a client that did not ask for v0.
+def check_version(details: TransactionDetails, max_version: int | None) -> str | int | None:
+    """Return the version field for this transaction (None: leave it out), as agave 4.3 does.
 
     Raises:
-        RpcMethodError: -32015, a v0 transaction without ``maxSupportedTransactionVersion``.
+        RpcMethodError: -32015, a versioned transaction newer than the client asked for (or
+            any, without ``maxSupportedTransactionVersion``).
     """
-    is_v0 = isinstance(VersionedTransaction.from_bytes(details.raw).message, MessageV0)
-    if is_v0 and max_version is None:
+    message = VersionedTransaction.from_bytes(details.raw).message
+    version = 1 if isinstance(message, MessageV1) else 0 if isinstance(message, MessageV0) else None
+    if version is None:
+        return None if max_version is None else "legacy"
+    if max_version is None or version > max_version:
         raise RpcMethodError(
             UNSUPPORTED_TRANSACTION_VERSION,
-            "Transaction version (0) is not supported by the requesting client. Please try "
-            "the request again with the following configuration parameter: "
-            '"maxSupportedTransactionVersion": 0',
+            f"Transaction version ({version}) is not supported by the requesting client. Please "
+            "try the request again with the following configuration parameter: "
+            f'"maxSupportedTransactionVersion": {version}',
         )
-    return is_v0
+    return version
 
 
 def transaction_with_meta(
     details: TransactionDetails, encoding: str, max_version: int | None, show_rewards: bool = True
 ) -> dict[str, Any]:
     """Return ``{"transaction", "meta", "version"?}`` for getTransaction and getBlock."""
-    is_v0 = check_version(details, max_version)
+    version = check_version(details, max_version)
     if encoding == "base64":
         transaction: Any = [base64.b64encode(details.raw).decode(), "base64"]
     elif encoding == "base58":
@@ -60,8 +63,8 @@ def transaction_with_meta(
         "transaction": transaction,
         "meta": meta_json(details, parsed=encoding == "jsonParsed", show_rewards=show_rewards),
     }
-    if max_version is not None:
-        result["version"] = 0 if is_v0 else "legacy"
+    if version is not None:
+        result["version"] = version
     return result
 
 
@@ -125,8 +128,15 @@ def _inner_parsed(details: TransactionDetails) -> list[dict[str, Any]]:
 def message_json(
     tx: VersionedTransaction, details: TransactionDetails | None, parsed: bool
 ) -> dict[str, Any]:
-    """Return ``{"signatures", "message"}`` in json or jsonParsed form."""
-    message = supported_message(tx.message)
+    """Return ``{"signatures", "message"}`` in json or jsonParsed form.
+
+    A v1 message is answered as agave 4.3 answers it: its instructions at stack height 1,
+    no ``addressTableLookups``, and its ``transactionConfig``.
+    """
+    message = tx.message
+    # agave 4.3 gives top-level instructions stack height 1; the localnet's legacy and v0
+    # answers keep agave 2.2's null (getVersion says 2.2), v1 has no 2.2 form.
+    height = 1 if isinstance(message, MessageV1) else None
     header = message.header
     static = [str(key) for key in message.account_keys]
     if parsed:
@@ -158,7 +168,7 @@ def message_json(
                 keys[ix.program_id_index],
                 [keys[i] for i in ix.accounts if i < len(keys)],
                 bytes(ix.data),
-                None,
+                height,
             )
             for ix in message.instructions
         ]
@@ -169,7 +179,7 @@ def message_json(
                 "programIdIndex": ix.program_id_index,
                 "accounts": list(ix.accounts),
                 "data": based58.b58encode(bytes(ix.data)).decode(),
-                "stackHeight": None,
+                "stackHeight": height,
             }
             for ix in message.instructions
         ]
@@ -193,4 +203,12 @@ def message_json(
             }
             for lookup in message.address_table_lookups
         ]
+    if isinstance(message, MessageV1):
+        config = message.config
+        body["transactionConfig"] = {
+            "priorityFee": config.priority_fee,
+            "computeUnitLimit": config.compute_unit_limit,
+            "loadedAccountsDataSizeLimit": config.loaded_accounts_data_size_limit,
+            "heapSize": config.heap_size,
+        }
     return {"signatures": [str(s) for s in tx.signatures], "message": body}

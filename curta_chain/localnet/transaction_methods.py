@@ -8,7 +8,7 @@ bad signature) with the simulation's error, logs and units.
 from typing import Any
 
 from solders.hash import Hash
-from solders.message import Message, MessageV0
+from solders.message import Message, MessageV0, MessageV1
 from solders.pubkey import Pubkey
 from solders.transaction import VersionedTransaction
 
@@ -16,6 +16,7 @@ from curta_chain.constants import MAX_SIGNATURE_STATUSES
 from curta_chain.localnet.account_methods import ui_account
 from curta_chain.localnet.chain import Localnet
 from curta_chain.localnet.codec import (
+    AnyMessage,
     decode_transaction,
     inner_instructions_json,
     preflight_failure,
@@ -23,6 +24,7 @@ from curta_chain.localnet.codec import (
     transaction_error_json,
 )
 from curta_chain.localnet.commitment import confirmation
+from curta_chain.localnet.features import ENABLE_TX_V1
 from curta_chain.localnet.outcomes import Refused, SendOutcome
 from curta_chain.localnet.params import (
     Params,
@@ -122,9 +124,12 @@ def simulate_transaction(localnet: Localnet, params: Params) -> dict[str, Any]:
         }
     addresses, account_encoding = _simulation_accounts(config)
     # Simulation runs on the latest (processed) bank whatever the commitment: see README.
-    if not localnet.clock.age_ok(str(tx.message.recent_blockhash)):
+    message = tx.message
+    if isinstance(message, MessageV1) and not localnet.features.is_active(ENABLE_TX_V1):
+        return with_context(slot, {**preflight_failure("UnsupportedVersion", [], 0).data})
+    if not localnet.clock.age_ok(str(message.recent_blockhash)):
         return with_context(slot, {**preflight_failure("BlockhashNotFound", [], 0).data})
-    result = localnet.svm.simulate_transaction(tx)
+    result = localnet.simulate(tx)
     if hasattr(result, "err"):
         meta, err, post = result.meta(), transaction_error_json(result.err()), {}
     else:
@@ -170,12 +175,16 @@ def _with_blockhash(tx: VersionedTransaction, blockhash: str) -> VersionedTransa
     message = tx.message
     new_hash = Hash.from_string(blockhash)
     if isinstance(message, MessageV0):
-        replaced: Message | MessageV0 = MessageV0(
+        replaced: AnyMessage = MessageV0(
             message.header,
             message.account_keys,
             new_hash,
             message.instructions,
             message.address_table_lookups,
+        )
+    elif isinstance(message, MessageV1):
+        replaced = MessageV1(
+            message.header, message.config, new_hash, message.account_keys, message.instructions
         )
     else:
         header = message.header
@@ -221,20 +230,26 @@ def transaction_config(params: Params, index: int) -> tuple[dict[str, Any], str,
     """Return a getTransaction/getBlock config, its encoding and max supported version.
 
     Raises:
-        RpcMethodError: -32602 for processed commitment or an unknown encoding.
+        RpcMethodError: -32602 for processed commitment, an unknown encoding, or base58
+            with ``maxSupportedTransactionVersion`` 1 or more.
     """
     config = optional(params, index)
     if isinstance(config, str):  # the deprecated form: the encoding alone
         config = {"encoding": config}
     config = config_at([config], 0)
-    if commitment_param(config) == "processed":
-        raise invalid_params("Method does not support commitment below `confirmed`")
     encoding = config.get("encoding", "json")
     if encoding not in TRANSACTION_ENCODINGS:
         raise invalid_params(f"Invalid params: unknown variant `{encoding}`")
     max_version = config.get("maxSupportedTransactionVersion")
     if max_version is not None:
         uint_param(max_version, "maxSupportedTransactionVersion")
+    # agave 4.3: base58 is deprecated and not grown for v1 (whatever the transaction is).
+    if encoding == "base58" and max_version is not None and max_version >= 1:
+        raise invalid_params(
+            "base58 encoding is not supported with maxSupportedTransactionVersion >= 1"
+        )
+    if commitment_param(config) == "processed":
+        raise invalid_params("Method does not support commitment below `confirmed`")
     return config, encoding, max_version
 
 

@@ -8,7 +8,10 @@ genesis hash is its own, so chain commands need ``--program-id LOCALNET_PROGRAM_
 
 import shutil
 import subprocess
+from collections.abc import Sequence
 from pathlib import Path
+
+from solders.pubkey import Pubkey
 
 from curta_chain.constants import LOCALNET_PROGRAM_ID
 from curta_chain.errors import LocalnetError
@@ -17,8 +20,12 @@ from curta_chain.localnet.program_binary import find_program_binary
 VALIDATOR = "solana-test-validator"
 
 
-def validator_command(port: int, ledger: Path, reset: bool) -> list[str]:
+def validator_command(
+    port: int, ledger: Path, reset: bool, deactivate: Sequence[Pubkey] = ()
+) -> list[str]:
     """Return the ``solana-test-validator`` command line that preloads the curta program.
+
+    ``deactivate``: feature ids for its ``--deactivate-feature``.
 
     Raises:
         LocalnetError: ``solana-test-validator`` is not on PATH, or there is no program.
@@ -42,16 +49,18 @@ def validator_command(port: int, ledger: Path, reset: bool) -> list[str]:
         LOCALNET_PROGRAM_ID,
         str(binary),
     ]
+    for feature in deactivate:
+        command += ["--deactivate-feature", str(feature)]
     return [*command, "--reset"] if reset else command
 
 
-def run_validator(port: int, ledger: Path, reset: bool) -> int:
+def run_validator(port: int, ledger: Path, reset: bool, deactivate: Sequence[Pubkey] = ()) -> int:
     """Run ``solana-test-validator`` in the foreground; return its exit code.
 
     Raises:
         LocalnetError: it is not installed or could not be started.
     """
-    command = validator_command(port, ledger, reset)
+    command = validator_command(port, ledger, reset, deactivate)
     try:
         return subprocess.call(command)
     except OSError as exc:

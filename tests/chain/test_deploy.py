@@ -21,9 +21,10 @@ from curta_chain.chain.rent import rent_exempt_minimum
 from curta_chain.chain.specs import Budget, DeployTransactions
 from curta_chain.cli import keypairs, solana_config
 from curta_chain.constants import LOCALNET_GENESIS_HASH, LOCALNET_PROGRAM_ID
-from curta_chain.program import shipped_programs
+from curta_chain.program import shipped_program
 
-BUILD = shipped_programs()[0]
+BUILD = shipped_program("sbpf-v3")
+"""The build deploy takes on the localnet, which enables SBPF v3 and (SIMD-0500) refuses v0."""
 PIECES = len(
     differing_pieces(0, BUILD.elf, None, DeployTransactions(Pubkey.default(), Budget()).chunk("v1"))
 )
@@ -80,8 +81,8 @@ def test_deploy_then_publish_seal_and_verify_under_the_program_it_deployed(
     program_id = lines[-1]
     assert program_id == str(default_program_keypair(payer, LOCALNET_GENESIS_HASH).pubkey())
     build = f"{BUILD.name} ({len(BUILD.elf):,} bytes, sha256 {BUILD.sha256})"
-    # The localnet keeps no feature accounts, so v3 is not enabled there: the v0 build.
-    assert lines[0].startswith("SBPF v3 deployment is not enabled on this cluster")
+    # The localnet shows every feature account, as a validator's genesis does: v3 is enabled.
+    assert lines[0].startswith("SBPF v3 deployment is enabled on this cluster")
     assert lines[1] == f"deploy {build} to program {program_id}"
     assert f"deployed {BUILD.name} to {program_id} (upgradeable by {payer.pubkey()})" in lines
     assert before - balance(localnet.url, payer) == dry["cost_lamports"]

@@ -11,8 +11,13 @@ from solders.pubkey import Pubkey
 from solders.system_program import TransferParams, transfer
 from solders.transaction import VersionedTransaction
 
+from curta_chain.chain.rent import rent_exempt_minimum
 from curta_chain.localnet import ManualClock
 from curta_chain.localnet.clock import SLOT_SECONDS
+
+RENT = rent_exempt_minimum(0)
+"""The least a new account without data may be given: the runtime refuses a transfer that
+would leave it below its rent-exempt minimum (InsufficientFundsForRent)."""
 
 
 def rpc(url: str, method: str, params: list[Any] | None = None) -> dict[str, Any]:

@@ -9,6 +9,7 @@ import httpx
 import pytest
 from localnet_helpers import (
     PROCESSED,
+    RENT,
     advance_slots,
     b64,
     balance,
@@ -92,9 +93,9 @@ def test_a_block_runs_by_price_then_in_a_seeded_shuffle(clock):
         blockhash = Hash.from_string(localnet.clock.blockhash(localnet.tick()))
         prices = [0, 7, 3, 7, 0, 7, 3, 7, 0, 7]
         signatures = []
-        for lamports, price in enumerate(prices, start=1):
+        for n, price in enumerate(prices, start=1):
             tx = transfer_tx(
-                payer, Keypair().pubkey(), lamports, blockhash, (set_compute_unit_price(price),)
+                payer, Keypair().pubkey(), RENT + n, blockhash, (set_compute_unit_price(price),)
             )
             send_transaction(localnet, [b64(tx), {"encoding": "base64"}])
             signatures.append(str(tx.signatures[0]))
@@ -158,7 +159,7 @@ def test_a_dropped_transaction_still_answers_its_signature(clock):
     try:
         url = handle.url
         payer = _funded(url, clock)  # the faucet's own transfers are never lost
-        tx = transfer_tx(payer, Keypair().pubkey(), 1, _blockhash(url))
+        tx = transfer_tx(payer, Keypair().pubkey(), RENT, _blockhash(url))
         assert send_b64(url, tx)["result"] == str(tx.signatures[0])
         advance_slots(clock, 2)
         assert result(url, "getSignatureStatuses", [[str(tx.signatures[0])]])["value"] == [None]
@@ -193,7 +194,7 @@ def test_transactions_past_an_account_write_limit_wait_for_a_later_block(clock):
     localnet, (payer, _, _) = _chain(clock, account_write_limit=3)
     blockhash = Hash.from_string(localnet.clock.blockhash(localnet.tick()))
     sent = [
-        _send(localnet, transfer_tx(payer, Keypair().pubkey(), n, blockhash))
+        _send(localnet, transfer_tx(payer, Keypair().pubkey(), RENT + n, blockhash))
         for n in (1, 2, 3, 4, 5)
     ]
     first = _next_block(localnet, clock)
@@ -208,12 +209,13 @@ def test_the_account_and_block_compute_limits_defer_what_does_not_fit(clock):
     localnet, payers = _chain(clock, account_cu_limit=500_000, block_cu_limit=1_000_000)
     blockhash = Hash.from_string(localnet.clock.blockhash(localnet.tick()))
     one = [
-        _send(localnet, transfer_tx(payers[0], Keypair().pubkey(), n, blockhash)) for n in (1, 2, 3)
+        _send(localnet, transfer_tx(payers[0], Keypair().pubkey(), RENT + n, blockhash))
+        for n in (1, 2, 3)
     ]
     assert len(_next_block(localnet, clock)) == 2  # the payer's 500,000 units hold two
     assert _next_block(localnet, clock) == [one[2]]
     many = [
-        _send(localnet, transfer_tx(payer, Keypair().pubkey(), n, blockhash))
+        _send(localnet, transfer_tx(payer, Keypair().pubkey(), RENT + n, blockhash))
         for payer in payers
         for n in (10, 11)
     ]
@@ -231,9 +233,10 @@ def test_a_transaction_whose_blockhash_expires_while_it_waits_never_lands(clock)
     fresh = Hash.from_string(localnet.clock.blockhash(localnet.tick()))
     # The same payer: one write each block; the higher price goes first, the other waits
     # one block, by which its blockhash is 151 blocks old.
-    expiring = _send(localnet, transfer_tx(payer, Keypair().pubkey(), 1, old))
+    expiring = _send(localnet, transfer_tx(payer, Keypair().pubkey(), RENT + 1, old))
     paying = _send(
-        localnet, transfer_tx(payer, Keypair().pubkey(), 2, fresh, (set_compute_unit_price(5),))
+        localnet,
+        transfer_tx(payer, Keypair().pubkey(), RENT + 2, fresh, (set_compute_unit_price(5),)),
     )
     assert _next_block(localnet, clock) == [paying]
     assert _next_block(localnet, clock) == []
@@ -246,11 +249,11 @@ def test_full_blocks_hold_the_highest_prices_and_fees_report_what_they_held(cloc
     # Other users offer twice what a block holds, at prices up to 10**6 micro-lamports.
     localnet, (payer, other, _) = _chain(clock, background_load=2 * 100_000_000, seed=5)
     blockhash = Hash.from_string(localnet.clock.blockhash(localnet.tick()))
-    cheap = _send(localnet, transfer_tx(other, Keypair().pubkey(), 1, blockhash))
+    cheap = _send(localnet, transfer_tx(other, Keypair().pubkey(), RENT + 1, blockhash))
     target = Keypair().pubkey()
     price = 10**7
     paying = _send(
-        localnet, transfer_tx(payer, target, 2, blockhash, (set_compute_unit_price(price),))
+        localnet, transfer_tx(payer, target, RENT + 2, blockhash, (set_compute_unit_price(price),))
     )
     slot = localnet.tick() + 1
     assert _next_block(localnet, clock) == [paying]
@@ -416,9 +419,11 @@ def test_the_same_seed_loses_the_same_transactions_and_without_blocks_the_rest_r
         localnet.airdrop(payer.pubkey(), 10**12)  # without blocks: landed at once
         blockhash = Hash.from_string(localnet.clock.blockhash(localnet.tick()))
         to = Keypair().pubkey()
-        sent = {n: _send(localnet, transfer_tx(payer, to, n, blockhash)) for n in range(1, 201)}
+        sent = {
+            n: _send(localnet, transfer_tx(payer, to, RENT + n, blockhash)) for n in range(1, 201)
+        }
         landed = {n for n, signature in sent.items() if localnet.status(signature) is not None}
-        assert localnet.balance_at(to, localnet.tick()) == sum(landed)
+        assert localnet.balance_at(to, localnet.tick()) == sum(RENT + n for n in landed)
         localnet.close()
         return landed
 
@@ -433,12 +438,12 @@ def test_the_loaded_data_limit_holds_at_preflight_and_in_the_block(clock):
     blockhash = Hash.from_string(localnet.clock.blockhash(localnet.tick()))
     # Three accounts of at least 64 bytes each pass a limit of 100 bytes.
     tight = (set_loaded_accounts_data_size_limit(100),)
-    refused = transfer_tx(payer, Keypair().pubkey(), 1, blockhash, tight)
+    refused = transfer_tx(payer, Keypair().pubkey(), RENT + 1, blockhash, tight)
     with pytest.raises(RpcMethodError) as preflight:
         _send(localnet, refused)
     assert preflight.value.data["err"] == "MaxLoadedAccountsDataSizeExceeded"
     before = localnet.balance_at(payer.pubkey(), localnet.tick())
-    tx = transfer_tx(payer, Keypair().pubkey(), 2, blockhash, tight)
+    tx = transfer_tx(payer, Keypair().pubkey(), RENT + 2, blockhash, tight)
     config = {"encoding": "base64", "skipPreflight": True}
     signature = send_transaction(localnet, [b64(tx), config])
     assert _next_block(localnet, clock) == [signature]

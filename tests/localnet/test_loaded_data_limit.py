@@ -8,7 +8,7 @@ limit of 0 is InvalidLoadedAccountsDataSizeLimit and never lands.
 
 import time
 
-from localnet_helpers import balance, latest_blockhash, result, send_b64
+from localnet_helpers import RENT, balance, latest_blockhash, result, send_b64
 from reference_client import Client
 from solders.compute_budget import ID as COMPUTE_BUDGET
 from solders.compute_budget import (
@@ -54,8 +54,9 @@ def big_accounts(url: str, payer: Keypair) -> list[Pubkey]:
 
 
 def naming(payer: Keypair, url: str, keys: list[Pubkey], *budget: Instruction):
-    """A 1-lamport transfer that also names ``keys`` (read-only): they load all the same."""
-    pay = transfer(TransferParams(from_pubkey=payer.pubkey(), to_pubkey=keys[0], lamports=1))
+    """A transfer (of the least a new account may hold) that also names ``keys`` (read-only):
+    they load all the same."""
+    pay = transfer(TransferParams(from_pubkey=payer.pubkey(), to_pubkey=keys[0], lamports=RENT))
     extra = [AccountMeta(key, False, False) for key in keys[1:]]
     pay = Instruction(pay.program_id, pay.data, [*pay.accounts, *extra])
     message = Message.new_with_blockhash([*budget, pay], payer.pubkey(), latest_blockhash(url))
@@ -146,4 +147,4 @@ def test_a_requested_limit_holds_to_the_byte_and_zero_is_refused(localnet, funde
     signature = send_b64(url, zero, skip_preflight=True)["result"]
     assert status(url, signature) is None  # never lands: no fee
     assert balance(url, payer.pubkey()) == before
-    assert balance(url, to) == 1
+    assert balance(url, to) == RENT

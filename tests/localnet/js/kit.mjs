@@ -19,7 +19,7 @@ import {
     signTransactionMessageWithSigners,
 } from '@solana/kit';
 
-import { advance, assert, check, done, eq, landed, rejects, shape, world } from './harness.mjs';
+import { advance, assert, check, done, eq, landed, RENT, rejects, shape, world } from './harness.mjs';
 
 const rpc = createSolanaRpc(world.url);
 const subscriptions = createSolanaRpcSubscriptions_UNSTABLE(world.wsUrl);
@@ -95,16 +95,16 @@ await check('slots, heights, epoch info at each commitment, with their shapes', 
 
 await check('accounts at each commitment', async () => {
     const to = (await generateKeyPairSigner()).address;
-    await send(transferInstruction(to, 5555));
+    await send(transferInstruction(to, RENT + 5555));
     const values = await atEach(async c => (await rpc.getAccountInfo(to, { commitment: c, encoding: 'base64' }).send()));
     shape(values.processed, withContext(ACCOUNT));
-    eq([values.processed.value.lamports, values.confirmed.value, values.finalized.value], [5555n, null, null]);
+    eq([values.processed.value.lamports, values.confirmed.value, values.finalized.value], [BigInt(RENT + 5555), null, null]);
     await advance(1);
-    eq(await atEach(async c => (await rpc.getBalance(to, { commitment: c }).send()).value), { processed: 5555n, confirmed: 5555n, finalized: 0n });
+    eq(await atEach(async c => (await rpc.getBalance(to, { commitment: c }).send()).value), { processed: BigInt(RENT + 5555), confirmed: BigInt(RENT + 5555), finalized: 0n });
     await advance(31);
     const many = await rpc.getMultipleAccounts([to, payer.address], { commitment: 'finalized', encoding: 'base64' }).send();
     shape(many, withContext([ACCOUNT]));
-    eq(many.value[0].lamports, 5555n);
+    eq(many.value[0].lamports, BigInt(RENT + 5555));
     const parsed = await rpc.getAccountInfo(address(world.tokenAccount), { encoding: 'jsonParsed' }).send();
     shape(parsed.value.data, { program: 'str', parsed: { type: 'str', info: 'object' }, space: 'int' });
     shape(parsed.value.data.parsed.info, {
@@ -189,7 +189,7 @@ await check('methods newer than agave 2.2 answer -32601, as a 2.2 validator does
 
 await check('transactions: simulate, send, statuses, getTransaction', async () => {
     const to = (await generateKeyPairSigner()).address;
-    const tx = await signed(transferInstruction(to, 999));
+    const tx = await signed(transferInstruction(to, RENT + 999));
     const wire = getBase64EncodedWireTransaction(tx);
     const simulated = await rpc.simulateTransaction(wire, { encoding: 'base64', commitment: 'processed', accounts: { addresses: [to], encoding: 'base64' } }).send();
     shape(simulated, withContext({
@@ -286,7 +286,7 @@ await check('subscriptions at each commitment, logs, program, signature, slot, r
     const roots = await collect(subscriptions.rootNotifications(), 1, 9000);
     const updates = await collect(subscriptions.slotsUpdatesNotifications(), 3, 9000);
     await advance(1);
-    const signature = await send(transferInstruction(target, 31337));
+    const signature = await send(transferInstruction(target, RENT + 31337));
     const memoSignature = await send({ programAddress: MEMO, accounts: [], data: new TextEncoder().encode('kit memo') });
     const signatureNotification = await collect(subscriptions.signatureNotifications(signature, { commitment: 'confirmed' }), 1, 9000);
     shape((await logs.result())[0], withContext({ signature: 'str', err: 'null', logs: 'array' }));
@@ -298,7 +298,7 @@ await check('subscriptions at each commitment, logs, program, signature, slot, r
     for (const c of COMMITMENTS) {
         const [notification] = await account[c].result();
         shape(notification, withContext(ACCOUNT));
-        eq(notification.value.lamports, 31337n, c);
+        eq(notification.value.lamports, BigInt(RENT + 31337), c);
     }
     eq((await memoLogs.result())[0].value.signature, memoSignature);
     const [first, second] = await slots.result();

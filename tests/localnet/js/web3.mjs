@@ -14,7 +14,7 @@ import {
     VersionedTransaction,
 } from '@solana/web3.js';
 
-import { advance, assert, check, done, eq, landed, rejects, world } from './harness.mjs';
+import { advance, assert, check, done, eq, landed, RENT, rejects, world } from './harness.mjs';
 
 const consoleErrors = [];
 const originalError = console.error;
@@ -62,18 +62,18 @@ await check('getSlot and getBlockHeight at each commitment', async () => {
 
 await check('reads at each commitment see what that commitment has', async () => {
     const to = Keypair.generate().publicKey;
-    await transfer(to, 12345);
-    eq(await atEach(c => connection.getBalance(to, c)), { processed: 12345, confirmed: 0, finalized: 0 });
+    await transfer(to, RENT + 12345);
+    eq(await atEach(c => connection.getBalance(to, c)), { processed: RENT + 12345, confirmed: 0, finalized: 0 });
     const infos = await atEach(c => connection.getAccountInfo(to, c));
-    assert(infos.processed.lamports === 12345 && infos.confirmed === null && infos.finalized === null);
+    assert(infos.processed.lamports === RENT + 12345 && infos.confirmed === null && infos.finalized === null);
     await advance(1);
-    eq(await atEach(c => connection.getBalance(to, c)), { processed: 12345, confirmed: 12345, finalized: 0 });
+    eq(await atEach(c => connection.getBalance(to, c)), { processed: RENT + 12345, confirmed: RENT + 12345, finalized: 0 });
     const counts = await atEach(c => connection.getTransactionCount(c));
     assert(counts.processed === counts.confirmed && counts.confirmed === counts.finalized + 1, JSON.stringify(counts));
     await advance(31);
-    eq(await atEach(c => connection.getBalance(to, c)), { processed: 12345, confirmed: 12345, finalized: 12345 });
+    eq(await atEach(c => connection.getBalance(to, c)), { processed: RENT + 12345, confirmed: RENT + 12345, finalized: RENT + 12345 });
     const { context, value } = await connection.getBalanceAndContext(to, 'finalized');
-    eq(value, 12345);
+    eq(value, RENT + 12345);
     eq(context.slot, (await connection.getSlot('processed')) - 32);
 });
 
@@ -198,7 +198,7 @@ await check('transactions: send, simulate, statuses, getTransaction at confirmed
     const to = Keypair.generate().publicKey;
     const { blockhash, lastValidBlockHeight } = await connection.getLatestBlockhash('processed');
     const tx = new Transaction({ feePayer: payer.publicKey, blockhash, lastValidBlockHeight }).add(
-        SystemProgram.transfer({ fromPubkey: payer.publicKey, toPubkey: to, lamports: 777 }),
+        SystemProgram.transfer({ fromPubkey: payer.publicKey, toPubkey: to, lamports: RENT + 777 }),
     );
     const simulated = await connection.simulateTransaction(tx, [payer]);
     eq([simulated.value.err, simulated.value.unitsConsumed], [null, 150]);
@@ -210,10 +210,10 @@ await check('transactions: send, simulate, statuses, getTransaction at confirmed
     const statuses = await connection.getSignatureStatuses([signature], { searchTransactionHistory: true });
     eq(statuses.value[0].confirmationStatus, 'confirmed');
     const found = await connection.getTransaction(signature, { commitment: 'confirmed', maxSupportedTransactionVersion: 0 });
-    eq(found.meta.postBalances[1], 777);
+    eq(found.meta.postBalances[1], RENT + 777);
     eq(await connection.getTransaction(signature, { commitment: 'finalized', maxSupportedTransactionVersion: 0 }), null);
     const parsed = await connection.getParsedTransaction(signature, { commitment: 'confirmed', maxSupportedTransactionVersion: 0 });
-    eq(parsed.transaction.message.instructions[0].parsed, { type: 'transfer', info: { source: payer.publicKey.toBase58(), destination: to.toBase58(), lamports: 777 } });
+    eq(parsed.transaction.message.instructions[0].parsed, { type: 'transfer', info: { source: payer.publicKey.toBase58(), destination: to.toBase58(), lamports: RENT + 777 } });
     const many = await connection.getParsedTransactions([signature, world.memo], { commitment: 'confirmed', maxSupportedTransactionVersion: 0 });
     eq(many[1].transaction.message.instructions[0].parsed, 'curta world');
     const raw = await connection.getTransactions([world.tokenSignature], { commitment: 'finalized', maxSupportedTransactionVersion: 0 });
@@ -273,7 +273,7 @@ await check('history: signatures for an address, blocks', async () => {
 await check('deprecated helpers: served from current methods, or -32601 as on agave 2.x', async () => {
     const { blockhash } = await connection.getLatestBlockhash('processed');
     const tx = new Transaction({ feePayer: payer.publicKey, recentBlockhash: blockhash }).add(
-        SystemProgram.transfer({ fromPubkey: payer.publicKey, toPubkey: Keypair.generate().publicKey, lamports: 1 }),
+        SystemProgram.transfer({ fromPubkey: payer.publicKey, toPubkey: Keypair.generate().publicKey, lamports: RENT }),
     );
     tx.sign(payer);
     const encoded = tx.serialize().toString('base64');
@@ -350,7 +350,7 @@ await check('subscriptions: account at each commitment, program, logs, signature
     const updates = [];
     const updateId = connection.onSlotUpdate(update => updates.push(update.type));
     await advance(1); // let every subscription be registered
-    const signature = await transfer(to, 4242);
+    const signature = await transfer(to, RENT + 4242);
     const received = [];
     const signatureId = connection.onSignatureWithOptions(signature, (n, ctx) => received.push(n), { commitment: 'processed', enableReceivedNotification: false });
     const finalized = waitFor(1, 8000);
@@ -362,7 +362,7 @@ await check('subscriptions: account at each commitment, program, logs, signature
     await advance(31);
     await finalized.promise;
     eq(finalized.seen[0].err, null);
-    eq(account, { processed: [4242], confirmed: [4242], finalized: [4242] });
+    eq(account, { processed: [RENT + 4242], confirmed: [RENT + 4242], finalized: [RENT + 4242] });
     assert(allLogs.includes(signature), 'logsSubscribe("all") at confirmed');
     assert(slots.length >= 3 && roots.length >= 1, `slots ${slots.length}, roots ${roots.length}`);
     assert(updates.includes('frozen') && updates.includes('createdBank'), updates.join());
