@@ -7,13 +7,11 @@ as the legacy ones do, in about a quarter of the write transactions, and a publi
 deploy stopped half way in one version is finished by the other.
 """
 
-import struct
 from dataclasses import replace
 from typing import get_args
 
 import pytest
 from inprocess import PROGRAM_ID, LocalnetTransport
-from solders.account import Account
 from solders.compute_budget import ID as COMPUTE_BUDGET_PROGRAM_ID
 from solders.hash import Hash
 from solders.keypair import Keypair
@@ -24,11 +22,8 @@ from curta_chain.artifact import Artifact
 from curta_chain.chain import loader
 from curta_chain.chain.deploy import deploy, plan_deploy
 from curta_chain.chain.features import (
-    DISABLE_SBPF_V0,
-    ENABLE_SBPF_V3,
     ENABLE_TX_V1,
     FEATURE_IDS,
-    FEATURE_PROGRAM_ID,
     TxVersionChoice,
     choose_tx_version,
     select_build,
@@ -152,18 +147,14 @@ def accounts_of(node: LocalnetTransport, keys: list[Pubkey]) -> list[bytes]:
     return [bytes(node.localnet.svm.get_account(key).data) for key in keys]
 
 
-def funded(authority: Keypair) -> LocalnetTransport:
-    """A localnet where ``authority`` holds 100 SOL.
+def funded(authority: Keypair, deactivate: tuple[Pubkey, ...] = ()) -> LocalnetTransport:
+    """A localnet (every feature active, as agave 4.3's, but ``deactivate``) where
+    ``authority`` holds 100 SOL.
 
     Every localnet has the same genesis hash and program, so one authority's derived
     addresses are the same on two of them, and their accounts compare byte for byte.
     """
-    node = LocalnetTransport()
-    for feature in (ENABLE_TX_V1, ENABLE_SBPF_V3, DISABLE_SBPF_V0):  # SCRATCH until agave4
-        node.localnet.svm.set_account(
-            FEATURE_IDS[feature],
-            Account(1_000_000, struct.pack("<BQ", 1, 0), FEATURE_PROGRAM_ID, False, 0),
-        )
+    node = LocalnetTransport(deactivate_features=deactivate)
     node.localnet.airdrop(authority.pubkey(), 10**11)
     return node
 
@@ -313,5 +304,39 @@ async def test_full_v1_writes_use_less_than_the_units_they_ask_for(tiny):
         assert len(spec.instructions) == 4 and spec.config.compute_unit_limit == 4 * BUFFER_WRITE_CU
         sent = await ctx.sender_for("").send([spec])
         assert await units_used(ctx, sent.signatures[0]) <= spec.config.compute_unit_limit
+    finally:
+        node.localnet.close()
+
+
+V1_OFF = (FEATURE_IDS[ENABLE_TX_V1],)
+"""``--deactivate-feature`` of enable_tx_v1: a cluster that refuses v1 transactions."""
+
+
+@pytest.mark.asyncio
+async def test_where_v1_is_not_active_auto_falls_back_to_legacy_and_v1_is_refused(tiny):
+    authority = Keypair()
+    node = funded(authority, deactivate=V1_OFF)
+    try:
+        with pytest.raises(ChainError, match=f"has not activated {ENABLE_TX_V1}"):
+            await publish_with(node, authority, tiny, "v1")
+        plan, result = await publish_with(node, authority, tiny, "auto")
+        assert plan.tx_version == "legacy"
+        assert plan.payload_per_write == Budget().write_payload("legacy")
+        assert result.signatures.writes == len(plan.writes)
+        deploy_plan, deployed = await deploy_with(node, authority, Keypair(), "auto")
+        assert deploy_plan.tx_version == "legacy" and deploy_plan.chunk == 1_010
+        assert deployed.transactions == deploy_plan.transactions
+    finally:
+        node.localnet.close()
+
+
+@pytest.mark.asyncio
+async def test_auto_is_v1_on_the_localnet_as_on_agave_4(tiny):
+    authority = Keypair()
+    node = funded(authority)
+    try:
+        plan, _ = await publish_with(node, authority, tiny, "auto")
+        assert plan.tx_version == "v1"
+        assert plan.payload_per_write == Budget().write_payload("v1")
     finally:
         node.localnet.close()
