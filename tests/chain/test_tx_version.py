@@ -7,6 +7,7 @@ as the legacy ones do, in about a quarter of the write transactions, and a publi
 deploy stopped half way in one version is finished by the other.
 """
 
+import json
 from dataclasses import replace
 from typing import get_args
 
@@ -38,6 +39,8 @@ from curta_chain.chain.specs import (
     Transactions,
     sign,
 )
+from curta_chain.cli import main
+from curta_chain.cli.keypairs import write_keypair
 from curta_chain.cli.running import TX_VERSIONS
 from curta_chain.constants import (
     MAX_LOADED_ACCOUNTS_DATA_SIZE,
@@ -45,6 +48,7 @@ from curta_chain.constants import (
     MAX_V1_TRANSACTION_SIZE,
 )
 from curta_chain.errors import ChainError, ProgramCheckError
+from curta_chain.localnet import start_in_thread
 
 AUTHORITY, PAYER = Keypair(), Keypair()
 BUDGETS = [
@@ -340,3 +344,72 @@ async def test_auto_is_v1_on_the_localnet_as_on_agave_4(tiny):
         assert plan.payload_per_write == Budget().write_payload("v1")
     finally:
         node.localnet.close()
+
+
+# The command line, over HTTP.
+
+
+def cli_json(capsys, *args: str) -> tuple[int, dict | None, str]:
+    """``curta-chain *args --output json-compact`` in this process: (code, JSON, stderr)."""
+    capsys.readouterr()
+    code = main([*args, "--output", "json-compact"])
+    out, err = capsys.readouterr()
+    lines = out.strip().splitlines()
+    return code, json.loads(lines[-1]) if lines else None, err
+
+
+def test_the_plans_and_the_results_count_the_writes_as_sent(
+    capsys, localnet, fund, tmp_path, stories260k
+):
+    key, art = tmp_path / "id.json", tmp_path / "m.curta"
+    write_keypair(fund(localnet.url, 20), key)
+    art.write_bytes(stories260k.data)
+    via = ("-u", localnet.url, "-k", str(key))
+    _, legacy, _ = cli_json(
+        capsys, "publish", str(art), "--dry-run", "--tx-version", "legacy", *via
+    )
+    code, dry, err = cli_json(capsys, "publish", str(art), "--dry-run", *via)
+    assert code == 0, err
+    plan = dry["plan"]
+    assert (plan["transaction_version"], legacy["plan"]["transaction_version"]) == ("v1", "legacy")
+    assert plan["payload_per_write"] == 3_864 and legacy["plan"]["payload_per_write"] == 1_010
+    assert plan["write_transactions"] < legacy["plan"]["write_transactions"] / 3.5
+    # Fewer writes, fewer fees: one signature each.
+    saved = legacy["plan"]["write_transactions"] - plan["write_transactions"]
+    assert legacy["plan"]["fee_lamports"] - plan["fee_lamports"] == 5_000 * saved
+    code, published, err = cli_json(capsys, "publish", str(art), *via)
+    assert code == 0, err
+    assert published["transaction_version"] == "v1"
+    assert published["transactions"] == plan["transactions"]
+    assert published["signatures"]["writes"] == plan["write_transactions"]
+    code, deploy, err = cli_json(capsys, "deploy", "--dry-run", *via, "-C", str(tmp_path / "c"))
+    assert code == 0, err
+    assert deploy["plan"]["transaction_version"] == "v1"
+    assert deploy["plan"]["write_chunk"] == DeployTransactions(Pubkey.default(), Budget()).chunk(
+        "v1"
+    )
+
+
+def test_a_cluster_without_v1_gets_legacy_writes_and_v1_asked_for_is_one_line_refused(
+    capsys, fund, tmp_path, stories260k
+):
+    node = start_in_thread(deactivate_features=V1_OFF)
+    try:
+        key, art = tmp_path / "id.json", tmp_path / "m.curta"
+        write_keypair(fund(node.url, 20), key)
+        art.write_bytes(stories260k.data)
+        via = ("-u", node.url, "-k", str(key))
+        code, dry, err = cli_json(capsys, "publish", str(art), "--dry-run", *via)
+        assert code == 0, err
+        assert dry["plan"]["transaction_version"] == "legacy"
+        code, out, err = cli_json(capsys, "publish", str(art), "--tx-version", "v1", *via)
+        assert (code, out) == (1, None)
+        assert err == (
+            f"error: v1 transactions were asked for, but this cluster has not activated "
+            f"{ENABLE_TX_V1} ({V1_OFF[0]}) and refuses them: use --tx-version auto or legacy\n"
+        )
+        code, deploy, err = cli_json(capsys, "deploy", "--dry-run", *via, "-C", str(tmp_path / "c"))
+        assert code == 0, err
+        assert deploy["plan"]["transaction_version"] == "legacy"
+    finally:
+        node.stop()
