@@ -25,6 +25,7 @@ from curta_chain.chain.features import ENABLE_SBPF_V3, FEATURE_IDS, FEATURE_PROG
 from curta_chain.localnet import BusyOptions, Localnet, LocalnetHandle, ManualClock, start_in_thread
 from curta_chain.localnet.busy import BUSY_BACKGROUND_LOAD
 from curta_chain.localnet.features import DISABLE_SBPF_V0_DEPLOYMENT, ENABLE_TX_V1
+from curta_chain.localnet.rpc_errors import RpcMethodError
 from curta_chain.localnet.transaction_methods import send_transaction
 from curta_chain.program import shipped_program
 
@@ -428,8 +429,11 @@ def test_simd_0500_refuses_to_deploy_sbpf_v0_and_takes_v3(localnet):
         "for instruction"
     )
     assert refused["data"]["err"] == {"InstructionError": [1, "InvalidAccountData"]}
-    failed = f"Program {loader.LOADER_V3} failed: invalid account data for instruction"
-    assert failed in refused["data"]["logs"]
+    # solana-sbpf 0.23's ElfError::UnsupportedSBPFVersion, logged by the loader.
+    assert refused["data"]["logs"][-2:] == [
+        "Detected sbpf_version required by the executable which are not enabled",
+        f"Program {loader.LOADER_V3} failed: invalid account data for instruction",
+    ]
     assert "result" in deploy(url, payer, shipped_program("sbpf-v3").elf)
 
 
@@ -533,3 +537,69 @@ def test_feature_reads_find_v3_enabled_and_v0_deployment_off(localnet):
         str(ENABLE_TX_V1),
         str(DISABLE_SBPF_V0_DEPLOYMENT),
     }
+
+
+# -- v1 in the busy mode and the ledger ---------------------------------------------------
+
+
+def test_a_v1_transaction_waits_for_its_block_and_lands_in_it(clock):
+    localnet = Localnet(now=clock, busy=BusyOptions(blocks=True, seed=3))
+    payer = Keypair()
+    localnet.airdrop(payer.pubkey(), 10**11)
+    while localnet.leader is not None and localnet.leader.queue:
+        clock.advance(0.4)
+        localnet.tick()
+    blockhash = Hash.from_string(localnet.clock.blockhash(localnet.tick()))
+    before = localnet.svm.get_balance(payer.pubkey())
+    tx = v1(payer, blockhash, [memo(b"in a block")])
+    signature = send_transaction(
+        localnet, [base64.b64encode(bytes(tx)).decode(), {"encoding": "base64"}]
+    )
+    assert localnet.status(signature) is None  # queued for the next block
+    clock.advance(0.4)
+    slot = localnet.tick()
+    assert [details.signature for details in localnet.history.block(slot)] == [signature]
+    assert localnet.status(signature) == (slot, None)
+    assert before - localnet.svm.get_balance(payer.pubkey()) == 5_000 + 1_234
+    # Preflight in the busy mode holds a v1 transaction to its own budget too.
+    starved = v1(
+        payer,
+        blockhash,
+        [memo(b"no units")],
+        TransactionConfig(compute_unit_limit=100, loaded_accounts_data_size_limit=1 << 20),
+    )
+    with pytest.raises(RpcMethodError, match="Computational budget exceeded"):
+        send_transaction(
+            localnet, [base64.b64encode(bytes(starved)).decode(), {"encoding": "base64"}]
+        )
+    localnet.close()
+
+
+def test_a_v1_transaction_survives_a_kill_9_and_restart(localnet_process, tmp_path):
+    node = localnet_process(tmp_path / "ledger")
+    url = node.url
+    payer, to = fund(url), Keypair().pubkey()
+    transfer = transfer_tx(payer, to, 10**6, latest_blockhash(url)).message
+    message = MessageV1(
+        transfer.header,
+        CONFIG,
+        transfer.recent_blockhash,
+        transfer.account_keys,
+        transfer.instructions,
+    )
+    tx = VersionedTransaction(message, [payer])
+    signature = send(url, tx)["result"]
+    slot = wait_confirmed(url, signature)["slot"]
+    node.restart()  # kill -9, then replay the log
+    assert status(url, signature)["slot"] == slot
+    assert balance(url, to) == 10**6
+    answer = result(
+        url,
+        "getTransaction",
+        [
+            signature,
+            {"encoding": "base64", "maxSupportedTransactionVersion": 1, "commitment": "confirmed"},
+        ],
+    )
+    assert answer["version"] == 1 and answer["meta"]["fee"] == 5_000 + 1_234
+    assert answer["transaction"][0] == base64.b64encode(bytes(tx)).decode()

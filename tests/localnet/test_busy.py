@@ -310,10 +310,11 @@ def test_past_its_rate_a_provider_answers_429_with_retry_after(clock):
 
 
 def test_kill_9_in_block_mode_loses_nothing_told_landed(tmp_path, localnet_process, fund):
-    # The busy profile (blocks, 10% loss, half-full blocks), fast slots, no rate limit.
+    # The busy profile (blocks, 10% loss, half-full blocks), fast slots (whose limits scale
+    # as SIMD-0525's do: a quarter of 400 ms's), no rate limit.
     busy = ("--profile", "busy", "--slot-ms", "100", "--rps", "1000000")
     node = localnet_process(tmp_path / "ledger", extra=busy)
-    assert any(line.startswith("Busy cluster: blocks of 100,000,000 CU") for line in node.output)
+    assert any(line.startswith("Busy cluster: blocks of 25,000,000 CU") for line in node.output)
     payer = fund(node.url, 100)
     landed: dict[str, tuple[Pubkey, int]] = {}
     """Transfers a status said had landed (at processed)."""
