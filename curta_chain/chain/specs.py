@@ -421,10 +421,12 @@ class Transactions:
         prompt: bytes | Sequence[int],
         settings: SamplingSettings,
         config: ModelConfig,
+        version: TxVersion = "legacy",
     ) -> TxSpec:
         """Create the run account (``funding``; the run's keypair signs) and open the run.
 
-        ``prompt`` is UTF-8 text, or token ids (an empty text's run opens with ``(1,)``).
+        ``prompt`` is UTF-8 text, or token ids (an empty text's run opens with ``(1,)``); a
+        ``version`` v1 transaction has room for the longest prompt openRun takes.
         """
         create = new_account(self.payer, funding, self.program_id)
         ix = program.open_run(
@@ -439,7 +441,8 @@ class Transactions:
             settings.top_p,
             settings.seed,
         )
-        return TxSpec((*self._run_budget(open_run_units(config)), *create, ix), (run,))
+        budget = replace(self.budget, limit_compute=True)
+        return budget.spec(open_run_units(config), (*create, ix), version, (run,))
 
     def step(self, run: Pubkey, model: Pubkey, weights: Sequence[Pubkey], label: int) -> TxSpec:
         """A step of ``run``; ``weights[0]`` is section zero's account. Anyone may send it."""

@@ -29,8 +29,9 @@ from curta_chain.chain.features import (
     choose_tx_version,
     select_build,
 )
-from curta_chain.chain.plan import WritePiece
+from curta_chain.chain.plan import NewAccount, WritePiece
 from curta_chain.chain.publish import plan_publish, publish
+from curta_chain.chain.run_onchain import check_opening_size
 from curta_chain.chain.specs import (
     BUFFER_WRITE_CU,
     WRITE_CU,
@@ -47,7 +48,8 @@ from curta_chain.constants import (
     MAX_TRANSACTION_SIZE,
     MAX_V1_TRANSACTION_SIZE,
 )
-from curta_chain.errors import ChainError, ProgramCheckError
+from curta_chain.errors import ChainError, InputError, ProgramCheckError
+from curta_chain.inference import SamplingSettings
 from curta_chain.localnet import start_in_thread
 
 AUTHORITY, PAYER = Keypair(), Keypair()
@@ -413,3 +415,21 @@ def test_a_cluster_without_v1_gets_legacy_writes_and_v1_asked_for_is_one_line_re
         assert deploy["plan"]["transaction_version"] == "legacy"
     finally:
         node.stop()
+
+
+def test_the_longest_prompt_opens_a_run_in_one_v1_transaction_not_in_a_legacy_one(tiny):
+    txs = Transactions(PROGRAM_ID, AUTHORITY.pubkey(), AUTHORITY.pubkey(), Budget())
+    run = Keypair()
+    funding = NewAccount(run.pubkey(), 100_000, 10**9)
+    prompt = b"x" * 2_048  # the most text openRun takes
+
+    def opening(version: str):
+        section_zero = Keypair().pubkey()
+        settings = SamplingSettings(0, 0, 0)
+        return txs.open_run(
+            run, funding, PROGRAM_ID, section_zero, 600, prompt, settings, tiny.config, version
+        )
+
+    check_opening_size(opening("v1"), AUTHORITY, len(prompt))
+    with pytest.raises(InputError, match=r"legacy transaction, which holds at most \d+ prompt"):
+        check_opening_size(opening("legacy"), AUTHORITY, len(prompt))
