@@ -318,7 +318,7 @@ class RpcClient(JsonRpc):
         todo = list(range(len(signatures)))
         deadline = time.monotonic() + self.lag_wait
         config: dict[str, object] = {"encoding": "json", "commitment": commitment}
-        config["maxSupportedTransactionVersion"] = 0
+        config["maxSupportedTransactionVersion"] = 1  # v1 (a run's opening, publish's writes)
         while todo:
             answers = await self.batch([("getTransaction", [signatures[i], config]) for i in todo])
             missing = []
