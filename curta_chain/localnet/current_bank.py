@@ -19,7 +19,7 @@ from solders.system_program import ID as SYSTEM_PROGRAM_ID
 
 from curta_chain.localnet.bank_history import AccountState, BankHistory
 from curta_chain.localnet.clock import SLOTS_PER_EPOCH, SlotClock
-from curta_chain.localnet.features import ACTIVE_FEATURE, Features
+from curta_chain.localnet.features import ACTIVE_FEATURE, ALL_ACTIVE, Features
 from curta_chain.localnet.owner_index import OwnerIndex
 from curta_chain.localnet.parsed import CLOCK_SYSVAR, SYSVAR_OWNER
 
@@ -29,7 +29,7 @@ READ_CACHE_BYTES = 64 * 1024 * 1024
 """Account data kept between writes, so slices of one 10 MiB account cost one copy."""
 
 
-def new_svm(features: Features) -> LiteSVM:
+def new_svm(features: Features = ALL_ACTIVE) -> LiteSVM:
     """LiteSVM as ``LiteSVM()`` makes it, with ``features`` and their accounts.
 
     The features active but those deactivated, the builtins, precompiles, sysvars and SPL

@@ -28,7 +28,7 @@ from solders.transaction_metadata import FailedTransactionMetadata, TransactionM
 
 from curta_chain.localnet.codec import AnyMessage, transaction_error_json
 from curta_chain.localnet.current_bank import CurrentBank, less_lamports
-from curta_chain.localnet.features import ENABLE_TX_V1, Features
+from curta_chain.localnet.features import ENABLE_TX_V1, RAISE_CPI_NESTING_LIMIT_TO_8, Features
 from curta_chain.localnet.fees import (
     compute_budget,
     heap_bytes,
@@ -321,7 +321,7 @@ class Execution(CurrentBank):
             return
         budget = (compute_budget(message)[0], heap_bytes(message))
         if budget != self._budget:
-            limits = ComputeBudget(True)
+            limits = ComputeBudget(self.features.is_active(RAISE_CPI_NESTING_LIMIT_TO_8))
             limits.compute_unit_limit, limits.heap_size = budget
             self.svm._inner.set_compute_budget(limits)
             self._budget = budget

@@ -28,6 +28,9 @@ ENABLE_TX_V1 = FEATURE_IDS[ENABLE_TX_V1_NAME]
 DISABLE_SBPF_V0_DEPLOYMENT = FEATURE_IDS[DISABLE_SBPF_V0]
 """agave's ``disable_sbpf_v0_v1_v2_deployment`` (SIMD-0500): active, loader v3 refuses to
 deploy, upgrade or finalize an SBPF v0, v1 or v2 program (InvalidAccountData)."""
+RAISE_CPI_NESTING_LIMIT_TO_8 = Pubkey.from_string("6TkHkRmP7JZy1fdM6fg5uXn76wChQBWGokHBJzrLB3mj")
+"""agave's ``raise_cpi_nesting_limit_to_8`` (SIMD-0268): part of the compute budget the
+localnet gives LiteSVM for v1 transactions (``ComputeBudget(simd_0268_active)``)."""
 BEFORE_AGAVE_4: frozenset[Pubkey] = frozenset({DISABLE_SBPF_V0_DEPLOYMENT, ENABLE_TX_V1})
 """What a ledger written before the localnet played Agave 4 ran without (its meta.json
 names no deactivated features)."""
@@ -70,6 +73,10 @@ class Features:
             (key, Account(lamports, ACTIVE_FEATURE, FEATURE_PROGRAM_ID, False, 0))
             for key in self.active
         ]
+
+
+ALL_ACTIVE = Features(frozenset())
+"""Every feature active: the localnet's genesis without ``--deactivate-feature``."""
 
 
 @cache

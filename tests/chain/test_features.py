@@ -1,9 +1,9 @@
 """Which build deploy takes: feature accounts decoded, the choice, and the read over RPC.
 
-The read runs against the embedded localnet over HTTP. LiteSVM keeps no feature accounts,
-so the localnet has none (it answers like a cluster that never activated either gate);
-the tests then write the accounts a validator's genesis holds for an activated or pending
-feature (owner the Feature program, data ``Option<u64>``) and read again.
+The read runs against the embedded localnet over HTTP. Its genesis holds an account for every
+active feature, as a validator's does (both gates active since slot 0); the tests deactivate
+gates as ``--deactivate-feature`` does (no account), or write the accounts a cluster holds for
+an activated or pending feature (owner the Feature program, data ``Option<u64>``), and read.
 """
 
 import asyncio
@@ -27,7 +27,7 @@ from curta_chain.chain.features import (
 from curta_chain.chain.rpc import AccountInfo, RpcClient
 from curta_chain.chain.transport import HttpTransport
 from curta_chain.errors import ChainError
-from curta_chain.localnet import LocalnetHandle
+from curta_chain.localnet import LocalnetHandle, start_in_thread
 
 ACTIVE_SINCE = 428_976_000
 PENDING = b"\x00"
@@ -98,35 +98,43 @@ def select_on(url: str) -> DeployChoice:
 
 
 def write_features(localnet: LocalnetHandle, features: dict[str, bytes]) -> None:
-    """Write feature accounts as a validator's genesis holds them (before any read of them)."""
+    """Write feature accounts as a cluster holds them, over the localnet's genesis ones."""
 
     def write(chain) -> None:
         for name, data in features.items():
             account = Account(1_000_000, data, FEATURE_PROGRAM_ID, False, 0)
             chain.svm.set_account(FEATURE_IDS[name], account)
+        chain._forget_reads()  # the genesis accounts were read (indexed) at start
 
     localnet.call(write)
 
 
 @pytest.mark.parametrize(
-    ("features", "build"),
+    ("deactivate", "features", "build", "since"),
     [
-        ({}, "sbpf-v0"),  # the localnet as it is: no feature accounts
-        ({ENABLE_SBPF_V3: PENDING, DISABLE_SBPF_V0: PENDING}, "sbpf-v0"),
-        ({ENABLE_SBPF_V3: activated(ACTIVE_SINCE)}, "sbpf-v3"),
-        ({ENABLE_SBPF_V3: activated(ACTIVE_SINCE), DISABLE_SBPF_V0: activated(9)}, "sbpf-v3"),
+        ((), {}, "sbpf-v3", 0),  # the localnet's genesis: every feature active from slot 0
+        ((ENABLE_SBPF_V3, DISABLE_SBPF_V0), {}, "sbpf-v0", None),  # a cluster with neither
+        ((), {ENABLE_SBPF_V3: PENDING, DISABLE_SBPF_V0: PENDING}, "sbpf-v0", None),
+        ((DISABLE_SBPF_V0,), {ENABLE_SBPF_V3: activated(ACTIVE_SINCE)}, "sbpf-v3", ACTIVE_SINCE),
+        ((), {ENABLE_SBPF_V3: activated(ACTIVE_SINCE)}, "sbpf-v3", ACTIVE_SINCE),
     ],
 )
-def test_select_build_reads_the_feature_accounts_over_rpc(
-    localnet: LocalnetHandle, features, build
-):
-    write_features(localnet, features)
-    choice = select_on(localnet.url)
+def test_select_build_reads_the_feature_accounts_over_rpc(deactivate, features, build, since):
+    handle = start_in_thread(deactivate_features=tuple(FEATURE_IDS[name] for name in deactivate))
+    try:
+        write_features(handle, features)
+        choice = select_on(handle.url)
+    finally:
+        handle.stop()
     assert choice.program.name == build
-    assert (f"since slot {ACTIVE_SINCE}" in choice.reason) == (build == "sbpf-v3")
+    assert (f"since slot {since}" in choice.reason) == (since is not None)
 
 
-def test_select_build_refuses_a_cluster_that_deploys_neither(localnet: LocalnetHandle):
-    write_features(localnet, {DISABLE_SBPF_V0: activated(9)})
-    with pytest.raises(ChainError, match="deploys neither shipped build"):
-        select_on(localnet.url)
+def test_select_build_refuses_a_cluster_that_deploys_neither():
+    # SIMD-0500 active (the localnet's default) and SBPF v3 not enabled.
+    handle = start_in_thread(deactivate_features=(FEATURE_IDS[ENABLE_SBPF_V3],))
+    try:
+        with pytest.raises(ChainError, match="deploys neither shipped build"):
+            select_on(handle.url)
+    finally:
+        handle.stop()

@@ -20,9 +20,11 @@ from curta_chain.chain.rpc import RpcClient
 from curta_chain.chain.transport import HttpTransport
 from curta_chain.constants import LOCALNET_PROGRAM_ID
 from curta_chain.errors import AccountError, ProgramCheckError
-from curta_chain.program import shipped_programs
+from curta_chain.program import shipped_program, shipped_programs
 
 BUILD = shipped_programs()[0]
+V3 = shipped_program("sbpf-v3")
+"""What the localnet deploys: it refuses SBPF v0 deployments (SIMD-0500), as agave 4 does."""
 PROGRAM_ID = Pubkey.from_string(LOCALNET_PROGRAM_ID)
 
 
@@ -59,7 +61,7 @@ def test_an_upgradeable_deploy_is_read_through_its_program_data(localnet, fund):
         client = RpcClient(HttpTransport(localnet.url))
         try:
             ctx = ChainContext(client, program.pubkey(), payer)
-            await deploy(ctx, program, await plan_deploy(ctx, program, BUILD, False))
+            await deploy(ctx, program, await plan_deploy(ctx, program, V3, False))
         finally:
             await client.aclose()
 
@@ -68,7 +70,7 @@ def test_an_upgradeable_deploy_is_read_through_its_program_data(localnet, fund):
     assert found.loader == loader.LOADER_V3
     assert found.programdata == loader.programdata_address(program.pubkey())
     assert found.upgrade_authority == payer.pubkey() and found.upgradeable
-    assert found.build == BUILD and found.last_deploy_slot > 0
+    assert found.build == V3 and found.last_deploy_slot > 0
     assert [line.split()[0] for line in found.describe()] == [
         "program", "program", "upgrade", "last", "WARNING:",
     ]  # fmt: skip

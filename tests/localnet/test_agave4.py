@@ -15,7 +15,7 @@ from localnet_helpers import balance, latest_blockhash, result, rpc, transfer_tx
 from solders.hash import Hash
 from solders.instruction import Instruction
 from solders.keypair import Keypair
-from solders.message import Message, MessageV1, TransactionConfig
+from solders.message import Message, MessageV1, TransactionConfig, to_bytes_versioned
 from solders.pubkey import Pubkey
 from solders.system_program import CreateAccountParams, create_account
 from solders.transaction import VersionedTransaction
@@ -119,6 +119,15 @@ def test_a_v1_transaction_lands_and_pays_its_inline_priority_fee(localnet):
     # The signature fee and the priority fee, which a v1 message states in lamports.
     assert before - balance(url, payer.pubkey()) == 10**6 + 5_000 + 1_234
     assert balance(url, to) == 10**6
+    encoded = base64.b64encode(to_bytes_versioned(message)).decode()
+    fee = result(url, "getFeeForMessage", [encoded, {"commitment": "processed"}])["value"]
+    assert fee == 5_000 + 1_234
+    # A rebroadcast of it is a duplicate, as a legacy one's is: refused at preflight,
+    # answered and dropped without.
+    again = send(url, tx)["error"]
+    assert again["data"]["err"] == "AlreadyProcessed"
+    assert send(url, tx, skipPreflight=True)["result"] == signature
+    assert before - balance(url, payer.pubkey()) == 10**6 + 5_000 + 1_234
 
 
 def test_v1_without_a_budget_is_held_to_agave_4_3s_zero_limits(localnet):

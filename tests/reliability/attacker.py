@@ -26,11 +26,15 @@ from curta_chain.chain.rpc import RpcClient
 from curta_chain.chain.sender import Sender
 from curta_chain.chain.specs import TxSpec
 from curta_chain.chain.transport import HttpTransport
-from curta_chain.program import ShippedProgram, shipped_programs
+from curta_chain.localnet.features import DISABLE_SBPF_V0_DEPLOYMENT
+from curta_chain.program import ShippedProgram, shipped_program
 
 STANDIN = ShippedProgram("stand-in", Path(__file__).with_name("standin") / "standin.so", 0)
 """The attacker's program, in the shape ``deploy`` takes a build."""
-CURTA = shipped_programs()[0]
+CURTA = shipped_program("sbpf-v3")
+"""The build ``deploy`` takes on the localnet, which enables SBPF v3."""
+V0_DEPLOYS = (DISABLE_SBPF_V0_DEPLOYMENT,)
+"""Deactivate these (SIMD-0500) for a localnet that deploys the stand-in, an SBPF v0 ELF."""
 MAGIC = b"STANDIN!"
 T = TypeVar("T")
 

@@ -19,12 +19,14 @@ keys and the same library a user has (``attacker.py``):
 
 import dataclasses
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from attacker import (
     CURTA,
     STANDIN,
+    V0_DEPLOYS,
     deploy_program,
     drain,
     new_owned_account,
@@ -51,6 +53,7 @@ from curta_chain.constants import (
     WEIGHT_HEADER_SIZE,
 )
 from curta_chain.errors import ProgramError
+from curta_chain.localnet import LocalnetHandle, start_in_thread
 from curta_chain.program import (
     MODEL_ACCOUNT_SIZE,
     ModelAccount,
@@ -82,6 +85,16 @@ def keyfile(keypair: Keypair, folder: Path, name: str) -> Path:
 def program_owned(url: str, owner: Pubkey) -> list[str]:
     found = rpc(url, "getProgramAccounts", str(owner), {"encoding": "base64"})
     return sorted(item["pubkey"] for item in found)
+
+
+@pytest.fixture
+def localnet() -> Iterator[LocalnetHandle]:
+    """The embedded localnet, deploying SBPF v0 still (SIMD-0500 off): the stand-in is v0."""
+    handle = start_in_thread(deactivate_features=V0_DEPLOYS)
+    try:
+        yield handle
+    finally:
+        handle.stop()
 
 
 @pytest.fixture
@@ -386,7 +399,7 @@ def test_5_an_upgrade_that_swaps_the_program_is_reported_and_require_final_refus
     )
 
     # The swap: a stand-in, a sealed byte rewritten (and the model's hashes to match a
-    # doctored artifact), then curta.so again.
+    # doctored artifact), then curta's build again.
     upgrade_program(localnet.url, owner, program, STANDIN.elf)
     code, lines, _ = verify_lines(localnet.url, model, art_file, config)
     assert code == 1 and len(lines) == 1 and "not a build shipped with curta-chain" in lines[0]
@@ -404,7 +417,7 @@ def test_5_an_upgrade_that_swaps_the_program_is_reported_and_require_final_refus
     fake_art.write_bytes(doctored.data)
 
     code, lines, causes = verify_lines(localnet.url, model, fake_art, config)
-    assert lines[1].endswith("shipped build sbpf-v0)")  # the program is curta.so again...
+    assert lines[1].endswith("shipped build sbpf-v3)")  # the program is curta's again...
     assert lines[3] != deployed_at  # ...but it was deployed again after the seal
     assert lines[4].startswith(f"WARNING: the program can still be upgraded by {owner.pubkey()}")
     assert code == 1 and "after sealing began at slot" in "\n".join(causes)  # so no evidence

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from attacker import CURTA, STANDIN, deploy_program, on_chain
+from attacker import CURTA, STANDIN, V0_DEPLOYS, deploy_program, on_chain
 from fault_proxy import FaultProxy, record
 from reference_client import Client
 from solana.rpc.commitment import Confirmed
@@ -822,7 +822,7 @@ ROWS = {
 
 @pytest.fixture(scope="module")
 def world(stories260k: Artifact, stories260k_bytes: bytes, tok512_bytes: bytes) -> Iterator[World]:
-    handle: LocalnetHandle = start_in_thread()
+    handle: LocalnetHandle = start_in_thread(deactivate_features=V0_DEPLOYS)
     proxies: list[FaultProxy] = []
     try:
         client = Client(handle.url)
