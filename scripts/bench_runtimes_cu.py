@@ -1,9 +1,9 @@
 """Compute units of both shipped builds in both runtimes, from one lifecycle in each.
 
 Runs the lifecycle of ``tests/program/lifecycle.py`` (deploy through the upgradeable
-loader, create, bind, write, seal) with the SBPF v0 and v3 builds in solders' LiteSVM
-(Agave 2.2, v0 only: it cannot run our v3) and in npm litesvm 1.5 (Agave 4.3) with every
-feature on (v0 added directly: SIMD-0500 refuses its deployment). Prints a Markdown table
+loader, create, bind, write, seal) with the SBPF v0 and v3 builds in solders 0.29's
+LiteSVM (Agave 4.1) and in npm litesvm 1.5 (Agave 4.3), each with every feature on (v0
+added directly: SIMD-0500 refuses its deployment). Prints a Markdown table
 of each instruction's compute units (the program's own "consumed" log line) and the ratio
 of v3 to v0 in the same runtime.
 
@@ -42,11 +42,12 @@ def _run(session: Session, build: str, deploy: bool = True) -> Lifecycle:
 
 def measure() -> dict[str, Lifecycle]:
     """Column label -> the lifecycle measured there."""
-    solders = SoldersRuntime(without=["disable_new_loader_v3_deployments"])
+    solders = SoldersRuntime()
     node = NodeRuntime("all")
     try:
         return {
-            "Agave 2.2, v0": _run(Session(solders), "sbpf-v0"),
+            "Agave 4.1, v0": _run(Session(solders), "sbpf-v0", deploy=False),
+            "Agave 4.1, v3": _run(Session(solders), "sbpf-v3"),
             "Agave 4.3, v0": _run(Session(node), "sbpf-v0", deploy=False),
             "Agave 4.3, v3": _run(Session(node), "sbpf-v3"),
         }

@@ -20,7 +20,8 @@ from curta_chain.localnet.rpc_errors import (
 )
 
 SOLANA_CORE_VERSION = "2.2.0"
-"""The agave line LiteSVM 0.6 (inside solders 0.26) runs; reported by getVersion."""
+"""What getVersion reports: the agave line of solders 0.26's LiteSVM. solders 0.29's runs
+Agave 4.1 crates; the localnet answers as 2.2 until it plays Agave 4's rules."""
 Params = list[Any]
 
 

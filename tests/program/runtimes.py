@@ -1,6 +1,6 @@
 """The runtimes the program is tried in, behind one interface, and what tests do in them.
 
-- ``SoldersRuntime``: solders 0.26's LiteSVM (Agave 2.2, solana-sbpf 0.10), in-process.
+- ``SoldersRuntime``: solders 0.29's LiteSVM (Agave 4.1, solana-sbpf 0.21), in-process.
 - ``NodeRuntime``: npm ``litesvm`` 1.5 (Agave 4.3, solana-sbpf 0.23) in a Node process that
   ``tests/litesvm_node/runner.mjs`` drives; its ``node_modules`` come from ``npm ci`` there.
 
