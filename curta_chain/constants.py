@@ -6,7 +6,9 @@ from typing import Final
 MAX_ACCOUNT_SIZE: Final = 10_485_760
 """MAX_PERMITTED_DATA_LENGTH: the largest account a top-level create_account can make."""
 MAX_TRANSACTION_SIZE: Final = 1_232
-"""A serialized transaction: the 1,280-byte IPv6 MTU less 48 bytes of headers."""
+"""A serialized legacy or v0 transaction: the 1,280-byte IPv6 MTU less 48 bytes of headers."""
+MAX_V1_TRANSACTION_SIZE: Final = 4_096
+"""A serialized v1 transaction (SIMD-0296, SIMD-0385), where the cluster accepts them."""
 MAX_COMPUTE_UNITS: Final = 1_400_000
 MAX_LOADED_ACCOUNTS_DATA_SIZE: Final = 64 * 1024 * 1024
 """The account data a transaction may load (SIMD-0186): the default, and the most it may ask."""

@@ -1,16 +1,22 @@
 """Publish a stories15M-shaped artifact on a fresh embedded localnet and measure it.
 
+Publishes it twice in one run, with legacy write transactions (1,232 bytes) and with v1
+ones (4,096 bytes, where the localnet has activated them), each by its own authority.
 Prints a table, then as its last line one JSON object:
-  write_tx_per_s      write transactions landed per second by `publish` over HTTP
-  mb_per_s            weight megabytes (10^6) uploaded per second
-  bytes_per_write_tx  weight bytes one write transaction carries
+  legacy, v1          each: writes (transactions), write_bytes, write_seconds,
+                      write_tx_per_s, mb_per_s (weight megabytes, 10^6, a second) and
+                      bytes_per_write_tx, of `publish` over HTTP
+  v1_over_legacy      v1's bytes a second over legacy's, and its writes over legacy's
+  write_tx_per_s      legacy's write transactions landed per second (as before)
+  mb_per_s            legacy's weight megabytes uploaded per second (as before)
+  bytes_per_write_tx  weight bytes one legacy write transaction carries (as before)
   inprocess_tx_per_s  the same write transactions pushed straight into an in-process
                       LiteSVM in this run: the ceiling any RPC path can reach here
   naive_tx_per_s      solana-py send_transaction + confirm_transaction, one at a time, on a
                       sample of writes to a second model
   seal_seconds, seal_transactions
 
-    .venv/bin/python scripts/bench_publish.py [--naive-sample 200]
+    .venv/bin/python scripts/bench_publish.py [--naive-sample 200] [--skip-seal]
 """
 
 import argparse
@@ -36,7 +42,7 @@ from curta_chain.chain.plan import NewAccount
 from curta_chain.chain.publish import plan_publish, publish
 from curta_chain.chain.rpc import RpcClient
 from curta_chain.chain.seal import seal
-from curta_chain.chain.specs import Transactions, sign
+from curta_chain.chain.specs import Budget, Transactions, sign
 from curta_chain.chain.transport import HttpTransport
 from curta_chain.constants import LAMPORTS_PER_SOL, LOCALNET_PROGRAM_ID, WEIGHT_HEADER_SIZE
 
@@ -76,9 +82,12 @@ async def airdrop(client: RpcClient, who: Pubkey, sol: int) -> None:
     await wait_for_signature(client, await client.request_airdrop(who, sol * LAMPORTS_PER_SOL))
 
 
-async def pipelined(url: str, artifact, authority: Keypair) -> dict[str, float]:
+async def pipelined(
+    url: str, artifact, authority: Keypair, version: str, with_seal: bool
+) -> dict[str, float]:
+    """Publish (the accounts untimed, then the writes timed) and seal, with ``version`` writes."""
     client = RpcClient(HttpTransport(url), "confirmed")
-    ctx = ChainContext(client, PROGRAM_ID, authority)
+    ctx = ChainContext(client, PROGRAM_ID, authority, budget=Budget(tx_version=version))
     try:
         await airdrop(client, authority.pubkey(), 1000)
         plan = await plan_publish(ctx, artifact)
@@ -88,27 +97,30 @@ async def pipelined(url: str, artifact, authority: Keypair) -> dict[str, float]:
         started = time.perf_counter()
         result = await publish(ctx, artifact, plan)
         write_seconds = time.perf_counter() - started
-        started = time.perf_counter()
-        sealed = await seal(ctx, plan.model, artifact)
-        seal_seconds = time.perf_counter() - started
-        assert sealed.state == program.ModelState.SEALED, sealed.describe()
-        return {
+        assert plan.tx_version == version, f"asked for {version}, planned {plan.tx_version}"
+        assert result.signatures.writes == len(plan.writes)
+        out = {
             "writes": len(plan.writes),
             "write_bytes": plan.write_bytes,
             "write_seconds": write_seconds,
             "payload": plan.payload_per_write,
-            "seal_seconds": seal_seconds,
-            "seal_transactions": sealed.transactions,
             "published_transactions": result.transactions,
         }
+        if with_seal:
+            started = time.perf_counter()
+            sealed = await seal(ctx, plan.model, artifact)
+            out["seal_seconds"] = time.perf_counter() - started
+            out["seal_transactions"] = sealed.transactions
+            assert sealed.state == program.ModelState.SEALED, sealed.describe()
+        return out
     finally:
         await client.aclose()
 
 
 async def naive_setup(url: str, artifact, authority: Keypair):
-    """Create and bind a second model's accounts; return its plan (writes to send)."""
+    """Create and bind a second model's accounts; return its plan (legacy writes to send)."""
     client = RpcClient(HttpTransport(url), "confirmed")
-    ctx = ChainContext(client, PROGRAM_ID, authority)
+    ctx = ChainContext(client, PROGRAM_ID, authority, budget=Budget(tx_version="legacy"))
     try:
         await airdrop(client, authority.pubkey(), 1000)
         plan = await plan_publish(ctx, artifact)
@@ -166,68 +178,114 @@ def main() -> None:
     parser.add_argument(
         "--record", action="store_true", help="append the results to docs/numbers/publish.jsonl"
     )
+    parser.add_argument("--skip-seal", action="store_true", help="measure the writes only")
     args = parser.parse_args()
     artifact = synthetic_artifact()
     port = free_port()
     proc = start_localnet(port)
     url = f"http://127.0.0.1:{port}"
     try:
-        authority, naive_authority = Keypair(), Keypair()
+        naive_authority = Keypair()
         naive_plan = asyncio.run(naive_setup(url, artifact, naive_authority))
         naive_rate = naive(url, artifact, naive_authority, naive_plan, args.naive_sample)
-        measured = asyncio.run(pipelined(url, artifact, authority))
+        with_seal = not args.skip_seal
+        runs = {
+            version: asyncio.run(pipelined(url, artifact, Keypair(), version, with_seal))
+            for version in ("legacy", "v1")
+        }
     finally:
         proc.terminate()
         proc.wait()
     inprocess_rate = in_process(artifact, naive_authority, naive_plan)
-    write_rate = measured["writes"] / measured["write_seconds"]
-    out = {
-        "write_tx_per_s": round(write_rate, 1),
-        "mb_per_s": round(measured["write_bytes"] / measured["write_seconds"] / 1e6, 3),
-        "bytes_per_write_tx": measured["payload"],
-        "inprocess_tx_per_s": round(inprocess_rate, 1),
-        "naive_tx_per_s": round(naive_rate, 1),
-        "seal_seconds": round(measured["seal_seconds"], 2),
-        "seal_transactions": measured["seal_transactions"],
-    }
     print(
         f"artifact: {len(artifact.sections)} sections, {sum(map(len, artifact.sections)):,} bytes"
     )
+    summary: dict[str, dict[str, float]] = {}
+    for version, measured in runs.items():
+        seconds = measured["write_seconds"]
+        summary[version] = {
+            "writes": measured["writes"],
+            "write_bytes": measured["write_bytes"],
+            "write_seconds": round(seconds, 2),
+            "write_tx_per_s": round(measured["writes"] / seconds, 1),
+            "mb_per_s": round(measured["write_bytes"] / seconds / 1e6, 3),
+            "bytes_per_write_tx": measured["payload"],
+        }
+        if with_seal:
+            summary[version]["seal_seconds"] = round(measured["seal_seconds"], 2)
+            summary[version]["seal_transactions"] = measured["seal_transactions"]
+        print(
+            f"{version:>6} writes: {measured['writes']:,} transactions of up to "
+            f"{measured['payload']:,} bytes, {measured['write_bytes']:,} bytes in {seconds:.1f} s"
+            f" = {measured['writes'] / seconds:,.0f} tx/s, "
+            f"{measured['write_bytes'] / seconds / 1e6:.2f} MB/s"
+        )
+    legacy, v1 = summary["legacy"], summary["v1"]
+    speedup = v1["mb_per_s"] / legacy["mb_per_s"]
     print(
-        f"writes: {measured['writes']:,} transactions, {measured['write_bytes']:,} bytes "
-        f"in {measured['write_seconds']:.1f} s"
+        f"v1 over legacy: {speedup:.2f} x the bytes a second, "
+        f"{v1['writes'] / legacy['writes']:.3f} x the write transactions"
     )
+    legacy_rate = legacy["write_tx_per_s"]
     print(
-        f"write rate {write_rate:.0f} tx/s = {write_rate / inprocess_rate:.2f} x in-process, "
-        f"{write_rate / naive_rate:.1f} x naive"
+        f"legacy write rate {legacy_rate:.0f} tx/s = {legacy_rate / inprocess_rate:.2f} x "
+        f"in-process, {legacy_rate / naive_rate:.1f} x naive"
     )
+    out = {
+        "legacy": legacy,
+        "v1": v1,
+        "v1_over_legacy": {
+            "mb_per_s": round(speedup, 2),
+            "writes": round(v1["writes"] / legacy["writes"], 3),
+        },
+        "write_tx_per_s": legacy_rate,
+        "mb_per_s": legacy["mb_per_s"],
+        "bytes_per_write_tx": legacy["bytes_per_write_tx"],
+        "inprocess_tx_per_s": round(inprocess_rate, 1),
+        "naive_tx_per_s": round(naive_rate, 1),
+    }
+    if with_seal:
+        out["seal_seconds"] = legacy["seal_seconds"]
+        out["seal_transactions"] = legacy["seal_transactions"]
     print(json.dumps(out))
     if args.record:
         from numbers_page import record
 
+        rows = [
+            ["`write_tx_per_s` legacy (publish over HTTP)", f"{legacy_rate:,.0f}"],
+            [
+                "`inprocess_tx_per_s` (the same writes straight into LiteSVM)",
+                f"{inprocess_rate:,.0f}",
+            ],
+            ["ratio to in-process", f"**{legacy_rate / inprocess_rate:.2f}** (target ≥ 0.5)"],
+            ["`naive_tx_per_s` (solana-py send + confirm, one at a time)", f"{naive_rate:.1f}"],
+            ["ratio to naive", f"**{legacy_rate / naive_rate:,.0f}×** (target ≥ 20)"],
+        ]
+        for version in ("legacy", "v1"):
+            measured = summary[version]
+            rows.append(
+                [
+                    f"{version}: writes, bytes a write, MB/s",
+                    f"{measured['writes']:,}, {measured['bytes_per_write_tx']:,}, "
+                    f"{measured['mb_per_s']:.2f}",
+                ]
+            )
+        rows.append(["v1 over legacy, bytes a second", f"**{speedup:.2f}×** (target ≥ 3)"])
+        if with_seal:
+            rows.append(
+                [
+                    "`seal_seconds`, `seal_transactions`",
+                    f"{out['seal_seconds']:.1f} s, {out['seal_transactions']}",
+                ]
+            )
         record(
             "publish",
             "Publishing",
             " ".join([".venv/bin/python scripts/bench_publish.py", *sys.argv[1:]]),
             ["measure", "value"],
-            [
-                ["`write_tx_per_s` (publish over HTTP)", f"{write_rate:,.0f}"],
-                [
-                    "`inprocess_tx_per_s` (the same writes straight into LiteSVM)",
-                    f"{inprocess_rate:,.0f}",
-                ],
-                ["ratio to in-process", f"**{write_rate / inprocess_rate:.2f}** (target ≥ 0.5)"],
-                ["`naive_tx_per_s` (solana-py send + confirm, one at a time)", f"{naive_rate:.1f}"],
-                ["ratio to naive", f"**{write_rate / naive_rate:,.0f}×** (target ≥ 20)"],
-                ["`mb_per_s`", f"{out['mb_per_s']:.2f}"],
-                ["`bytes_per_write_tx`", f"{out['bytes_per_write_tx']:,}"],
-                [
-                    "`seal_seconds`, `seal_transactions`",
-                    f"{out['seal_seconds']:.1f} s, {out['seal_transactions']}",
-                ],
-            ],
-            f"The stories15M-shaped artifact, {measured['writes']:,} writes, on a fresh "
-            "`curta-chain localnet` process.",
+            rows,
+            "The stories15M-shaped artifact on a fresh `curta-chain localnet` process, its "
+            "writes sent as legacy and as v1 transactions in one run.",
             "The naive client waits for each transaction's confirmation (its 400 ms slot) before "
             "sending the next; the pipelined sender keeps 2,048 in flight.",
         )

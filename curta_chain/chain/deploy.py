@@ -1,8 +1,9 @@
 """deploy: put a shipped build on a cluster through the upgradeable loader, resumably.
 
 As ``solana program deploy`` does it: a buffer account is created and initialized (the
-payer is its authority), the ELF is written into it by Write transactions of about 1 KB,
-pipelined through the ``Sender``, and one last transaction creates the program account
+payer is its authority), the ELF is written into it by Write transactions (about 3.9 KB
+each as v1 transactions where the cluster takes them, else about 1 KB), pipelined through
+the ``Sender``, and one last transaction creates the program account
 and runs DeployWithMaxDataLen, which moves the ELF into the program's data (the buffer's
 lamports come back to the payer). With ``final`` the same transaction also sets the
 upgrade authority to none, so the program is never upgradeable, not even for a slot.
@@ -25,6 +26,7 @@ from solders.system_program import ID as SYSTEM_PROGRAM_ID
 
 from curta_chain.chain import loader
 from curta_chain.chain.context import ChainContext
+from curta_chain.chain.features import TxVersion, select_tx_version
 from curta_chain.chain.fees import estimate_fees
 from curta_chain.chain.funds import require_funds
 from curta_chain.chain.keys import buffer_keypair
@@ -64,6 +66,8 @@ class DeployPlan:
     chunk: int
     fee_lamports: int
     upgrade_authority: Pubkey | None
+    tx_version: TxVersion = "legacy"
+    """The buffer writes' format: "v1" where the cluster takes it, else "legacy"."""
 
     @property
     def programdata(self) -> Pubkey:
@@ -121,7 +125,8 @@ class DeployPlan:
             f"authority {authority}",
             f"buffer {self.buffer}: "
             + ("new" if self.new_buffer is not None else "found on the chain, resuming")
-            + f"; {counted(len(self.writes), 'write')} of up to {self.chunk:,} bytes, "
+            + f"; {counted(len(self.writes), 'write')} of up to {self.chunk:,} bytes "
+            f"({self.tx_version} transactions), "
             f"{counted(self.transactions, 'transaction')}",
         ]
         lines += [
@@ -149,6 +154,8 @@ class DeployPlan:
             "state": self.state,
             "final": self.final,
             "write_transactions": len(self.writes),
+            "write_chunk": self.chunk,
+            "transaction_version": self.tx_version,
             "transactions": self.transactions,
             "rent_lamports": self.rent_lamports,
             "fee_lamports": self.fee_lamports,
@@ -189,12 +196,14 @@ async def plan_deploy(
         AccountError: an address holds something this deploy cannot use or resume from.
         ProgramCheckError: the program id holds another program, or one we may not finalize.
         NodeMismatchError: the node asks more rent than the runtime's formula gives.
+        ChainError: v1 was asked for on a cluster that has not activated it.
     """
     client, payer, budget = ctx.client, ctx.payer, ctx.budget
     genesis_hash = await client.genesis_hash()
     program_id = _program_id(ctx, program)
     buffer = buffer_keypair(payer, genesis_hash, program_id, build).pubkey()
-    chunk = loader.max_write_chunk(budget.limit_compute or budget.priced)
+    version = await select_tx_version(client, budget.tx_version)
+    chunk = DeployTransactions(payer.pubkey(), budget).chunk(version)
     elf = build.elf
     programdata_rent = await checked_rent(client, loader.PROGRAMDATA_METADATA_SIZE + len(elf))
     draft = DeployPlan(
@@ -212,6 +221,7 @@ async def plan_deploy(
         chunk=chunk,
         fee_lamports=0,
         upgrade_authority=None if final else payer.pubkey(),
+        tx_version=version,
     )
     info = await client.account(program_id)
     if info is not None and info.executable:
@@ -290,7 +300,8 @@ def _fee_kinds(
     if plan.new_buffer is not None:
         kinds.append((txs.create_buffer(buffer, plan.new_buffer), 1))
     if plan.writes:
-        kinds.append((txs.write(plan.buffer, plan.build.elf, plan.writes[0]), len(plan.writes)))
+        first = txs.write(plan.buffer, plan.build.elf, plan.writes[0], plan.tx_version)
+        kinds.append((first, len(plan.writes)))
     if plan.new_program is not None or plan.set_final:
         kinds.append((_deploy_spec(txs, program, plan), 1))
     return kinds
@@ -330,7 +341,8 @@ async def deploy(ctx: ChainContext, program: Keypair, plan: DeployPlan) -> Deplo
         landed += (await sender.send([txs.create_buffer(buffer, plan.new_buffer)])).confirmed
         reporter.line(f"created buffer {plan.buffer}")
     if plan.writes:
-        writes = [txs.write(plan.buffer, plan.build.elf, piece) for piece in plan.writes]
+        elf, version = plan.build.elf, plan.tx_version
+        writes = [txs.write(plan.buffer, elf, piece, version) for piece in plan.writes]
         bar = reporter.progress("write", sum(p.length for p in plan.writes), len(writes))
         try:
             landed += (await sender.send(writes, bar)).confirmed

@@ -6,7 +6,7 @@ requested, ``[1, slot as u64 LE]`` once active (agave ``feature-gate-interface``
 that never heard of a feature has no account there. A validator builds its program runtime
 from these accounts, so reading them tells a client what the cluster will deploy.
 
-Two gates decide (``choose_build``):
+Two gates decide which build ``deploy`` takes (``choose_build``):
 
 - ``enable_sbpf_v3_deployment_and_execution`` (SIMD-0178, 0189, 0377): the cluster deploys
   and runs SBPF v3, so ``deploy`` takes ``sbpf-v3``. Its id here is Agave 4's; Agave 2's
@@ -14,6 +14,12 @@ Two gates decide (``choose_build``):
   gets ``sbpf-v0``.
 - ``disable_sbpf_v0_v1_v2_deployment`` (SIMD-0500): the cluster refuses to deploy v0 (it
   still runs deployed v0 programs). With v3 not enabled either, no build can be deployed.
+
+A third decides the transactions that gain from room (``choose_tx_version``):
+
+- ``enable_tx_v1`` (SIMD-0385, with SIMD-0296's 4,096 bytes): the cluster takes v1
+  transactions, so writes go as v1 (``--tx-version auto``, the default); a cluster without
+  it refuses them, and gets legacy ones.
 
 Features are named as agave's ``feature-set`` crate names them; ``FEATURE_IDS`` is the one
 place their ids are written.
@@ -24,6 +30,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Literal
 
 from solders.pubkey import Pubkey
 
@@ -35,9 +42,11 @@ FEATURE_PROGRAM_ID = Pubkey.from_string("Feature11111111111111111111111111111111
 """The owner of every feature account."""
 ENABLE_SBPF_V3 = "enable_sbpf_v3_deployment_and_execution"
 DISABLE_SBPF_V0 = "disable_sbpf_v0_v1_v2_deployment"
+ENABLE_TX_V1 = "enable_tx_v1"
 FEATURE_IDS: Mapping[str, Pubkey] = {
     ENABLE_SBPF_V3: Pubkey.from_string("5cC3foj77CWun58pC51ebHFUWavHWKarWyR5UUik7dnC"),
     DISABLE_SBPF_V0: Pubkey.from_string("B8JJXCy5amZyWG9r7EnUYLwzXSXTxG7GZ1qZ1qggo83g"),
+    ENABLE_TX_V1: Pubkey.from_string("txv1aq4pp281K9um3tnPgkfX8UqtFT6wcVW3hNezGLL"),
 }
 """Feature name -> id, for the gates this client reads."""
 _SOME_SLOT = struct.Struct("<BQ")
@@ -124,6 +133,49 @@ async def read_activations(rpc: RpcClient) -> dict[str, int | None]:
         name: feature_activation(name, account)
         for name, account in zip(names, accounts, strict=True)
     }
+
+
+TxVersion = Literal["legacy", "v1"]
+"""The format of the transactions that gain from room: v1 (4,096 bytes) or legacy (1,232)."""
+TxVersionChoice = Literal["auto", "legacy", "v1"]
+"""What a command asks for (``--tx-version``): auto is v1 where the cluster takes it."""
+
+
+def choose_tx_version(requested: TxVersionChoice, v1_slot: int | None) -> TxVersion:
+    """The transaction version to send, given ``enable_tx_v1``'s activation slot (or None).
+
+    Raises:
+        ChainError: v1 was asked for, and the cluster has not activated it (it would refuse
+            every v1 transaction).
+    """
+    if requested == "legacy":
+        return "legacy"
+    if v1_slot is not None:
+        return "v1"
+    if requested == "v1":
+        raise ChainError(
+            f"v1 transactions were asked for, but this cluster has not activated "
+            f"{ENABLE_TX_V1} ({FEATURE_IDS[ENABLE_TX_V1]}) and refuses them: use "
+            "--tx-version auto or legacy"
+        )
+    return "legacy"
+
+
+async def select_tx_version(rpc: RpcClient, requested: TxVersionChoice) -> TxVersion:
+    """The version of the transactions that gain from room on the cluster ``rpc`` talks to.
+
+    ``legacy`` reads nothing; ``auto`` and ``v1`` read the ``enable_tx_v1`` feature account.
+
+    Raises:
+        ChainError: v1 was asked for where it is not active, or the feature account is
+            malformed.
+        RpcError: the node did not answer.
+    """
+    if requested == "legacy":
+        return "legacy"
+    feature = FEATURE_IDS[ENABLE_TX_V1]
+    (account,) = await rpc.accounts([feature], head=_SOME_SLOT.size)
+    return choose_tx_version(requested, feature_activation(ENABLE_TX_V1, account))
 
 
 async def select_build(rpc: RpcClient) -> DeployChoice:

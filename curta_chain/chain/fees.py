@@ -16,11 +16,10 @@ import math
 from collections.abc import Sequence
 from dataclasses import replace
 
-from solders.message import Message
 from solders.pubkey import Pubkey
 
 from curta_chain.chain.rpc import RpcClient
-from curta_chain.chain.specs import Budget, TxSpec
+from curta_chain.chain.specs import Budget, TxSpec, message
 
 
 async def estimate_fees(
@@ -31,10 +30,7 @@ async def estimate_fees(
         return 0
     blockhash, _ = await client.latest_blockhash()
     fees = await asyncio.gather(
-        *(
-            client.fee_for_message(Message.new_with_blockhash(spec.instructions, payer, blockhash))
-            for spec, _ in kinds
-        )
+        *(client.fee_for_message(message(spec, payer, blockhash)) for spec, _ in kinds)
     )
     return sum(fee * count for fee, (_, count) in zip(fees, kinds, strict=True))
 

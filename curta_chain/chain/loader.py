@@ -33,6 +33,11 @@ PROGRAM_ACCOUNT_SIZE = 36
 PROGRAMDATA_METADATA_SIZE = 45
 """A program-data header: tag (4) + last deploy slot (8) + Option<upgrade authority> (33)."""
 
+MAX_WRITE_DATA = 1_216
+"""The most ELF bytes one Write instruction carries: the loader reads instruction data of at
+most 1,232 bytes (PACKET_DATA_SIZE, agave's ``limited_deserialize``, whatever the
+transaction's size: anza-xyz/agave#15356), less 16 of tag, offset and length."""
+
 _UNINITIALIZED, _BUFFER, _PROGRAM, _PROGRAM_DATA = 0, 1, 2, 3
 _INITIALIZE_BUFFER, _WRITE, _DEPLOY, _UPGRADE, _SET_AUTHORITY = 0, 1, 2, 3, 4
 _TAG = struct.Struct("<I")

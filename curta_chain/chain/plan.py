@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 from solders.pubkey import Pubkey
 
+from curta_chain.chain.features import TxVersion
 from curta_chain.chain.keys import ClusterScope
 
 
@@ -112,6 +113,8 @@ class PublishPlan:
     new_accounts: tuple[NewAccount, ...]
     """The model (first, when created) and each created weight account, in that order."""
     fee_lamports: int
+    tx_version: TxVersion = "legacy"
+    """The writes' format: "v1" (up to 4,096 bytes) where the cluster takes it, else "legacy"."""
 
     @property
     def rent_lamports(self) -> int:
@@ -167,6 +170,7 @@ class PublishPlan:
             "write_transactions": len(self.writes),
             "write_bytes": self.write_bytes,
             "payload_per_write": self.payload_per_write,
+            "transaction_version": self.tx_version,
             "transactions": self.transactions,
             "rent_lamports": self.rent_lamports,
             "fee_lamports": self.fee_lamports,

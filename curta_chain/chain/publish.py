@@ -29,6 +29,7 @@ from curta_chain import program
 from curta_chain.artifact import Artifact
 from curta_chain.chain.accounts import ZERO_KEY, read_model, read_section, read_weight_header
 from curta_chain.chain.context import ChainContext
+from curta_chain.chain.features import TxVersion, select_tx_version
 from curta_chain.chain.fees import estimate_fees
 from curta_chain.chain.funds import require_funds
 from curta_chain.chain.keys import ClusterScope, model_keypair, weight_keypair
@@ -109,6 +110,7 @@ class PublishResult:
             "weight_accounts": [str(k) for k in self.plan.weight_accounts],
             "hash": self.plan.weights_hash.hex(),
             "transactions": self.transactions,
+            "transaction_version": self.plan.tx_version,
             "seconds": round(self.seconds, 3),
             "signatures": self.signatures.to_json(),
         }
@@ -189,11 +191,18 @@ async def read_state(ctx: ChainContext, artifact: Artifact) -> PublishState:
 
 
 def plan_from_state(
-    state: PublishState, artifact: Artifact, authority: Pubkey, payload: int
+    state: PublishState,
+    artifact: Artifact,
+    authority: Pubkey,
+    payload: int,
+    tx_version: TxVersion = "legacy",
 ) -> PublishPlan:
     """Plan publishing ``artifact`` from what the chain holds; no network, fees left at 0.
 
-    ``payload`` is the weight bytes one write carries (``Budget.write_payload``).
+    ``payload`` is the weight bytes one write carries (``Budget.write_payload``) in a
+    ``tx_version`` transaction. The pieces are cut at ``payload`` whatever cut an earlier
+    run made: what differs is found by comparing bytes, so a legacy run resumes as v1 and
+    the other way round.
 
     Raises:
         AccountError: the model at the derived address is another authority's, declares
@@ -248,20 +257,26 @@ def plan_from_state(
         payload_per_write=payload,
         new_accounts=tuple(funding[a] for a in created),
         fee_lamports=0,
+        tx_version=tx_version,
     )
 
 
 async def plan_publish(ctx: ChainContext, artifact: Artifact) -> PublishPlan:
     """Read what the chain holds for this artifact and authority; plan the rest, with fees.
 
-    ``ctx.payer`` is who the fees are computed for.
+    ``ctx.payer`` is who the fees are computed for. The writes go as v1 transactions where
+    ``ctx.budget.tx_version`` allows it and the cluster has activated them (its feature
+    account says so), else as legacy ones.
 
     Raises:
         AccountError: a derived address holds something that is not this model's.
         NodeMismatchError: the node asks more rent than the runtime's formula gives.
+        ChainError: v1 was asked for on a cluster that has not activated it.
     """
+    version = await select_tx_version(ctx.client, ctx.budget.tx_version)
     state = await read_state(ctx, artifact)
-    plan = plan_from_state(state, artifact, ctx.authority.pubkey(), ctx.budget.write_payload())
+    payload = ctx.budget.write_payload(version)
+    plan = plan_from_state(state, artifact, ctx.authority.pubkey(), payload, version)
     return replace(plan, fee_lamports=await _fees(ctx, plan, artifact))
 
 

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from solders.hash import Hash
-from solders.message import Message
+from solders.message import Message, MessageV1, to_bytes_versioned
 from solders.pubkey import Pubkey
 
 from curta_chain.chain.jsonrpc import JsonRpc, Transport
@@ -136,9 +136,9 @@ class RpcClient(JsonRpc):
         """Return the lamports that make an account of ``size`` bytes rent-exempt."""
         return int(await self.call("getMinimumBalanceForRentExemption", [size]))
 
-    async def fee_for_message(self, message: Message) -> int:
-        """Return the fee the cluster charges for ``message``."""
-        encoded = base64.b64encode(bytes(message)).decode()
+    async def fee_for_message(self, message: Message | MessageV1) -> int:
+        """Return the fee the cluster charges for ``message`` (legacy or v1)."""
+        encoded = base64.b64encode(to_bytes_versioned(message)).decode()
         result = await self.call("getFeeForMessage", [encoded, {"commitment": self.commitment}])
         if result["value"] is None:
             raise RpcError(f"{self.url}: getFeeForMessage: the blockhash is unknown to the node")
@@ -324,7 +324,7 @@ class RpcClient(JsonRpc):
         todo = list(range(len(signatures)))
         deadline = time.monotonic() + self.lag_wait
         config: dict[str, object] = {"encoding": "json", "commitment": commitment}
-        config["maxSupportedTransactionVersion"] = 0
+        config["maxSupportedTransactionVersion"] = 1  # v1 (a run's opening, publish's writes)
         while todo:
             answers = await self.batch([("getTransaction", [signatures[i], config]) for i in todo])
             missing = []

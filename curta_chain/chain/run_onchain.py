@@ -35,6 +35,7 @@ from solders.pubkey import Pubkey
 from curta_chain.artifact import Artifact
 from curta_chain.chain.accounts import require_model
 from curta_chain.chain.context import ChainContext
+from curta_chain.chain.features import select_tx_version
 from curta_chain.chain.fees import estimate_fees
 from curta_chain.chain.fetch import fetch_artifact
 from curta_chain.chain.funds import require_funds
@@ -44,7 +45,7 @@ from curta_chain.chain.rpc import RpcClient
 from curta_chain.chain.run_pipeline import OnChainRun, RunFlow, crank, landed_steps
 from curta_chain.chain.sender import wait_for_signature
 from curta_chain.chain.specs import TxSpec, sign
-from curta_chain.constants import ACCOUNT_CU_LIMIT, MAX_TRANSACTION_SIZE
+from curta_chain.constants import ACCOUNT_CU_LIMIT, MAX_V1_TRANSACTION_SIZE
 from curta_chain.errors import AccountError, InputError, MirrorMismatchError
 from curta_chain.inference import IntModel, SamplingSettings, Tokenizer, plan_run
 from curta_chain.program import ModelState, Region, RunAccount, RunState
@@ -227,6 +228,7 @@ async def _open(
     """
     (funding,) = await plan_new_accounts(flow.ctx.client, [(keypair.pubkey(), size)])
     payer = flow.ctx.payer.pubkey()
+    version = await select_tx_version(flow.ctx.client, flow.ctx.budget.tx_version)
     spec = flow.ctx.transactions.open_run(
         keypair,
         funding,
@@ -236,8 +238,9 @@ async def _open(
         prompt,
         settings,
         artifact.config,
+        version,
     )
-    _check_size(spec, flow.ctx.payer, len(prompt))
+    check_opening_size(spec, flow.ctx.payer, len(prompt))
     section_zero = flow.model_account.sections[0].weight_account
     step = flow.ctx.transactions.step(flow.address, flow.model, [section_zero], 0)
     fees = await estimate_fees(flow.ctx.client, payer, [(spec, 1), (step, steps)])
@@ -254,13 +257,19 @@ async def _open(
     flow.open_signature = opened.last_signature or None
 
 
-def _check_size(spec: TxSpec, payer: Keypair, prompt_bytes: int) -> None:
-    size = len(bytes(sign(spec, payer, Hash.default())))
-    if size > MAX_TRANSACTION_SIZE:
-        room = prompt_bytes - (size - MAX_TRANSACTION_SIZE)
+def check_opening_size(spec: TxSpec, payer: Keypair, prompt_bytes: int) -> None:
+    """Refuse an openRun transaction (``spec``) over its size limit, naming the prompt's room.
+
+    Raises:
+        InputError: the signed transaction is larger than its version allows.
+    """
+    size, limit = len(bytes(sign(spec, payer, Hash.default()))), spec.size_limit
+    if size > limit:
+        room = prompt_bytes - (size - limit)
         raise InputError(
-            f"the prompt is {prompt_bytes} bytes: openRun carries it in one transaction, "
-            f"which holds at most {max(room, 0)} prompt bytes"
+            f"the prompt is {prompt_bytes} bytes: openRun carries it in one {spec.version} "
+            f"transaction, which holds at most {max(room, 0)} prompt bytes"
+            + ("; v1 transactions hold more" if limit < MAX_V1_TRANSACTION_SIZE else "")
         )
 
 

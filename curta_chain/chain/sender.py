@@ -57,7 +57,7 @@ from curta_chain.chain.statuses import (
 )
 from curta_chain.chain.statuses import wait_for_signature as wait_for_signature
 from curta_chain.compute_budget import LAMPORTS_PER_SIGNATURE
-from curta_chain.constants import COMMITMENT_RANK, MAX_TRANSACTION_SIZE
+from curta_chain.constants import COMMITMENT_RANK
 from curta_chain.errors import (
     ChainError,
     InsufficientFundsError,
@@ -229,9 +229,11 @@ class Sender:
         assert self._blockhash is not None
         tx = sign(flight.spec, self.payer, self._blockhash, self.cosigners)
         wire = bytes(tx)
-        if len(wire) > MAX_TRANSACTION_SIZE:
+        limit = flight.spec.size_limit
+        if len(wire) > limit:
             raise ChainError(
-                f"a transaction is {len(wire)} bytes, over the {MAX_TRANSACTION_SIZE}-byte limit"
+                f"a {flight.spec.version} transaction is {len(wire)} bytes, over the "
+                f"{limit:,}-byte limit"
             )
         if flight.signings:
             stats.resigned += 1

@@ -11,17 +11,27 @@ it requests against a per-account budget per block, so a write asking for the de
 200,000 lands ~60 per block per account. With ``Budget.limit_compute`` every transaction
 asks for what it needs (measured on the program, with a margin) and, with a price, pays a
 priority fee. The ~40 bytes those instructions take come out of each write's payload.
+
+v1 transactions (SIMD-0385): where the cluster takes them, the transactions that gain from
+room (publish's writes, deploy's buffer writes) go as v1, up to 4,096 bytes, with their
+budget inline (``TransactionConfig``) instead of compute-budget instructions. A v1
+transaction that leaves a field unset gets the least there is (0 compute units, 0 bytes of
+loaded account data), so each always says both: the same units a legacy one asks for, and
+the 64 MiB of loaded data a legacy one gets by default; with a price, its priority fee is
+in whole lamports, the price times the limit rounded up, as a legacy one pays.
 """
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from functools import cache
 
 from solders.compute_budget import set_compute_unit_limit, set_compute_unit_price
 from solders.hash import Hash
 from solders.instruction import Instruction
 from solders.keypair import Keypair
-from solders.message import Message
+from solders.message import Message, MessageV1, TransactionConfig
 from solders.pubkey import Pubkey
+from solders.signature import Signature
 from solders.system_program import (
     AllocateParams,
     AssignParams,
@@ -32,13 +42,20 @@ from solders.system_program import (
     create_account,
     transfer,
 )
-from solders.transaction import Transaction
+from solders.transaction import Transaction, VersionedTransaction
 
 from curta_chain import program
 from curta_chain.artifact.layout import ModelConfig
 from curta_chain.chain import loader
+from curta_chain.chain.features import TxVersion, TxVersionChoice
 from curta_chain.chain.plan import NewAccount, PublishPlan, WritePiece
-from curta_chain.constants import MAX_COMPUTE_UNITS
+from curta_chain.compute_budget import priority_lamports
+from curta_chain.constants import (
+    MAX_COMPUTE_UNITS,
+    MAX_LOADED_ACCOUNTS_DATA_SIZE,
+    MAX_TRANSACTION_SIZE,
+    MAX_V1_TRANSACTION_SIZE,
+)
 from curta_chain.inference import SamplingSettings
 
 # Compute units each transaction asks for: what scripts/bench_program_cu.py measures for the
@@ -82,28 +99,74 @@ def open_run_units(config: ModelConfig) -> int:
 
 @dataclass(frozen=True)
 class TxSpec:
-    """One transaction to land: its instructions, signers besides the payer, bytes carried."""
+    """One transaction to land: its instructions, signers besides the payer, bytes carried.
+
+    ``config`` is a v1 transaction's inline budget (its instructions then hold no
+    compute-budget ones); None for a legacy transaction.
+    """
 
     instructions: tuple[Instruction, ...]
     signers: tuple[Keypair, ...] = ()
     payload_bytes: int = 0
+    config: TransactionConfig | None = None
+
+    @property
+    def version(self) -> TxVersion:
+        """The transaction's format."""
+        return "legacy" if self.config is None else "v1"
+
+    @property
+    def size_limit(self) -> int:
+        """The most bytes the signed transaction may take on the wire."""
+        return MAX_TRANSACTION_SIZE if self.config is None else MAX_V1_TRANSACTION_SIZE
+
+
+def message(spec: TxSpec, payer: Pubkey, blockhash: Hash) -> Message | MessageV1:
+    """The message of ``spec`` paid by ``payer``: legacy, or v1 with its inline budget."""
+    if spec.config is None:
+        return Message.new_with_blockhash(spec.instructions, payer, blockhash)
+    return MessageV1.try_compile(payer, spec.instructions, blockhash, spec.config)
 
 
 def sign(
     spec: TxSpec, payer: Keypair, blockhash: Hash, cosigners: Sequence[Keypair] = ()
-) -> Transaction:
+) -> Transaction | VersionedTransaction:
     """Sign ``spec`` with its payer, its own signers and the cosigners it needs.
 
     The payer pays the fee; of ``cosigners``, only those the instructions name as signers
     sign (a seal step needs none, a write needs the authority).
     """
-    message = Message.new_with_blockhash(spec.instructions, payer.pubkey(), blockhash)
-    required = set(message.account_keys[: message.header.num_required_signatures])
+    msg = message(spec, payer.pubkey(), blockhash)
+    required = set(msg.account_keys[: msg.header.num_required_signatures])
     keys: dict[Pubkey, Keypair] = {}
     for keypair in (payer, *spec.signers, *cosigners):
         if keypair.pubkey() in required:
             keys.setdefault(keypair.pubkey(), keypair)
-    return Transaction(list(keys.values()), message, blockhash)
+    if isinstance(msg, MessageV1):
+        return VersionedTransaction(msg, list(keys.values()))
+    return Transaction(list(keys.values()), msg, blockhash)
+
+
+def largest_payload(build: Callable[[bytes], TxSpec], payer: Pubkey) -> int:
+    """The most bytes ``build(data)`` carries within its transaction's size limit.
+
+    Measured by serializing the signed transaction (zero signatures, every signer counted).
+    A v1 transaction writes each length in a fixed-width field, so its size grows by exactly
+    the payload; a legacy one's compact-u16 lengths grow a byte past 127, hence the step down.
+    """
+
+    def size(payload: int) -> int:
+        msg = message(build(bytes(payload)), payer, Hash.default())
+        signatures = [Signature.default()] * msg.header.num_required_signatures
+        if isinstance(msg, MessageV1):
+            return len(bytes(VersionedTransaction.populate(msg, signatures)))
+        return len(bytes(Transaction.populate(msg, signatures)))
+
+    limit = build(b"").size_limit
+    payload = limit - size(0)
+    while size(payload) > limit:
+        payload -= 1
+    return payload
 
 
 @dataclass(frozen=True)
@@ -125,13 +188,16 @@ class Budget:
     ``separate_fee_payer``: a fee payer other than the authority signs every transaction,
     which leaves a write 96 bytes less room (a key and a signature). ``auto_price``: the
     price is still to be read from the node (``fees.priced`` resolves it); until then the
-    transactions carry a price of 0, so they have their final size.
+    transactions carry a price of 0, so they have their final size. ``tx_version``: the
+    format asked for the transactions that gain from room (``features.select_tx_version``
+    reads the cluster's gate; a plan records what it chose).
     """
 
     limit_compute: bool = False
     compute_unit_price: int | None = None
     separate_fee_payer: bool = False
     auto_price: AutoPrice | None = None
+    tx_version: TxVersionChoice = "auto"
 
     @property
     def priced(self) -> bool:
@@ -147,13 +213,51 @@ class Budget:
             out.append(set_compute_unit_price(self.compute_unit_price or 0))
         return tuple(out)
 
-    def write_payload(self) -> int:
+    def config(self, units: int) -> TransactionConfig:
+        """A v1 transaction's inline budget for ``units`` (see the module's docstring)."""
+        price = self.compute_unit_price or 0
+        return TransactionConfig(
+            priority_fee=priority_lamports(units, price) if self.priced else None,
+            compute_unit_limit=units,
+            loaded_accounts_data_size_limit=MAX_LOADED_ACCOUNTS_DATA_SIZE,
+        )
+
+    def spec(
+        self,
+        units: int,
+        instructions: Sequence[Instruction],
+        version: TxVersion = "legacy",
+        signers: tuple[Keypair, ...] = (),
+        payload_bytes: int = 0,
+    ) -> TxSpec:
+        """A transaction of ``instructions`` needing ``units``, in ``version``'s format."""
+        if version == "v1":
+            return TxSpec(tuple(instructions), signers, payload_bytes, self.config(units))
+        return TxSpec((*self.instructions(units), *instructions), signers, payload_bytes)
+
+    def write_payload(self, version: TxVersion = "legacy") -> int:
         """The most weight bytes one write transaction can carry under this budget."""
+        if version == "v1":
+            return _v1_write_payload(self.priced, self.separate_fee_payer)
         # Sized for a limit and a price: without the price this leaves ~10 bytes unused.
         return program.max_write_payload(
             with_compute_budget=self.limit_compute or self.priced,
             fee_payer=self.separate_fee_payer,
         )
+
+
+@cache
+def _v1_write_payload(priced: bool, separate_fee_payer: bool) -> int:
+    """The weight bytes of a v1 write: its size depends on which config fields are set."""
+    authority, weight, program_id = (Pubkey(bytes([n] * 32)) for n in (1, 2, 3))
+    payer = Pubkey(bytes([4] * 32)) if separate_fee_payer else authority
+    budget = Budget(compute_unit_price=0 if priced else None)
+    return largest_payload(
+        lambda data: budget.spec(
+            WRITE_CU, (program.write_weights(program_id, authority, weight, 0, data),), "v1"
+        ),
+        payer,
+    )
 
 
 def new_account(payer: Pubkey, account: NewAccount, owner: Pubkey) -> tuple[Instruction, ...]:
@@ -225,22 +329,18 @@ class Transactions:
         return TxSpec((*self.budget.instructions(BIND_CU), *create, bind), (weight,))
 
     def writes(self, plan: PublishPlan, sections: Sequence[bytes]) -> list[TxSpec]:
-        """One write transaction per planned piece."""
-        prefix = self.budget.instructions(WRITE_CU)
+        """One write transaction per planned piece, in the plan's transaction version."""
         return [
-            self._write(plan.weight_accounts[p.section], sections, p, prefix) for p in plan.writes
+            self._write(plan.weight_accounts[p.section], sections, p, plan.tx_version)
+            for p in plan.writes
         ]
 
     def _write(
-        self,
-        account: Pubkey,
-        sections: Sequence[bytes],
-        piece: WritePiece,
-        prefix: tuple[Instruction, ...],
+        self, account: Pubkey, sections: Sequence[bytes], piece: WritePiece, version: TxVersion
     ) -> TxSpec:
         data = bytes(sections[piece.section][piece.offset : piece.offset + piece.length])
         write = program.write_weights(self.program_id, self.authority, account, piece.offset, data)
-        return TxSpec((*prefix, write), (), piece.length)
+        return self.budget.spec(WRITE_CU, (write,), version, payload_bytes=piece.length)
 
     def begin_sealing(self, model: Pubkey) -> TxSpec:
         """Begin sealing ``model``."""
@@ -314,10 +414,12 @@ class Transactions:
         prompt: bytes | Sequence[int],
         settings: SamplingSettings,
         config: ModelConfig,
+        version: TxVersion = "legacy",
     ) -> TxSpec:
         """Create the run account (``funding``; the run's keypair signs) and open the run.
 
-        ``prompt`` is UTF-8 text, or token ids (an empty text's run opens with ``(1,)``).
+        ``prompt`` is UTF-8 text, or token ids (an empty text's run opens with ``(1,)``); a
+        ``version`` v1 transaction has room for the longest prompt openRun takes.
         """
         create = new_account(self.payer, funding, self.program_id)
         ix = program.open_run(
@@ -332,7 +434,8 @@ class Transactions:
             settings.top_p,
             settings.seed,
         )
-        return TxSpec((*self._run_budget(open_run_units(config)), *create, ix), (run,))
+        budget = replace(self.budget, limit_compute=True)
+        return budget.spec(open_run_units(config), (*create, ix), version, (run,))
 
     def step(self, run: Pubkey, model: Pubkey, weights: Sequence[Pubkey], label: int) -> TxSpec:
         """A step of ``run``; ``weights[0]`` is section zero's account. Anyone may send it."""
@@ -362,11 +465,27 @@ class DeployTransactions:
         init = loader.initialize_buffer(buffer.pubkey(), self.payer)
         return TxSpec((*self.budget.instructions(BUFFER_CU), *create, init), (buffer,))
 
-    def write(self, buffer: Pubkey, elf: bytes, piece: WritePiece) -> TxSpec:
-        """Write ``piece`` of the ELF into the buffer."""
-        data = elf[piece.offset : piece.offset + piece.length]
-        ix = loader.write(buffer, self.payer, piece.offset, data)
-        return TxSpec((*self.budget.instructions(BUFFER_WRITE_CU), ix), (), piece.length)
+    def write(
+        self, buffer: Pubkey, elf: bytes, piece: WritePiece, version: TxVersion = "legacy"
+    ) -> TxSpec:
+        """Write ``piece`` of the ELF into the buffer, as a ``version`` transaction.
+
+        The loader takes at most ``loader.MAX_WRITE_DATA`` bytes a Write, so a v1 piece goes
+        as consecutive Writes in its one transaction.
+        """
+        end = piece.offset + piece.length
+        ixs = [
+            loader.write(buffer, self.payer, at, elf[at : min(at + loader.MAX_WRITE_DATA, end)])
+            for at in range(piece.offset, end, loader.MAX_WRITE_DATA)
+        ] or [loader.write(buffer, self.payer, piece.offset, b"")]
+        units = BUFFER_WRITE_CU * len(ixs)
+        return self.budget.spec(units, ixs, version, payload_bytes=piece.length)
+
+    def chunk(self, version: TxVersion = "legacy") -> int:
+        """The most ELF bytes one Write transaction carries (the payer is the authority)."""
+        if version == "legacy":
+            return loader.max_write_chunk(self.budget.limit_compute or self.budget.priced)
+        return _v1_write_chunk(self.budget.priced)
 
     def deploy(
         self,
@@ -390,3 +509,13 @@ class DeployTransactions:
         """Remove a deployed program's upgrade authority: it is never upgradeable again."""
         final = loader.set_upgrade_authority(program_id, self.payer, None)
         return TxSpec((*self.budget.instructions(SET_AUTHORITY_CU), final))
+
+
+@cache
+def _v1_write_chunk(priced: bool) -> int:
+    """The ELF bytes of a v1 buffer Write: its size depends on which config fields are set."""
+    payer, buffer = Pubkey(bytes([1] * 32)), Pubkey(bytes([2] * 32))
+    txs = DeployTransactions(payer, Budget(compute_unit_price=0 if priced else None))
+    return largest_payload(
+        lambda data: txs.write(buffer, data, WritePiece(0, 0, len(data)), "v1"), payer
+    )

@@ -30,6 +30,7 @@ from curta_chain.cli.options import (
 from curta_chain.cli.running import (
     U64_MAX,
     add_price_option,
+    add_tx_version_option,
     budget_for,
     describe_price,
     run_on_cluster,
@@ -58,6 +59,7 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
     add_cluster_options(p, fee_payer=True)
     p.add_argument("--dry-run", action="store_true", help="print the plan and cost, send nothing")
     add_price_option(p)
+    add_tx_version_option(p, "the write transactions")
     add_yes_option(p)
     p.set_defaults(run=_publish)
 
@@ -166,7 +168,7 @@ def _publish(args: argparse.Namespace) -> int:
         )
         reporter.line(
             f"  {counted(plan.transactions, 'transaction')}, {plan.payload_per_write:,} bytes a "
-            "write"
+            f"write ({plan.tx_version} transactions)"
         )
         reporter.line(
             f"  cost {sol(plan.cost_lamports)}: rent {plan.rent_lamports:,} + fees "

@@ -15,6 +15,7 @@ from curta_chain.cli.options import (
 )
 from curta_chain.cli.running import (
     add_price_option,
+    add_tx_version_option,
     budget_for,
     describe_price,
     run_with_client,
@@ -49,6 +50,7 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
     add_cluster_options(p, program=False)
     p.add_argument("--dry-run", action="store_true", help="print the plan and cost, send nothing")
     add_price_option(p)
+    add_tx_version_option(p, "the buffer's write transactions")
     add_yes_option(p)
     # deploy records the program id in the -C file, creating it if need be.
     p.set_defaults(run=_deploy, config_may_be_new=True)

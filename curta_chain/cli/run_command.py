@@ -24,7 +24,12 @@ from curta_chain.cli.options import (
     resolve,
     resume_hint,
 )
-from curta_chain.cli.running import add_price_option, budget_for, run_on_cluster
+from curta_chain.cli.running import (
+    add_price_option,
+    add_tx_version_option,
+    budget_for,
+    run_on_cluster,
+)
 from curta_chain.constants import ACCOUNT_CU_LIMIT, DEFAULT_STEPS
 from curta_chain.reporting import counted, sol
 
@@ -110,6 +115,7 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
         "in flight under it",
     )
     add_price_option(p)
+    add_tx_version_option(p, "the opening transaction of a run --on-chain (it carries the prompt)")
     add_yes_option(p)
     add_cluster_options(p)
     p.set_defaults(run=_run)

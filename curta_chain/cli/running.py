@@ -7,7 +7,7 @@
   ``resume_hint``: those transactions may have landed, and a rerun picks up from them.
   Before anything was sent there is nothing to resume, and no hint.
 - ``add_price_option`` and ``budget_for``: ``--with-compute-unit-price`` and the
-  compute-budget instructions off loopback.
+  compute-budget instructions off loopback; ``add_tx_version_option``: ``--tx-version``.
 
 Like ``options``, this module imports the library only inside its functions.
 """
@@ -20,6 +20,7 @@ from curta_chain.cli.options import Cluster, Interrupted, resolve
 
 if TYPE_CHECKING:
     from curta_chain.chain import specs
+    from curta_chain.chain.features import TxVersionChoice
     from curta_chain.chain.rpc import RpcClient
     from curta_chain.chain.session import Connection
 
@@ -50,6 +51,22 @@ def add_price_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+TX_VERSIONS = ("auto", "v1", "legacy")
+"""``--tx-version``'s choices: ``features.TxVersionChoice``'s values."""
+
+
+def add_tx_version_option(parser: argparse.ArgumentParser, what: str) -> None:
+    """Add ``--tx-version``: the format of the transactions that gain from room (``what``)."""
+    parser.add_argument(
+        "--tx-version",
+        choices=TX_VERSIONS,
+        default="auto",
+        help=f"the format of {what}: v1 (up to 4,096 bytes, SIMD-0385), legacy (1,232 "
+        "bytes), or auto: v1 where the cluster has activated it (its enable_tx_v1 feature "
+        "account), else legacy (default: auto)",
+    )
+
+
 def budget_for(args: argparse.Namespace, url: str) -> "specs.Budget":
     """Compute-budget instructions off loopback; the price ``--with-compute-unit-price``.
 
@@ -65,12 +82,14 @@ def budget_for(args: argparse.Namespace, url: str) -> "specs.Budget":
     if cap is not None and not 0 <= cap <= U64_MAX:
         raise ConfigError(f"--max-compute-unit-price {cap}: expected a count 0 to {U64_MAX}")
     limit = not is_loopback(url)
+    version: TxVersionChoice = args.tx_version if "tx_version" in vars(args) else "legacy"
     if text == "auto":
-        return specs.Budget(limit_compute=limit, auto_price=specs.AutoPrice(AUTO_PERCENTILE, cap))
+        auto = specs.AutoPrice(AUTO_PERCENTILE, cap)
+        return specs.Budget(limit_compute=limit, auto_price=auto, tx_version=version)
     if cap is not None:
         raise ConfigError("--max-compute-unit-price caps --with-compute-unit-price auto only")
     price = None if text is None else _price(str(text))
-    return specs.Budget(limit_compute=limit, compute_unit_price=price)
+    return specs.Budget(limit_compute=limit, compute_unit_price=price, tx_version=version)
 
 
 def describe_price(budget: "specs.Budget", auto: bool) -> str | None:

@@ -17,7 +17,7 @@ from solders.transaction import VersionedTransaction
 from solders.transaction_metadata import TransactionMetadata
 from solders.transaction_status import TransactionErrorType
 
-from curta_chain.constants import MAX_TRANSACTION_SIZE
+from curta_chain.constants import MAX_TRANSACTION_SIZE, MAX_V1_TRANSACTION_SIZE
 from curta_chain.localnet.rpc_errors import (
     INVALID_REQUEST,
     SEND_TRANSACTION_PREFLIGHT_FAILURE,
@@ -27,9 +27,6 @@ from curta_chain.localnet.rpc_errors import (
 
 AnyMessage = Message | MessageV0 | MessageV1
 """A message of any version the localnet runs: legacy, v0 or v1 (SIMD-0385)."""
-MAX_V1_TRANSACTION_SIZE = 4_096
-"""The largest v1 transaction (SIMD-0296; agave's ``solana_message::v1::MAX_TRANSACTION_SIZE``).
-Legacy and v0 transactions keep ``MAX_TRANSACTION_SIZE``, one packet."""
 # The longest encodings the validator reads before decoding (agave 4.3's rpc.rs): base58 is
 # deprecated and stays at one packet; base64 reads up to 4,096 bytes when its first two
 # characters say a v1 message (first byte 0x81 and up: "gQ" and up), else one packet.

@@ -20,8 +20,9 @@ from solders.litesvm import FeatureSet
 from solders.pubkey import Pubkey
 
 from curta_chain.chain.features import DISABLE_SBPF_V0, FEATURE_IDS, FEATURE_PROGRAM_ID
+from curta_chain.chain.features import ENABLE_TX_V1 as ENABLE_TX_V1_NAME
 
-ENABLE_TX_V1 = Pubkey.from_string("txv1aq4pp281K9um3tnPgkfX8UqtFT6wcVW3hNezGLL")
+ENABLE_TX_V1 = FEATURE_IDS[ENABLE_TX_V1_NAME]
 """agave 4.3's ``enable_tx_v1`` (SIMD-0385): inactive, a v1 transaction is refused with
 ``UnsupportedVersion`` (preflight) or dropped (sigverify)."""
 DISABLE_SBPF_V0_DEPLOYMENT = FEATURE_IDS[DISABLE_SBPF_V0]

@@ -8,8 +8,9 @@ every run sees the same slots, and nothing sleeps or reads a wall clock. A statu
 confirmed from the request after the one that landed it.
 
 With ``busy`` (``BusyOptions``) it is the busy-cluster mode: blocks, the leader's order,
-its limits, loss. Faults are injected by subclasses that override ``forward`` (one
-request in, its answer out), as ``tests/reliability/fault_proxy.py`` does over HTTP.
+its limits, loss; ``deactivate_features`` are off at its genesis (``--deactivate-feature``).
+Faults are injected by subclasses that override ``forward`` (one request in, its answer
+out), as ``tests/reliability/fault_proxy.py`` does over HTTP.
 """
 
 from typing import Any
@@ -44,9 +45,16 @@ class LocalnetTransport:
 
     url = "inprocess://localnet"
 
-    def __init__(self, tick: float = SLOT_SECONDS, busy: BusyOptions | None = None):
+    def __init__(
+        self,
+        tick: float = SLOT_SECONDS,
+        busy: BusyOptions | None = None,
+        deactivate_features: tuple[Pubkey, ...] = (),
+    ):
         self.clock = ManualClock(GENESIS_TIME)
-        self.localnet = Localnet(now=self.clock, busy=busy or BusyOptions())
+        self.localnet = Localnet(
+            now=self.clock, busy=busy or BusyOptions(), deactivate_features=deactivate_features
+        )
         self.tick = tick
         self.methods: list[str] = []
 
@@ -98,10 +106,10 @@ class LocalnetTransport:
 
 
 async def published(
-    node: LocalnetTransport, artifact: Artifact
+    node: LocalnetTransport, artifact: Artifact, budget: Budget | None = None
 ) -> tuple[ChainContext, PublishPlan]:
     """Publish ``artifact`` for a freshly funded authority; return its context and plan."""
-    ctx = node.context(node.fund())
+    ctx = node.context(node.fund(), budget=budget)
     plan = await plan_publish(ctx, artifact)
     await publish(ctx, artifact, plan)
     return ctx, plan

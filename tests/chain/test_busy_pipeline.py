@@ -7,6 +7,9 @@ each time the real seal and run finish, the mirror having checked every state it
 chain holds the artifact's hash and the off-chain core's tokens, and the payer spent what
 the plan said (plus one fee for each duplicate a resend landed: none here, for nothing is
 resent before it expires).
+
+The writes go as v1 transactions (the localnet has them active); one behaviour runs again
+with legacy writes.
 """
 
 from collections.abc import Iterator
@@ -24,6 +27,7 @@ from curta_chain.chain.rpc import RpcClient
 from curta_chain.chain.run_onchain import run_on_chain
 from curta_chain.chain.seal import seal, seal_cost
 from curta_chain.chain.sender import wait_for_signature
+from curta_chain.chain.specs import Budget
 from curta_chain.chain.transport import HttpTransport
 from curta_chain.inference import IntModel, SamplingSettings, Tokenizer, generate, plan_run
 from curta_chain.localnet import BusyOptions, start_in_thread
@@ -34,11 +38,13 @@ SEVERAL_CHUNKS = ModelConfig(
 )
 """A model whose layer sections take two 64 KiB chunks each."""
 BEHAVIOURS = {
-    "blocks in the leader's order": BusyOptions(blocks=True, seed=3),
-    "30% lost": BusyOptions(blocks=True, seed=4, drop_rate=0.3),
-    "per-account limits": BusyOptions(
-        blocks=True, seed=5, account_cu_limit=3_000_000, account_write_limit=3
+    "blocks in the leader's order": (BusyOptions(blocks=True, seed=3), "auto"),
+    "30% lost": (BusyOptions(blocks=True, seed=4, drop_rate=0.3), "auto"),
+    "per-account limits": (
+        BusyOptions(blocks=True, seed=5, account_cu_limit=3_000_000, account_write_limit=3),
+        "auto",
     ),
+    "30% lost, legacy writes": (BusyOptions(blocks=True, seed=4, drop_rate=0.3), "legacy"),
 }
 
 
@@ -48,17 +54,20 @@ def several() -> Artifact:
 
 
 @pytest.fixture(params=list(BEHAVIOURS))
-def busy(request) -> Iterator[LocalnetTransport]:
-    node = LocalnetTransport(busy=BEHAVIOURS[request.param])
+def busy(request) -> Iterator[tuple[LocalnetTransport, str]]:
+    options, tx_version = BEHAVIOURS[request.param]
+    node = LocalnetTransport(busy=options)
     try:
-        yield node
+        yield node, tx_version
     finally:
         node.localnet.close()
 
 
 @pytest.mark.asyncio
 async def test_seal_and_run_finish_as_on_a_clean_chain(busy, several):
-    ctx, plan = await published(busy, several)
+    node, tx_version = busy
+    ctx, plan = await published(node, several, Budget(tx_version=tx_version))
+    assert plan.tx_version == ("legacy" if tx_version == "legacy" else "v1")
     payer = ctx.payer.pubkey()
     chunks, fee = await seal_cost(ctx, plan.model)
     before = await ctx.client.balance(payer)

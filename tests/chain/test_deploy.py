@@ -11,20 +11,25 @@ import subprocess
 import sys
 
 from solders.keypair import Keypair
+from solders.pubkey import Pubkey
 
 from curta_chain.artifact import Artifact
 from curta_chain.chain import loader
 from curta_chain.chain.keys import default_program_keypair
 from curta_chain.chain.plan import differing_pieces
 from curta_chain.chain.rent import rent_exempt_minimum
+from curta_chain.chain.specs import Budget, DeployTransactions
 from curta_chain.cli import keypairs, solana_config
 from curta_chain.constants import LOCALNET_GENESIS_HASH, LOCALNET_PROGRAM_ID
 from curta_chain.program import shipped_program
 
 BUILD = shipped_program("sbpf-v3")
 """The build deploy takes on the localnet, which enables SBPF v3 and (SIMD-0500) refuses v0."""
-PIECES = len(differing_pieces(0, BUILD.elf, None, loader.max_write_chunk()))
-"""Writes a deploy sends: a new buffer holds zeros, so all-zero pieces need none."""
+PIECES = len(
+    differing_pieces(0, BUILD.elf, None, DeployTransactions(Pubkey.default(), Budget()).chunk("v1"))
+)
+"""Writes a deploy sends (v1, which the localnet has active): a new buffer holds zeros, so
+all-zero pieces need none."""
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:

@@ -26,7 +26,7 @@ from curta_chain.chain.sender import (
     send_checked,
     wait_for_signature,
 )
-from curta_chain.chain.specs import TxSpec, sign
+from curta_chain.chain.specs import Budget, TxSpec, sign
 from curta_chain.constants import LAMPORTS_PER_SOL
 from curta_chain.errors import (
     ChainError,
@@ -298,8 +298,22 @@ async def test_send_checked_names_the_program_error_or_keeps_the_node_s(node):
 async def test_a_transaction_over_1232_bytes_is_refused_before_sending(node):
     payer = node.fund()
     write = program.write_weights(PROGRAM_ID, payer.pubkey(), Keypair().pubkey(), 0, bytes(1_200))
-    with pytest.raises(ChainError, match=r"a transaction is \d+ bytes, over the 1232-byte limit"):
+    with pytest.raises(
+        ChainError, match=r"a legacy transaction is \d+ bytes, over the 1,232-byte limit"
+    ):
         await node.sender(payer).send([TxSpec((write,))])
+    assert sent_to(node) == []
+
+
+@pytest.mark.asyncio
+async def test_a_v1_transaction_over_4096_bytes_is_refused_before_sending(node):
+    payer = node.fund()
+    write = program.write_weights(PROGRAM_ID, payer.pubkey(), Keypair().pubkey(), 0, bytes(4_000))
+    spec = Budget().spec(1_000, (write,), "v1")
+    with pytest.raises(
+        ChainError, match=r"a v1 transaction is \d+ bytes, over the 4,096-byte limit"
+    ):
+        await node.sender(payer).send([spec])
     assert sent_to(node) == []
 
 

@@ -10,6 +10,8 @@ from solders.pubkey import Pubkey
 
 from curta_chain import program
 from curta_chain.artifact import Artifact, read_artifact
+from curta_chain.chain.plan import differing_pieces
+from curta_chain.chain.specs import Budget
 from curta_chain.cli import main
 from curta_chain.cli.keypairs import write_keypair
 from curta_chain.constants import HASH_CHUNK_SIZE, LOCALNET_PROGRAM_ID
@@ -62,8 +64,12 @@ def test_stories260k_publish_seal_verify_and_rerun_sends_nothing(cli, art260k, s
     model = published["model"]
     assert published["hash"] == stories260k.weights_hash().hex()
     assert len(published["weight_accounts"]) == 2
-    # 1 model + 2 create-and-bind + one write per 1,010-byte piece with a non-zero byte.
-    assert published["transactions"] > 300
+    # 1 model + 2 create-and-bind + one write per 3,864-byte piece with a non-zero byte (v1,
+    # which the localnet has active).
+    assert published["transaction_version"] == "v1"
+    payload = Budget().write_payload("v1")
+    writes = [differing_pieces(i, s, None, payload) for i, s in enumerate(stories260k.sections)]
+    assert published["transactions"] == 3 + sum(map(len, writes)) < 100
 
     again = cli.json("publish", str(art260k))
     assert again["model"] == model and again["transactions"] == 0
@@ -306,7 +312,8 @@ def test_compute_unit_limits_and_price_are_enough_for_every_transaction(cli, art
     # were too low its transaction would fail with ComputationalBudgetExceeded.
     price = ["--with-compute-unit-price", "1000"]
     plan = cli.json("publish", str(art260k), "--dry-run", *price)["plan"]
-    assert plan["payload_per_write"] == program.max_write_payload(with_compute_budget=True)
+    assert plan["payload_per_write"] == Budget(compute_unit_price=0).write_payload("v1")
+    assert plan["transaction_version"] == "v1"
     model = cli.json("publish", str(art260k), *price)["model"]
     assert cli.json("seal", model, *price)["state"] == "sealed"
     assert cli.json("verify", model, str(art260k), keypair=False)["ok"]

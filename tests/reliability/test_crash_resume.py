@@ -92,7 +92,8 @@ def node(request) -> Iterator[Node]:
 
 @dataclass(frozen=True)
 class KillPoint:
-    """Which command to kill, and when (given the plan's write count).
+    """Which command to kill, and when (``when(proxy, request, writes)``: ``writes`` is the
+    plan's write count, v1 or legacy as the command chose).
 
     With ``lands_late`` the kill comes as a write batch arrives, and that batch reaches the
     node only once the rerun's first writes did, so the rerun planned without it: writes still
@@ -102,33 +103,34 @@ class KillPoint:
 
     name: str
     command: str
-    when: Callable[[FaultProxy, Request], bool]
+    when: Callable[[FaultProxy, Request, int], bool]
     lands_late: bool = False
 
 
-def _forwarded(kind: str, count: int) -> Callable[[FaultProxy, Request], bool]:
-    return lambda proxy, _request: proxy.count(kind) >= count
+def _forwarded(kind: str, count: int) -> Callable[[FaultProxy, Request, int], bool]:
+    return lambda proxy, _request, _writes: proxy.count(kind) >= count
 
 
-def _writes_forwarded(count: int) -> Callable[[FaultProxy, Request], bool]:
-    return lambda proxy, _request: proxy.count("write_weights") >= count
-
-
-def _write_batch_after(count: int) -> Callable[[FaultProxy, Request], bool]:
-    return lambda proxy, request: (
-        any(tx.kind == "write_weights" for tx in request.transactions)
-        and proxy.count("write_weights") >= count
+def _writes_forwarded(share: float) -> Callable[[FaultProxy, Request, int], bool]:
+    """Once ``share`` of the plan's writes went by (at least one)."""
+    return lambda proxy, _request, writes: (
+        proxy.count("write_weights") >= max(1, int(share * writes))
     )
 
 
-STORIES260K_WRITES = 352
-"""Write transactions stories260K takes (asserted against the plan)."""
+def _write_batch_after(share: float) -> Callable[[FaultProxy, Request, int], bool]:
+    return lambda proxy, request, writes: (
+        any(tx.kind == "write_weights" for tx in request.transactions)
+        and proxy.count("write_weights") >= share * writes
+    )
+
+
 KILL_POINTS = [
     KillPoint("creating-model", "publish", _forwarded("create_model", 1)),
     KillPoint("binding-accounts", "publish", _forwarded("bind_weight_account", 1)),
-    KillPoint("early-upload", "publish", _writes_forwarded(1)),
-    KillPoint("mid-upload", "publish", _writes_forwarded(STORIES260K_WRITES // 2)),
-    KillPoint("late-upload", "publish", _writes_forwarded(STORIES260K_WRITES)),
+    KillPoint("early-upload", "publish", _writes_forwarded(0)),
+    KillPoint("mid-upload", "publish", _writes_forwarded(0.5)),
+    KillPoint("late-upload", "publish", _writes_forwarded(1)),
     KillPoint("begin-sealing", "seal", _forwarded("begin_sealing", 1)),
     KillPoint("mid-seal", "seal", _forwarded("seal_step", 3)),
 ]
@@ -140,6 +142,8 @@ LATE_DELIVERY_TIMEOUT = 120.0
 class CrashOutcome:
     """The books of one kill-and-rerun scenario."""
 
+    writes: int
+    """The plan's write transactions."""
     writes_at_kill: int
     resent_bytes: int
     bound_bytes: int
@@ -156,10 +160,12 @@ def crash_and_resume(
     point: KillPoint,
     payer: Keypair,
     cluster: str = "localnet",
+    tx_version: str = "auto",
 ) -> CrashOutcome:
     """Publish and seal ``artifact`` with a kill -9 at ``point``, rerun, and check the books.
 
-    ``cluster`` names the localnet in the record (``busy`` for the busy one).
+    ``cluster`` names the localnet in the record (``busy`` for the busy one); every publish
+    runs with ``--tx-version tx_version`` (auto: v1, which the localnet has).
     """
     art = tmp_path / "model.curta"
     art.write_bytes(artifact.data)
@@ -168,7 +174,7 @@ def crash_and_resume(
     # One request at a time makes the kill point exact; a late batch must not hold up the rest.
     proxy = FaultProxy(url, serialize=not point.lands_late).start()
     try:
-        return _scenario(url, proxy, art, keypair, payer, point, cluster)
+        return _scenario(url, proxy, art, keypair, payer, point, cluster, tx_version)
     finally:
         proxy.stop()
 
@@ -181,9 +187,11 @@ def _scenario(
     payer: Keypair,
     point: KillPoint,
     cluster: str,
+    tx_version: str,
 ) -> CrashOutcome:
     via = ("-u", proxy.url, "-k", str(keypair))
-    code, dry, err = run_cli("publish", str(art), "--dry-run", *via)
+    version = ("--tx-version", tx_version)
+    code, dry, err = run_cli("publish", str(art), "--dry-run", *via, *version)
     assert code == 0, err
     plan = dry["plan"]
     before = balance(url, payer.pubkey())
@@ -191,7 +199,7 @@ def _scenario(
     held: list[Request] = []
 
     def when(proxy: FaultProxy, request: Request) -> bool:
-        if point.when(proxy, request):
+        if point.when(proxy, request, plan["write_transactions"]):
             held.append(request)
             return True
         return False
@@ -213,11 +221,11 @@ def _scenario(
 
     trigger = proxy.trigger(when, kill, "before" if point.lands_late else "after")
     if point.command == "seal":
-        code, published, err = run_cli("publish", str(art), *via)
+        code, published, err = run_cli("publish", str(art), *via, *version)
         assert code == 0, err
         victim.append(start_cli("seal", plan["model"], *via))
     else:
-        victim.append(start_cli("publish", str(art), *via))
+        victim.append(start_cli("publish", str(art), *via, *version))
     victim[0].wait(timeout=300)
     assert victim[0].returncode == -signal.SIGKILL, victim[0].stderr.read()
     if not point.lands_late:
@@ -226,12 +234,12 @@ def _scenario(
     proxy.down = False
     if point.lands_late:
         # The rerun starts at once; sealing waits until the late batch has landed.
-        code, _, err = run_cli("publish", str(art), *via)
+        code, _, err = run_cli("publish", str(art), *via, *version)
         assert code == 0, err
         assert trigger.settled.wait(60)
 
     elif point.command == "publish":
-        code, published, err = run_cli("publish", str(art), *via)
+        code, published, err = run_cli("publish", str(art), *via, *version)
         assert code == 0, err
         assert published["model"] == plan["model"]
     code, sealed, err = run_cli("seal", plan["model"], str(art), *via)
@@ -269,10 +277,20 @@ def _scenario(
     resent = sum(tx.payload_bytes for tx in distinct.values()) - plan["write_bytes"]
     bound = WINDOW * plan["payload_per_write"]
     assert 0 <= resent <= bound
-    outcome = CrashOutcome(writes_at_kill, resent, bound, duplicates, refused, spent - clean_cost)
+    outcome = CrashOutcome(
+        plan["write_transactions"],
+        writes_at_kill,
+        resent,
+        bound,
+        duplicates,
+        refused,
+        spent - clean_cost,
+    )
+    assert plan["transaction_version"] == ("legacy" if tx_version == "legacy" else "v1")
     record(
         f"kill -9 {point.command} at {point.name}"
-        + (f" ({cluster})" if cluster != "localnet" else ""),
+        + (f" ({cluster})" if cluster != "localnet" else "")
+        + (f" ({plan['transaction_version']} writes)"),
         writes=plan["write_transactions"],
         writes_at_kill=writes_at_kill,
         resent_bytes=resent,
@@ -301,11 +319,23 @@ def test_kill_9_then_rerun_completes_and_loses_nothing(node, fund, tmp_path, sto
 def test_kill_9_with_writes_still_on_the_wire_resends_at_most_one_window(
     localnet, fund, tmp_path, stories15m
 ):
-    # 16,400 writes, so the window (1,024) is a small part of the upload. The batch that was
-    # on its way when the client died lands after the rerun planned without it: those
-    # pieces are written twice (same bytes) and their fees are the only loss.
-    point = KillPoint("mid-upload-batch-lands-late", "publish", _write_batch_after(8_000), True)
+    # 4,300 v1 writes (16,400 legacy), so the window (2,048) is a part of the upload. The
+    # batch that was on its way when the client died lands after the rerun planned without
+    # it: those pieces are written twice (same bytes) and their fees are the only loss.
+    point = KillPoint("mid-upload-batch-lands-late", "publish", _write_batch_after(0.5), True)
     outcome = crash_and_resume(localnet.url, tmp_path, stories15m, point, fund(localnet.url, 200))
-    assert outcome.writes_at_kill >= 8_000
+    assert outcome.writes_at_kill >= outcome.writes // 2
     assert 0 < outcome.duplicate_writes <= WINDOW
     assert outcome.resent_bytes <= outcome.bound_bytes
+
+
+def test_kill_9_of_a_publish_with_legacy_writes_then_rerun_loses_nothing(
+    localnet, fund, tmp_path, stories260k
+):
+    # The scenarios above write v1 (the localnet's default); legacy writes once, mid-upload.
+    point = next(p for p in KILL_POINTS if p.name == "mid-upload")
+    payer = fund(localnet.url, 20)
+    outcome = crash_and_resume(
+        localnet.url, tmp_path, stories260k, point, payer, "localnet", "legacy"
+    )
+    assert outcome.resent_bytes == 0 and outcome.lost_lamports == 0
