@@ -5,6 +5,7 @@ import base64
 import json
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import httpx
@@ -203,52 +204,67 @@ def test_a_bot_stepping_a_live_run_does_not_break_it(localnet, fund, sealed_mode
     plan = plan_run(model260k, tokenizer, PROMPT, 12)
     run = the_run(localnet.url, keypair, model, len(plan.prompt_ids) + 12)
     bot_steps: list[int] = []
+    bot_landed = threading.Event()
 
-    async def bot(client: RpcClient, weights: list[Pubkey]) -> None:
+    async def bot() -> None:
         """Watch for the run account, then step it with every weight account, as a bot would."""
-        sender = Sender(client, bot_payer)
-        while (await client.account(run)) is None:
-            await asyncio.sleep(0)
-        for label in range(10**6, 10**6 + 8):
-            spec = TxSpec(
-                (
-                    set_compute_unit_limit(MAX_COMPUTE_UNITS),
-                    program.step(PROGRAM_ID, run, address, weights, label),
-                )
-            )
-            try:
-                await sender.send([spec], commitment="processed")
-            except ProgramError as exc:
-                assert exc.name == "RunFinished"
-                return
-            bot_steps.append(label)
-
-    async def work() -> object:
-        client = RpcClient(HttpTransport(localnet.url), "confirmed")
-        bot_client = RpcClient(HttpTransport(localnet.url), "processed")
+        client = RpcClient(HttpTransport(localnet.url), "processed")
         try:
             account = await require_model(client, PROGRAM_ID, address)
             weights = [slot.weight_account for slot in account.sections]
+            sender = Sender(client, bot_payer)
+            while (await client.account(run)) is None:
+                await asyncio.sleep(0)
+            for label in range(10**6, 10**6 + 8):
+                spec = TxSpec(
+                    (
+                        set_compute_unit_limit(MAX_COMPUTE_UNITS),
+                        program.step(PROGRAM_ID, run, address, weights, label),
+                    )
+                )
+                try:
+                    await sender.send([spec], commitment="processed")
+                except ProgramError as exc:
+                    assert exc.name == "RunFinished"
+                    return
+                bot_steps.append(label)
+                bot_landed.set()
+        finally:
+            bot_landed.set()  # a bot that failed must not hold the run up
+            await client.aclose()
+
+    def on_piece(piece: bytes) -> None:
+        # The first piece comes once the run is open: hold the run's loop there until the
+        # bot (its own thread and loop) has landed a step, so the bot's steps always come
+        # between the run's, whatever the machine's load.
+        if not pieces:
+            assert bot_landed.wait(120), "the bot never stepped the open run"
+        pieces.append(piece)
+
+    async def work() -> object:
+        client = RpcClient(HttpTransport(localnet.url), "confirmed")
+        try:
             ctx = ChainContext(client, PROGRAM_ID, payer)
-            crank = asyncio.create_task(bot(bot_client, weights))
             # A cluster whose blocks take two of the run's steps: 8 in flight (of 30), so
             # the bot's steps land between the run's.
-            result = await run_on_chain(
+            return await run_on_chain(
                 ctx,
                 address,
                 PROMPT,
                 12,
                 settings,
-                on_piece=pieces.append,
+                on_piece=on_piece,
                 account_cu_limit=2 * MAX_COMPUTE_UNITS,
             )
-            await crank
-            return result
         finally:
             await client.aclose()
-            await bot_client.aclose()
 
-    result = asyncio.run(work())
+    crank = threading.Thread(target=lambda: asyncio.run(bot()))
+    crank.start()
+    try:
+        result = asyncio.run(work())
+    finally:
+        crank.join(120)
     want = list(generate(model260k, plan, settings))
     assert bot_steps, "the bot never landed a step"
     assert result.generated == want
