@@ -46,7 +46,7 @@ from curta_chain.artifact.synthetic import STORIES15M, synthetic_artifact
 from curta_chain.cli.keypairs import write_keypair
 from curta_chain.constants import LAMPORTS_PER_SOL, LOCALNET_PROGRAM_ID
 from curta_chain.program.instructions import begin_sealing, seal_step
-from curta_chain.validator import ValidatorProcess, validator_version
+from curta_chain.validator import ValidatorProcess, require_validator, validator_version
 
 REPO = Path(__file__).resolve().parents[1]
 DATA = Path(os.environ.get("CURTA_DATA", REPO.parent / "shared" / "data" / "llama2c"))
@@ -180,13 +180,14 @@ def main() -> None:
     parser.add_argument("--samples", type=int, default=41, help="simulations of each kind")
     args = parser.parse_args()
 
+    executable = None if args.url else require_validator()  # looked up with the real HOME
     folder = Path(tempfile.mkdtemp(prefix="bench-validator-"))
     os.environ["HOME"] = str(folder)  # the CLI's config (deploy records) stays in here
     art = folder / "model.curta"
     art.write_bytes(artifact(args.model))
     validator = None
     if args.url is None:
-        validator = ValidatorProcess.start(folder / "ledger")
+        validator = ValidatorProcess.start(folder / "ledger", executable=executable)
         url, version = validator.url, validator_version(Path(validator.command[0]))
     else:
         url, version = args.url, f"at {args.url}"
