@@ -58,9 +58,11 @@ VOLATILE = frozenset(
         "lastValidBlockHeight",
         "blockTime",
         "confirmations",
+        "apiVersion",
     }
 )
-"""Keys whose values differ between any two nodes: only their type is compared."""
+"""Keys whose values differ between any two nodes (and ``apiVersion``, the agave release a
+node answers as: 2.2.0 for the embedded localnet): only their type is compared."""
 FINALIZE_TIMEOUT = 120.0
 """Seconds the state may take to be finalized (32 slots)."""
 
