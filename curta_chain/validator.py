@@ -55,7 +55,7 @@ __all__ = [
 ]
 
 EXECUTABLE = "solana-test-validator"
-PINNED_VERSION = "4.3.2"
+PINNED_VERSION = "4.2.2"
 """The agave-validator release scripts/install-test-validator.sh builds (its default)."""
 INSTALL_COMMAND = "bash scripts/install-test-validator.sh"
 NOT_INSTALLED = f"{EXECUTABLE} is not installed: run {INSTALL_COMMAND}"
@@ -105,7 +105,7 @@ def require_validator(environ: Mapping[str, str] = os.environ) -> Path:
 
 
 def validator_version(executable: Path) -> str:
-    """What ``solana-test-validator --version`` says (``solana-test-validator 4.3.2 (...)``).
+    """What ``solana-test-validator --version`` says (``solana-test-validator 4.2.2 (...)``).
 
     Raises:
         LocalnetError: it cannot be run.

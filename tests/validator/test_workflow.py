@@ -5,8 +5,9 @@ same shipped program (``--program-id LOCALNET_PROGRAM_ID``, preloaded on both): 
 command finishes, each spends exactly what its plan says, and the chain's bytes (model
 fields, weight sections, the run account) and tokens are the embedded localnet's. The
 addresses differ (each is derived from the cluster's genesis hash) and so do slots.
-``deploy`` takes the build the validator's features ask for (SBPF v3: SIMD-0500 refuses new
-v0 deployments in agave 4.3), and a model published under it closes with its rent back.
+``deploy`` takes the build the validator's features ask for (SBPF v3: the test validator
+activates every feature it knows, SIMD-0500's refusal of new v0 deployments included), and a
+model published under it closes with its rent back.
 """
 
 import base64
