@@ -2,8 +2,8 @@
 
 ``prepare(url, payer, artifact, folder)`` builds the same state on a node: the faucet funds
 ``payer`` (the same keypair everywhere), ``curta-chain publish`` puts a model on chain under
-``LOCALNET_PROGRAM_ID`` (as a process), and three transactions land: a transfer to a fixed
-recipient, a second one, and a call to the program that fails (its fee paid). Then every
+``LOCALNET_PROGRAM_ID`` (as a process), and three transactions land: a transfer to a recipient
+derived from the payer, a second one, and a call to the program that fails (its fee paid). Then every
 request the client (``curta_chain/chain/rpc.py``), the SDK (``sdk/js/src/chain.ts``) and the
 page (``sdk/js/web``) make, with the encodings, commitments, ``minContextSlot``,
 ``dataSlice`` and filters they pass, and the error answers they must read (a bad
@@ -41,11 +41,9 @@ from solders.transaction import Transaction
 
 from curta_chain.constants import LAMPORTS_PER_SOL, LOCALNET_PROGRAM_ID, MAX_TRANSACTION_SIZE
 from curta_chain.program import MODEL_ACCOUNT_SIZE
-from curta_chain.program.accounts import model_discriminator
+from curta_chain.program.accounts import MODEL_AUTHORITY_OFFSET, model_discriminator
 
 PROGRAM = Pubkey.from_string(LOCALNET_PROGRAM_ID)
-RECIPIENT = Keypair.from_seed(hashlib.sha256(b"curta-chain conformance recipient").digest())
-"""A fixed address, the same on both nodes."""
 MISSING = Keypair.from_seed(hashlib.sha256(b"curta-chain conformance missing").digest())
 """An address that never holds an account."""
 VOLATILE = frozenset(
@@ -99,6 +97,8 @@ class Scenario:
 
     url: str
     payer: Keypair
+    recipient: Keypair
+    """Where the transfers go: derived from the payer, so the same on both nodes."""
     model: str = ""
     weights: list[str] = field(default_factory=list)
     signatures: dict[str, str] = field(default_factory=dict)
@@ -133,7 +133,9 @@ class Scenario:
 def pay(scenario: Scenario, lamports: int) -> Instruction:
     """A transfer from the payer to the fixed recipient."""
     params = TransferParams(
-        from_pubkey=scenario.payer.pubkey(), to_pubkey=RECIPIENT.pubkey(), lamports=lamports
+        from_pubkey=scenario.payer.pubkey(),
+        to_pubkey=scenario.recipient.pubkey(),
+        lamports=lamports,
     )
     return transfer(params)
 
@@ -145,7 +147,8 @@ def unknown_instruction() -> Instruction:
 
 def prepare(url: str, payer: Keypair, artifact: Path, folder: Path) -> Scenario:
     """Build the scenario's state on the node at ``url``; return once it is finalized."""
-    scenario = Scenario(url, payer)
+    recipient = Keypair.from_seed(hashlib.sha256(b"recipient" + bytes(payer)).digest())
+    scenario = Scenario(url, payer, recipient)
     airdrop = str(result(url, "requestAirdrop", [str(payer.pubkey()), 5 * LAMPORTS_PER_SOL]))
     wait_status(url, airdrop, "confirmed")
     scenario.aliases[airdrop] = "<airdrop>"
@@ -247,8 +250,10 @@ def probes(s: Scenario) -> Iterator[Probe]:
         "getAccountInfo",
         [s.model, {"encoding": "base64", "commitment": "confirmed", "minContextSlot": 10**9}],
     )
+    # This payer's models: a node holds other tests' models too (`curta-chain models`'s filter).
     models = [
         {"dataSize": MODEL_ACCOUNT_SIZE},
+        {"memcmp": {"offset": MODEL_AUTHORITY_OFFSET, "bytes": payer}},
         {
             "memcmp": {
                 "offset": 0,
@@ -264,16 +269,9 @@ def probes(s: Scenario) -> Iterator[Probe]:
         [LOCALNET_PROGRAM_ID, {**gpa, "filters": models}],
     )
     yield Probe(
-        "getProgramAccounts by authority, head",
+        "getProgramAccounts head",
         "getProgramAccounts",
-        [
-            LOCALNET_PROGRAM_ID,
-            {
-                **gpa,
-                "filters": [*models, {"memcmp": {"offset": 8, "bytes": payer}}],
-                "dataSlice": {"offset": 0, "length": 64},
-            },
-        ],
+        [LOCALNET_PROGRAM_ID, {**gpa, "filters": models, "dataSlice": {"offset": 0, "length": 64}}],
     )
     yield Probe(
         "getProgramAccounts nothing",
@@ -287,7 +285,7 @@ def probes(s: Scenario) -> Iterator[Probe]:
         [sigs, {"searchTransactionHistory": True}],
     )
     yield Probe("getSignatureStatuses", "getSignatureStatuses", [sigs])
-    recipient = str(RECIPIENT.pubkey())
+    recipient = str(s.recipient.pubkey())
     page = {"commitment": "confirmed", "limit": 1_000}
     yield Probe("getSignaturesForAddress", "getSignaturesForAddress", [recipient, page])
     yield Probe(
