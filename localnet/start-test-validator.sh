@@ -1,19 +1,18 @@
 #!/usr/bin/env bash
-# Start solana-test-validator with the curta program preloaded at the localnet's program id,
-# where the validator is installed. Extra arguments go to solana-test-validator (e.g. --reset).
-# The id (curta_chain.constants.LOCALNET_PROGRAM_ID) is an address off the ed25519 curve:
-# no keypair exists for it, so --bpf-program takes the address itself. The validator's
-# genesis hash is its own: pass --program-id CurtaLoca1netProgram111111111111111111111111
-# to chain commands. Without the validator, use the embedded localnet: curta-chain localnet
+# Start the real solana-test-validator with the curta program preloaded, its faucet, free
+# ports and a ledger folder, and wait until it answers: `curta-chain localnet --validator`
+# from this checkout (curta_chain/validator.py finds the binary, in the per-user folder
+# scripts/install-test-validator.sh builds it into, then on PATH). LEDGER and PORT override
+# the ledger folder (default localnet/test-ledger) and RPC port (default 8899; 0 picks one);
+# other arguments go to the command (e.g. --reset). Its genesis hash is its own: pass
+# --program-id CurtaLoca1netProgram111111111111111111111111 to chain commands there.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(dirname "$here")"
-if ! command -v solana-test-validator >/dev/null; then
-    echo "solana-test-validator is not installed; run 'curta-chain localnet' for the embedded localnet" >&2
-    exit 1
+python="$repo/.venv/bin/python"
+if [[ ! -x "$python" ]]; then
+    python=python3
+    export PYTHONPATH="$repo${PYTHONPATH:+:$PYTHONPATH}"
 fi
-exec solana-test-validator \
-    --ledger "${LEDGER:-$here/test-ledger}" \
-    --rpc-port "${PORT:-8899}" \
-    --bpf-program CurtaLoca1netProgram111111111111111111111111 "$repo/curta_chain/program/curta.so" \
-    "$@"
+exec "$python" -m curta_chain localnet --validator \
+    --ledger "${LEDGER:-$here/test-ledger}" --port "${PORT:-8899}" "$@"

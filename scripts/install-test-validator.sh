@@ -6,8 +6,14 @@
 # Slow: on two cores expect over an hour (rocksdb is C++). Run it once, in the background:
 #   nohup bash scripts/install-test-validator.sh > /tmp/agave-build.log 2>&1 &
 set -euo pipefail
-version="${AGAVE_VERSION:-4.3.2}"
-# agave-validator 4.3.x declares rust-version 1.97.1; rustup brings it when stable is older.
+# 4.2.2, not 4.3.x: from 4.3.0 on, the published solana-ledger calls methods that exist
+# only in agave's fork of rust-rocksdb (new_pinnable_slice, get_pinned_cf_into,
+# DBPinnableSlice::reset, write(&mut batch)), which agave's workspace swaps in with
+# [patch.crates-io]; `cargo install` from the registry cannot apply a workspace's patches,
+# so 4.3.2 fails in solana-ledger with E0599/E0308 (tried here). 4.2.2's solana-ledger uses
+# only rocksdb 0.24's own API.
+version="${AGAVE_VERSION:-4.2.2}"
+# rustup brings this toolchain when stable is older (agave 4.3 declares 1.97.1; 4.2 less).
 toolchain="${AGAVE_TOOLCHAIN:-1.97.1}"
 root="${XDG_DATA_HOME:-$HOME/.local/share}/curta-chain/agave/$version"
 if [[ -x "$root/bin/solana-test-validator" ]]; then
@@ -26,8 +32,10 @@ if ((${#need[@]})); then
 fi
 rustup toolchain list | grep -q "^$toolchain" || rustup toolchain install "$toolchain" --profile minimal
 start=$(date +%s)
-# A private target folder: the build's 10+ GB of objects are removed once the binary is in place.
-target="$(mktemp -d "${TMPDIR:-/tmp}/agave-build.XXXXXX")"
+# A private target folder: the build's objects are removed once the binary is in place.
+# AGAVE_BUILD_DIR reuses a failed build's folder (what it compiled, rocksdb's C++ above all,
+# is not compiled again).
+target="${AGAVE_BUILD_DIR:-$(mktemp -d "${TMPDIR:-/tmp}/agave-build.XXXXXX")}"
 CARGO_TARGET_DIR="$target" cargo "+$toolchain" install agave-validator \
     --version "=$version" --locked --bin solana-test-validator --root "$root.partial"
 mv "$root.partial" "$root"

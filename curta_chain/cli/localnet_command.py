@@ -48,7 +48,9 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
     parser.add_argument(
         "--validator",
         action="store_true",
-        help="run solana-test-validator with the same program instead, if it is installed",
+        help="run solana-test-validator (bash scripts/install-test-validator.sh builds it) "
+        "with the same program, its faucet and free ports instead; --port 0 picks the RPC "
+        "port too; --ledger defaults to ./test-ledger",
     )
     parser.add_argument(
         "--deactivate-feature",
@@ -232,16 +234,17 @@ def _run(args: argparse.Namespace) -> int:
     # Imported here so other commands do not pay for LiteSVM and aiohttp at start-up.
     from curta_chain.localnet import serve
     from curta_chain.localnet.busy import NOT_BUSY, describe
-    from curta_chain.localnet.validator import run_validator
 
     busy = busy_options(args)
     slot_duration = args.slot_ms / 1000 if args.slot_ms is not None else SLOT_SECONDS
+    reporter = _JsonLines() if is_json(args) else ConsoleReporter()
     if args.validator:
+        from curta_chain.validator import run_validator
+
         if busy != NOT_BUSY or args.slot_ms is not None:
             raise InputError("the busy-cluster flags work with the embedded localnet only")
         ledger = args.ledger or Path("test-ledger")
-        return run_validator(args.port, ledger, args.reset, args.deactivate_feature)
-    reporter = _JsonLines() if is_json(args) else ConsoleReporter()
+        return run_validator(args.port, ledger, args.reset, reporter, args.deactivate_feature)
     if busy != NOT_BUSY:
         reporter.line(f"Busy cluster: {describe(busy)}")
     serve(

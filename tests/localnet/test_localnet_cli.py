@@ -1,3 +1,5 @@
+import os
+import signal
 import socket
 import subprocess
 import sys
@@ -7,6 +9,9 @@ from reference_client import Client
 from solders.pubkey import Pubkey
 
 from curta_chain.constants import LOCALNET_PROGRAM_ID
+from curta_chain.validator import PINNED_VERSION, install_folder, shipped_preload
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def run_cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
@@ -19,13 +24,35 @@ def run_cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]
 
 
 def test_validator_flag_says_when_solana_test_validator_is_missing(tmp_path, monkeypatch):
-    monkeypatch.setenv("PATH", str(tmp_path))  # an empty PATH: no solana-test-validator
+    # Neither the per-user folder (under this test's own HOME) nor PATH has it.
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.delenv("XDG_DATA_HOME", raising=False)
     out = run_cli("--validator")
     assert out.returncode == 1
+    folder = install_folder()
+    assert str(folder).startswith(os.environ["HOME"])
     assert out.stderr.strip() == (
-        "error: solana-test-validator is not installed (not on PATH); run `curta-chain "
-        "localnet` without --validator for the embedded localnet"
+        "error: solana-test-validator is not installed: run bash "
+        "scripts/install-test-validator.sh from a curta-chain checkout (it builds agave "
+        f"{PINNED_VERSION} into {folder}; nothing there and none on PATH), or run "
+        "`curta-chain localnet` without --validator for the embedded localnet"
     )
+
+
+def test_start_script_says_how_to_install_the_validator(tmp_path, monkeypatch):
+    monkeypatch.setenv("PATH", "/usr/bin:/bin")
+    monkeypatch.delenv("XDG_DATA_HOME", raising=False)
+    out = subprocess.run(
+        ["bash", str(REPO / "localnet" / "start-test-validator.sh")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 1
+    assert out.stderr.startswith(
+        "error: solana-test-validator is not installed: run bash scripts/install-test-validator.sh"
+    )
+    assert len(out.stderr.splitlines()) == 1
 
 
 def test_port_in_use_is_one_error_line():
@@ -54,29 +81,109 @@ def test_second_localnet_on_the_same_ledger_is_refused(tmp_path, localnet_proces
     assert out.stderr.strip().endswith("ledger is in use by another localnet")
 
 
-def test_validator_flag_runs_solana_test_validator_with_the_program(tmp_path, monkeypatch):
-    # A stand-in that records its arguments: the real validator cannot be installed here.
-    fake = tmp_path / "solana-test-validator"
-    fake.write_text('#!/bin/sh\necho "$@" > "$(dirname "$0")/args"\nexit 3\n')
+STAND_IN = """#!{python}
+# A stand-in for solana-test-validator: records its arguments, then serves getHealth and
+# getSlot on --rpc-port until SIGINT (the real validator cannot be built in this test).
+import http.server, json, pathlib, sys
+args = sys.argv[1:]
+pathlib.Path(__file__).with_name("args").write_text(" ".join(args))
+if "--version" in args:
+    print("solana-test-validator 0.0.0 (stand-in)")
+    sys.exit(0)
+if pathlib.Path(__file__).with_name("fail").exists():
+    print("Error: failed to start validator: stand-in told to fail")
+    sys.exit(3)
+class Handler(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        call = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        result = "ok" if call["method"] == "getHealth" else 7
+        body = json.dumps({{"jsonrpc": "2.0", "id": call["id"], "result": result}}).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *args):
+        pass
+port = int(args[args.index("--rpc-port") + 1])
+try:
+    http.server.HTTPServer(("127.0.0.1", port), Handler).serve_forever()
+except KeyboardInterrupt:
+    pass
+"""
+
+
+def stand_in(folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    fake = folder / "solana-test-validator"
+    fake.write_text(STAND_IN.format(python=sys.executable))
     fake.chmod(0o755)
-    monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
+    return fake
+
+
+def test_validator_flag_runs_solana_test_validator_with_the_program(tmp_path, monkeypatch):
+    fake = stand_in(tmp_path / "bin")
+    (fake.parent / "fail").write_text("")
+    monkeypatch.setenv("PATH", f"{fake.parent}:/usr/bin:/bin")
+    monkeypatch.delenv("XDG_DATA_HOME", raising=False)
     out = run_cli("--validator", "--port", "9123", "--ledger", str(tmp_path / "ledger"), "--reset")
-    assert out.returncode == 3
-    args = (tmp_path / "args").read_text().split()
+    assert out.returncode == 1
+    assert out.stderr == (
+        "error: solana-test-validator exited with status 3 before it answered: Error: failed "
+        "to start validator: stand-in told to fail "
+        f"(its log: {tmp_path / 'ledger' / 'validator.log'})\n"
+    )
+    args = (fake.parent / "args").read_text().split()
     assert args[args.index("--rpc-port") + 1] == "9123"
+    assert args[args.index("--ledger") + 1] == str(tmp_path / "ledger")
     program = args.index("--bpf-program")
     assert args[program + 1] == LOCALNET_PROGRAM_ID
     assert args[program + 2].endswith("curta_chain/program/curta.so")
     assert "--reset" in args
+    # Every other port the validator takes is a free one, apart from the RPC's two.
+    faucet = int(args[args.index("--faucet-port") + 1])
+    gossip = int(args[args.index("--gossip-port") + 1])
+    first, end = map(int, args[args.index("--dynamic-port-range") + 1].split("-"))
+    taken = [faucet, gossip, *range(first, end)]
+    assert end - first >= 26 and len(set(taken)) == len(taken)
+    assert not {9123, 9124} & set(taken)
+
+
+def test_validator_flag_waits_until_it_answers_then_stops_on_ctrl_c(tmp_path, monkeypatch):
+    # The per-user folder's build comes before one on PATH.
+    home = Path(os.environ["HOME"])
+    monkeypatch.delenv("XDG_DATA_HOME", raising=False)
+    pinned = stand_in(install_folder())
+    stand_in(tmp_path / "bin")
+    monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:/usr/bin:/bin")
+    assert str(pinned).startswith(str(home))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "curta_chain", "localnet", "--validator", "--port", "0"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None
+    lines = []
+    for line in process.stdout:
+        lines.append(line)
+        if line.startswith("Validator ready at"):
+            break
+    url = lines[-1].split()[-1]
+    assert Client(url).get_slot().value == 7
+    assert lines[0] == f"Starting solana-test-validator 0.0.0 (stand-in) ({pinned})\n"
+    assert not (tmp_path / "bin" / "args").exists()
+    process.send_signal(signal.SIGINT)
+    assert process.wait(timeout=60) == 0
+    assert process.stdout.read() == "Validator stopped\n"
+    assert process.stderr.read() == ""
 
 
 def test_the_localnet_program_id_has_no_keypair_and_no_seed_derives_one():
     # Off the ed25519 curve: no secret key exists, so nobody can deploy there anywhere.
     assert not Pubkey.from_string(LOCALNET_PROGRAM_ID).is_on_curve()
-    repo = Path(__file__).resolve().parents[2]
-    assert not (repo / "localnet" / "write_program_keypair.py").exists()
-    script = (repo / "localnet" / "start-test-validator.sh").read_text()
-    assert f"--bpf-program {LOCALNET_PROGRAM_ID} " in script
+    assert not (REPO / "localnet" / "write_program_keypair.py").exists()
+    assert shipped_preload().arguments()[:2] == ["--bpf-program", LOCALNET_PROGRAM_ID]
 
 
 def test_bad_port_and_ledger_are_one_line_errors(tmp_path):

@@ -1,0 +1,71 @@
+"""The validator tier: the whole workflow, as processes, against the real solana-test-validator.
+
+Skipped whole where the validator is not installed (``bash scripts/install-test-validator.sh``
+builds it into the per-user folder ``curta_chain.validator`` looks in, or have it on PATH);
+``CURTA_VALIDATOR_URL`` points the tier at a validator already running instead (started
+with the curta program at ``LOCALNET_PROGRAM_ID``, as ``curta-chain localnet --validator``
+starts it).
+
+- ``validator`` (session): one validator in a temporary ledger on free ports, the shipped
+  program preloaded with ``--bpf-program``, its faucet; stopped at the end of the session.
+- ``embedded`` (session): the embedded localnet in this process, to hold to the same work.
+- ``payer``: a new keypair funded on both (``Payer.fund``), and its file.
+- ``cli``: runs ``curta-chain`` as its own process, JSON out, with ``--yes`` where it
+  spends: the validator's genesis hash is not the embedded localnet's, so every spending
+  command there asks first.
+"""
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from solders.keypair import Keypair
+from validator_helpers import Node, Payer
+
+from curta_chain.cli.keypairs import write_keypair
+from curta_chain.localnet import LocalnetHandle, start_in_thread
+from curta_chain.validator import NOT_INSTALLED, ValidatorProcess, find_validator
+
+RUNNING = os.environ.get("CURTA_VALIDATOR_URL")
+INSTALLED = find_validator()
+"""Looked up once, at collection, with the real HOME (each test gets an empty one)."""
+SKIP = pytest.mark.skipif(RUNNING is None and INSTALLED is None, reason=NOT_INSTALLED)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Skip every test of this folder where there is no validator, with the install line."""
+    here = Path(__file__).parent
+    for item in items:
+        if here in Path(item.path).parents:
+            item.add_marker(SKIP)
+
+
+@pytest.fixture(scope="session")
+def validator(tmp_path_factory) -> Iterator[Node]:
+    if RUNNING is not None:
+        yield Node("validator", RUNNING)
+        return
+    ledger = tmp_path_factory.mktemp("validator") / "ledger"
+    node = ValidatorProcess.start(ledger, executable=INSTALLED)
+    try:
+        yield Node("validator", node.url)
+    finally:
+        node.stop()
+
+
+@pytest.fixture(scope="session")
+def embedded() -> Iterator[Node]:
+    handle: LocalnetHandle = start_in_thread()
+    try:
+        yield Node("embedded", handle.url)
+    finally:
+        handle.stop()
+
+
+@pytest.fixture
+def payer(tmp_path) -> Payer:
+    keypair = Keypair()
+    path = tmp_path / "payer.json"
+    write_keypair(keypair, path)
+    return Payer(keypair, path)
