@@ -8,7 +8,8 @@ paid). Then every request the client (``curta_chain/chain/rpc.py``), the SDK
 (``sdk/js/src/chain.ts``) and the page (``sdk/js/web``) make, with the encodings,
 commitments, ``minContextSlot``, ``dataSlice`` and filters they pass, and the error
 answers they must read (a bad signature, an unknown blockhash, an oversized transaction, a
-program error, a slot not reached), is sent to both nodes (``probes``), and ``compare`` walks the two answers.
+program error, a slot not reached), is sent to both nodes (``probes``), and ``compare``
+walks the two answers.
 
 What must differ is allowed, and only that: slots, blockhashes, block heights and times
 (``VOLATILE``: the value's type is compared, not the value), the genesis hash and version.
