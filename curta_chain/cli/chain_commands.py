@@ -268,7 +268,7 @@ def _seal(args: argparse.Namespace) -> int:
     async def body(target: Cluster, chain: "Connection") -> int:
         from curta_chain.chain.accounts import require_model
         from curta_chain.chain.funds import require_funds
-        from curta_chain.chain.status import read_status
+        from curta_chain.chain.model_status import read_status
         from curta_chain.cli.confirm import confirm_spend
 
         chain = await target.follow_owner(chain, address)
@@ -339,7 +339,7 @@ def _close(args: argparse.Namespace) -> int:
     async def body(target: Cluster, chain: "Connection") -> int:
         from curta_chain.chain.close import close, close_cost
         from curta_chain.chain.funds import require_funds
-        from curta_chain.chain.status import read_status
+        from curta_chain.chain.model_status import read_status
         from curta_chain.cli.confirm import confirm_spend
 
         chain = await target.follow_owner(chain, address)
