@@ -12,7 +12,6 @@ __all__ = [
     "fees",
     "fetch",
     "flights",
-    "funds",
     "jsonrpc",
     "keys",
     "loader",
