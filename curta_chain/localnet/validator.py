@@ -15,7 +15,7 @@ from solders.pubkey import Pubkey
 
 from curta_chain.constants import LOCALNET_PROGRAM_ID
 from curta_chain.errors import LocalnetError
-from curta_chain.localnet.program_binary import find_program_binary
+from curta_chain.program.builds import find_program_binary
 
 VALIDATOR = "solana-test-validator"
 
