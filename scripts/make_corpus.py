@@ -203,7 +203,8 @@ def main() -> None:
         out.append({"name": name, "base": base, "edits": edits, **outcome(data)})
     for name, data in bases.items():
         (CORPUS / f"{name}.curta").write_bytes(data)
-    text = json.dumps({"source": SOURCE, "cases": out}, indent=1) + "\n"
+    generated = "by scripts/make_corpus.py (.venv/bin/python scripts/make_corpus.py): do not edit"
+    text = json.dumps({"generated": generated, "source": SOURCE, "cases": out}, indent=1) + "\n"
     (CORPUS / "cases.json").write_text(text)
     refused = sum(1 for case in out if "error" in case)
     print(f"{CORPUS}: {len(bases)} bases, {len(out)} cases ({refused} refused)")

@@ -7,7 +7,7 @@ python3 -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null
 .venv/bin/python -m pip install -q -c constraints.txt -e ".[test]"
 # The program's build tools are not part of the package: its linker beside the C source
-# (programs/curta/sbpf_link.py) and the build script (scripts/build_program.py). A path
+# (programs/curta/sbpf_*.py) and the build script (scripts/build_program.py). A path
 # configuration file lets this environment's scripts and tests import them (`from sbpf_link
 # import link`, `from build_program import CFLAGS`) without editing sys.path.
 site=$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')

@@ -38,11 +38,10 @@ from curta_chain.artifact.convert import (
     write_artifact,
 )
 from curta_chain.artifact.decode import decode_artifact, read_artifact
-from curta_chain.artifact.encode import encode_parts
+from curta_chain.artifact.encode import ArtifactParts, encode_parts
 from curta_chain.artifact.hashing import INITIAL_HASH, HashStep, hash_steps, weights_hash
 from curta_chain.artifact.layout import HEADER_SIZE, TAG, MatrixDescriptor, ModelConfig
 from curta_chain.artifact.model import Artifact
-from curta_chain.artifact.parts import ArtifactParts
 
 __all__ = [
     "HEADER_SIZE",

@@ -5,12 +5,11 @@ import os
 import numpy as np
 
 from curta_chain.artifact.decode import decode_artifact
-from curta_chain.artifact.encode import encode_parts
+from curta_chain.artifact.encode import ArtifactParts, encode_parts
 from curta_chain.artifact.floats import FloatModel
 from curta_chain.artifact.layout import ModelConfig, matrix_name, oversized_matrix_section
 from curta_chain.artifact.llama2c import parse_checkpoint, parse_header
 from curta_chain.artifact.model import Artifact
-from curta_chain.artifact.parts import ArtifactParts
 from curta_chain.artifact.quantize import quantize_matrix
 from curta_chain.artifact.tables import (
     exp_table,

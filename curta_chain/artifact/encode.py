@@ -1,6 +1,12 @@
-"""Lay ``ArtifactParts`` out as the bytes of a CURTAW01 file, in the canonical layout."""
+"""The model in integers, and its bytes: ``encode_parts`` lays ``ArtifactParts`` out as CURTAW01.
+
+``ArtifactParts`` is what a conversion (``convert.py``: llama2.c, TEZW) or a decoded
+``Artifact`` (``Artifact.parts``) holds before it is laid out; ``encode_parts`` writes it in
+the canonical layout.
+"""
 
 import struct
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -15,16 +21,46 @@ from curta_chain.artifact.layout import (
     SECTION_ENTRY_SIZE,
     SECTION_TABLE_OFFSET,
     TAG,
+    ModelConfig,
     matrix_name,
     matrix_section_lengths,
     plan_blocks,
     plan_matrices,
     round_up,
 )
-from curta_chain.artifact.parts import ArtifactParts
 from curta_chain.artifact.tokenizer import sorted_token_ids
 from curta_chain.constants import MAX_SECTION_SIZE
 from curta_chain.errors import ArtifactError
+
+
+@dataclass(frozen=True, eq=False)
+class ArtifactParts:
+    """Everything an artifact holds, with its positions left to the canonical layout.
+
+    Attributes:
+        config: the model's shape.
+        tied: the classifier shares the embedding's bytes (stored once).
+        norm: (2 × layers + 1) × dim normalization weights, int32, 24 fractional bits.
+        rotary: seq_len × head_size rotary values, int32, 24 fractional bits.
+        exp: the 4,097-entry exponential table, uint32.
+        silu: the 4,097-entry SiLU table, int32.
+        inv_sqrt_head_size: 1/sqrt(head size) with 24 fractional bits.
+        score_keys: one u32 score key per token id.
+        tokens: the bytes of each token id.
+        matrices: each matrix's stored rows, a (rows, row length) uint8 array, in table
+            order; when ``tied``, entry 1 is ignored (pass the embedding again).
+    """
+
+    config: ModelConfig
+    tied: bool
+    norm: np.ndarray
+    rotary: np.ndarray
+    exp: np.ndarray
+    silu: np.ndarray
+    inv_sqrt_head_size: int
+    score_keys: np.ndarray
+    tokens: tuple[bytes, ...]
+    matrices: tuple[np.ndarray, ...]
 
 
 def _block(values: np.ndarray, dtype: str, count: int, what: str) -> memoryview:

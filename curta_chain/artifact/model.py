@@ -5,7 +5,7 @@ from typing import Any
 
 import numpy as np
 
-from curta_chain.artifact.encode import encode_parts
+from curta_chain.artifact.encode import ArtifactParts, encode_parts
 from curta_chain.artifact.hashing import weights_hash
 from curta_chain.artifact.layout import (
     BLOCK_NAMES,
@@ -14,7 +14,6 @@ from curta_chain.artifact.layout import (
     ModelConfig,
     matrix_name,
 )
-from curta_chain.artifact.parts import ArtifactParts
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""What transactions cost, as the node says (whether the payer can pay it: ``funds.py``).
+"""What transactions cost, as the node says (whether the payer can pay it: ``rent.require_funds``).
 
 The fee is what validators charge, whatever the node says: a node that inflates it only
 makes the cost shown (and the funds check) higher. Rent is ``rent.py``'s.

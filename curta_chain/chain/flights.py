@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 
 from solders.hash import Hash
 
+from curta_chain.chain.signature_statuses import Clock
 from curta_chain.chain.specs import TxSpec
-from curta_chain.chain.statuses import Clock
 
 RESEND_INTERVAL = 2.0
 """Seconds between two sends of the same bytes while the node has not seen them."""

@@ -31,7 +31,6 @@ from curta_chain.chain.accounts import ZERO_KEY, read_model, read_section, read_
 from curta_chain.chain.context import ChainContext
 from curta_chain.chain.features import TxVersion, select_tx_version
 from curta_chain.chain.fees import estimate_fees
-from curta_chain.chain.funds import require_funds
 from curta_chain.chain.keys import ClusterScope, model_keypair, weight_keypair
 from curta_chain.chain.plan import (
     NewAccount,
@@ -40,7 +39,7 @@ from curta_chain.chain.plan import (
     differing_pieces,
     interleave,
 )
-from curta_chain.chain.rent import plan_new_accounts
+from curta_chain.chain.rent import plan_new_accounts, require_funds
 from curta_chain.chain.rpc import RpcClient
 from curta_chain.chain.specs import TxSpec
 from curta_chain.constants import WEIGHT_HEADER_SIZE

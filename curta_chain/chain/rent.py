@@ -1,5 +1,6 @@
-"""Rent computed here, from the runtime's own formula; the node's answer is a cross-check.
+"""What new accounts cost, and whether the payer can pay: rent, new accounts, the funds check.
 
+Rent is computed here, from the runtime's own formula; the node's answer is a cross-check.
 Also the planning of new accounts: their rent, and whether their address already holds
 lamports someone sent (see ``NewAccount``).
 
@@ -10,6 +11,12 @@ lamports (agave's ``Rent::minimum_balance`` with its defaults: 128 bytes, 3,480 
 refused: a lying RPC node must not decide how much goes into each account. A node that
 asks for less is believed (a cluster could lower rent; an account funded too low is
 refused by the runtime and costs one fee), so the amount paid is the smaller of the two.
+
+Can the payer pay? Asked once, before anything is sent, by every command that spends:
+``deploy``, ``publish``, ``seal``, ``close``, ``close-run`` and ``run --on-chain`` each know
+what their plan costs before their first transaction; each calls ``require_funds`` with
+that amount, dry runs included, so a payer who cannot pay learns it (and by how much) in
+one line instead of by waiting for transactions that never land.
 """
 
 import asyncio
@@ -25,7 +32,8 @@ from curta_chain.constants import (
     RENT_EXEMPTION_YEARS,
     RENT_LAMPORTS_PER_BYTE_YEAR,
 )
-from curta_chain.errors import AccountError, NodeMismatchError
+from curta_chain.errors import AccountError, InsufficientFundsError, NodeMismatchError
+from curta_chain.reporting import sol
 
 
 def rent_exempt_minimum(size: int) -> int:
@@ -83,3 +91,24 @@ async def plan_new_accounts(
             existing = info.lamports
         out.append(NewAccount(address, size, rent, existing))
     return tuple(out)
+
+
+async def require_funds(client: RpcClient, payer: Pubkey, needed: int, doing: str) -> int:
+    """Return the payer's balance, which must be at least ``needed`` lamports.
+
+    Args:
+        client: the cluster's RPC client.
+        payer: who pays the fees and the rent.
+        needed: what the plan costs in lamports, rent and fees.
+        doing: what needs them, as in "publishing costs" or "deploying needs".
+
+    Raises:
+        InsufficientFundsError: the balance is short; names by how much. Nothing was sent.
+    """
+    balance = await client.balance(payer)
+    if balance < needed:
+        raise InsufficientFundsError(
+            f"payer {payer} has {sol(balance)}; {doing} {sol(needed)} (short by "
+            f"{sol(needed - balance)}); nothing was sent"
+        )
+    return balance

@@ -38,9 +38,8 @@ from curta_chain.chain.context import ChainContext
 from curta_chain.chain.features import select_tx_version
 from curta_chain.chain.fees import estimate_fees
 from curta_chain.chain.fetch import fetch_artifact
-from curta_chain.chain.funds import require_funds
 from curta_chain.chain.keys import ClusterScope, run_keypair
-from curta_chain.chain.rent import plan_new_accounts
+from curta_chain.chain.rent import plan_new_accounts, require_funds
 from curta_chain.chain.rpc import RpcClient
 from curta_chain.chain.run_pipeline import OnChainRun, RunFlow, crank, landed_steps
 from curta_chain.chain.sender import wait_for_signature

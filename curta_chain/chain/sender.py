@@ -3,7 +3,7 @@
 ``Sender.send`` takes transactions as specs (instructions and extra signers), signs them
 with a recent blockhash and keeps up to ``window`` of them in flight. Sends go out as
 JSON-RPC batches (``rpc.py`` sizes them to what the provider takes); statuses are polled
-256 signatures a call (``statuses.py``, the one status poller, which
+256 signatures a call (``signature_statuses.py``, the one status poller, which
 ``wait_for_signature`` also uses).
 
 The sender owns the retries, as Solana's guide to retrying transactions recommends and
@@ -48,14 +48,14 @@ from solders.keypair import Keypair
 from curta_chain.chain.flights import RESEND_INTERVAL, Flight, Round, SendStats
 from curta_chain.chain.refusals import blockhash_unknown, funds_failure, preflight_funds, went
 from curta_chain.chain.rpc import RpcClient
-from curta_chain.chain.specs import TxSpec, sign
-from curta_chain.chain.statuses import (
+from curta_chain.chain.signature_statuses import (
     POLL_INTERVAL,
     Clock,
     StatusPoller,
     default_poll_interval,
 )
-from curta_chain.chain.statuses import wait_for_signature as wait_for_signature
+from curta_chain.chain.signature_statuses import wait_for_signature as wait_for_signature
+from curta_chain.chain.specs import TxSpec, sign
 from curta_chain.compute_budget import LAMPORTS_PER_SIGNATURE
 from curta_chain.constants import COMMITMENT_RANK
 from curta_chain.errors import (

@@ -148,7 +148,7 @@ def _publish(args: argparse.Namespace) -> int:
     hint = resume_hint(args, "publish", args.artifact)
 
     async def body(target: Cluster, chain: "Connection") -> int:
-        from curta_chain.cli.confirm import confirm_spend
+        from curta_chain.cli.options import confirm_spend
 
         ctx = _context(args, target, chain, hint)
         client, payer = ctx.client, ctx.payer
@@ -267,9 +267,9 @@ def _seal(args: argparse.Namespace) -> int:
 
     async def body(target: Cluster, chain: "Connection") -> int:
         from curta_chain.chain.accounts import require_model
-        from curta_chain.chain.funds import require_funds
-        from curta_chain.chain.status import read_status
-        from curta_chain.cli.confirm import confirm_spend
+        from curta_chain.chain.model_status import read_status
+        from curta_chain.chain.rent import require_funds
+        from curta_chain.cli.options import confirm_spend
 
         chain = await target.follow_owner(chain, address)
         ctx = _context(args, target, chain, hint)
@@ -338,9 +338,9 @@ def _close(args: argparse.Namespace) -> int:
 
     async def body(target: Cluster, chain: "Connection") -> int:
         from curta_chain.chain.close import close, close_cost
-        from curta_chain.chain.funds import require_funds
-        from curta_chain.chain.status import read_status
-        from curta_chain.cli.confirm import confirm_spend
+        from curta_chain.chain.model_status import read_status
+        from curta_chain.chain.rent import require_funds
+        from curta_chain.cli.options import confirm_spend
 
         chain = await target.follow_owner(chain, address)
         ctx = _context(args, target, chain, hint)

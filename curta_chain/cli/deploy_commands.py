@@ -64,8 +64,8 @@ def _deploy(args: argparse.Namespace) -> int:
     from curta_chain.chain.features import select_build
     from curta_chain.chain.fees import priced
     from curta_chain.chain.keys import default_program_keypair
-    from curta_chain.cli.confirm import confirm_spend
     from curta_chain.cli.keypairs import load_keypair
+    from curta_chain.cli.options import confirm_spend
     from curta_chain.cli.solana_config import default_config_path, record_program_id
     from curta_chain.errors import ConfigError, CurtaError
 

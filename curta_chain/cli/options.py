@@ -9,7 +9,10 @@
   ``--program-hash``, ``-C``, ``--rpc-timeout``, ``--rpc-rps``, ``--rpc-batch`` and
   ``--output``, resolved against the
   Solana CLI config into a ``Cluster`` (which resolves signers, see ``signers.py``);
-  ``add_yes_option`` for commands that spend.
+  ``add_yes_option`` for commands that spend, and ``confirm_spend``, which off the embedded
+  localnet asks ``Spend ...? [y/N]`` on the terminal before the first transaction (the plan
+  and its cost printed first; ``--yes`` skips it; with no terminal and no ``--yes`` the
+  command stops before sending anything).
 - ``running.py`` runs a command's body against the cluster (``run_on_cluster``).
 
 Nothing here imports solders, httpx or the program client at module level: ``curta-chain
@@ -24,12 +27,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from curta_chain.chain.cluster import is_localnet
 from curta_chain.cli import solana_config
 from curta_chain.cli.console import ConsoleReporter
 from curta_chain.cli.signers import Signers
 from curta_chain.constants import COMMITMENTS, GIVE_UP_AFTER
-from curta_chain.errors import ConfigError
-from curta_chain.reporting import Reporter
+from curta_chain.errors import ConfigError, NotConfirmedError
+from curta_chain.reporting import Reporter, sol
 
 if TYPE_CHECKING:
     from solders.keypair import Keypair
@@ -170,6 +174,30 @@ def add_yes_option(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="off a localnet, spend without asking for confirmation on the terminal",
     )
+
+
+def confirm_spend(
+    args: argparse.Namespace, url: str, genesis_hash: str, lamports: int, what: str
+) -> None:
+    """Return once spending ``lamports`` on ``what`` is confirmed (or needs no confirmation).
+
+    No question is asked on the embedded localnet or with ``--yes``.
+
+    Raises:
+        NotConfirmedError: the answer was not yes, or there is no terminal and no ``--yes``.
+    """
+    if is_localnet(genesis_hash) or args.yes:
+        return
+    cost = sol(lamports)
+    if not sys.stdin.isatty():
+        raise NotConfirmedError(
+            f"{url} is not a localnet and there is no terminal to confirm spending {cost} on "
+            f"{what}: pass --yes to spend it; nothing was sent"
+        )
+    print(f"Spend {cost} on {what} on {url}? [y/N] ", end="", file=sys.stderr, flush=True)
+    answer = sys.stdin.readline().strip().lower()
+    if answer not in ("y", "yes"):
+        raise NotConfirmedError(f"not confirmed ({answer or 'no answer'}): nothing was sent")
 
 
 def add_config_options(parser: argparse.ArgumentParser) -> None:

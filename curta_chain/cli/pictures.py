@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from curta_chain.chain.status import ModelStatus, SectionStatus
+    from curta_chain.chain.model_status import ModelStatus, SectionStatus
     from curta_chain.chain.verify import VerifyReport
 
 BAR_COLUMNS = 62

@@ -27,8 +27,8 @@ from curta_chain.cli.running import resolve_url, run_on_cluster
 from curta_chain.reporting import counted, sol
 
 if TYPE_CHECKING:
+    from curta_chain.chain.model_status import ModelStatus
     from curta_chain.chain.session import Connection
-    from curta_chain.chain.status import ModelStatus
     from curta_chain.chain.verify import VerifyReport
     from curta_chain.reporting import Reporter
 
@@ -218,7 +218,7 @@ def _status(args: argparse.Namespace) -> int:
     target = resolve(args, reporter)
 
     async def body(target: Cluster, chain: "Connection") -> int:
-        from curta_chain.chain.status import read_status
+        from curta_chain.chain.model_status import read_status
 
         address = parse_pubkey(args.model, "model")
         chain = await target.follow_owner(chain, address)
@@ -294,7 +294,7 @@ def _models(args: argparse.Namespace) -> int:
 
     async def body(target: Cluster, chain: "Connection") -> int:
         from curta_chain.chain.accounts import find_models
-        from curta_chain.chain.status import model_balances
+        from curta_chain.chain.model_status import model_balances
 
         authority = None
         if not args.all:

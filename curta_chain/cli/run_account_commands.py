@@ -125,9 +125,9 @@ def _close_run(args: argparse.Namespace) -> int:
     hint = f"rerun `{next_command(args, 'close-run', address)}`"
 
     async def body(target: Cluster, chain: "Connection") -> int:
-        from curta_chain.chain.funds import require_funds
+        from curta_chain.chain.rent import require_funds
         from curta_chain.chain.runs import close_run, close_run_cost
-        from curta_chain.cli.confirm import confirm_spend
+        from curta_chain.cli.options import confirm_spend
 
         chain = await target.follow_owner(chain, address)
         ctx = _context(args, target, chain, hint)

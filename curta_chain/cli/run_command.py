@@ -246,7 +246,7 @@ def _run_on_chain(args: argparse.Namespace, settings: "SamplingSettings") -> int
 
     async def main(target: Cluster, chain: "Connection") -> int:
         from curta_chain.chain.context import ChainContext
-        from curta_chain.cli.confirm import confirm_spend
+        from curta_chain.cli.options import confirm_spend
 
         chain = await target.follow_owner(chain, address)
 

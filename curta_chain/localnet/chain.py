@@ -50,7 +50,7 @@ from curta_chain.localnet.features import BEFORE_AGAVE_4, Features
 from curta_chain.localnet.ledger import Ledger
 from curta_chain.localnet.outcomes import SendOutcome
 from curta_chain.localnet.parsed import GENESIS_ACCOUNTS
-from curta_chain.localnet.program_binary import find_program_binary
+from curta_chain.program.builds import find_program_binary
 
 FAUCET_SEED = b"curta-chain localnet faucet"
 IDENTITY_SEED = b"curta-chain localnet identity"

@@ -54,6 +54,11 @@ PROGRAM_BINARY: Path = PROGRAM_DIR / BUILDS[0].file_name
 """The SBPF v0 build, the one a localnet preloads (every runtime here runs it)."""
 
 
+def find_program_binary() -> Path | None:
+    """Return ``PROGRAM_BINARY``, or None when this install has none (nothing to preload)."""
+    return PROGRAM_BINARY if PROGRAM_BINARY.is_file() else None
+
+
 @dataclass(frozen=True)
 class ShippedProgram:
     """One build of the curta program in this package."""

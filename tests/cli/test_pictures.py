@@ -2,7 +2,7 @@
 
 from solders.pubkey import Pubkey
 
-from curta_chain.chain.status import ModelStatus, SectionStatus, bytes_sealed
+from curta_chain.chain.model_status import ModelStatus, SectionStatus, bytes_sealed
 from curta_chain.cli.pictures import BAR_COLUMNS, columns_for, section_bar
 from curta_chain.program import ModelAccount, ModelState
 from curta_chain.program.accounts import SectionSlot

@@ -18,7 +18,7 @@ from solders.keypair import Keypair
 
 from curta_chain.artifact import Artifact
 from curta_chain.chain.rpc import RpcClient
-from curta_chain.chain.statuses import wait_for_signature
+from curta_chain.chain.signature_statuses import wait_for_signature
 from curta_chain.chain.transport import HttpTransport
 from curta_chain.constants import LAMPORTS_PER_SOL
 from curta_chain.localnet import LocalnetHandle
