@@ -1,9 +1,9 @@
 """What a provider does that the localnet does not: refuse an oversized batch call by call,
 bill a history search per status, forget statuses a run long past sent.
 
-- ``publish`` of stories260K through a provider that takes batches of 100 finishes,
-  whichever way it refuses the 128-call batches (HTTP 413, an error object for the batch,
-  or a list of one alike error per call): each halves the batch.
+- ``publish`` of stories260K through a provider that takes batches of 32 finishes,
+  whichever way it refuses a larger batch (its 93 v1 writes go as one: HTTP 413, an error
+  object for the batch, or a list of one alike error per call): each halves the batch.
 - The publish path polls the status cache: no getSignatureStatuses of its asks
   ``searchTransactionHistory``; a signature the cache no longer holds (a rerun's) is still
   found, by one history search.
@@ -23,6 +23,8 @@ from curta_chain.chain.transport import HttpTransport
 from curta_chain.constants import LAMPORTS_PER_SOL
 from curta_chain.localnet import LocalnetHandle
 
+MAX_BATCH = 32
+"""The provider's cap: under stories260K's 93 v1 writes, which the sender batches whole."""
 PUBLISH_DEADLINE = 120.0
 """Seconds a publish of stories260K may take through the limited provider (clean: ~3 s)."""
 
@@ -38,7 +40,7 @@ def artifact_file(tmp_path_factory, stories260k: Artifact) -> Path:
 def test_publish_halves_every_form_of_batch_refusal_and_finishes(
     localnet: LocalnetHandle, tmp_path, artifact_file, refusal
 ):
-    proxy = FaultProxy(localnet.url, provider=Provider(max_batch=100, batch_refusal=refusal))
+    proxy = FaultProxy(localnet.url, provider=Provider(max_batch=MAX_BATCH, batch_refusal=refusal))
     proxy.start()
     try:
         keypair = fund(localnet.url, Keypair(), 20 * LAMPORTS_PER_SOL, tmp_path)
