@@ -32,7 +32,7 @@ ACCOUNT_STORAGE_OVERHEAD: Final = 128
 
 # The embedded localnet. Its program id is an address off the ed25519 curve, so no keypair
 # exists for it and nobody can deploy there on any cluster; the localnet preloads the program
-# at it (so does localnet/start-test-validator.sh). Its genesis hash is fixed: that is how
+# at it (so does scripts/start-test-validator.sh). Its genesis hash is fixed: that is how
 # curta-chain tells the embedded localnet from any other cluster, whatever its URL.
 LOCALNET_PROGRAM_ID: Final = "CurtaLoca1netProgram111111111111111111111111"
 LOCALNET_GENESIS_HASH: Final = "CurtaLoca1netGenesis111111111111111111111111"

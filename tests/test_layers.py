@@ -58,5 +58,5 @@ def test_the_localnet_command_still_reaches_the_localnet_when_run():
     # The check above would pass vacuously if nothing could load the localnet: its own
     # command does, once its function asks for it.
     loaded = loaded_after_importing([LOCALNET_ENTRY, "curta_chain.localnet"])
-    assert "curta_chain.localnet.chain" in loaded
+    assert "curta_chain.localnet.node" in loaded
     assert "aiohttp" in loaded

@@ -1,5 +1,8 @@
 """Publishing, planned without the network: addresses, what to create, what to write.
 
+``plan_from_state`` makes the ``PublishPlan`` from a ``PublishState`` (what
+``publish.read_state`` read from the chain) and the artifact alone.
+
 Everything here is a pure function of the artifact, the authority's keypair and what the
 chain already holds, so a plan can be built, printed and tested before anything is sent.
 
@@ -15,8 +18,13 @@ from dataclasses import dataclass
 import numpy as np
 from solders.pubkey import Pubkey
 
+from curta_chain import program
+from curta_chain.artifact import Artifact
+from curta_chain.chain.accounts import ZERO_KEY
 from curta_chain.chain.features import TxVersion
 from curta_chain.chain.keys import ClusterScope
+from curta_chain.errors import AccountError
+from curta_chain.program import ModelState
 
 
 @dataclass(frozen=True)
@@ -176,3 +184,120 @@ class PublishPlan:
             "fee_lamports": self.fee_lamports,
             "new_accounts": [account.to_json() for account in self.new_accounts],
         }
+
+
+@dataclass(frozen=True)
+class PublishState:
+    """What the chain holds for one artifact and authority: all a plan is made from.
+
+    ``read_state`` reads it; ``plan_from_state`` plans from it without the network.
+    """
+
+    scope: ClusterScope
+    model_address: Pubkey
+    derived_weights: tuple[Pubkey, ...]
+    """Each section's derived weight account address (used where a slot is unbound)."""
+    model: program.ModelAccount | None
+    """The model at its derived address; None while nothing (or only lamports) is there."""
+    sections: tuple[bytes | None, ...]
+    """The chain's bytes of each section; None where nothing was read (a new account, or a
+    model that takes no writes)."""
+    frozen: tuple[int, ...]
+    """A failed model's sections whose weight account is still frozen."""
+    funding: tuple[NewAccount, ...]
+    """The accounts a plan may create: each one's checked rent and the lamports it holds."""
+
+
+def plan_from_state(
+    state: PublishState,
+    artifact: Artifact,
+    authority: Pubkey,
+    payload: int,
+    tx_version: TxVersion = "legacy",
+) -> PublishPlan:
+    """Plan publishing ``artifact`` from what the chain holds; no network, fees left at 0.
+
+    ``payload`` is the weight bytes one write carries (``Budget.write_payload``) in a
+    ``tx_version`` transaction. The pieces are cut at ``payload`` whatever cut an earlier
+    run made: what differs is found by comparing bytes, so a legacy run resumes as v1 and
+    the other way round.
+
+    Raises:
+        AccountError: the model at the derived address is another authority's, declares
+            another hash or other section lengths, or is being closed.
+    """
+    weights_hash = artifact.weights_hash()
+    lengths = tuple(len(s) for s in artifact.sections)
+    model, address = state.model, state.model_address
+    if model is None:
+        status, accounts, create = "new", state.derived_weights, tuple(range(len(lengths)))
+        chain_sections: Sequence[bytes | None] = state.sections
+    else:
+        why = mismatch(address, model, authority, weights_hash, lengths)
+        if why is not None:
+            raise AccountError(why)
+        if model.state == ModelState.CLOSING:
+            raise AccountError(
+                f"model {address} is being closed: finish `curta-chain close "
+                f"{address}`, then publish again"
+            )
+        status = model.state.name.lower()
+        accounts = tuple(
+            slot.weight_account if slot.weight_account != ZERO_KEY else state.derived_weights[i]
+            for i, slot in enumerate(model.sections)
+        )
+        create = tuple(i for i, s in enumerate(model.sections) if s.weight_account == ZERO_KEY)
+        # Sealed is final, and a seal under way is left to finish (a failed one is reopened
+        # by the next publish): neither takes writes.
+        takes_writes = model.state in (ModelState.UPLOADING, ModelState.FAILED)
+        chain_sections = state.sections if takes_writes else list(artifact.sections)
+    writes = interleave(
+        [
+            differing_pieces(i, bytes(section), chain_sections[i], payload)
+            for i, section in enumerate(artifact.sections)
+        ]
+    )
+    created = ([address] if model is None else []) + [accounts[i] for i in create]
+    funding = {account.address: account for account in state.funding}
+    return PublishPlan(
+        model=address,
+        weights_hash=weights_hash,
+        scope=state.scope,
+        section_lengths=lengths,
+        weight_accounts=accounts,
+        state=status,
+        create_model=model is None,
+        reopen_sections=state.frozen
+        if model is not None and model.state == ModelState.FAILED
+        else (),
+        create_sections=create,
+        writes=tuple(writes),
+        payload_per_write=payload,
+        new_accounts=tuple(funding[a] for a in created),
+        fee_lamports=0,
+        tx_version=tx_version,
+    )
+
+
+def mismatch(
+    address: Pubkey,
+    model: program.ModelAccount,
+    authority: Pubkey,
+    weights_hash: bytes,
+    lengths: tuple[int, ...],
+) -> str | None:
+    """Why the model at ``address`` is not this artifact's under ``authority`` (None: it is)."""
+    if model.authority != authority:
+        return f"model {address} belongs to {model.authority}, not to {authority}"
+    if model.declared_hash != weights_hash:
+        return (
+            f"model {address} declares hash {model.declared_hash.hex()}, the artifact's is "
+            f"{weights_hash.hex()}"
+        )
+    chain_lengths = tuple(slot.length for slot in model.sections)
+    if chain_lengths != lengths:
+        return (
+            f"model {address} has section lengths {list(chain_lengths)}, "
+            f"the artifact {list(lengths)}"
+        )
+    return None

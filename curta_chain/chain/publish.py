@@ -9,8 +9,8 @@ frozen (a rerun after a crash reopens only the rest); a sealing or sealed one ta
 is refused.
 
 Planning is split as the data flows: ``read_state`` reads what the chain holds (the only
-I/O), ``plan_from_state`` decides what to create, reopen and write from it alone (pure, so
-unit tests build states by hand), and ``plan_publish`` adds the fees the node asks.
+I/O), ``plan.plan_from_state`` decides what to create, reopen and write from it alone (pure,
+so unit tests build states by hand), and ``plan_publish`` adds the fees the node asks.
 
 With a fee payer other than the authority (``ChainContext.fee_payer``), the fee payer pays
 the fees and the rent of what is created, as ``solana program deploy --fee-payer`` does;
@@ -19,7 +19,6 @@ the authority signs what it must.
 
 import asyncio
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from solders.pubkey import Pubkey
@@ -29,15 +28,17 @@ from curta_chain import program
 from curta_chain.artifact import Artifact
 from curta_chain.chain.accounts import ZERO_KEY, read_model, read_section, read_weight_header
 from curta_chain.chain.context import ChainContext
-from curta_chain.chain.features import TxVersion, select_tx_version
+from curta_chain.chain.features import select_tx_version
 from curta_chain.chain.fees import estimate_fees
 from curta_chain.chain.keys import ClusterScope, model_keypair, weight_keypair
 from curta_chain.chain.plan import (
     NewAccount,
     PublishPlan,
+    PublishState,
     WritePiece,
     differing_pieces,
-    interleave,
+    mismatch,
+    plan_from_state,
 )
 from curta_chain.chain.rent import plan_new_accounts, require_funds
 from curta_chain.chain.rpc import RpcClient
@@ -115,28 +116,6 @@ class PublishResult:
         }
 
 
-@dataclass(frozen=True)
-class PublishState:
-    """What the chain holds for one artifact and authority: all a plan is made from.
-
-    ``read_state`` reads it; ``plan_from_state`` plans from it without the network.
-    """
-
-    scope: ClusterScope
-    model_address: Pubkey
-    derived_weights: tuple[Pubkey, ...]
-    """Each section's derived weight account address (used where a slot is unbound)."""
-    model: program.ModelAccount | None
-    """The model at its derived address; None while nothing (or only lamports) is there."""
-    sections: tuple[bytes | None, ...]
-    """The chain's bytes of each section; None where nothing was read (a new account, or a
-    model that takes no writes)."""
-    frozen: tuple[int, ...]
-    """A failed model's sections whose weight account is still frozen."""
-    funding: tuple[NewAccount, ...]
-    """The accounts a plan may create: each one's checked rent and the lamports it holds."""
-
-
 async def read_state(ctx: ChainContext, artifact: Artifact) -> PublishState:
     """Read what the chain holds for ``artifact`` under ``ctx``'s authority and program.
 
@@ -164,7 +143,7 @@ async def read_state(ctx: ChainContext, artifact: Artifact) -> PublishState:
         unbound.append((model_address, program.MODEL_ACCOUNT_SIZE))
         unbound += [(derived[i], WEIGHT_HEADER_SIZE + n) for i, n in enumerate(lengths)]
     elif model.state != ModelState.CLOSING and (
-        _mismatch(model_address, model, authority.pubkey(), weights_hash, lengths) is None
+        mismatch(model_address, model, authority.pubkey(), weights_hash, lengths) is None
     ):
         slots = model.sections
         bound = [i for i, slot in enumerate(slots) if slot.weight_account != ZERO_KEY]
@@ -187,77 +166,6 @@ async def read_state(ctx: ChainContext, artifact: Artifact) -> PublishState:
             frozen = tuple(bound[i] for i in still)
     funding = await plan_new_accounts(client, unbound) if unbound else ()
     return PublishState(scope, model_address, derived, model, tuple(sections), frozen, funding)
-
-
-def plan_from_state(
-    state: PublishState,
-    artifact: Artifact,
-    authority: Pubkey,
-    payload: int,
-    tx_version: TxVersion = "legacy",
-) -> PublishPlan:
-    """Plan publishing ``artifact`` from what the chain holds; no network, fees left at 0.
-
-    ``payload`` is the weight bytes one write carries (``Budget.write_payload``) in a
-    ``tx_version`` transaction. The pieces are cut at ``payload`` whatever cut an earlier
-    run made: what differs is found by comparing bytes, so a legacy run resumes as v1 and
-    the other way round.
-
-    Raises:
-        AccountError: the model at the derived address is another authority's, declares
-            another hash or other section lengths, or is being closed.
-    """
-    weights_hash = artifact.weights_hash()
-    lengths = tuple(len(s) for s in artifact.sections)
-    model, address = state.model, state.model_address
-    if model is None:
-        status, accounts, create = "new", state.derived_weights, tuple(range(len(lengths)))
-        chain_sections: Sequence[bytes | None] = state.sections
-    else:
-        mismatch = _mismatch(address, model, authority, weights_hash, lengths)
-        if mismatch is not None:
-            raise AccountError(mismatch)
-        if model.state == ModelState.CLOSING:
-            raise AccountError(
-                f"model {address} is being closed: finish `curta-chain close "
-                f"{address}`, then publish again"
-            )
-        status = model.state.name.lower()
-        accounts = tuple(
-            slot.weight_account if slot.weight_account != ZERO_KEY else state.derived_weights[i]
-            for i, slot in enumerate(model.sections)
-        )
-        create = tuple(i for i, s in enumerate(model.sections) if s.weight_account == ZERO_KEY)
-        # Sealed is final, and a seal under way is left to finish (a failed one is reopened
-        # by the next publish): neither takes writes.
-        takes_writes = model.state in (ModelState.UPLOADING, ModelState.FAILED)
-        chain_sections = state.sections if takes_writes else list(artifact.sections)
-    writes = interleave(
-        [
-            differing_pieces(i, bytes(section), chain_sections[i], payload)
-            for i, section in enumerate(artifact.sections)
-        ]
-    )
-    created = ([address] if model is None else []) + [accounts[i] for i in create]
-    funding = {account.address: account for account in state.funding}
-    return PublishPlan(
-        model=address,
-        weights_hash=weights_hash,
-        scope=state.scope,
-        section_lengths=lengths,
-        weight_accounts=accounts,
-        state=status,
-        create_model=model is None,
-        reopen_sections=state.frozen
-        if model is not None and model.state == ModelState.FAILED
-        else (),
-        create_sections=create,
-        writes=tuple(writes),
-        payload_per_write=payload,
-        new_accounts=tuple(funding[a] for a in created),
-        fee_lamports=0,
-        tx_version=tx_version,
-    )
 
 
 async def plan_publish(ctx: ChainContext, artifact: Artifact) -> PublishPlan:
@@ -391,30 +299,6 @@ async def frozen_differences(
         for i, section in enumerate(artifact.sections)
         for piece in differing_pieces(i, bytes(section), chain[i], plan.payload_per_write)
     ]
-
-
-def _mismatch(
-    address: Pubkey,
-    model: program.ModelAccount,
-    authority: Pubkey,
-    weights_hash: bytes,
-    lengths: tuple[int, ...],
-) -> str | None:
-    """Why the model at ``address`` is not this artifact's under ``authority`` (None: it is)."""
-    if model.authority != authority:
-        return f"model {address} belongs to {model.authority}, not to {authority}"
-    if model.declared_hash != weights_hash:
-        return (
-            f"model {address} declares hash {model.declared_hash.hex()}, the artifact's is "
-            f"{weights_hash.hex()}"
-        )
-    chain_lengths = tuple(slot.length for slot in model.sections)
-    if chain_lengths != lengths:
-        return (
-            f"model {address} has section lengths {list(chain_lengths)}, "
-            f"the artifact {list(lengths)}"
-        )
-    return None
 
 
 async def _existing_model(

@@ -12,6 +12,15 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from curta_chain.cli.cluster_runner import (
+    U64_MAX,
+    add_price_option,
+    add_tx_version_option,
+    budget_for,
+    describe_price,
+    run_on_cluster,
+    run_with_client,
+)
 from curta_chain.cli.options import (
     ARTIFACT_HELP,
     MODEL_HELP,
@@ -26,15 +35,6 @@ from curta_chain.cli.options import (
     read_artifact_file,
     resolve,
     resume_hint,
-)
-from curta_chain.cli.running import (
-    U64_MAX,
-    add_price_option,
-    add_tx_version_option,
-    budget_for,
-    describe_price,
-    run_on_cluster,
-    run_with_client,
 )
 from curta_chain.reporting import counted, sol
 

@@ -4,6 +4,13 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from curta_chain.cli.cluster_runner import (
+    add_price_option,
+    add_tx_version_option,
+    budget_for,
+    describe_price,
+    run_with_client,
+)
 from curta_chain.cli.options import (
     Cluster,
     add_cluster_options,
@@ -12,13 +19,6 @@ from curta_chain.cli.options import (
     make_reporter,
     resolve,
     resume_hint,
-)
-from curta_chain.cli.running import (
-    add_price_option,
-    add_tx_version_option,
-    budget_for,
-    describe_price,
-    run_with_client,
 )
 
 if TYPE_CHECKING:  # the loader and the program load when deploy runs, not for --help

@@ -13,7 +13,7 @@
   localnet asks ``Spend ...? [y/N]`` on the terminal before the first transaction (the plan
   and its cost printed first; ``--yes`` skips it; with no terminal and no ``--yes`` the
   command stops before sending anything).
-- ``running.py`` runs a command's body against the cluster (``run_on_cluster``).
+- ``cluster_runner.py`` runs a command's body against the cluster (``run_on_cluster``).
 
 Nothing here imports solders, httpx or the program client at module level: ``curta-chain
 --help`` must not pay for them.

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from curta_chain.cli.cluster_runner import resolve_url, run_on_cluster
 from curta_chain.cli.options import (
     ARTIFACT_HELP,
     MODEL_HELP,
@@ -23,7 +24,6 @@ from curta_chain.cli.options import (
     read_artifact_file,
     resolve,
 )
-from curta_chain.cli.running import resolve_url, run_on_cluster
 from curta_chain.reporting import counted, sol
 
 if TYPE_CHECKING:

@@ -8,6 +8,7 @@ imports the library inside its run functions.
 import argparse
 from typing import TYPE_CHECKING
 
+from curta_chain.cli.cluster_runner import add_price_option, budget_for, run_on_cluster
 from curta_chain.cli.options import (
     Cluster,
     add_cluster_options,
@@ -18,7 +19,6 @@ from curta_chain.cli.options import (
     parse_pubkey,
     resolve,
 )
-from curta_chain.cli.running import add_price_option, budget_for, run_on_cluster
 from curta_chain.reporting import counted, sol
 
 if TYPE_CHECKING:

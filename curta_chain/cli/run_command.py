@@ -12,6 +12,12 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from curta_chain.cli.cluster_runner import (
+    add_price_option,
+    add_tx_version_option,
+    budget_for,
+    run_on_cluster,
+)
 from curta_chain.cli.console import ConsoleReporter
 from curta_chain.cli.options import (
     Cluster,
@@ -23,12 +29,6 @@ from curta_chain.cli.options import (
     parse_pubkey,
     resolve,
     resume_hint,
-)
-from curta_chain.cli.running import (
-    add_price_option,
-    add_tx_version_option,
-    budget_for,
-    run_on_cluster,
 )
 from curta_chain.constants import ACCOUNT_CU_LIMIT, DEFAULT_STEPS
 from curta_chain.reporting import counted, sol

@@ -26,7 +26,6 @@ off by default; docs/localnet.md describes it.
 """
 
 from curta_chain.localnet.busy import BusyOptions
-from curta_chain.localnet.chain import Localnet
 from curta_chain.localnet.clock import ManualClock
 from curta_chain.localnet.lifecycle import (
     LocalnetHandle,
@@ -34,6 +33,7 @@ from curta_chain.localnet.lifecycle import (
     serve,
     start_in_thread,
 )
+from curta_chain.localnet.node import Localnet
 from curta_chain.localnet.outcomes import Landed, Queued, Refused
 
 __all__ = [

@@ -13,8 +13,8 @@ from typing import Any
 import based58
 from solders.pubkey import Pubkey
 
-from curta_chain.localnet.chain import Localnet
 from curta_chain.localnet.codec import encode_account
+from curta_chain.localnet.node import Localnet
 from curta_chain.localnet.params import (
     Params,
     account_encoding_param,

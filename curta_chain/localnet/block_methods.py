@@ -13,9 +13,9 @@ oldest whose transactions are still kept) up to the slot of the commitment asked
 from typing import Any
 
 from curta_chain.constants import FINALIZED_DEPTH
-from curta_chain.localnet.chain import Localnet
 from curta_chain.localnet.clock import SLOTS_PER_EPOCH
 from curta_chain.localnet.commitment import confirmation
+from curta_chain.localnet.node import Localnet
 from curta_chain.localnet.params import (
     Params,
     commitment_param,

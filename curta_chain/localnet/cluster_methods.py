@@ -15,8 +15,8 @@ from typing import Any
 from solders.clock import MAX_PROCESSING_AGE
 from solders.message import from_bytes_versioned
 
-from curta_chain.localnet.chain import Localnet
 from curta_chain.localnet.clock import SLOTS_PER_EPOCH
+from curta_chain.localnet.node import Localnet
 from curta_chain.localnet.params import (
     SOLANA_CORE_VERSION,
     Params,

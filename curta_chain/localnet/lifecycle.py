@@ -26,9 +26,9 @@ from solders.pubkey import Pubkey
 from curta_chain.constants import LOCALNET_PORT
 from curta_chain.errors import LocalnetError
 from curta_chain.localnet.busy import NOT_BUSY, BusyOptions
-from curta_chain.localnet.chain import DEFAULT_SNAPSHOT_BYTES, Localnet
 from curta_chain.localnet.clock import SLOT_SECONDS
 from curta_chain.localnet.features import unknown_feature_warning
+from curta_chain.localnet.node import DEFAULT_SNAPSHOT_BYTES, Localnet
 from curta_chain.localnet.pubsub import PubSub
 from curta_chain.localnet.server import MAX_REQUEST_BYTES, RpcServer
 from curta_chain.reporting import NullReporter, Reporter, counted

@@ -19,7 +19,7 @@ from curta_chain.localnet import (
     token_methods,
     transaction_methods,
 )
-from curta_chain.localnet.chain import Localnet
+from curta_chain.localnet.node import Localnet
 from curta_chain.localnet.params import Params
 
 Method = Callable[[Localnet, Params], Any]

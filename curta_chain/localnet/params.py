@@ -12,7 +12,7 @@ from solders.pubkey import Pubkey
 from solders.signature import Signature
 
 from curta_chain.constants import COMMITMENTS
-from curta_chain.localnet.chain import Localnet
+from curta_chain.localnet.node import Localnet
 from curta_chain.localnet.rpc_errors import (
     MIN_CONTEXT_SLOT_NOT_REACHED,
     RpcMethodError,

@@ -12,8 +12,8 @@ from solders.account import Account
 from solders.pubkey import Pubkey
 
 from curta_chain.errors import LocalnetError
-from curta_chain.localnet.chain import Localnet
 from curta_chain.localnet.ledger import RECORD_TRANSACTION, Ledger, Snapshot, SnapshotAccount
+from curta_chain.localnet.node import Localnet
 
 
 def restore(localnet: Localnet, ledger: Ledger) -> None:

@@ -32,8 +32,8 @@ from solders.pubkey import Pubkey
 
 from curta_chain.constants import FINALIZED_DEPTH
 from curta_chain.localnet.account_methods import program_filters, ui_account
-from curta_chain.localnet.chain import Localnet
 from curta_chain.localnet.commitment import reached
+from curta_chain.localnet.node import Localnet
 from curta_chain.localnet.outcomes import Landed
 from curta_chain.localnet.params import (
     SOLANA_CORE_VERSION,

@@ -18,8 +18,8 @@ from aiohttp import web
 
 from curta_chain.errors import CurtaError, LocalnetError
 from curta_chain.localnet.busy import RateLimit
-from curta_chain.localnet.chain import Localnet
 from curta_chain.localnet.methods import METHODS, WRITE_METHODS
+from curta_chain.localnet.node import Localnet
 from curta_chain.localnet.persistence import begin_snapshot
 from curta_chain.localnet.pubsub import PubSub
 from curta_chain.localnet.rpc_errors import (

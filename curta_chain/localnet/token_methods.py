@@ -13,7 +13,7 @@ from typing import Any
 from solders.pubkey import Pubkey
 
 from curta_chain.localnet.account_methods import program_filters, ui_account
-from curta_chain.localnet.chain import Localnet
+from curta_chain.localnet.node import Localnet
 from curta_chain.localnet.params import (
     Params,
     account_encoding_param,

@@ -14,7 +14,6 @@ from solders.transaction import VersionedTransaction
 
 from curta_chain.constants import MAX_SIGNATURE_STATUSES
 from curta_chain.localnet.account_methods import ui_account
-from curta_chain.localnet.chain import Localnet
 from curta_chain.localnet.codec import (
     AnyMessage,
     decode_transaction,
@@ -25,6 +24,7 @@ from curta_chain.localnet.codec import (
 )
 from curta_chain.localnet.commitment import confirmation
 from curta_chain.localnet.features import ENABLE_TX_V1
+from curta_chain.localnet.node import Localnet
 from curta_chain.localnet.outcomes import Refused, SendOutcome
 from curta_chain.localnet.params import (
     Params,

@@ -17,15 +17,8 @@ from solders.system_program import AllocateParams, TransferParams, allocate, tra
 from curta_chain import program
 from curta_chain.artifact import Artifact
 from curta_chain.chain.keys import ClusterScope, model_keypair
-from curta_chain.chain.plan import NewAccount, WritePiece
-from curta_chain.chain.publish import (
-    PublishState,
-    check_funds,
-    plan_from_state,
-    plan_publish,
-    publish,
-    read_state,
-)
+from curta_chain.chain.plan import NewAccount, PublishState, WritePiece, plan_from_state
+from curta_chain.chain.publish import check_funds, plan_publish, publish, read_state
 from curta_chain.chain.specs import Budget, TxSpec
 from curta_chain.constants import LOCALNET_GENESIS_HASH, WEIGHT_HEADER_SIZE
 from curta_chain.errors import AccountError, InsufficientFundsError

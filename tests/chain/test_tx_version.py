@@ -41,8 +41,8 @@ from curta_chain.chain.specs import (
     sign,
 )
 from curta_chain.cli import main
+from curta_chain.cli.cluster_runner import TX_VERSIONS
 from curta_chain.cli.keypairs import write_keypair
-from curta_chain.cli.running import TX_VERSIONS
 from curta_chain.constants import (
     MAX_LOADED_ACCOUNTS_DATA_SIZE,
     MAX_TRANSACTION_SIZE,

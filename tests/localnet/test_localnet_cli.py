@@ -43,7 +43,7 @@ def test_start_script_says_how_to_install_the_validator(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", "/usr/bin:/bin")
     monkeypatch.delenv("XDG_DATA_HOME", raising=False)
     out = subprocess.run(
-        ["bash", str(REPO / "localnet" / "start-test-validator.sh")],
+        ["bash", str(REPO / "scripts" / "start-test-validator.sh")],
         capture_output=True,
         text=True,
         timeout=60,
