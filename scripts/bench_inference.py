@@ -411,20 +411,36 @@ class Timed:
     units: int
     """Median compute units of the transactions timed."""
     seconds: list[float]
+    """Wall time of each."""
+    cpu: list[float]
+    """This process's CPU time during each (moves less with the machine's load)."""
 
     @property
     def median(self) -> float:
         return float(np.median(self.seconds))
 
+    @property
+    def median_cpu(self) -> float:
+        return float(np.median(self.cpu))
 
-def _timed_send(svm: LiteSVM, tx: Transaction) -> tuple[float, int]:
-    """Execute ``tx``; its wall time in send_transaction and the units it consumed."""
-    started = time.perf_counter()
+
+Sample = tuple[float, float, int]
+"""One transaction's wall time, CPU time and compute units."""
+
+
+def _timed_send(svm: LiteSVM, tx: Transaction) -> Sample:
+    """Execute ``tx``; its wall and CPU time in send_transaction and the units it consumed."""
+    started, cpu = time.perf_counter(), time.process_time()
     meta = svm.send_transaction(tx)
-    seconds = time.perf_counter() - started
+    seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
     if hasattr(meta, "err"):
         raise RuntimeError(f"{meta.err()}: {meta.meta().logs()[-3:]}")
-    return seconds, meta.compute_units_consumed()
+    return seconds, cpu, meta.compute_units_consumed()
+
+
+def _timed(label: str, samples: list[Sample]) -> Timed:
+    units = int(np.median([u for _, _, u in samples]))
+    return Timed(label, units, [s for s, _, _ in samples], [c for _, c, _ in samples])
 
 
 def _begin_sealing(chain: _Chain, model: Keypair, weight: Keypair, length: int) -> None:
@@ -452,27 +468,14 @@ def _begin_sealing(chain: _Chain, model: Keypair, weight: Keypair, length: int) 
     chain.send([begin_sealing(PROGRAM_ID, payer, model.pubkey())])
 
 
-def step_times(seal_steps: int = 15) -> list[Timed]:
-    """Time a stories260K run's steps, seal steps and a transfer, interleaved in one process.
-
-    The localnet executes each transaction with this same LiteSVM (``send_transaction``), so
-    these are its execution times, without the HTTP and block machinery around them. A
-    transfer between every two measured transactions is the baseline: the machine is shared,
-    and its load falls on both alike.
-    """
-    chain = _Chain.sealed(stories260k())
-    transfer_times: list[float] = []
-
-    def transfer_once() -> None:
-        lamports = 1_000_000 + len(transfer_times)
-        params = TransferParams(
-            from_pubkey=chain.payer.pubkey(), to_pubkey=Pubkey.new_unique(), lamports=lamports
-        )
-        ix = transfer(params)
-        transfer_times.append(_timed_send(chain.svm, _tx(chain.svm, chain.payer, [ix]))[0])
-
-    run, prompt, capacity = Keypair(), b"Once upon a time", 18 + 32
-    size = run_account_size(stories260k().config, capacity, PromptKind.TEXT, len(prompt))
+def _timed_run(
+    artifact: Artifact, prompt: bytes, capacity: int, baseline: list[Sample]
+) -> tuple[_Chain, list[Sample]]:
+    """Open a greedy run of ``artifact`` on its own chain and time each of its steps, a
+    transfer (appended to ``baseline``) timed before each."""
+    chain = _Chain.sealed(artifact)
+    run = Keypair()
+    size = run_account_size(artifact.config, capacity, PromptKind.TEXT, len(prompt))
     create = create_account(
         CreateAccountParams(
             from_pubkey=chain.payer.pubkey(),
@@ -487,40 +490,51 @@ def step_times(seal_steps: int = 15) -> list[Timed]:
         capacity, prompt, 0, 0, 0,
     )  # fmt: skip
     chain.send([set_compute_unit_limit(MAX_COMPUTE_UNITS), create, ix], [run])
-    mirror = RunMirror(stories260k(), bytes(chain.svm.get_account(run.pubkey()).data))
-    steps: list[tuple[float, int]] = []
+    mirror = RunMirror(artifact, bytes(chain.svm.get_account(run.pubkey()).data))
+    steps: list[Sample] = []
     while mirror.header.state != RunState.FINISHED:
         plan = mirror.plan()
         keys = [chain.weights[0], *(chain.weights[i] for i in plan.sections)]
         ix = step(PROGRAM_ID, run.pubkey(), chain.model, keys, mirror.header.steps)
         tx = _tx(chain.svm, chain.payer, [set_compute_unit_limit(MAX_COMPUTE_UNITS), ix])
-        transfer_once()
+        baseline.append(_transfer(chain, len(baseline)))
         steps.append(_timed_send(chain.svm, tx))
         mirror.advance(plan)
-    # A model of seal_steps + 1 chunks in one section, sealing: each step hashes 65,536 bytes.
+    return chain, steps
+
+
+def _transfer(chain: _Chain, nonce: int) -> Sample:
+    """Time a lamport transfer to a new account (``nonce`` makes each transaction distinct)."""
+    params = TransferParams(
+        from_pubkey=chain.payer.pubkey(), to_pubkey=Pubkey.new_unique(), lamports=10**6 + nonce
+    )
+    return _timed_send(chain.svm, _tx(chain.svm, chain.payer, [transfer(params)]))
+
+
+def step_times(seal_steps: int = 15) -> list[Timed]:
+    """Time run steps (stories260K, 32 tokens; a stories15M-shaped token), seal steps and
+    transfers, interleaved in one process.
+
+    The localnet executes each transaction with this same LiteSVM (``send_transaction``), so
+    these are its execution times, without the HTTP and block machinery around them. A
+    transfer before every measured transaction is the baseline: the machine is shared, and
+    its load falls on both alike.
+    """
+    baseline: list[Sample] = []
+    chain, small = _timed_run(stories260k(), b"Once upon a time", 18 + 32, baseline)
+    _, large = _timed_run(stories15m(), b"Once", 4, baseline)
+    # A first section of seal_steps + 1 chunks, sealing: each step hashes 65,536 bytes.
     model, weight = Keypair(), Keypair()
     _begin_sealing(chain, model, weight, (seal_steps + 1) * HASH_CHUNK_SIZE)
-    seals: list[tuple[float, int]] = []
+    seals: list[Sample] = []
     for index in range(seal_steps):
-        transfer_once()
+        baseline.append(_transfer(chain, len(baseline)))
         ix = seal_step(PROGRAM_ID, model.pubkey(), [weight.pubkey()], index)
         seals.append(_timed_send(chain.svm, _tx(chain.svm, chain.payer, [ix])))
-    large = [(s, u) for s, u in steps if u >= 1_000_000]
     return [
-        Timed("transfer (the baseline)", 150, transfer_times),
-        Timed(
-            "stories260K step over 1 M units",
-            int(np.median([u for _, u in large])),
-            [s for s, _ in large],
-        ),
-        Timed(
-            "stories260K step, every step of 32 tokens",
-            int(np.median([u for _, u in steps])),
-            [s for s, _ in steps],
-        ),
-        Timed(
-            f"sealStep ({HASH_CHUNK_SIZE:,} bytes)",
-            int(np.median([u for _, u in seals])),
-            [s for s, _ in seals],
-        ),
+        _timed("transfer (the baseline)", baseline),
+        _timed("stories260K step over 1 M units", [t for t in small if t[2] >= 1_000_000]),
+        _timed("stories260K step, all of a 32-token run", small),
+        _timed("stories15M-shaped step over 1 M units", [t for t in large if t[2] >= 1_000_000]),
+        _timed(f"sealStep ({HASH_CHUNK_SIZE:,} bytes)", seals),
     ]
