@@ -15,7 +15,7 @@ the program (~70 ms a 1.2M-unit step), bounds the wall time, and a block it take
 to execute than a slot lasts leaves the slots after it empty.
 
     .venv/bin/python scripts/bench_cluster.py [--quick] [--tokens N] [--seed N]
-        [--scenarios NAME ...] [--pipeline-blocks N]
+        [--scenarios NAME ...] [--pipeline-blocks N] [--record]
 
 Prints a table, then as its last line one JSON object (scenario -> command -> numbers).
 """
@@ -293,6 +293,11 @@ def main() -> None:
         help="blocks' worth of a run's steps kept in flight (a deeper queue keeps the "
         "localnet's slots full while its LiteSVM, slower than a slot, makes a block)",
     )
+    parser.add_argument(
+        "--record",
+        action="store_true",
+        help="append the runs and seals to docs/numbers/pipelined_runs.jsonl",
+    )
     args = parser.parse_args()
     run_pipeline.PIPELINE_BLOCKS = args.pipeline_blocks
     artifacts = [("stories260K", stories260k())]
@@ -364,6 +369,43 @@ def main() -> None:
                 for name, rows in results.items()
             }
         )
+    )
+    if args.record:
+        record_runs(results, args.pipeline_blocks)
+
+
+def record_runs(results: dict[str, list[Row]], pipeline_blocks: int) -> None:
+    """Append each scenario's seals and runs, against issue 29's targets, to the page."""
+    from numbers_page import record
+
+    rows: list[list[str]] = []
+    for name, scenario_rows in results.items():
+        for row in scenario_rows:
+            if row.command.startswith("seal"):
+                rows.append(
+                    [name, row.command, f"{row.seconds:.1f} s", "", f"{row.slots} ({row.blocks})"]
+                )
+            if row.run is None:
+                continue
+            n = row.run.to_json()
+            rate = float(n["tokens_per_second"])
+            generated = float(n["slots_per_generated_token"])
+            speed = f"{rate:.1f}"
+            slots = f"{generated:.2f} ({n['blocks_per_generated_token']:.2f})"
+            if "stories260K" in row.command:
+                speed = f"**{rate:.1f}** (target ≥ 10, {'met' if rate >= 10 else 'not met'})"
+            else:
+                slots = f"**{slots}** (target ≤ 3, {'met' if generated <= 3 else 'not met'})"
+            rows.append([name, row.command, f"{row.seconds:.1f} s", speed, slots])
+    record(
+        "pipelined_runs",
+        "On-chain runs and seals on the busy localnet",
+        " ".join([".venv/bin/python scripts/bench_cluster.py", *sys.argv[1:]]),
+        ["scenario", "command", "wall time", "tokens/s", "slots a generated token (blocks)"],
+        rows,
+        f"`curta-chain localnet --blocks` (400 ms slots, a block a slot, the scheduler's "
+        f"limits), {pipeline_blocks} blocks' worth of a run's steps in flight. A seal's last "
+        "column is the slots its steps span (the blocks that held one).",
     )
 
 

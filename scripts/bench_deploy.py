@@ -8,7 +8,7 @@ over HTTP). Prints a line per version, then as its last line one JSON object:
                     not its plan)
   v1_over_legacy    v1's transactions and seconds over legacy's
 
-    .venv/bin/python scripts/bench_deploy.py [--repeat 3]
+    .venv/bin/python scripts/bench_deploy.py [--repeat 3] [--record]
 
 With --repeat N each version deploys N times (to N addresses) and the fastest is kept.
 """
@@ -16,6 +16,7 @@ With --repeat N each version deploys N times (to N addresses) and the fastest is
 import argparse
 import asyncio
 import json
+import sys
 import time
 from dataclasses import asdict, dataclass
 
@@ -71,6 +72,9 @@ async def deployed(url: str, version: str) -> DeployRun:
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeat", type=int, default=3, help="deploys per version (fastest kept)")
+    parser.add_argument(
+        "--record", action="store_true", help="append the results to docs/numbers/deploy.jsonl"
+    )
     args = parser.parse_args()
     port = free_port()
     proc = start_localnet(port)
@@ -102,6 +106,37 @@ def main() -> None:
     )
     out = {version: asdict(run) for version, run in runs.items()}
     print(json.dumps({**out, "v1_over_legacy": ratio}))
+    if args.record:
+        from numbers_page import record
+
+        rows = [
+            [
+                version,
+                f"{run.build} ({run.elf_bytes:,} bytes)",
+                f"{run.transactions} ({run.write_transactions} writes of up to "
+                f"{run.write_chunk:,} bytes)",
+                f"{run.seconds:.2f} s",
+            ]
+            for version, run in runs.items()
+        ]
+        rows.append(
+            [
+                "v1 over legacy",
+                "",
+                f"**{ratio['transactions']:.3f}×**",
+                f"**{ratio['seconds']:.2f}×**",
+            ]
+        )
+        record(
+            "deploy",
+            "Deploying the program: legacy and v1 buffer writes",
+            " ".join([".venv/bin/python scripts/bench_deploy.py", *sys.argv[1:]]),
+            ["buffer writes", "build", "transactions", "time"],
+            rows,
+            "`deploy` of the shipped program on a fresh `curta-chain localnet` process (ideal, "
+            "400 ms slots), each version to its own address by its own payer, in one run; "
+            f"the fastest of {args.repeat} deploys each.",
+        )
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ import re
 import struct
 import subprocess
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,7 +31,7 @@ from solders.keypair import Keypair
 from solders.litesvm import LiteSVM
 from solders.message import Message
 from solders.pubkey import Pubkey
-from solders.system_program import CreateAccountParams, create_account
+from solders.system_program import CreateAccountParams, TransferParams, create_account, transfer
 from solders.transaction import Transaction
 
 from curta_chain.artifact import Artifact, weights_hash
@@ -40,8 +41,10 @@ from curta_chain.constants import (
     HASH_CHUNK_SIZE,
     LOCALNET_PROGRAM_ID,
     MAX_COMPUTE_UNITS,
+    WEIGHT_HEADER_SIZE,
 )
 from curta_chain.program import (
+    MODEL_ACCOUNT_SIZE,
     PROGRAM_BINARY,
     RUN_HEADER_SIZE,
     ModelAccount,
@@ -51,9 +54,13 @@ from curta_chain.program import (
     RunState,
     SectionSlot,
     WeightHeader,
+    begin_sealing,
+    bind_weight_account,
     close_run,
+    create_model,
     open_run,
     run_account_size,
+    seal_step,
     step,
 )
 from curta_chain.program.run_mirror import RunMirror
@@ -394,3 +401,140 @@ def print_calibration() -> int:
     for kind, (ratio, count) in sorted(ratios.items()):
         print(f"| {kind} | {count:,} | {ratio:.3f} |")
     return int(max(ratio for ratio, _ in ratios.values()) > 1)
+
+
+@dataclass
+class Timed:
+    """How long solders' LiteSVM took to execute one kind of transaction, in this process."""
+
+    label: str
+    units: int
+    """Median compute units of the transactions timed."""
+    seconds: list[float]
+    """Wall time of each."""
+    cpu: list[float]
+    """This process's CPU time during each (moves less with the machine's load)."""
+
+    @property
+    def median(self) -> float:
+        return float(np.median(self.seconds))
+
+    @property
+    def median_cpu(self) -> float:
+        return float(np.median(self.cpu))
+
+
+Sample = tuple[float, float, int]
+"""One transaction's wall time, CPU time and compute units."""
+
+
+def _timed_send(svm: LiteSVM, tx: Transaction) -> Sample:
+    """Execute ``tx``; its wall and CPU time in send_transaction and the units it consumed."""
+    started, cpu = time.perf_counter(), time.process_time()
+    meta = svm.send_transaction(tx)
+    seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
+    if hasattr(meta, "err"):
+        raise RuntimeError(f"{meta.err()}: {meta.meta().logs()[-3:]}")
+    return seconds, cpu, meta.compute_units_consumed()
+
+
+def _timed(label: str, samples: list[Sample]) -> Timed:
+    units = int(np.median([u for _, _, u in samples]))
+    return Timed(label, units, [s for s, _, _ in samples], [c for _, c, _ in samples])
+
+
+def _begin_sealing(chain: _Chain, model: Keypair, weight: Keypair, length: int) -> None:
+    """Create ``model`` with a first section of ``length`` bytes in ``weight`` (and a small
+    second one: a model has two at least) and begin sealing."""
+    payer = chain.payer.pubkey()
+
+    def new(key: Keypair, size: int) -> Instruction:
+        lamports = chain.svm.minimum_balance_for_rent_exemption(size)
+        params = CreateAccountParams(
+            from_pubkey=payer,
+            to_pubkey=key.pubkey(),
+            lamports=lamports,
+            space=size,
+            owner=PROGRAM_ID,
+        )
+        return create_account(params)
+
+    lengths = [length, 1_000]
+    ix = create_model(PROGRAM_ID, payer, model.pubkey(), bytes(32), lengths)
+    chain.send([new(model, MODEL_ACCOUNT_SIZE), ix], [model])
+    for index, (key, size) in enumerate(zip((weight, Keypair()), lengths, strict=True)):
+        ix = bind_weight_account(PROGRAM_ID, payer, model.pubkey(), key.pubkey(), index)
+        chain.send([new(key, WEIGHT_HEADER_SIZE + size), ix], [key])
+    chain.send([begin_sealing(PROGRAM_ID, payer, model.pubkey())])
+
+
+def _timed_run(
+    artifact: Artifact, prompt: bytes, capacity: int, baseline: list[Sample]
+) -> tuple[_Chain, list[Sample]]:
+    """Open a greedy run of ``artifact`` on its own chain and time each of its steps, a
+    transfer (appended to ``baseline``) timed before each."""
+    chain = _Chain.sealed(artifact)
+    run = Keypair()
+    size = run_account_size(artifact.config, capacity, PromptKind.TEXT, len(prompt))
+    create = create_account(
+        CreateAccountParams(
+            from_pubkey=chain.payer.pubkey(),
+            to_pubkey=run.pubkey(),
+            lamports=chain.svm.minimum_balance_for_rent_exemption(size),
+            space=size,
+            owner=PROGRAM_ID,
+        )
+    )
+    ix = open_run(
+        PROGRAM_ID, chain.payer.pubkey(), run.pubkey(), chain.model, chain.weights[0],
+        capacity, prompt, 0, 0, 0,
+    )  # fmt: skip
+    chain.send([set_compute_unit_limit(MAX_COMPUTE_UNITS), create, ix], [run])
+    mirror = RunMirror(artifact, bytes(chain.svm.get_account(run.pubkey()).data))
+    steps: list[Sample] = []
+    while mirror.header.state != RunState.FINISHED:
+        plan = mirror.plan()
+        keys = [chain.weights[0], *(chain.weights[i] for i in plan.sections)]
+        ix = step(PROGRAM_ID, run.pubkey(), chain.model, keys, mirror.header.steps)
+        tx = _tx(chain.svm, chain.payer, [set_compute_unit_limit(MAX_COMPUTE_UNITS), ix])
+        baseline.append(_transfer(chain, len(baseline)))
+        steps.append(_timed_send(chain.svm, tx))
+        mirror.advance(plan)
+    return chain, steps
+
+
+def _transfer(chain: _Chain, nonce: int) -> Sample:
+    """Time a lamport transfer to a new account (``nonce`` makes each transaction distinct)."""
+    params = TransferParams(
+        from_pubkey=chain.payer.pubkey(), to_pubkey=Pubkey.new_unique(), lamports=10**6 + nonce
+    )
+    return _timed_send(chain.svm, _tx(chain.svm, chain.payer, [transfer(params)]))
+
+
+def step_times(seal_steps: int = 15) -> list[Timed]:
+    """Time run steps (stories260K, 32 tokens; a stories15M-shaped token), seal steps and
+    transfers, interleaved in one process.
+
+    The localnet executes each transaction with this same LiteSVM (``send_transaction``), so
+    these are its execution times, without the HTTP and block machinery around them. A
+    transfer before every measured transaction is the baseline: the machine is shared, and
+    its load falls on both alike.
+    """
+    baseline: list[Sample] = []
+    chain, small = _timed_run(stories260k(), b"Once upon a time", 18 + 32, baseline)
+    _, large = _timed_run(stories15m(), b"Once", 4, baseline)
+    # A first section of seal_steps + 1 chunks, sealing: each step hashes 65,536 bytes.
+    model, weight = Keypair(), Keypair()
+    _begin_sealing(chain, model, weight, (seal_steps + 1) * HASH_CHUNK_SIZE)
+    seals: list[Sample] = []
+    for index in range(seal_steps):
+        baseline.append(_transfer(chain, len(baseline)))
+        ix = seal_step(PROGRAM_ID, model.pubkey(), [weight.pubkey()], index)
+        seals.append(_timed_send(chain.svm, _tx(chain.svm, chain.payer, [ix])))
+    return [
+        _timed("transfer (the baseline)", baseline),
+        _timed("stories260K step over 1 M units", [t for t in small if t[2] >= 1_000_000]),
+        _timed("stories260K step, all of a 32-token run", small),
+        _timed("stories15M-shaped step over 1 M units", [t for t in large if t[2] >= 1_000_000]),
+        _timed(f"sealStep ({HASH_CHUNK_SIZE:,} bytes)", seals),
+    ]

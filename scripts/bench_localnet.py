@@ -21,7 +21,9 @@ first alternating), so that a change in a shared machine's load falls on both al
 The last line printed is JSON.
 
     .venv/bin/python scripts/bench_localnet.py [--count 2000] [--ledger] [--section-bytes N]
-        [--blocks] [--skip-preflight] [--rounds N]
+        [--blocks] [--skip-preflight] [--rounds N] [--record]
+
+With ``--blocks --record`` it appends the CPU ratios to docs/numbers/busy_localnet.jsonl.
 """
 
 import argparse
@@ -232,6 +234,38 @@ def litesvm_rate(setup: Setup, txs: list[VersionedTransaction]) -> float:
     return len(txs) / (time.perf_counter() - start)
 
 
+def record_blocks(
+    args: argparse.Namespace, server_us: dict[str, dict[str, list[float]]], ratio: float
+) -> None:
+    """Append the --blocks comparison (CPU a transaction, block mode over default) to the page."""
+    from numbers_page import record
+
+    met = "met" if ratio <= 1.2 else "not met"
+    rows = [
+        [
+            mode,
+            f"{mean(server_us['today'][mode]):,.0f}",
+            f"{mean(server_us['blocks'][mode]):,.0f}",
+            f"{sum(server_us['blocks'][mode]) / sum(server_us['today'][mode]):.2f}×",
+        ]
+        for mode in MODES
+    ]
+    rows.append(["all modes", "", "", f"**{ratio:.2f}×** (target ≤ 1.2×, {met})"])
+    preflight = "with preflight"
+    if args.skip_preflight:
+        preflight = "without preflight (`--skip-preflight`)"
+    record(
+        "busy_localnet",
+        "The busy localnet's CPU a transaction",
+        " ".join([".venv/bin/python scripts/bench_localnet.py", *sys.argv[1:]]),
+        ["mode", "default µs CPU a tx", "`--blocks` µs CPU a tx", "block over default"],
+        rows,
+        f"The localnet's own CPU per transaction, {preflight}, {args.count:,} full-size writes "
+        f"a mode, the two localnets side by side taking turns mode by mode ({args.rounds} "
+        "round(s)), on the shared machine.",
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--count", type=int, default=2000, help="transactions per mode")
@@ -253,7 +287,14 @@ def main() -> int:
     parser.add_argument(
         "--rounds", type=int, default=1, help="run every mode this many times (default 1)"
     )
+    parser.add_argument(
+        "--record",
+        action="store_true",
+        help="with --blocks: append the CPU ratios to docs/numbers/busy_localnet.jsonl",
+    )
     args = parser.parse_args()
+    if args.record and not args.blocks:
+        parser.error("--record records the --blocks comparison: add --blocks")
     global SKIP_PREFLIGHT
     SKIP_PREFLIGHT = args.skip_preflight
     section = max(args.section_bytes or 0, args.count * MAX_WRITE_PAYLOAD)
@@ -328,6 +369,8 @@ def main() -> int:
         print(f"blocks/today CPU a transaction, all modes  {blocks / today:5.2f}x")
         summary["blocks_cpu_ratio"] = round(blocks / today, 3)
     print(json.dumps(summary))
+    if args.record:
+        record_blocks(args, server_us, blocks / today)
     return 0
 
 

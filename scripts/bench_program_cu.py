@@ -17,10 +17,16 @@ model (synthetic weights, the real 32,000-token vocabulary), each run mirrored s
 compute units beside its estimate), runs both models, and prints per kind of phase the
 largest real / estimated ratio; it exits 1 when one passes 1 (refit the cost model).
 
-``--record`` appends the instruction table to docs/numbers/program_cu.jsonl
-(scripts/numbers_page.py renders it).
+``--step-time`` times, in this process's LiteSVM (the engine the localnet executes every
+transaction with), each step of a stories260K run and of a stories15M-shaped token, and 15
+seal steps, a transfer before each as the baseline in the same run; only its table runs then.
+
+``--record`` appends the instruction table to docs/numbers/program_cu.jsonl, or with
+``--step-time`` that table to docs/numbers/step_time.jsonl (scripts/numbers_page.py
+renders them).
 
 Usage: .venv/bin/python scripts/bench_program_cu.py [--inference] [--calibrate] [--record]
+       .venv/bin/python scripts/bench_program_cu.py --step-time [--record]
 """
 
 from __future__ import annotations
@@ -144,7 +150,58 @@ def measure() -> list[tuple[str, int]]:
     return rows
 
 
+def step_time() -> int:
+    """Print (and with --record, record) the execution time of steps and seal steps."""
+    from bench_inference import step_times
+
+    timed = step_times()
+    baseline = timed[0].median
+    columns = [
+        "transaction",
+        "compute units",
+        "median ms (CPU ms)",
+        "range ms",
+        "× a transfer",
+        "M units/s",
+    ]
+    rows = [
+        [
+            t.label,
+            f"{t.units:,}",
+            f"{1e3 * t.median:.2f} ({1e3 * t.median_cpu:.2f})",
+            f"{1e3 * min(t.seconds):.2f} to {1e3 * max(t.seconds):.2f}",
+            f"{t.median / baseline:,.0f}×",
+            f"{t.units / t.median / 1e6:,.0f}",
+        ]
+        for t in timed
+    ]
+    print("| " + " | ".join(columns) + " |")
+    for row in rows:
+        print("| " + " | ".join(row) + " |")
+    print(f"(load average {', '.join(f'{x:.2f}' for x in os.getloadavg())})")
+    if "--record" in sys.argv[1:]:
+        from numbers_page import record
+
+        record(
+            "step_time",
+            "Execution time of a step",
+            ".venv/bin/python scripts/bench_program_cu.py --step-time --record",
+            columns,
+            rows,
+            "solders' LiteSVM `send_transaction` of each transaction, timed in one process: the "
+            "localnet executes every transaction with this call (its HTTP and block machinery "
+            "add about 1 ms a transaction, see the localnet's CPU a transaction). The steps of "
+            "a greedy 32-token stories260K run and of a stories15M-shaped token, and 15 seal "
+            "steps of a 1 MB section, a transfer timed before each as the baseline.",
+            "Before the upgrade, solders 0.26's LiteSVM took 61 ms for the 1.19 M-unit matvec "
+            "transaction on a quiet machine and 174-500 ms with both cores busy (issue 29).",
+        )
+    return 0
+
+
 def main() -> int:
+    if "--step-time" in sys.argv[1:]:
+        return step_time()
     rows = measure()
     print("| instruction | compute units |")
     print("| --- | ---: |")

@@ -15,6 +15,7 @@ import argparse
 import datetime
 import importlib.metadata
 import json
+import os
 import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -50,7 +51,9 @@ ORDER = (
     "largest_model",
     "write_size",
     "runtimes_cu",
+    "step_time",
     "publish",
+    "deploy",
     "localnet",
     "inference",
     "agreement",
@@ -80,6 +83,8 @@ class Record:
     notes: str = ""
     source: str = ""
     """Where a record not written by its benchmark came from (the README it was moved from)."""
+    load: str = ""
+    """The machine's load average (1, 5, 15 minutes) when the record was written: it is shared."""
 
 
 def current_runtime() -> str:
@@ -122,6 +127,7 @@ def record(
         [[str(cell) for cell in row] for row in rows],
         summary,
         notes,
+        load=", ".join(f"{figure:.2f}" for figure in os.getloadavg()),
     )
     results.mkdir(parents=True, exist_ok=True)
     with (results / f"{bench}.jsonl").open("a") as out:
@@ -149,8 +155,10 @@ def render(results: Path = RESULTS) -> str:
     parts = [HEADER]
     for entry in latest(results):
         source = f"; {entry.source}" if entry.source else ""
+        load = f", load average {entry.load}" if entry.load else ""
         parts.append(
-            f"## {entry.title}\n\n`{entry.command}`: run {entry.date} on {entry.runtime}{source}.\n"
+            f"## {entry.title}\n\n`{entry.command}`: run {entry.date} on {entry.runtime}"
+            f"{load}{source}.\n"
         )
         if entry.summary:
             parts.append(entry.summary + "\n")
