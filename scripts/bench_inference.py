@@ -217,23 +217,7 @@ def run_stats(
     ``sampling`` is (temperature, top-p, seed), Q16 as openRun takes them (greedy by default).
     """
     chain = _Chain.sealed(artifact, program)
-    run = Keypair()
-    kind = PromptKind.TEXT if isinstance(prompt, bytes) else PromptKind.TOKENS
-    size = run_account_size(artifact.config, capacity, kind, len(prompt))
-    create = create_account(
-        CreateAccountParams(
-            from_pubkey=chain.payer.pubkey(),
-            to_pubkey=run.pubkey(),
-            lamports=chain.svm.minimum_balance_for_rent_exemption(size),
-            space=size,
-            owner=PROGRAM_ID,
-        )
-    )
-    ix = open_run(
-        PROGRAM_ID, chain.payer.pubkey(), run.pubkey(), chain.model, chain.weights[0],
-        capacity, prompt, *sampling,
-    )  # fmt: skip
-    open_units = chain.send([set_compute_unit_limit(MAX_COMPUTE_UNITS), create, ix], [run])
+    run, open_units = _open_run(chain, artifact, prompt, capacity, sampling)
     data = bytes(chain.svm.get_account(run.pubkey()).data)
     if position:
         header = dataclasses.replace(RunAccount.from_bytes(data), position=position)
@@ -468,14 +452,17 @@ def _begin_sealing(chain: _Chain, model: Keypair, weight: Keypair, length: int) 
     chain.send([begin_sealing(PROGRAM_ID, payer, model.pubkey())])
 
 
-def _timed_run(
-    artifact: Artifact, prompt: bytes, capacity: int, baseline: list[Sample]
-) -> tuple[_Chain, list[Sample]]:
-    """Open a greedy run of ``artifact`` on its own chain and time each of its steps, a
-    transfer (appended to ``baseline``) timed before each."""
-    chain = _Chain.sealed(artifact)
+def _open_run(
+    chain: _Chain,
+    artifact: Artifact,
+    prompt: bytes | list[int],
+    capacity: int,
+    sampling: tuple[int, int, int],
+) -> tuple[Keypair, int]:
+    """Create and open a run account of ``capacity`` on ``chain``; return it and openRun's units."""
     run = Keypair()
-    size = run_account_size(artifact.config, capacity, PromptKind.TEXT, len(prompt))
+    kind = PromptKind.TEXT if isinstance(prompt, bytes) else PromptKind.TOKENS
+    size = run_account_size(artifact.config, capacity, kind, len(prompt))
     create = create_account(
         CreateAccountParams(
             from_pubkey=chain.payer.pubkey(),
@@ -487,9 +474,18 @@ def _timed_run(
     )
     ix = open_run(
         PROGRAM_ID, chain.payer.pubkey(), run.pubkey(), chain.model, chain.weights[0],
-        capacity, prompt, 0, 0, 0,
+        capacity, prompt, *sampling,
     )  # fmt: skip
-    chain.send([set_compute_unit_limit(MAX_COMPUTE_UNITS), create, ix], [run])
+    return run, chain.send([set_compute_unit_limit(MAX_COMPUTE_UNITS), create, ix], [run])
+
+
+def _timed_run(
+    artifact: Artifact, prompt: bytes, capacity: int, baseline: list[Sample]
+) -> tuple[_Chain, list[Sample]]:
+    """Open a greedy run of ``artifact`` on its own chain and time each of its steps, a
+    transfer (appended to ``baseline``) timed before each."""
+    chain = _Chain.sealed(artifact)
+    run, _ = _open_run(chain, artifact, prompt, capacity, (0, 0, 0))
     mirror = RunMirror(artifact, bytes(chain.svm.get_account(run.pubkey()).data))
     steps: list[Sample] = []
     while mirror.header.state != RunState.FINISHED:
