@@ -167,7 +167,7 @@ def test_the_largest_model_end_to_end_over_the_localnet(largest: Artifact, local
         report = await verify(client, P, address, largest)
         timings["verify"] = time.monotonic() - started
         assert report.ok, report.differences
-        assert published.transactions == plan.transactions > 78_000
+        assert published.transactions == plan.transactions > 20_000  # v1 writes of 3,864 bytes
         print(
             f"largest model over the localnet: {plan.transactions:,} publish transactions; "
             + ", ".join(f"{name} {seconds:.1f} s" for name, seconds in timings.items())
