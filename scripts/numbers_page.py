@@ -42,6 +42,7 @@ LiteSVM runs Agave 2.2) and will be measured again on the new one.
 
 ORDER = (
     "tests",
+    "tests_slowest",
     "costs",
     "convert",
     "program_cu",

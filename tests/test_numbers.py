@@ -37,3 +37,25 @@ def test_a_line_that_is_not_a_record_is_named(tmp_path):
     (tmp_path / "broken.jsonl").write_text('{"bench": "broken"}\n')
     with pytest.raises(SystemExit, match=r"broken.jsonl:1: not a benchmark record"):
         render(tmp_path)
+
+
+def test_the_suite_s_time_and_slowest_tests_are_read_from_pytest_s_output():
+    from suite_numbers import parse
+
+    output = (
+        "....F.s\n"
+        "============================= slowest 25 durations =============================\n"
+        "29.87s call     tests/cli/test_progress_terminal.py::test_publish\n"
+        "4.87s setup    tests/cli/test_dead_ends.py::test_messages[a b]\n"
+        "=========================== short test summary info ============================\n"
+        "FAILED tests/cli/test_dead_ends.py::test_x - assert 93 == 352\n"
+        "1 failed, 175 passed, 1 skipped in 231.56s (0:03:51)\n"
+    )
+    counts, seconds, slowest = parse(output)
+    assert counts == {"failed": 1, "passed": 175, "skipped": 1} and seconds == 231.56
+    assert slowest == [
+        (29.87, "call", "tests/cli/test_progress_terminal.py::test_publish"),
+        (4.87, "setup", "tests/cli/test_dead_ends.py::test_messages[a b]"),
+    ]
+    with pytest.raises(SystemExit, match="no pytest summary line"):
+        parse("....F\n")

@@ -18,9 +18,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from reference_client import Client
 from solders.keypair import Keypair
-from solders.signature import Signature
 
 from curta_chain.artifact import convert_llama2c, write_artifact
 from curta_chain.cli.keypairs import write_keypair
@@ -40,8 +38,10 @@ def curta(*args: str, timeout: float = 300, **kwargs) -> subprocess.CompletedPro
 
 
 def landed(url: str, signature: str) -> bool:
-    (status,) = Client(url).get_signature_statuses([Signature.from_string(signature)]).value
-    return status is not None and status.err is None
+    # solana-py 0.41 has no synchronous client: the JSON-RPC call itself.
+    request = {"jsonrpc": "2.0", "id": 1, "method": "getSignatureStatuses", "params": [[signature]]}
+    (status,) = httpx.post(url, json=request).json()["result"]["value"]
+    return status is not None and status["err"] is None
 
 
 class Person:

@@ -72,10 +72,14 @@ CHROMIUM_FLAGS = [
 """Headless Debian Chromium with nothing of its own reaching out (Playwright adds --headless)."""
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser_context(tmp_path_factory, sdk, world):
-    """One headless Chromium for every page test, on a fresh profile (after the world:
-    the world's setup runs event loops, which Playwright's sync API would refuse)."""
+    """One headless Chromium for a module's page tests, on a fresh profile (after the world:
+    the world's setup runs event loops, which Playwright's sync API would refuse).
+
+    Module-scoped: Playwright's sync API keeps an event loop running in this thread until it
+    closes, so a session-wide browser made every later module's ``asyncio.run`` fail with
+    "cannot be called from a running event loop" (tests/web before tests/chain or tests/cli)."""
     if not CHROMIUM.exists():
         reason = "Debian's chromium is not installed (.ci/run installs it)"
         if os.environ.get("CI"):
