@@ -231,15 +231,18 @@ async def seal(
                     sending = sender.send(specs, bar, commitment="processed")
                     sent = await while_watching(sending, look)
             except ProgramError as exc:
-                # Another crank sealed it first: an earlier run's steps, on their way when it
-                # stopped, landing after this run read the chain. The chain's count goes on.
-                if exc.name != "ModelNotSealing":
+                # Other cranks moved the cursor: an earlier run's steps, on their way when it
+                # stopped, landing after this run read the chain, sealed the model
+                # (ModelNotSealing) or took the cursor past this round's two sections
+                # (WrongWeightAccount). The chain's count goes on; anything else is real.
+                model = await _read_at(processed, [sender.client], program_id, address)
+                if not _overtaken(exc, model, mirror.steps[done].section):
                     raise
             else:
                 landed += sent.confirmed
                 last_step = sent.last_signature
                 done += len(specs)
-            model = await _read_at(processed, [sender.client], program_id, address)
+                model = await _read_at(processed, [sender.client], program_id, address)
             # Never fewer chunks than this run's steps that landed; more if others cranked.
             mirror.check(model, max(done, model.chunks_hashed))
             done = model.chunks_hashed
@@ -289,6 +292,18 @@ def _round(
     weights = [slots[i].weight_account for i in pair]
     end = next((i for i in range(done, len(steps)) if steps[i].section > pair[-1]), len(steps))
     return [txs.seal_step(address, weights, i, steps[i].length) for i in range(done, end)]
+
+
+def _overtaken(exc: ProgramError, model: ModelAccount, first: int) -> bool:
+    """Whether ``exc`` refused a step only because others' steps moved the cursor on.
+
+    A round starting in section ``first`` names it and the next: a step is refused as
+    naming neither only once the cursor has left both, and as not sealing only once the
+    seal has ended.
+    """
+    if model.state != ModelState.SEALING:
+        return exc.name == "ModelNotSealing"
+    return exc.name == "WrongWeightAccount" and model.cursor_section > first + 1
 
 
 async def _read_at(

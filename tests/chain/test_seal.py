@@ -15,10 +15,12 @@ from solders.keypair import Keypair
 
 from curta_chain import program
 from curta_chain.artifact import INITIAL_HASH, hash_steps
-from curta_chain.chain.seal import SealMirror, seal, seal_cost
+from curta_chain.chain.plan import NewAccount
+from curta_chain.chain.seal import SealMirror, _overtaken, seal, seal_cost
 from curta_chain.chain.sender import Sender
 from curta_chain.chain.specs import TxSpec
-from curta_chain.errors import AccountError, MirrorMismatchError
+from curta_chain.constants import WEIGHT_HEADER_SIZE
+from curta_chain.errors import AccountError, MirrorMismatchError, ProgramError
 from curta_chain.program import ModelAccount, ModelState, SectionSlot
 from curta_chain.reporting import NullReporter
 
@@ -275,3 +277,54 @@ async def test_a_seal_finished_by_another_after_it_read_the_chain_ends_sealed(no
         None,
     )
     assert result.running_hash == tiny.weights_hash()
+
+
+@pytest.mark.asyncio
+async def test_a_seal_overtaken_past_its_round_s_sections_goes_on_from_the_chain(node):
+    # A killed run's steps can land after the rerun read the model and carry the cursor
+    # past both sections the rerun's round names: its steps are refused as naming the wrong
+    # weight account (WrongWeightAccount, a fee each), and it cranks on from the chain.
+    sections = [bytes(70_000), bytes(10), bytes(10)]  # zeros, as new accounts hold: 2 + 1 + 1
+    steps = list(hash_steps(sections))
+    ctx = node.context(node.fund())
+    txs, client = ctx.transactions, ctx.client
+    model, weights = Keypair(), [Keypair() for _ in sections]
+    lengths = [len(s) for s in sections]
+    size = program.MODEL_ACCOUNT_SIZE
+    funding = NewAccount(model.pubkey(), size, await client.rent_exempt_minimum(size))
+    specs = [txs.create_model(model, steps[-1].running, lengths, funding)]
+    for i, (weight, length) in enumerate(zip(weights, lengths, strict=True)):
+        size = WEIGHT_HEADER_SIZE + length
+        funding = NewAccount(weight.pubkey(), size, await client.rent_exempt_minimum(size))
+        specs.append(txs.bind(model.pubkey(), weight, i, funding))
+    sender = ctx.sender_for("")
+    await sender.send(specs[:1])
+    await sender.send([*specs[1:], txs.begin_sealing(model.pubkey())])
+    keys = [w.pubkey() for w in weights]
+    other = node.context(ctx.authority).sender_for("")
+
+    async def meanwhile() -> None:
+        # Three steps: the cursor leaves sections 0 and 1 for section 2.
+        await other.send([txs.seal_step(model.pubkey(), keys[:2], label) for label in (0, 1)])
+        await other.send([txs.seal_step(model.pubkey(), keys[1:], 2)])
+
+    result = await seal(ctx, model.pubkey(), before_sending=meanwhile)
+    assert (result.state, result.transactions) == (ModelState.SEALED, 1)
+    assert result.running_hash == steps[-1].running
+
+
+@pytest.mark.parametrize(
+    ("name", "model", "first", "overtaken"),
+    [
+        ("WrongWeightAccount", model_at(0, cursor_section=2), 0, True),
+        ("WrongWeightAccount", model_at(0, cursor_section=1), 0, False),  # still in the round
+        ("WrongWeightAccount", model_at(3), 0, False),  # sealed: that refusal is another's
+        ("ModelNotSealing", model_at(3), 0, True),
+        ("ModelNotSealing", model_at(1), 0, False),  # still sealing: a real refusal
+        ("WeightAccountFrozen", model_at(1, cursor_section=2), 0, False),
+    ],
+)
+def test_only_a_refusal_the_chain_s_cursor_explains_is_taken_for_others_steps(
+    name, model, first, overtaken
+):
+    assert _overtaken(ProgramError(name, name=name), model, first) is overtaken

@@ -786,6 +786,28 @@ def landed(url: str, sent: list[SentTransaction]) -> dict[str, tuple[SentTransac
     return out
 
 
+def wait_confirmed(url: str, sent: list[SentTransaction], within: float = 60) -> None:
+    """Return once every transaction among ``sent`` that the node processed is confirmed.
+
+    A rerun reads the chain at ``confirmed``: what a killed run landed in the slot under way
+    shows there only once that slot is over.
+    """
+    deadline = time.monotonic() + within
+    signatures = list({tx.signature for tx in sent})
+    while True:
+        pending = []
+        for i in range(0, len(signatures), 256):
+            part = signatures[i : i + 256]
+            statuses = rpc(url, "getSignatureStatuses", part, {"searchTransactionHistory": True})
+            pending += [
+                s for s in statuses["value"] if s and s["confirmationStatus"] == "processed"
+            ]
+        if not pending:
+            return
+        assert time.monotonic() < deadline, f"{len(pending)} transactions never confirmed"
+        time.sleep(0.05)
+
+
 def fees_paid(url: str, sent: list[SentTransaction]) -> int:
     """Fees paid for what the proxy delivered, per landed signature.
 

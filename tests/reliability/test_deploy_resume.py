@@ -23,6 +23,7 @@ from fault_proxy import (
     record,
     run_cli,
     start_cli,
+    wait_confirmed,
 )
 from solders.keypair import Keypair
 from solders.pubkey import Pubkey
@@ -81,6 +82,7 @@ def test_kill_9_mid_deploy_then_the_rerun_resumes_from_the_buffer(localnet, fund
         assert victim[0].returncode == -signal.SIGKILL
         assert trigger.settled.wait(60)  # the action ran whole: the proxy is down by now
         proxy.down = False
+        wait_confirmed(localnet.url, list(proxy.sent))  # the rerun reads at confirmed
 
         code, again, err = run_cli("deploy", "--dry-run", *via)
         assert code == 0, err
