@@ -49,6 +49,7 @@ from curta_chain.constants import (
     MAX_SECTIONS,
     WEIGHT_HEADER_SIZE,
 )
+from curta_chain.localnet.current_bank import reuse_freed_memory
 from curta_chain.program import (
     MAX_WRITE_PAYLOAD,
     MODEL_ACCOUNT_SIZE,
@@ -69,6 +70,7 @@ _CONSUMED = re.compile(rf"Program {PROGRAM_ID} consumed (\d+) of")
 
 class _Bench:
     def __init__(self) -> None:
+        reuse_freed_memory()  # as the localnet's process does
         self.svm = LiteSVM()
         self.svm.add_program(PROGRAM_ID, PROGRAM_BINARY.read_bytes())
         self.authority = Keypair()

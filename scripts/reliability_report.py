@@ -46,7 +46,9 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as folder:
         for run in range(args.runs):
             log = Path(folder) / f"run-{run}.jsonl"
-            command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *MODULES]
+            # One process: the rows time each scenario on a machine no other test shares.
+            command = [sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider"]
+            command += MODULES
             if args.k:
                 command += ["-k", args.k]
             env = {

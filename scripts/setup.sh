@@ -1,11 +1,24 @@
 #!/usr/bin/env bash
 # Create .venv and install curta-chain with its test tools, at the exact versions in
 # constraints.txt. Safe to rerun.
+#   --all  also the demo model's training tools (torch, sentencepiece: 2.6 GB with torch's
+#          CUDA libraries, which its only Linux wheel on the package index loads even on a
+#          CPU), so that the suite runs the training script's test too (what .ci/run does)
 set -euo pipefail
 cd "$(dirname "$0")/.."
+all=false
+for arg in "$@"; do
+    case "$arg" in
+        --all) all=true ;;
+        *) echo "setup.sh: unknown option $arg (expected --all)" >&2; exit 2 ;;
+    esac
+done
 python3 -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null
 .venv/bin/python -m pip install -q -c constraints.txt -e ".[test]"
+if $all; then
+    .venv/bin/python -m pip install -q -r scripts/train_demo_model.requirements.txt
+fi
 # The program's build tools are not part of the package: its linker beside the C source
 # (programs/curta/sbpf_*.py) and the build script (scripts/build_program.py). A path
 # configuration file lets this environment's scripts and tests import them (`from sbpf_link

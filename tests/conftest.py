@@ -29,6 +29,7 @@ Data, session-scoped and never modified (the reference files are copied first):
   checkpoint of the largest model the spec allows converted (18 sections, 79 MB).
 """
 
+import fcntl
 import os
 import signal
 import socket
@@ -55,6 +56,10 @@ from curta_chain.artifact.synthetic import (
 )
 from curta_chain.constants import LAMPORTS_PER_SOL
 from curta_chain.localnet import LocalnetHandle, ManualClock, start_in_thread
+from curta_chain.localnet.current_bank import reuse_freed_memory
+
+# The tests' own LiteSVMs (tests/program) run in this process too: as the localnet's do.
+reuse_freed_memory()
 
 READY_TIMEOUT = 120.0
 """Seconds a localnet subprocess may take to replay its ledger and listen."""
@@ -204,7 +209,16 @@ SDK = REPO / "sdk" / "js"
 def sdk() -> Path:
     """sdk/js, its packages installed and built once (dist/index.js, dist/test/)."""
     require_node_packages(SDK, "esbuild")
-    subprocess.run(["node", "scripts/build.mjs"], cwd=SDK, check=True, timeout=300)
+    # Built once a run, not once a worker process: another's tests may be reading dist/.
+    run = os.environ.get("PYTEST_XDIST_TESTRUNUID", str(os.getpid()))
+    built = SDK / "node_modules" / f".curta-built-{run}"
+    with open(SDK / "node_modules" / ".curta-build.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not built.exists():
+            for old in built.parent.glob(".curta-built-*"):
+                old.unlink()
+            subprocess.run(["node", "scripts/build.mjs"], cwd=SDK, check=True, timeout=300)
+            built.touch()
     return SDK
 
 

@@ -7,8 +7,10 @@ whatever writes to the ``svm`` calls ``_forget_reads`` after. The owner index
 (``OwnerIndex``) answers getProgramAccounts without reading every account.
 """
 
+import ctypes
 import struct
 from collections.abc import Iterable
+from functools import cache
 
 from solders.account import Account
 from solders.clock import Clock
@@ -29,12 +31,35 @@ READ_CACHE_BYTES = 64 * 1024 * 1024
 """Account data kept between writes, so slices of one 10 MiB account cost one copy."""
 
 
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+"""mallopt's parameter numbers (glibc's malloc.h)."""
+
+
+@cache
+def reuse_freed_memory() -> None:
+    """Make glibc's malloc keep big blocks it frees, for the next transaction to reuse.
+
+    LiteSVM copies every account a transaction loads, several times; a 10 MiB weight account
+    is above malloc's mmap threshold, so each copy mapped fresh pages and faulted on every
+    one of them: a write into one cost 10 ms of CPU, 2-4 ms with the blocks kept (Agave
+    links jemalloc, which keeps them too). Nothing is done where the C library is not glibc.
+    """
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+    except OSError:
+        return
+    libc.mallopt(_M_MMAP_THRESHOLD, 32 << 20)  # glibc's largest: above any account
+    libc.mallopt(_M_TRIM_THRESHOLD, 512 << 20)
+
+
 def new_svm(features: Features = ALL_ACTIVE) -> LiteSVM:
     """LiteSVM as ``LiteSVM()`` makes it, with ``features`` and their accounts.
 
     The features active but those deactivated, the builtins, precompiles, sysvars and SPL
     programs, and a feature account for each active feature, as a validator's genesis has.
+    The process's malloc keeps what it frees (``reuse_freed_memory``).
     """
+    reuse_freed_memory()
     svm = LiteSVM.default().with_feature_set(features.runtime()).with_builtins().with_sysvars()
     # What ``LiteSVM()`` adds next; solders' wrapper has no ``with_`` method for it.
     svm._inner.set_precompiles()
