@@ -26,7 +26,8 @@ def test_two_embedded_localnets_answer_every_probe_alike(tmp_path: Path):
     art = tmp_path / "tiny.curta"
     art.write_bytes(synthetic_artifact(TINY, seed=3).data)
     payer = Keypair()
-    first, second = start_in_thread(), start_in_thread()
+    # Short slots: the scenario waits for its last transaction to be finalized (32 slots).
+    first, second = start_in_thread(slot_duration=0.1), start_in_thread(slot_duration=0.1)
     try:
         ours = prepare(first.url, payer, art, tmp_path)
         theirs = prepare(second.url, payer, art, tmp_path)
