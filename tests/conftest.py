@@ -39,6 +39,7 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from node_packages import require_node_packages
@@ -63,6 +64,38 @@ reuse_freed_memory()
 
 READY_TIMEOUT = 120.0
 """Seconds a localnet subprocess may take to replay its ledger and listen."""
+
+
+# The suite runs in worker processes (addopts), a test file to each in turn. The longest
+# files go first, so that no worker starts one near the end while the others sit idle:
+# the validator tier (one folder: its tests share one validator), then the reliability
+# rows, then the rest in the order collected.
+FIRST = ("tests/validator/", "tests/reliability/")
+
+
+def _rank(item: pytest.Item) -> int:
+    path = item.nodeid
+    return next((i for i, prefix in enumerate(FIRST) if path.startswith(prefix)), len(FIRST))
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    items.sort(key=_rank)  # stable: a file's tests keep their order
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Files to workers in the order collected; the validator tier as one unit."""
+    if config.getoption("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class TierScheduling(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            if nodeid.startswith(FIRST[0]):
+                return FIRST[0]
+            return super()._split_scope(nodeid)
+
+    config.option.loadscopereorder = False  # keep the order above, not the test counts'
+    return TierScheduling(config, log)
 
 
 @pytest.fixture(autouse=True)

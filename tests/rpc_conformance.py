@@ -120,7 +120,9 @@ class Scenario:
 
     def send(self, transaction: bytes, name: str, preflight: bool = True) -> str:
         """Send ``transaction``, wait until it is finalized; name its signature."""
-        config: dict[str, Any] = {"encoding": "base64"}
+        # Preflight in the bank the blockhash came from: a validator's finalized bank (the
+        # default) does not know a confirmed blockhash yet (BlockhashNotFound).
+        config: dict[str, Any] = {"encoding": "base64", "preflightCommitment": "confirmed"}
         config.update({} if preflight else {"skipPreflight": True})
         signature = str(
             result(self.url, "sendTransaction", [base64.b64encode(transaction).decode(), config])

@@ -29,7 +29,7 @@ from curta_chain.program.run_account import RunAccount
 PROGRAM = ("--program-id", LOCALNET_PROGRAM_ID)
 FEE = 5_000
 """Lamports a signature costs on both (no priority fee on loopback)."""
-RUN = ("--on-chain", "-n", "8", "-s", "42", "-t", "0.8", "-i", "Once upon a time")
+RUN = ("--on-chain", "-n", "25", "-s", "42", "-t", "0.8", "-i", "Once upon a time")
 TINY = ModelConfig(
     dim=16, hidden_dim=32, n_layers=1, n_heads=2, n_kv_heads=1, vocab_size=259, seq_len=16
 )
