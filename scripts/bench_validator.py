@@ -1,7 +1,7 @@
 """publish, seal and run --on-chain on the real solana-test-validator beside the embedded localnet.
 
     .venv/bin/python scripts/bench_validator.py [--model stories260K|15m] [--steps N]
-        [--url URL] [--samples N]
+        [--url URL] [--samples N] [--record]
 
 Starts solana-test-validator (``curta_chain.validator``: the pinned build, free ports, the
 shipped program preloaded) unless ``--url`` names one already running with the program at
@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from numbers_page import record
 from solders.hash import Hash
 from solders.instruction import Instruction
 from solders.keypair import Keypair
@@ -155,7 +156,8 @@ def seal_step_seconds(nodes: list[Node], models: dict[str, dict[str, Any]], samp
         model = Pubkey.from_string(models[node.name]["model"])
         weight = Pubkey.from_string(models[node.name]["weight_accounts"][0])
         transaction = node.transaction(begin_sealing(PROGRAM, node.payer.pubkey(), model))
-        confirmed(node.url, rpc(node.url, "sendTransaction", transaction, {"encoding": "base64"}))
+        config = {"encoding": "base64", "preflightCommitment": "confirmed"}  # its blockhash's
+        confirmed(node.url, rpc(node.url, "sendTransaction", transaction, config))
         steps[node.name] = node.transaction(seal_step(PROGRAM, model, [weight], 0))
         pay = TransferParams(
             from_pubkey=node.payer.pubkey(), to_pubkey=Keypair().pubkey(), lamports=1_000_000
@@ -178,6 +180,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=16, help="tokens run --on-chain generates")
     parser.add_argument("--url", help="a running validator (default: start one)")
     parser.add_argument("--samples", type=int, default=41, help="simulations of each kind")
+    parser.add_argument("--record", action="store_true", help="append to docs/numbers/")
     args = parser.parse_args()
 
     executable = None if args.url else require_validator()  # looked up with the real HOME
@@ -224,10 +227,7 @@ def main() -> None:
 
 def report(nodes: list[Node], version: str, args: argparse.Namespace) -> None:
     theirs, ours = (node.results for node in nodes)
-    print(f"solana-test-validator: {version}; model {args.model}; run -n {args.steps}")
-    print()
-    print("| command | validator | embedded | validator / embedded |")
-    print("| --- | ---: | ---: | ---: |")
+    table: list[list[str]] = []
     rows: dict[str, Any] = {}
     for name in ("publish", "seal", "run"):
         a, b = theirs[name], ours[name]
@@ -239,18 +239,30 @@ def report(nodes: list[Node], version: str, args: argparse.Namespace) -> None:
             "embedded_tps": b["transactions"] / b["seconds"],
         }
         r = rows[name]
-        print(
-            f"| {name} ({a['transactions']:,} transactions), seconds | {a['seconds']:.2f} | "
-            f"{b['seconds']:.2f} | {a['seconds'] / b['seconds']:.2f} |"
+        table.append(
+            [
+                f"{name} ({a['transactions']:,} transactions), seconds",
+                f"{a['seconds']:.2f}",
+                f"{b['seconds']:.2f}",
+                f"{a['seconds'] / b['seconds']:.2f}",
+            ]
         )
-        print(
-            f"| {name}, transactions a second | {r['validator_tps']:.0f} | "
-            f"{r['embedded_tps']:.0f} | {r['validator_tps'] / r['embedded_tps']:.2f} |"
+        table.append(
+            [
+                f"{name}, transactions a second",
+                f"{r['validator_tps']:.0f}",
+                f"{r['embedded_tps']:.0f}",
+                f"{r['validator_tps'] / r['embedded_tps']:.2f}",
+            ]
         )
     per_step = [r["seconds"] / r["step_transactions"] * 1000 for r in (theirs["run"], ours["run"])]
-    print(
-        f"| a run step, wall (run seconds / steps), ms | {per_step[0]:.0f} | {per_step[1]:.0f} | "
-        f"{per_step[0] / per_step[1]:.2f} |"
+    table.append(
+        [
+            "a run step, wall (run seconds / steps), ms",
+            f"{per_step[0]:.0f}",
+            f"{per_step[1]:.0f}",
+            f"{per_step[0] / per_step[1]:.2f}",
+        ]
     )
     rows["run_step_ms"] = {"validator": per_step[0], "embedded": per_step[1]}
     a, b = theirs["seal step"], ours["seal step"]
@@ -258,11 +270,15 @@ def report(nodes: list[Node], version: str, args: argparse.Namespace) -> None:
         ("step_ms", "simulate a seal step, ms"),
         ("transfer_ms", "simulate a transfer, ms"),
     ):
-        print(f"| {label} | {a[key]:.2f} | {b[key]:.2f} | {a[key] / b[key]:.2f} |")
+        table.append([label, f"{a[key]:.2f}", f"{b[key]:.2f}", f"{a[key] / b[key]:.2f}"])
     exec_a, exec_b = a["step_ms"] - a["transfer_ms"], b["step_ms"] - b["transfer_ms"]
-    print(
-        f"| a seal step's execution (the difference), ms | {exec_a:.2f} | {exec_b:.2f} | "
-        f"{exec_a / exec_b:.2f} |"
+    table.append(
+        [
+            "a seal step's execution (the difference), ms",
+            f"{exec_a:.2f}",
+            f"{exec_b:.2f}",
+            f"{exec_a / exec_b:.2f}",
+        ]
     )
     rows["seal_step"] = {
         "validator_ms": exec_a,
@@ -270,8 +286,35 @@ def report(nodes: list[Node], version: str, args: argparse.Namespace) -> None:
         **{f"validator_{k}": v for k, v in a.items()},
         **{f"embedded_{k}": v for k, v in b.items()},
     }
+    columns = ["command", "validator", "embedded", "validator / embedded"]
+    print(f"solana-test-validator: {version}; model {args.model}; run -n {args.steps}")
+    print()
+    print("| " + " | ".join(columns) + " |")
+    print("| --- | ---: | ---: | ---: |")
+    for row in table:
+        print("| " + " | ".join(row) + " |")
     print()
     print(json.dumps({"version": version, "model": args.model, "steps": args.steps, **rows}))
+    if args.record:
+        model = "stories260K" if args.model == "stories260K" else "the stories15M shape"
+        command = f".venv/bin/python scripts/bench_validator.py --model {args.model} --record"
+        record(
+            "validator" if args.model == "stories260K" else f"validator_{args.model}",
+            f"The real solana-test-validator beside the embedded localnet: {model}",
+            command,
+            columns,
+            table,
+            summary=(
+                f"{version}, started by the script (free ports, the shipped program "
+                f"preloaded), and `curta-chain localnet` as its own process, side by side; "
+                f"the CLI as processes on each, taking turns command by command; "
+                f"`run --on-chain -n {args.steps}`."
+            ),
+            notes=(
+                "A seal step's execution is the median simulation of a step less that of a "
+                "transfer: on a loaded machine the RPC's own time swamps it."
+            ),
+        )
 
 
 if __name__ == "__main__":

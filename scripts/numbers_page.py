@@ -60,6 +60,8 @@ ORDER = (
     "agreement",
     "busy_localnet",
     "cluster",
+    "validator",
+    "validator_15m",
     "pipelined_runs",
     "browser",
     "demo_model",

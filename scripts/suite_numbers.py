@@ -1,6 +1,6 @@
 """Record the test suite's time and its 25 slowest tests from a run's pytest output.
 
-    .venv/bin/python -m pytest -q -p no:cacheprovider --durations=25 > suite.txt
+    .venv/bin/python -m pytest -q > suite.txt   (addopts add --durations=25)
     .venv/bin/python scripts/suite_numbers.py suite.txt --note "what else ran on the machine"
 
 Appends to docs/numbers/tests.jsonl (the counts and the time) and docs/numbers/
@@ -15,8 +15,7 @@ from pathlib import Path
 from numbers_page import PAGE, record, render
 
 COMMAND = (
-    ".venv/bin/python -m pytest -q -p no:cacheprovider --durations=25 > suite.txt; "
-    ".venv/bin/python scripts/suite_numbers.py suite.txt"
+    ".venv/bin/python -m pytest -q > suite.txt; .venv/bin/python scripts/suite_numbers.py suite.txt"
 )
 DURATION = re.compile(r"^(\d+\.\d+)s (call|setup|teardown) +(tests/.+)$")
 SUMMARY = re.compile(r"^=* ?(.*\d+ (?:passed|failed).*) in ([\d.]+)s(?: \(([\d:]+)\))? ?=*$")
@@ -62,7 +61,10 @@ def main() -> int:
         COMMAND,
         ["measure", "value"],
         rows,
-        summary="The whole suite in one pytest process on this project's 2-core machine.",
+        summary=(
+            "The whole suite, the README's test command (three pytest-xdist workers), on a "
+            "2-core machine."
+        ),
         notes=args.note,
     )
     record(
