@@ -6,9 +6,11 @@ builds it into the per-user folder ``curta_chain.validator`` looks in, or have i
 with the curta program at ``LOCALNET_PROGRAM_ID``, as ``curta-chain localnet --validator``
 starts it).
 
-- ``validator`` (session): one validator in a temporary ledger on free ports, the shipped
-  program preloaded with ``--bpf-program``, its faucet; stopped at the end of the session.
-- ``embedded`` (session): the embedded localnet in this process, to hold to the same work.
+- ``validator`` (a module's): one validator in a temporary ledger on free ports, the shipped
+  program preloaded with ``--bpf-program``, its faucet; stopped after the module's last test
+  (its proof of history keeps a core busy: the rest of the suite must not pay for it; it
+  starts in a few seconds).
+- ``embedded`` (a module's): the embedded localnet in this process, to hold to the same work.
 - ``payer``: a new keypair funded on both (``Payer.fund``), and its file.
 - ``cli``: runs ``curta-chain`` as its own process, JSON out, with ``--yes`` where it
   spends: the validator's genesis hash is not the embedded localnet's, so every spending
@@ -41,7 +43,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(SKIP)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def validator(tmp_path_factory) -> Iterator[Node]:
     if RUNNING is not None:
         yield Node("validator", RUNNING)
@@ -54,7 +56,7 @@ def validator(tmp_path_factory) -> Iterator[Node]:
         node.stop()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def embedded() -> Iterator[Node]:
     handle: LocalnetHandle = start_in_thread()
     try:
