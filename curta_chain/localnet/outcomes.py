@@ -10,6 +10,7 @@ JSON-RPC.
 from dataclasses import dataclass
 from typing import Any
 
+from solders.account import Account
 from solders.message import Message, MessageV0, MessageV1
 from solders.pubkey import Pubkey
 from solders.transaction_metadata import TransactionMetadata
@@ -56,6 +57,33 @@ class Refused:
     logs: list[str]
     units: int
     seq: int = 0
+    fee: int | None = None
+    """The fee the run charged before it was refused; None when it never loaded."""
+    loaded_size: int = 0
+    """The account data it loaded (SIMD-0186's count); 0 when it never loaded."""
+
+
+@dataclass(frozen=True)
+class Simulation:
+    """A simulated transaction and what the validator reports beside its result.
+
+    ``fee`` is None and ``loaded_size`` 0 when the validator would not load it (a bad
+    blockhash, a payer that cannot pay): then nothing ran, ``meta`` is None or LiteSVM's
+    refusal, and the balances after are those before (no balances at all for a bad
+    signature). ``post_accounts`` holds the writable accounts as a successful run leaves
+    them.
+    """
+
+    accounts: "TransactionAccounts"
+    err: Any
+    meta: TransactionMetadata | None
+    fee: int | None
+    loaded_size: int
+    pre_balances: list[int] | None
+    post_balances: list[int] | None
+    pre_token_balances: list[dict[str, Any]] | None
+    post_token_balances: list[dict[str, Any]] | None
+    post_accounts: dict[Pubkey, Account]
 
 
 @dataclass(frozen=True)
