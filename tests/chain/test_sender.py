@@ -291,7 +291,8 @@ async def test_send_checked_names_the_program_error_or_keeps_the_node_s(node):
         await send_checked(client, wire)
     with pytest.raises(RpcCallError) as garbled:
         await send_checked(client, wire[:-1] + bytes([wire[-1] ^ 1]))
-    assert garbled.value.code == -32003  # the signature no longer verifies
+    assert garbled.value.code == -32002  # preflight: the signature no longer verifies
+    assert garbled.value.data["err"] == "SignatureFailure"
 
 
 @pytest.mark.asyncio

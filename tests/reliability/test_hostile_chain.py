@@ -926,7 +926,8 @@ def test_a_tampered_transaction_is_dropped_by_signature_check(world: World):
         before = await chain_view(client, [owner.pubkey(), target])
         with pytest.raises(RpcCallError) as refused:
             await send_raw(client, bytes(wire), preflight=True)
-        assert refused.value.code == -32003
+        assert refused.value.code == -32002  # agave's preflight reports the failed check
+        assert refused.value.data["err"] == "SignatureFailure"
         signature = await send_raw(client, bytes(wire), preflight=False)
         assert await client.signature_statuses([signature]) == [None]
         assert await chain_view(client, [owner.pubkey(), target]) == before
