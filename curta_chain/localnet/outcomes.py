@@ -1,10 +1,10 @@
-"""What a send returns (``Landed``, ``Refused``, ``Queued``) and what a transaction loads.
+"""What a send or a simulation returns, and what a transaction loads.
 
 Sending returns a value, as LiteSVM does: ``Landed`` (in a block, with or without an
 error: the fee was paid), ``Refused`` (never landed, nothing charged), each with its error,
-logs and compute units, or ``Queued`` (accepted for a later block, in the busy mode). The
-RPC layer (``transaction_methods``) turns those into JSON-RPC answers; nothing here knows
-JSON-RPC.
+logs and compute units, or ``Queued`` (accepted for a later block, in the busy mode); a
+simulation returns a ``Simulation``. The RPC layer (``transaction_methods``) turns those
+into JSON-RPC answers; nothing here knows JSON-RPC.
 """
 
 from dataclasses import dataclass
@@ -58,7 +58,8 @@ class Refused:
     units: int
     seq: int = 0
     fee: int | None = None
-    """The fee the run charged before it was refused; None when it never loaded."""
+    """The fee a validator's simulation reports: the fee of a run that loaded (which a
+    refusal then gives back); None when it never loaded."""
     loaded_size: int = 0
     """The account data it loaded (SIMD-0186's count); 0 when it never loaded."""
 
