@@ -10,9 +10,11 @@ KiB or not a multiple of 1 KiB; nothing is charged. Bytes after the value are ig
 decoder does not check that it consumed the whole instruction).
 
 The fee is 5,000 lamports a signature plus the priority fee: the price times the limit,
-rounded up to whole lamports. Without SetComputeUnitLimit the limit is 200,000 units per
-instruction that is not a compute-budget one, at most 1,400,000 (Agave gives an instruction
-of a builtin program 3,000 instead; every transaction curta-chain sends sets its limit).
+rounded up to whole lamports. Without SetComputeUnitLimit the limit is, as Agave 4 reckons it
+(SIMD-0170, ``calculate_default_compute_unit_limit``), 3,000 units per instruction of a
+builtin program (compute-budget instructions included) and 200,000 per other instruction, at
+most 1,400,000. Every transaction curta-chain sends sets its limit; the default matters for
+what others send (and for the limit a program's log line names).
 
 A v1 message (SIMD-0385) carries its budget inline (``TransactionConfig``) and its
 compute-budget instructions configure nothing: as Agave 4.3 reads it, an unset compute-unit
@@ -33,6 +35,8 @@ from solders.pubkey import Pubkey
 from curta_chain.constants import MAX_COMPUTE_UNITS, MAX_LOADED_ACCOUNTS_DATA_SIZE
 
 __all__ = [
+    "BUILTIN_INSTRUCTION_COMPUTE_UNITS",
+    "BUILTIN_PROGRAM_IDS",
     "COMPUTE_BUDGET_PROGRAM_ID",
     "DEFAULT_INSTRUCTION_COMPUTE_UNITS",
     "LAMPORTS_PER_SIGNATURE",
@@ -49,6 +53,24 @@ COMPUTE_BUDGET_PROGRAM_ID: Final = Pubkey.from_string("ComputeBudget111111111111
 LAMPORTS_PER_SIGNATURE: Final = 5_000
 """The validator's default fee rate, which LiteSVM charges too."""
 DEFAULT_INSTRUCTION_COMPUTE_UNITS: Final = 200_000
+BUILTIN_INSTRUCTION_COMPUTE_UNITS: Final = 3_000
+"""Agave's MAX_BUILTIN_ALLOCATION_COMPUTE_UNIT_LIMIT: a builtin instruction's default share."""
+BUILTIN_PROGRAM_IDS: Final = frozenset(
+    Pubkey.from_string(key)
+    for key in (
+        "11111111111111111111111111111111",
+        "ComputeBudget111111111111111111111111111111",
+        "BPFLoaderUpgradeab1e11111111111111111111111",
+        "BPFLoader1111111111111111111111111111111111",
+        "BPFLoader2111111111111111111111111111111111",
+        "LoaderV411111111111111111111111111111111111",
+        "KeccakSecp256k11111111111111111111111111111",
+        "Ed25519SigVerify111111111111111111111111111",
+    )
+)
+"""The programs whose instructions default to 3,000 units (agave 4.2 builtins-default-costs).
+The vote program is there only until its core-BPF migration feature, which the test validator
+activates at genesis; stake, config and address lookup tables are core BPF programs now."""
 MICRO_LAMPORTS_PER_LAMPORT: Final = 1_000_000
 
 # The instructions by tag, with the length of their value. Tag 0 is retired: it decodes to
@@ -103,11 +125,15 @@ def compute_budget(message: Message | MessageV0 | MessageV1) -> ComputeBudget | 
         return _inline_budget(message)
     keys = message.account_keys
     requested: dict[int, int] = {}
-    others = 0
+    default_units = 0
     for instruction in message.instructions:
         index = instruction.program_id_index
-        if index >= len(keys) or keys[index] != COMPUTE_BUDGET_PROGRAM_ID:
-            others += 1
+        program = keys[index] if index < len(keys) else None
+        if program in BUILTIN_PROGRAM_IDS:
+            default_units += BUILTIN_INSTRUCTION_COMPUTE_UNITS
+        else:
+            default_units += DEFAULT_INSTRUCTION_COMPUTE_UNITS
+        if program != COMPUTE_BUDGET_PROGRAM_ID:
             continue
         data = bytes(instruction.data)
         tag = data[0] if data else 0
@@ -120,7 +146,7 @@ def compute_budget(message: Message | MessageV0 | MessageV1) -> ComputeBudget | 
     heap = requested.get(_REQUEST_HEAP_FRAME, _MIN_HEAP_FRAME)
     if heap % _HEAP_FRAME_UNIT or not _MIN_HEAP_FRAME <= heap <= _MAX_HEAP_FRAME:
         return None
-    units = requested.get(_SET_COMPUTE_UNIT_LIMIT, others * DEFAULT_INSTRUCTION_COMPUTE_UNITS)
+    units = requested.get(_SET_COMPUTE_UNIT_LIMIT, default_units)
     loaded = requested.get(_SET_LOADED_ACCOUNTS_DATA_SIZE_LIMIT, MAX_LOADED_ACCOUNTS_DATA_SIZE)
     return ComputeBudget(
         unit_limit=min(units, MAX_COMPUTE_UNITS),

@@ -17,6 +17,7 @@ from solders.compute_budget import (
 from solders.instruction import AccountMeta, Instruction
 from solders.keypair import Keypair
 from solders.message import Message
+from solders.system_program import TransferParams, transfer
 
 from curta_chain.compute_budget import (
     COMPUTE_BUDGET_PROGRAM_ID,
@@ -46,6 +47,16 @@ def test_the_program_id_is_solders_own():
 def test_defaults_without_compute_budget_instructions():
     assert budget_of() == ComputeBudget(200_000, 0, MAX_LOADED_ACCOUNTS_DATA_SIZE, 32 * 1024)
     assert compute_budget(Message([CALL] * 8, PAYER)).unit_limit == MAX_COMPUTE_UNITS
+
+
+def test_a_builtins_instruction_defaults_to_3000_units_as_simd_0170_has_it():
+    pay = transfer(TransferParams(from_pubkey=PAYER, to_pubkey=Keypair().pubkey(), lamports=1))
+    assert budget_of(pay).unit_limit == 203_000  # the validator's "of 203000" log line
+    # A compute-budget instruction is a builtin's too; the price is paid on that limit.
+    message = Message([set_compute_unit_price(1_000_000), pay], PAYER)
+    assert compute_budget(message).unit_limit == 6_000
+    assert transaction_fee(message) == 5_000 + 6_000
+    assert compute_budget(Message([pay] * 500, PAYER)).unit_limit == MAX_COMPUTE_UNITS
 
 
 def test_each_request_is_read_and_capped_as_the_runtime_caps_it():

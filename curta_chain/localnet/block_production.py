@@ -18,7 +18,7 @@ from solders.transaction_metadata import FailedTransactionMetadata
 from curta_chain.compute_budget import compute_budget, priority_fee, transaction_fee
 from curta_chain.localnet.busy import BusyOptions, Leader, Pending, scheduling_cost
 from curta_chain.localnet.codec import AnyMessage, transaction_error_json
-from curta_chain.localnet.execution import Execution
+from curta_chain.localnet.execution import Execution, charges_fee
 from curta_chain.localnet.load_limit import loads_too_much
 from curta_chain.localnet.outcomes import Landed, Queued, Refused, SendOutcome, TransactionAccounts
 
@@ -126,9 +126,11 @@ class BlockProduction(Execution):
                 return Refused(signature, "MaxLoadedAccountsDataSizeExceeded", [], 0)
         result = self.simulate(tx)
         if isinstance(result, FailedTransactionMetadata):
-            meta = result.meta()
             err = transaction_error_json(result.err())
-            return Refused(signature, err, meta.logs(), meta.compute_units_consumed())
+            charged = charges_fee(message, err)
+            return self._refused_after_running(
+                signature, message, accounts, err, result.meta(), charged
+            )
         return None
 
     def _run_in_block(self, pending: Pending, slot: int) -> Landed | None:

@@ -5,7 +5,6 @@ web3.js, the Solana CLI) behaves here as it does against ``solana-test-validator
 """
 
 import base64
-import binascii
 import json
 from typing import Any
 
@@ -37,6 +36,63 @@ _V1_BASE64_PREFIX = "gQ"
 MAX_BASE58_ACCOUNT_BYTES = 128
 _TRANSACTION_TYPE = "solana_transaction::versioned::VersionedTransaction"
 _ZSTD = zstandard.ZstdCompressor(level=1)
+
+
+_BASE64_VALUES: dict[int, int] = {
+    symbol: value
+    for value, symbol in enumerate(
+        b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+    )
+}
+_PAD = ord("=")
+
+
+def decode_base64(text: str) -> bytes:
+    """Decode standard, padded base64 as the validator's decoder does, errors included.
+
+    The validator (Rust ``base64`` 0.22, ``STANDARD``: canonical padding, no trailing bits)
+    names the first thing wrong in its ``DecodeError``'s debug form, which its message
+    quotes. Its order: a last symbol that stands alone (length 4n + 1) when it is not in the
+    alphabet, then every byte before the last 1 to 4 in turn, then those: padding in the
+    first two places or followed by a symbol, a symbol outside the alphabet, fewer than two
+    symbols, padding that does not complete the quad, and bits left in the last symbol.
+
+    Raises:
+        ValueError: ``InvalidByte(offset, byte)``, ``InvalidLength(n)``, ``InvalidPadding``
+            or ``InvalidLastSymbol(offset, byte)``; offsets and bytes are of the UTF-8 text.
+    """
+    data = text.encode()
+    rem = len(data) % 4
+    if rem == 1 and data[-1] != _PAD and data[-1] not in _BASE64_VALUES:
+        raise ValueError(f"InvalidByte({len(data) - 1}, {data[-1]})")
+    start = max(len(data) - rem - (4 if rem == 0 else 0), 0)
+    for offset in range(start):
+        if data[offset] not in _BASE64_VALUES:
+            raise ValueError(f"InvalidByte({offset}, {data[offset]})")
+    morsels: list[int] = []
+    padding = first_padding = last_symbol = 0
+    for index, byte in enumerate(data[start:]):
+        if byte == _PAD:
+            if index < 2:
+                raise ValueError(f"InvalidByte({start + index}, {byte})")
+            if not padding:
+                first_padding = index
+            padding += 1
+            continue
+        if padding:
+            raise ValueError(f"InvalidByte({start + first_padding}, {_PAD})")
+        if byte not in _BASE64_VALUES:
+            raise ValueError(f"InvalidByte({start + index}, {byte})")
+        last_symbol = byte
+        morsels.append(_BASE64_VALUES[byte])
+    if data and len(morsels) < 2:
+        raise ValueError(f"InvalidLength({start + len(morsels)})")
+    if (padding + len(morsels)) % 4:
+        raise ValueError("InvalidPadding")
+    bits = sum(morsel << (18 - 6 * i) for i, morsel in enumerate(morsels))
+    if bits & ((1 << (24 - len(morsels) * 6 // 8 * 8)) - 1):
+        raise ValueError(f"InvalidLastSymbol({start + len(morsels) - 1}, {last_symbol})")
+    return base64.b64decode(data)
 
 
 def decode_transaction(encoded: Any, encoding: str) -> tuple[bytes, VersionedTransaction]:
@@ -74,8 +130,8 @@ def decode_transaction(encoded: Any, encoding: str) -> tuple[bytes, VersionedTra
                 f"(max: encoded/raw {max_encoded}/{max_raw})"
             )
         try:
-            raw = base64.b64decode(encoded, validate=True)
-        except binascii.Error as exc:
+            raw = decode_base64(encoded)
+        except ValueError as exc:
             raise invalid_params(f"invalid base64 encoding: {exc}") from exc
     else:
         raise invalid_params(
@@ -266,8 +322,15 @@ def return_data_json(meta: TransactionMetadata) -> dict | None:
     return {"programId": str(data.program_id), "data": [encoded, "base64"]}
 
 
-def preflight_failure(err: Any, logs: list[str], units: int) -> RpcMethodError:
-    """Return the -32002 error a validator answers when preflight simulation fails."""
+def preflight_failure(
+    err: Any, logs: list[str], units: int, fee: int | None = None, loaded_size: int = 0
+) -> RpcMethodError:
+    """Return the -32002 error a validator answers when preflight simulation fails.
+
+    Its data is a simulation result without balances or loaded addresses (agave leaves
+    them out of a preflight failure); ``fee`` and ``loaded_size`` are None and 0 for a
+    transaction that never loaded.
+    """
     return RpcMethodError(
         SEND_TRANSACTION_PREFLIGHT_FAILURE,
         f"Transaction simulation failed: {transaction_error_message(err)}",
@@ -276,8 +339,15 @@ def preflight_failure(err: Any, logs: list[str], units: int) -> RpcMethodError:
             "logs": logs,
             "accounts": None,
             "unitsConsumed": units,
+            "loadedAccountsDataSize": loaded_size,
             "returnData": None,
             "innerInstructions": None,
             "replacementBlockhash": None,
+            "fee": fee,
+            "preBalances": None,
+            "postBalances": None,
+            "preTokenBalances": None,
+            "postTokenBalances": None,
+            "loadedAddresses": None,
         },
     )

@@ -31,6 +31,13 @@ READ_CACHE_BYTES = 64 * 1024 * 1024
 """Account data kept between writes, so slices of one 10 MiB account cost one copy."""
 
 
+BUILTIN_ACCOUNT_NAMES: dict[Pubkey, bytes] = {
+    SYSTEM_PROGRAM_ID: b"solana_system_program",
+    Pubkey.from_string("Vote111111111111111111111111111111111111111"): b"solana_vote_program",
+    Pubkey.from_string("BPFLoader1111111111111111111111111111111111"): b"solana_bpf_loader_program",
+}
+"""The builtins whose account LiteSVM names otherwise than agave 4.2's genesis (a builtin's
+account data is its name): a transaction that names one loads those bytes (SIMD-0186)."""
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
 """mallopt's parameter numbers (glibc's malloc.h)."""
 
@@ -56,13 +63,23 @@ def new_svm(features: Features = ALL_ACTIVE) -> LiteSVM:
     """LiteSVM as ``LiteSVM()`` makes it, with ``features`` and their accounts.
 
     The features active but those deactivated, the builtins, precompiles, sysvars and SPL
-    programs, and a feature account for each active feature, as a validator's genesis has.
+    programs, and a feature account for each active feature, as a validator's genesis has
+    (builtin accounts named as agave names them, ``BUILTIN_ACCOUNT_NAMES``).
     The process's malloc keeps what it frees (``reuse_freed_memory``).
     """
     reuse_freed_memory()
     svm = LiteSVM.default().with_feature_set(features.runtime()).with_builtins().with_sysvars()
     # What ``LiteSVM()`` adds next; solders' wrapper has no ``with_`` method for it.
     svm._inner.set_precompiles()
+    for key, name in BUILTIN_ACCOUNT_NAMES.items():
+        builtin = svm.get_account(key)
+        if builtin is not None:
+            svm.set_account(
+                key,
+                Account(
+                    builtin.lamports, name, builtin.owner, builtin.executable, builtin.rent_epoch
+                ),
+            )
     # The LiteSVM of solders 0.29 starts at slot 435,888,000; the localnet's genesis is slot
     # 0, which the preloaded program's ProgramData records as its deployment slot.
     svm.set_clock(

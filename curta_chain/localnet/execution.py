@@ -8,14 +8,16 @@ transaction history, appended to the ledger's log and handed to the PubSub serve
 that a preflight failure can be told apart from a runtime one, and so replay can skip
 them.
 
-LiteSVM reads no v1 ``TransactionConfig``: it gives a v1 transaction the compute budget of
-a legacy one with the same instructions. So the localnet sets LiteSVM's compute budget
-itself for a v1 transaction (its inline limit and heap, as agave 4.3 does), and, since
-LiteSVM cannot go back to reading each transaction's own, for every transaction after the
-first v1 one (``_use_budget``).
+LiteSVM reads no v1 ``TransactionConfig`` (it gives a v1 transaction the compute budget of
+a legacy one with the same instructions), and without a SetComputeUnitLimit it gives 200,000
+units to every instruction, builtins included, where the validator gives a builtin's 3,000
+(SIMD-0170). So the localnet sets LiteSVM's compute budget itself for every transaction: the
+limit and heap ``compute_budget`` reads, as the validator does (``_use_budget``). LiteSVM's
+fee already follows SIMD-0170.
 """
 
-from typing import Any
+from dataclasses import replace
+from typing import Any, Final
 
 from solders.account import Account
 from solders.address_lookup_table_account import LOOKUP_TABLE_META_SIZE
@@ -32,7 +34,14 @@ from curta_chain.localnet.current_bank import CurrentBank, less_lamports
 from curta_chain.localnet.features import ENABLE_TX_V1, RAISE_CPI_NESTING_LIMIT_TO_8, Features
 from curta_chain.localnet.ledger import RECORD_TRANSACTION, Ledger
 from curta_chain.localnet.load_limit import loads_too_much, refused_before_running
-from curta_chain.localnet.outcomes import Landed, Refused, TransactionAccounts, writable_keys
+from curta_chain.localnet.loaded_data import loaded_accounts_data_size
+from curta_chain.localnet.outcomes import (
+    Landed,
+    Refused,
+    Simulation,
+    TransactionAccounts,
+    writable_keys,
+)
 from curta_chain.localnet.parsed import memo_of, token_balances
 from curta_chain.localnet.tx_history import TransactionDetails, TransactionHistory
 
@@ -50,7 +59,7 @@ class Execution(CurrentBank):
     def __init__(self, svm: LiteSVM):
         super().__init__(svm)
         self._budget: tuple[int, int] | None = None
-        """The (units, heap) compute budget last set in LiteSVM; None until a v1 runs."""
+        """The (units, heap) compute budget last set in LiteSVM; None until one is."""
         self.history = TransactionHistory()
         self.ledger: Ledger | None = None
         self._landed: list[Landed] = []
@@ -120,7 +129,7 @@ class Execution(CurrentBank):
                 self.svm.set_account(payer, payer_before)
                 self._forget_reads()
             if preflight or not landed:
-                return Refused(signature, err, meta.logs(), meta.compute_units_consumed())
+                return self._refused_after_running(signature, message, accounts, err, meta, landed)
         else:
             meta, err = result, None
         seq = 0
@@ -129,6 +138,27 @@ class Execution(CurrentBank):
         return self._land(
             signature, raw, message, fee, slot, meta, err, accounts, pre, pre_tokens, seq
         )
+
+    def _refused_after_running(
+        self,
+        signature: str,
+        message: AnyMessage,
+        accounts: TransactionAccounts,
+        err: Any,
+        meta: TransactionMetadata,
+        charged: bool,
+    ) -> Refused:
+        """A run that failed and is not kept: its fee and loaded data when it was ``charged``.
+
+        Accounts are read after the run, which a failure leaves as they were but for the
+        payer's lamports: the data sizes are those loaded.
+        """
+        logs, units = meta.logs(), meta.compute_units_consumed()
+        if not charged:
+            return Refused(signature, err, logs, units)
+        looked_up = [*accounts.loaded_writable, *accounts.loaded_readonly]
+        loaded = loaded_accounts_data_size(message, self.get_account, looked_up)
+        return Refused(signature, err, logs, units, fee=self.fee_for(message), loaded_size=loaded)
 
     def _refusal_before_execution(
         self,
@@ -289,6 +319,60 @@ class Execution(CurrentBank):
         self._land(signature, raw, message, fee, slot, meta, err, accounts, pre, pre_tokens, 0)
         self.replayed += 1
 
+    def simulation(self, tx: VersionedTransaction, sig_verify: bool = False) -> Simulation:
+        """Simulate ``tx`` as a validator's simulateTransaction does; change nothing.
+
+        Beside LiteSVM's result: the balances before and after (a failed run charges only
+        its fee), the token balances, the fee and the account data loaded, or no fee and no
+        data when the validator would not load the transaction (``charges_fee``). With
+        ``sig_verify``, a bad signature is the error, with no balances at all.
+        """
+        message = tx.message
+        accounts = self._accounts_of(message)
+        if sig_verify and not all(tx.verify_with_results()):
+            return Simulation(
+                accounts, "SignatureFailure", None, None, 0, None, None, None, None, {}
+            )
+        keys = accounts.keys
+        pre = [self.svm.get_balance(key) or 0 for key in keys]
+        pre_tokens = token_balances(keys, self.get_account)
+        unrun = Simulation(accounts, None, None, None, 0, pre, pre, pre_tokens, pre_tokens, {})
+        if not self.clock.age_ok(str(message.recent_blockhash)):
+            return replace(unrun, err="BlockhashNotFound")
+        result = self.simulate(tx)
+        looked_up = [*accounts.loaded_writable, *accounts.loaded_readonly]
+        if isinstance(result, FailedTransactionMetadata):
+            err, meta = transaction_error_json(result.err()), result.meta()
+            if not charges_fee(message, err):
+                return replace(unrun, err=err, meta=meta)
+            fee = self.fee_for(message)
+            return replace(
+                unrun,
+                err=err,
+                meta=meta,
+                fee=fee,
+                loaded_size=loaded_accounts_data_size(message, self.get_account, looked_up),
+                post_balances=[max(pre[0] - fee, 0), *pre[1:]],
+            )
+        post_accounts = dict(result.post_accounts())
+        post = [
+            post_accounts[key].lamports if key in post_accounts else balance
+            for key, balance in zip(keys, pre, strict=True)
+        ]
+
+        def after(key: Pubkey) -> Account | None:
+            return post_accounts[key] if key in post_accounts else self.get_account(key)
+
+        return replace(
+            unrun,
+            meta=result.meta(),
+            fee=self.fee_for(message),
+            loaded_size=loaded_accounts_data_size(message, self.get_account, looked_up),
+            post_balances=post,
+            post_token_balances=token_balances(keys, after),
+            post_accounts=post_accounts,
+        )
+
     def simulate(self, tx: VersionedTransaction) -> SimulateResult:
         """Simulate ``tx`` in LiteSVM with the budget and fee it runs with; change nothing."""
         message = tx.message
@@ -306,13 +390,12 @@ class Execution(CurrentBank):
                 self._forget_reads()
 
     def _use_budget(self, message: AnyMessage) -> None:
-        """Give LiteSVM the compute budget ``message`` runs with, when LiteSVM cannot read it.
+        """Give LiteSVM the compute budget ``message`` runs with on the validator.
 
-        A v1 message's comes from its config. Once one is set, LiteSVM keeps it for every
-        transaction, so from then on each gets its own (``compute_budget``).
+        A v1 message's comes from its config, a legacy or v0 one's from its compute-budget
+        instructions or the default (``compute_budget``); LiteSVM keeps what it was given
+        last, so it is set again only when it changes.
         """
-        if self._budget is None and not isinstance(message, MessageV1):
-            return
         wanted = compute_budget(message)
         # Compute-budget instructions that fail the transaction: LiteSVM refuses it unrun.
         budget = (0, 32 * 1024) if wanted is None else (wanted.unit_limit, wanted.heap_frame)
@@ -321,6 +404,33 @@ class Execution(CurrentBank):
             limits.compute_unit_limit, limits.heap_size = budget
             self.svm._inner.set_compute_budget(limits)
             self._budget = budget
+
+
+NOT_LOADED: Final = frozenset(
+    {
+        "AccountNotFound",
+        "AlreadyProcessed",
+        "BlockhashNotFound",
+        "InsufficientFundsForFee",
+        "InvalidAccountForFee",
+        "InvalidLoadedAccountsDataSizeLimit",
+        "SignatureFailure",
+        "UnsupportedVersion",
+    }
+)
+"""Errors the validator finds before it loads a transaction's accounts: it charges no fee."""
+
+
+def charges_fee(message: AnyMessage, err: Any) -> bool:
+    """Whether a validator charges ``message``'s fee when it fails with ``err`` (JSON).
+
+    It does once the transaction is loaded, whether a program or the loading then fails;
+    not for the errors checked before (``NOT_LOADED``), nor for compute-budget
+    instructions that fail it.
+    """
+    if isinstance(err, str) and err in NOT_LOADED:
+        return False
+    return compute_budget(message) is not None
 
 
 def unpaid_priority(message: AnyMessage) -> int:

@@ -1,15 +1,16 @@
-"""What a send returns (``Landed``, ``Refused``, ``Queued``) and what a transaction loads.
+"""What a send or a simulation returns, and what a transaction loads.
 
 Sending returns a value, as LiteSVM does: ``Landed`` (in a block, with or without an
 error: the fee was paid), ``Refused`` (never landed, nothing charged), each with its error,
-logs and compute units, or ``Queued`` (accepted for a later block, in the busy mode). The
-RPC layer (``transaction_methods``) turns those into JSON-RPC answers; nothing here knows
-JSON-RPC.
+logs and compute units, or ``Queued`` (accepted for a later block, in the busy mode); a
+simulation returns a ``Simulation``. The RPC layer (``transaction_methods``) turns those
+into JSON-RPC answers; nothing here knows JSON-RPC.
 """
 
 from dataclasses import dataclass
 from typing import Any
 
+from solders.account import Account
 from solders.message import Message, MessageV0, MessageV1
 from solders.pubkey import Pubkey
 from solders.transaction_metadata import TransactionMetadata
@@ -56,6 +57,34 @@ class Refused:
     logs: list[str]
     units: int
     seq: int = 0
+    fee: int | None = None
+    """The fee a validator's simulation reports: the fee of a run that loaded (which a
+    refusal then gives back); None when it never loaded."""
+    loaded_size: int = 0
+    """The account data it loaded (SIMD-0186's count); 0 when it never loaded."""
+
+
+@dataclass(frozen=True)
+class Simulation:
+    """A simulated transaction and what the validator reports beside its result.
+
+    ``fee`` is None and ``loaded_size`` 0 when the validator would not load it (a bad
+    blockhash, a payer that cannot pay): then nothing ran, ``meta`` is None or LiteSVM's
+    refusal, and the balances after are those before (no balances at all for a bad
+    signature). ``post_accounts`` holds the writable accounts as a successful run leaves
+    them.
+    """
+
+    accounts: "TransactionAccounts"
+    err: Any
+    meta: TransactionMetadata | None
+    fee: int | None
+    loaded_size: int
+    pre_balances: list[int] | None
+    post_balances: list[int] | None
+    pre_token_balances: list[dict[str, Any]] | None
+    post_token_balances: list[dict[str, Any]] | None
+    post_accounts: dict[Pubkey, Account]
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,9 @@
 """Transactions: requestAirdrop, sendTransaction, simulateTransaction, statuses, getTransaction.
 
 The chain model answers a send with a value (``Landed`` or ``Refused``); this module maps
-it to what a validator answers: the signature, or the -32002 preflight error (-32003 for a
-bad signature) with the simulation's error, logs and units.
+it to what a validator answers: the signature, or the -32002 preflight error with the
+simulation's error, logs, units, fee and loaded data (a bad signature included, as agave's
+preflight reports it).
 """
 
 from typing import Any
@@ -20,12 +21,11 @@ from curta_chain.localnet.codec import (
     inner_instructions_json,
     preflight_failure,
     return_data_json,
-    transaction_error_json,
 )
 from curta_chain.localnet.commitment import confirmation
 from curta_chain.localnet.features import ENABLE_TX_V1
 from curta_chain.localnet.node import Localnet
-from curta_chain.localnet.outcomes import Refused, SendOutcome
+from curta_chain.localnet.outcomes import Refused, SendOutcome, Simulation
 from curta_chain.localnet.params import (
     Params,
     account_encoding_param,
@@ -39,12 +39,7 @@ from curta_chain.localnet.params import (
     uint_param,
     with_context,
 )
-from curta_chain.localnet.rpc_errors import (
-    INTERNAL_ERROR,
-    TRANSACTION_SIGNATURE_VERIFICATION_FAILURE,
-    RpcMethodError,
-    invalid_params,
-)
+from curta_chain.localnet.rpc_errors import INTERNAL_ERROR, RpcMethodError, invalid_params
 from curta_chain.localnet.transaction_json import TRANSACTION_ENCODINGS, transaction_with_meta
 
 
@@ -52,16 +47,13 @@ def send_answer(outcome: SendOutcome, preflight: bool) -> str:
     """Return the signature a validator answers for ``outcome``.
 
     Raises:
-        RpcMethodError: with ``preflight``, a refusal: -32003 for a bad signature, else
-            -32002 carrying the simulation's error, logs and units.
+        RpcMethodError: with ``preflight``, a refusal: -32002 carrying the simulation's
+            error, logs, units, fee and loaded data.
     """
     if isinstance(outcome, Refused) and preflight:
-        if outcome.err == "SignatureFailure":
-            raise RpcMethodError(
-                TRANSACTION_SIGNATURE_VERIFICATION_FAILURE,
-                "Transaction signature verification failure",
-            )
-        raise preflight_failure(outcome.err, outcome.logs, outcome.units)
+        raise preflight_failure(
+            outcome.err, outcome.logs, outcome.units, outcome.fee, outcome.loaded_size
+        )
     return outcome.signature
 
 
@@ -102,7 +94,11 @@ def send_transaction(localnet: Localnet, params: Params) -> str:
 
 
 def simulate_transaction(localnet: Localnet, params: Params) -> dict[str, Any]:
-    """``simulateTransaction``: sigVerify, replaceRecentBlockhash, accounts, innerInstructions."""
+    """``simulateTransaction``: sigVerify, replaceRecentBlockhash, accounts, innerInstructions.
+
+    A bad signature (with ``sigVerify``) or blockhash is the result's ``err``, as on the
+    validator, not an error answer.
+    """
     encoded = required(params, 0, "transaction")
     config = config_at(params, 1)
     _, tx = decode_transaction(encoded, _binary_encoding(config))
@@ -111,10 +107,6 @@ def simulate_transaction(localnet: Localnet, params: Params) -> dict[str, Any]:
     replace = bool(config.get("replaceRecentBlockhash"))
     if sig_verify and replace:
         raise invalid_params("sigVerify may not be used with replaceRecentBlockhash")
-    if sig_verify and not all(tx.verify_with_results()):
-        raise RpcMethodError(
-            TRANSACTION_SIGNATURE_VERIFICATION_FAILURE, "Transaction signature verification failure"
-        )
     replacement = None
     if replace:
         tx = _with_blockhash(tx, localnet.clock.blockhash(slot))
@@ -125,39 +117,57 @@ def simulate_transaction(localnet: Localnet, params: Params) -> dict[str, Any]:
     addresses, account_encoding = _simulation_accounts(config)
     # Simulation runs on the latest (processed) bank whatever the commitment: see
     # docs/limitations.md.
-    message = tx.message
-    if isinstance(message, MessageV1) and not localnet.features.is_active(ENABLE_TX_V1):
+    if isinstance(tx.message, MessageV1) and not localnet.features.is_active(ENABLE_TX_V1):
         return with_context(slot, {**preflight_failure("UnsupportedVersion", [], 0).data})
-    if not localnet.clock.age_ok(str(message.recent_blockhash)):
-        return with_context(slot, {**preflight_failure("BlockhashNotFound", [], 0).data})
-    result = localnet.simulate(tx)
-    if hasattr(result, "err"):
-        meta, err, post = result.meta(), transaction_error_json(result.err()), {}
-    else:
-        meta, err, post = result.meta(), None, dict(result.post_accounts())
+    simulated = localnet.simulation(tx, sig_verify)
     accounts = None
     if addresses is not None:
-        accounts = []
-        for pubkey in addresses:
-            account = post.get(pubkey) or localnet.get_account(pubkey)
-            ok = account is not None and account.lamports > 0
-            accounts.append(
-                ui_account(localnet, pubkey, account, account_encoding, None, slot) if ok else None
-            )
+        loaded = len(simulated.accounts.keys)
+        if len(addresses) > loaded:
+            raise invalid_params(f"Too many accounts provided; max {loaded}")
+        # The validator reports no account of a simulation that failed.
+        accounts = [
+            None
+            if simulated.err is not None
+            else _simulated_account(localnet, simulated, pubkey, account_encoding, slot)
+            for pubkey in addresses
+        ]
+    # What ran: nothing when the validator would not load it.
+    meta = simulated.meta if simulated.fee is not None else None
     return with_context(
         slot,
         {
-            "err": err,
-            "logs": meta.logs(),
+            "err": simulated.err,
+            "logs": [] if meta is None else meta.logs(),
             "accounts": accounts,
-            "unitsConsumed": meta.compute_units_consumed(),
-            "returnData": return_data_json(meta),
+            "unitsConsumed": 0 if meta is None else meta.compute_units_consumed(),
+            "loadedAccountsDataSize": simulated.loaded_size,
+            "returnData": None if meta is None else return_data_json(meta),
             "innerInstructions": inner_instructions_json(meta)
-            if config.get("innerInstructions")
+            if meta is not None and config.get("innerInstructions")
             else None,
             "replacementBlockhash": replacement,
+            "fee": simulated.fee,
+            "preBalances": simulated.pre_balances,
+            "postBalances": simulated.post_balances,
+            "preTokenBalances": simulated.pre_token_balances,
+            "postTokenBalances": simulated.post_token_balances,
+            "loadedAddresses": {
+                "writable": [str(key) for key in simulated.accounts.loaded_writable],
+                "readonly": [str(key) for key in simulated.accounts.loaded_readonly],
+            },
         },
     )
+
+
+def _simulated_account(
+    localnet: Localnet, simulated: Simulation, pubkey: Pubkey, encoding: str, slot: int
+) -> dict[str, Any] | None:
+    """An account as a successful simulation leaves it; None when it has no lamports."""
+    account = simulated.post_accounts.get(pubkey) or localnet.get_account(pubkey)
+    if account is None or account.lamports == 0:
+        return None
+    return ui_account(localnet, pubkey, account, encoding, None, slot)
 
 
 def _simulation_accounts(config: dict[str, Any]) -> tuple[list[Pubkey] | None, str]:

@@ -281,7 +281,7 @@ async def test_a_program_refusal_that_landed_is_named_from_the_idl(node):
 
 
 @pytest.mark.asyncio
-async def test_send_checked_names_the_program_error_or_keeps_the_node_s(node):
+async def test_send_checked_names_the_program_error_and_a_failed_signature_check(node):
     payer = node.fund()
     client = RpcClient(node)
     blockhash, _ = await client.latest_blockhash()
@@ -289,9 +289,12 @@ async def test_send_checked_names_the_program_error_or_keeps_the_node_s(node):
     wire = bytes(sign(TxSpec((write,)), payer, blockhash))
     with pytest.raises(ProgramError, match="WrongAccountOwner"):
         await send_checked(client, wire)
-    with pytest.raises(RpcCallError) as garbled:
+    # The signature no longer verifies: agave's preflight reports it as a failed simulation
+    # (-32002, err SignatureFailure), which is named like any other.
+    with pytest.raises(ChainError, match="transaction failed: SignatureFailure") as garbled:
         await send_checked(client, wire[:-1] + bytes([wire[-1] ^ 1]))
-    assert garbled.value.code == -32003  # the signature no longer verifies
+    node_said = garbled.value.__cause__
+    assert isinstance(node_said, RpcCallError) and node_said.code == -32002
 
 
 @pytest.mark.asyncio

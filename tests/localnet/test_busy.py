@@ -19,7 +19,7 @@ from localnet_helpers import (
     send_b64,
     transfer_tx,
 )
-from solders.compute_budget import set_compute_unit_price
+from solders.compute_budget import set_compute_unit_limit, set_compute_unit_price
 from solders.hash import Hash
 from solders.keypair import Keypair
 from solders.pubkey import Pubkey
@@ -206,14 +206,15 @@ def test_transactions_past_an_account_write_limit_wait_for_a_later_block(clock):
 
 
 def test_the_account_and_block_compute_limits_defer_what_does_not_fit(clock):
-    # A transfer reserves 217,707 units: 720 + 2 x 300 + 3 (12 data bytes) + 200,000 + 16,384.
-    localnet, payers = _chain(clock, account_cu_limit=500_000, block_cu_limit=1_000_000)
+    # A transfer reserves 20,707 units: 720 + 2 x 300 + 3 (12 data bytes) + 3,000 (the
+    # default limit of a builtin's instruction, SIMD-0170) + 16,384.
+    localnet, payers = _chain(clock, account_cu_limit=50_000, block_cu_limit=100_000)
     blockhash = Hash.from_string(localnet.clock.blockhash(localnet.tick()))
     one = [
         _send(localnet, transfer_tx(payers[0], Keypair().pubkey(), RENT + n, blockhash))
         for n in (1, 2, 3)
     ]
-    assert len(_next_block(localnet, clock)) == 2  # the payer's 500,000 units hold two
+    assert len(_next_block(localnet, clock)) == 2  # the payer's 50,000 units hold two
     assert _next_block(localnet, clock) == [one[2]]
     many = [
         _send(localnet, transfer_tx(payer, Keypair().pubkey(), RENT + n, blockhash))
@@ -221,7 +222,7 @@ def test_the_account_and_block_compute_limits_defer_what_does_not_fit(clock):
         for n in (10, 11)
     ]
     first = _next_block(localnet, clock)
-    assert len(first) == 4  # the block's 1,000,000 units hold four
+    assert len(first) == 4  # the block's 100,000 units hold four
     assert sorted(first + _next_block(localnet, clock)) == sorted(many)
     localnet.close()
 
@@ -250,7 +251,9 @@ def test_full_blocks_hold_the_highest_prices_and_fees_report_what_they_held(cloc
     # Other users offer twice what a block holds, at prices up to 10**6 micro-lamports.
     localnet, (payer, other, _) = _chain(clock, background_load=2 * 100_000_000, seed=5)
     blockhash = Hash.from_string(localnet.clock.blockhash(localnet.tick()))
-    cheap = _send(localnet, transfer_tx(other, Keypair().pubkey(), RENT + 1, blockhash))
+    # Free, and as big as a program's call (a transfer alone asks for 3,000 units).
+    big = (set_compute_unit_limit(200_000),)
+    cheap = _send(localnet, transfer_tx(other, Keypair().pubkey(), RENT + 1, blockhash, big))
     target = Keypair().pubkey()
     price = 10**7
     paying = _send(

@@ -55,7 +55,8 @@ def test_price_without_a_limit_uses_the_default_units(localnet, funded_keypair):
     tx = transfer_tx(
         funded_keypair, Pubkey.new_unique(), 10**6, latest_blockhash(localnet.url), extra
     )
-    assert fee_for(localnet.url, tx) == 5_000 + 200  # 200,000 units for the one transfer
+    # SIMD-0170: 3,000 units each for the transfer and the price, builtins' instructions.
+    assert fee_for(localnet.url, tx) == 5_000 + 6
 
 
 def test_a_refused_priced_transaction_charges_nothing(manual_localnet, clock, fund):

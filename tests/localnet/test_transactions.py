@@ -19,11 +19,19 @@ from solana.rpc.models import TxOpts
 from solders.hash import Hash
 from solders.instruction import Instruction
 from solders.keypair import Keypair
+from solders.message import Message
 from solders.pubkey import Pubkey
 from solders.signature import Signature
+from solders.system_program import TransferParams, transfer
 from solders.transaction import VersionedTransaction
 
-from curta_chain.constants import LAMPORTS_PER_SOL
+from curta_chain.constants import LAMPORTS_PER_SOL, LOCALNET_PROGRAM_ID
+
+PROGRAM = Pubkey.from_string(LOCALNET_PROGRAM_ID)
+TRANSFER_TO_NEW_ACCOUNT_LOADS = 64 + 64 + len(b"solana_system_program")
+"""Account data a transfer to a new account loads, as agave counts it: 64 bytes for each
+account that exists (the payer, the system program) and the system program's data, its
+name in agave's genesis."""
 
 
 def test_airdrop_then_transfer_with_client(localnet):
@@ -116,6 +124,36 @@ def test_failing_preflight_answers_with_logs_and_charges_nothing(localnet, funde
     assert any("insufficient lamports" in line for line in failure.data.logs)
     assert balance(localnet.url, funded_keypair.pubkey()) == before
     assert client.get_signature_statuses([tx.signatures[0]]).value[0] is None
+    # agave 4.2's preflight data: the fee and loaded data of the run, no balances.
+    data = send_b64(localnet.url, tx)["error"]["data"]
+    assert data["fee"] == 5_000
+    assert data["loadedAccountsDataSize"] == TRANSFER_TO_NEW_ACCOUNT_LOADS
+    for absent in (
+        "preBalances",
+        "postBalances",
+        "preTokenBalances",
+        "postTokenBalances",
+        "loadedAddresses",
+    ):
+        assert data[absent] is None
+
+
+def test_a_program_gets_the_validators_default_compute_limit(localnet, funded_keypair):
+    """SIMD-0170: 200,000 units for the curta program's instruction, 3,000 for the transfer's."""
+    call = Instruction(PROGRAM, bytes(8), [])  # a discriminator it does not know
+    pay = transfer(
+        TransferParams(
+            from_pubkey=funded_keypair.pubkey(), to_pubkey=Pubkey.new_unique(), lamports=1
+        )
+    )
+    message = Message.new_with_blockhash(
+        [call, pay], funded_keypair.pubkey(), latest_blockhash(localnet.url)
+    )
+    tx = VersionedTransaction(message, [funded_keypair])
+    failure = send_b64(localnet.url, tx)["error"]
+    assert failure["code"] == -32002
+    consumed = [line for line in failure["data"]["logs"] if f"Program {PROGRAM} consumed" in line]
+    assert consumed and consumed[0].endswith(" of 203000 compute units")
 
 
 def test_failing_transaction_without_preflight_lands_with_its_error(manual_localnet, clock, fund):
@@ -138,9 +176,26 @@ def test_bad_signature_is_refused(localnet, funded_keypair):
     tx = transfer_tx(funded_keypair, Pubkey.new_unique(), 1, latest_blockhash(localnet.url))
     forged = VersionedTransaction.populate(tx.message, [Signature.new_unique()])
     answer = send_b64(localnet.url, forged)
+    # agave 4.2's preflight simulates the failed check: -32002 with an empty result.
     assert answer["error"] == {
-        "code": -32003,
-        "message": "Transaction signature verification failure",
+        "code": -32002,
+        "message": "Transaction simulation failed: Transaction did not pass signature verification",
+        "data": {
+            "err": "SignatureFailure",
+            "logs": [],
+            "accounts": None,
+            "unitsConsumed": 0,
+            "loadedAccountsDataSize": 0,
+            "returnData": None,
+            "innerInstructions": None,
+            "replacementBlockhash": None,
+            "fee": None,
+            "preBalances": None,
+            "postBalances": None,
+            "preTokenBalances": None,
+            "postTokenBalances": None,
+            "loadedAddresses": None,
+        },
     }
     assert send_b64(localnet.url, forged, skip_preflight=True)["result"] == str(
         forged.signatures[0]
@@ -175,8 +230,24 @@ def test_undecodable_transaction_is_invalid_params(localnet):
     answer = rpc(localnet.url, "sendTransaction", ["AAAA", {"encoding": "base64"}])["error"]
     assert answer["code"] == -32602
     assert answer["message"].startswith("failed to deserialize")
-    answer = rpc(localnet.url, "sendTransaction", ["@@@", {"encoding": "base64"}])["error"]
-    assert answer["message"].startswith("invalid base64 encoding")
+
+
+@pytest.mark.parametrize(
+    ("encoded", "error"),
+    [
+        ("not base64!", "InvalidByte(3, 32)"),
+        ("@@@", "InvalidByte(0, 64)"),
+        ("AAAAA", "InvalidLength(5)"),
+        ("AAA", "InvalidPadding"),
+        ("AA=A", "InvalidByte(2, 61)"),
+        ("AB==", "InvalidLastSymbol(1, 66)"),
+        ("AAAé", "InvalidByte(4, 169)"),  # 5 UTF-8 bytes: a lone last one is checked first
+    ],
+)
+def test_bad_base64_is_named_as_the_validators_decoder_names_it(localnet, encoded, error):
+    """Rust's base64 0.22 (STANDARD): the first fault, in its DecodeError's debug form."""
+    answer = rpc(localnet.url, "sendTransaction", [encoded, {"encoding": "base64"}])["error"]
+    assert answer == {"code": -32602, "message": f"invalid base64 encoding: {error}"}
 
 
 def test_expired_blockhash_is_refused(manual_localnet, clock):
@@ -204,6 +275,24 @@ def test_simulate_transaction(localnet, funded_keypair):
     assert value["err"] is None and value["unitsConsumed"] == 150
     assert value["accounts"][0]["lamports"] == 7_000_000
     assert balance(localnet.url, to) == 0  # a simulation changes nothing
+    # What agave 4.2 reports beside it.
+    before = balance(localnet.url, funded_keypair.pubkey())
+    assert value["fee"] == 5_000
+    assert value["loadedAccountsDataSize"] == TRANSFER_TO_NEW_ACCOUNT_LOADS
+    assert value["preBalances"] == [before, 0, 1]
+    assert value["postBalances"] == [before - 7_005_000, 7_000_000, 1]
+    assert value["preTokenBalances"] == value["postTokenBalances"] == []
+    assert value["loadedAddresses"] == {"writable": [], "readonly": []}
+
+    too_poor = transfer_tx(funded_keypair, to, 10**15, latest_blockhash(localnet.url))
+    failed = result(localnet.url, "simulateTransaction", [b64(too_poor), config])["value"]
+    assert failed["err"] == {"InstructionError": [0, {"Custom": 1}]}
+    assert failed["accounts"] == [None]  # the validator reports none of a failed run
+    assert failed["fee"] == 5_000
+    assert failed["postBalances"] == [before - 5_000, 0, 1]  # only the fee is charged
+    many = {"encoding": "base64", "accounts": {"addresses": [str(to)] * 4}}
+    answer = rpc(localnet.url, "simulateTransaction", [b64(tx), many])["error"]
+    assert answer == {"code": -32602, "message": "Too many accounts provided; max 3"}
 
     stale = transfer_tx(funded_keypair, to, 1, latest_blockhash(localnet.url))
     replaced = result(
@@ -269,12 +358,20 @@ def test_signature_statuses_refuse_a_malformed_signature(localnet):
 def test_simulate_reports_an_unknown_blockhash_and_checks_signatures(localnet, funded_keypair):
     stale = transfer_tx(funded_keypair, Pubkey.new_unique(), 1, Hash.new_unique())
     value = result(localnet.url, "simulateTransaction", [b64(stale), {"encoding": "base64"}])
+    # Never loaded: no fee, no data, the balances as they are.
+    before = balance(localnet.url, funded_keypair.pubkey())
     assert value["value"]["err"] == "BlockhashNotFound"
+    assert value["value"]["fee"] is None and value["value"]["loadedAccountsDataSize"] == 0
+    assert value["value"]["preBalances"] == value["value"]["postBalances"] == [before, 0, 1]
     fresh = transfer_tx(funded_keypair, Pubkey.new_unique(), 1, latest_blockhash(localnet.url))
     forged = VersionedTransaction.populate(fresh.message, [Signature.new_unique()])
     config = {"encoding": "base64", "sigVerify": True}
-    answer = rpc(localnet.url, "simulateTransaction", [b64(forged), config])
-    assert answer["error"]["code"] == -32003
+    # The validator answers a result whose error is the failed check, not an error.
+    forged_value = result(localnet.url, "simulateTransaction", [b64(forged), config])["value"]
+    assert forged_value["err"] == "SignatureFailure"
+    assert forged_value["logs"] == [] and forged_value["unitsConsumed"] == 0
+    assert forged_value["fee"] is None and forged_value["preBalances"] is None
+    assert forged_value["loadedAddresses"] == {"writable": [], "readonly": []}
 
 
 def test_an_unfunded_payer_is_refused_like_the_validator(localnet):

@@ -195,7 +195,12 @@ await check('transactions: simulate, send, statuses, getTransaction', async () =
     shape(simulated, withContext({
         err: 'null', logs: 'array', accounts: [ACCOUNT], unitsConsumed: 'int', returnData: 'null',
         'innerInstructions?': 'array|null', 'replacementBlockhash?': 'object|null',
+        // What agave 4.2's simulation reports beside (solana-test-validator sends them all).
+        'loadedAccountsDataSize?': 'int', 'fee?': 'int|null', 'preBalances?': 'array|null',
+        'postBalances?': 'array|null', 'preTokenBalances?': 'array|null',
+        'postTokenBalances?': 'array|null', 'loadedAddresses?': 'object|null',
     }));
+    eq(simulated.value.fee, 5000n);
     const signature = await rpc.sendTransaction(wire, { encoding: 'base64', preflightCommitment: 'processed' }).send();
     await landed();
     const statuses = await rpc.getSignatureStatuses([signature]).send();
