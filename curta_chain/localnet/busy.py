@@ -173,9 +173,7 @@ def scheduling_cost(message: Message | MessageV0 | MessageV1, writable: int, lim
     data it will load).
     """
     # None (compute-budget instructions that do not decode) never reaches the leader's queue.
-    return transaction_cost(
-        message, writable, limit, loaded_accounts_data_size_limit(message) or 0
-    )
+    return transaction_cost(message, writable, limit, loaded_accounts_data_size_limit(message) or 0)
 
 
 def transaction_cost(

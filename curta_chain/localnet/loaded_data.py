@@ -69,8 +69,10 @@ def loaded_data_size(
     shape: Callable[[Pubkey], AccountShape | None],
     looked_up: Sequence[Pubkey] = (),
 ) -> int:
-    """``loaded_accounts_data_size`` from each account's shape (``account_shape``), which a
-    caller can keep without copying the account's data again."""
+    """Return ``loaded_accounts_data_size`` from each account's shape (``account_shape``).
+
+    A caller can keep an account's shape without copying its data again.
+    """
     keys = [*message.account_keys, *looked_up]
     tables = len(message.address_table_lookups) if isinstance(message, MessageV0) else 0
     total = tables * ADDRESS_LOOKUP_TABLE_BASE_SIZE
