@@ -11,8 +11,9 @@ answers they must read (a bad signature, an unknown blockhash, an oversized tran
 program error, a slot not reached), is sent to both nodes (``probes``), and ``compare``
 walks the two answers.
 
-What must differ is allowed, and only that: slots, blockhashes, block heights and times
-(``VOLATILE``: the value's type is compared, not the value), the genesis hash and version.
+What must differ is allowed, and only that: slots, blockhashes, block heights and times,
+a transaction's index in its block (``VOLATILE``: the value's type is compared, not the
+value), the genesis hash and version.
 Addresses and signatures differ between clusters too (each derived address includes the
 genesis hash): each node's are replaced by names first (``Scenario.aliases``), in strings
 and inside base64 account data, so that a model account's bytes compare equal where its
@@ -58,10 +59,13 @@ VOLATILE = frozenset(
         "blockTime",
         "confirmations",
         "apiVersion",
+        "transactionIndex",
     }
 )
 """Keys whose values differ between any two nodes (and ``apiVersion``, the agave release a
-node answers as: 2.2.0 for the embedded localnet): only their type is compared."""
+node answers as: 2.2.0 for the embedded localnet): only their type is compared.
+``transactionIndex`` counts the block's earlier transactions, the validator's own votes
+among them, which land before or after a client's by chance (0 or 1 on the same node)."""
 FINALIZE_TIMEOUT = 120.0
 """Seconds the state may take to be finalized (32 slots)."""
 

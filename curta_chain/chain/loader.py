@@ -1,7 +1,7 @@
 """The BPF loaders, as the client sees them: addresses, account states, upgradeable instructions.
 
-Loader v2 (``BPFLoader2111...``) holds a program's ELF in the program account itself; it is
-what a localnet preloads. The upgradeable loader (v3, ``BPFLoaderUpgradeab1e...``) splits a
+Loader v2 (``BPFLoader2111...``) holds a program's ELF in the program account itself. The
+upgradeable loader (v3, ``BPFLoaderUpgradeab1e...``), which localnets preload with, splits a
 program in two: the program account (36 bytes: its state tag and the address of its program
 data) and the program-data account at ``find_program_address([program_id], loader)``,
 whose 45-byte header holds the slot of the last deploy and the upgrade authority, and
@@ -103,7 +103,7 @@ def _option_pubkey(data: bytes, at: int) -> Pubkey | None:
 
 
 def encode_program_data(slot: int, authority: Pubkey | None, elf: bytes, max_len: int) -> bytes:
-    """A program-data account's bytes: header, ELF, zeros up to ``max_len`` (for tests)."""
+    """A program-data account's bytes: header, ELF, zeros up to ``max_len``."""
     option = b"\x01" + bytes(authority) if authority is not None else bytes(33)
     head = _TAG.pack(_PROGRAM_DATA) + struct.pack("<Q", slot) + option
     return head + elf + bytes(max_len - len(elf))

@@ -33,6 +33,9 @@ HOW_TO_GET_A_PROGRAM = (
     "deploy the shipped program with `curta-chain deploy`, or pass --program-id ADDRESS"
 )
 """What a user without a program on a cluster should do next."""
+NOBODY = Pubkey.default()
+"""An upgrade authority nobody can sign for: solana-test-validator's ``--bpf-program`` sets
+it to mean upgrades disabled."""
 
 
 @dataclass(frozen=True)
@@ -44,7 +47,8 @@ class DeployedProgram:
     programdata: Pubkey | None
     """The upgradeable loader's program-data account (None under loader v2)."""
     upgrade_authority: Pubkey | None
-    """Who may replace the bytes; None when nobody can (final, or loader v2)."""
+    """Who may replace the bytes; None when nobody can (final, the default address, or
+    loader v2)."""
     last_deploy_slot: int | None
     """The slot the program data was last written (upgradeable loader only)."""
     elf_length: int
@@ -132,11 +136,14 @@ async def read_program(client: RpcClient, program_id: Pubkey) -> DeployedProgram
     if not isinstance(header, loader.ProgramDataState):
         raise ProgramCheckError(f"program data {state.programdata} is not program data")
     digests.append(_digest(state.programdata, data_info))
+    authority = header.upgrade_authority
+    if authority == NOBODY:
+        authority = None
     return _identify(
         program_id,
         info.owner,
         state.programdata,
-        header.upgrade_authority,
+        authority,
         header.slot,
         data_info.data[loader.PROGRAMDATA_METADATA_SIZE :],
         digests,

@@ -207,6 +207,7 @@ def get_signatures_for_address(localnet: Localnet, params: Params) -> list[dict[
                 "memo": details.memo,
                 "blockTime": localnet.clock.unix_timestamp(details.slot),
                 "confirmationStatus": confirmation(details.slot, current)["confirmationStatus"],
+                "transactionIndex": details.transaction_index,
             }
         )
         if len(found) == limit:

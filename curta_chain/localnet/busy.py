@@ -168,19 +168,30 @@ NOT_BUSY = BusyOptions()
 def scheduling_cost(message: Message | MessageV0 | MessageV1, writable: int, limit: int) -> int:
     """Return the compute units the leader reserves for ``message`` in a block.
 
-    agave's cost model for scheduling: 720 per signature, 300 per writable account, one
-    per 4 bytes of instruction data, the requested compute-unit ``limit`` (not the units it
-    will consume), and 8 per 32 KiB of its loaded-accounts-data limit.
+    agave's cost model for scheduling (``transaction_cost``) with the requested compute-unit
+    ``limit`` (not the units it will consume) and its loaded-accounts-data limit (not the
+    data it will load).
+    """
+    # None (compute-budget instructions that do not decode) never reaches the leader's queue.
+    return transaction_cost(message, writable, limit, loaded_accounts_data_size_limit(message) or 0)
+
+
+def transaction_cost(
+    message: Message | MessageV0 | MessageV1, writable: int, units: int, loaded_bytes: int
+) -> int:
+    """Return agave's cost of ``message`` in compute units (its ``costUnits`` once landed).
+
+    720 per signature, 300 per writable account, one per 4 bytes of instruction data, the
+    programs' compute ``units`` and 8 per 32 KiB page of ``loaded_bytes`` (account data).
     """
     signatures = message.header.num_required_signatures
     data_bytes = sum(len(instruction.data) for instruction in message.instructions)
-    # None (compute-budget instructions that do not decode) never reaches the leader's queue.
-    pages = -(-(loaded_accounts_data_size_limit(message) or 0) // LOADED_DATA_PAGE_BYTES)
+    pages = -(-loaded_bytes // LOADED_DATA_PAGE_BYTES)
     return (
         SIGNATURE_COST * signatures
         + WRITE_LOCK_UNITS * writable
         + data_bytes // INSTRUCTION_DATA_BYTES_COST
-        + limit
+        + units
         + LOADED_DATA_PAGE_COST * pages
     )
 

@@ -22,6 +22,7 @@ from solders.system_program import ID as SYSTEM_PROGRAM_ID
 from curta_chain.localnet.bank_history import AccountState, BankHistory
 from curta_chain.localnet.clock import SLOTS_PER_EPOCH, SlotClock
 from curta_chain.localnet.features import ACTIVE_FEATURE, ALL_ACTIVE, Features
+from curta_chain.localnet.loaded_data import AccountShape, account_shape
 from curta_chain.localnet.owner_index import OwnerIndex
 from curta_chain.localnet.parsed import CLOCK_SYSVAR, SYSVAR_OWNER
 
@@ -125,6 +126,8 @@ class CurrentBank:
         self._hashed_upto = -1
         self._clock_slot = -1
         self._rent_exempt: dict[int, int] = {}
+        self._shapes: dict[Pubkey, tuple[int, AccountShape | None]] = {}
+        """Address -> (lamports, shape) when last read (``loaded_shape``)."""
 
     # -- sysvars ----------------------------------------------------------------------
 
@@ -193,6 +196,25 @@ class CurrentBank:
         self._read_cache[pubkey] = account
         self._read_cache_bytes += size
         return account
+
+    def loaded_shape(self, pubkey: Pubkey) -> AccountShape | None:
+        """Return what loading the account at ``pubkey`` counts now (``loaded_data``).
+
+        Reading an account copies its data (10 MiB for a weight account), so each shape is
+        kept and read again only once the account's balance changes: an account changes
+        size by being created, closed or reallocated, and a program that grows an account
+        pays its rent. (One shrunk, or grown on lamports it held already, keeps its old
+        size here until its balance changes.)
+        """
+        lamports = self.svm.get_balance(pubkey) or 0
+        if not lamports:
+            return None
+        kept = self._shapes.get(pubkey)
+        if kept is not None and kept[0] == lamports:
+            return kept[1]
+        shape = account_shape(self.get_account(pubkey))
+        self._shapes[pubkey] = (lamports, shape)
+        return shape
 
     def _read_state(self, pubkey: Pubkey) -> AccountState | None:
         return _state(self.svm.get_account(pubkey))

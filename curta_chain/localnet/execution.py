@@ -29,12 +29,13 @@ from solders.transaction import VersionedTransaction
 from solders.transaction_metadata import FailedTransactionMetadata, TransactionMetadata
 
 from curta_chain.compute_budget import compute_budget, priority_fee, transaction_fee
+from curta_chain.localnet.busy import transaction_cost
 from curta_chain.localnet.codec import AnyMessage, transaction_error_json
 from curta_chain.localnet.current_bank import CurrentBank, less_lamports
 from curta_chain.localnet.features import ENABLE_TX_V1, RAISE_CPI_NESTING_LIMIT_TO_8, Features
 from curta_chain.localnet.ledger import RECORD_TRANSACTION, Ledger
 from curta_chain.localnet.load_limit import loads_too_much, refused_before_running
-from curta_chain.localnet.loaded_data import loaded_accounts_data_size
+from curta_chain.localnet.loaded_data import loaded_data_size
 from curta_chain.localnet.outcomes import (
     Landed,
     Refused,
@@ -120,6 +121,7 @@ class Execution(CurrentBank):
         self.banks.will_write(slot, accounts.writable)
         pre = [self.svm.get_balance(key) or 0 for key in accounts.keys]
         pre_tokens = token_balances(accounts.keys, self.get_account)
+        loaded = self._loaded_bytes(message, accounts)
         result, landed = self._execute(tx, accounts, payer_before)
         if isinstance(result, FailedTransactionMetadata):
             meta = result.meta()
@@ -136,7 +138,7 @@ class Execution(CurrentBank):
         if self.ledger is not None:
             seq = self.ledger.append(RECORD_TRANSACTION, slot, raw)
         return self._land(
-            signature, raw, message, fee, slot, meta, err, accounts, pre, pre_tokens, seq
+            signature, raw, message, fee, slot, meta, err, accounts, pre, pre_tokens, loaded, seq
         )
 
     def _refused_after_running(
@@ -156,8 +158,7 @@ class Execution(CurrentBank):
         logs, units = meta.logs(), meta.compute_units_consumed()
         if not charged:
             return Refused(signature, err, logs, units)
-        looked_up = [*accounts.loaded_writable, *accounts.loaded_readonly]
-        loaded = loaded_accounts_data_size(message, self.get_account, looked_up)
+        loaded = self._loaded_bytes(message, accounts)
         return Refused(signature, err, logs, units, fee=self.fee_for(message), loaded_size=loaded)
 
     def _refusal_before_execution(
@@ -200,8 +201,11 @@ class Execution(CurrentBank):
         accounts: TransactionAccounts,
         pre: list[int],
         pre_tokens: list[dict[str, Any]],
+        loaded: int,
         seq: int,
     ) -> Landed:
+        """Record a transaction that landed; ``loaded`` is the account data it loaded."""
+        units = meta.compute_units_consumed()
         details = TransactionDetails(
             signature=signature,
             raw=raw,
@@ -217,6 +221,8 @@ class Execution(CurrentBank):
             pre_token_balances=pre_tokens,
             post_token_balances=token_balances(accounts.keys, self.get_account),
             memo=memo_of(message, accounts.keys),
+            cost_units=transaction_cost(message, len(accounts.writable), units, loaded),
+            transaction_index=self.history.next_index(slot),
         )
         self.history.record(details, seq)
         self._track(accounts.writable)
@@ -224,6 +230,11 @@ class Execution(CurrentBank):
         if self._observed:
             self._landed.append(landed)
         return landed
+
+    def _loaded_bytes(self, message: AnyMessage, accounts: TransactionAccounts) -> int:
+        """Return the account data ``message`` loads before it runs (its cost counts it)."""
+        looked_up = [*accounts.loaded_writable, *accounts.loaded_readonly]
+        return loaded_data_size(message, self.loaded_shape, looked_up)
 
     def _accounts_of(self, message: AnyMessage) -> TransactionAccounts:
         """Return every account ``message`` loads: static keys, then lookup-table ones.
@@ -308,6 +319,7 @@ class Execution(CurrentBank):
         payer = accounts.keys[0]
         pre = [self.svm.get_balance(key) or 0 for key in accounts.keys]
         pre_tokens = token_balances(accounts.keys, self.get_account)
+        loaded = self._loaded_bytes(message, accounts)
         priority = priority_fee(message)
         result, _ = self._execute(tx, accounts, self.svm.get_account(payer))
         if isinstance(result, FailedTransactionMetadata):
@@ -316,7 +328,9 @@ class Execution(CurrentBank):
             meta, err = result, None
         signature = str(tx.signatures[0])
         fee = transaction_fee(message, priority)
-        self._land(signature, raw, message, fee, slot, meta, err, accounts, pre, pre_tokens, 0)
+        self._land(
+            signature, raw, message, fee, slot, meta, err, accounts, pre, pre_tokens, loaded, 0
+        )
         self.replayed += 1
 
     def simulation(self, tx: VersionedTransaction, sig_verify: bool = False) -> Simulation:
@@ -340,7 +354,6 @@ class Execution(CurrentBank):
         if not self.clock.age_ok(str(message.recent_blockhash)):
             return replace(unrun, err="BlockhashNotFound")
         result = self.simulate(tx)
-        looked_up = [*accounts.loaded_writable, *accounts.loaded_readonly]
         if isinstance(result, FailedTransactionMetadata):
             err, meta = transaction_error_json(result.err()), result.meta()
             if not charges_fee(message, err):
@@ -351,7 +364,7 @@ class Execution(CurrentBank):
                 err=err,
                 meta=meta,
                 fee=fee,
-                loaded_size=loaded_accounts_data_size(message, self.get_account, looked_up),
+                loaded_size=self._loaded_bytes(message, accounts),
                 post_balances=[max(pre[0] - fee, 0), *pre[1:]],
             )
         post_accounts = dict(result.post_accounts())
@@ -367,7 +380,7 @@ class Execution(CurrentBank):
             unrun,
             meta=result.meta(),
             fee=self.fee_for(message),
-            loaded_size=loaded_accounts_data_size(message, self.get_account, looked_up),
+            loaded_size=self._loaded_bytes(message, accounts),
             post_balances=post,
             post_token_balances=token_balances(keys, after),
             post_accounts=post_accounts,

@@ -40,6 +40,11 @@ _PROGRAM_STATE: Final = (2).to_bytes(4, "little")
 """UpgradeableLoaderState::Program's bincode tag; its programdata address follows."""
 
 
+AccountShape = tuple[int, Pubkey | None]
+"""What loading counts of an existing account: its data length, and its programdata address
+when it is a LoaderV3 program."""
+
+
 def loaded_accounts_data_size(
     message: Message | MessageV0 | MessageV1,
     account: Callable[[Pubkey], Account | None],
@@ -56,6 +61,18 @@ def loaded_accounts_data_size(
     Returns:
         The loaded account data size to compare with the transaction's limit.
     """
+    return loaded_data_size(message, lambda key: account_shape(account(key)), looked_up)
+
+
+def loaded_data_size(
+    message: Message | MessageV0 | MessageV1,
+    shape: Callable[[Pubkey], AccountShape | None],
+    looked_up: Sequence[Pubkey] = (),
+) -> int:
+    """Return ``loaded_accounts_data_size`` from each account's shape (``account_shape``).
+
+    A caller can keep an account's shape without copying its data again.
+    """
     keys = [*message.account_keys, *looked_up]
     tables = len(message.address_table_lookups) if isinstance(message, MessageV0) else 0
     total = tables * ADDRESS_LOOKUP_TABLE_BASE_SIZE
@@ -64,19 +81,26 @@ def loaded_accounts_data_size(
     for key in keys:
         if key == INSTRUCTIONS_SYSVAR_ID:
             continue
-        loaded = _existing(account(key))
+        loaded = shape(key)
         if loaded is None:
             continue
-        data = loaded.data  # one copy: every read of an account's data copies it
-        total += TRANSACTION_ACCOUNT_BASE_SIZE + len(data)
-        programdata = _programdata_address(loaded.owner, data)
+        size, programdata = loaded
+        total += TRANSACTION_ACCOUNT_BASE_SIZE + size
         if programdata is None or programdata in named or programdata in programdata_counted:
             continue
-        extra = _existing(account(programdata))
+        extra = shape(programdata)
         if extra is not None:
-            total += TRANSACTION_ACCOUNT_BASE_SIZE + len(extra.data)
+            total += TRANSACTION_ACCOUNT_BASE_SIZE + extra[0]
             programdata_counted.add(programdata)
     return total
+
+
+def account_shape(account: Account | None) -> AccountShape | None:
+    """Return what loading counts of ``account`` (None: it does not exist, no lamports)."""
+    if account is None or account.lamports == 0:
+        return None
+    data = account.data  # one copy: every read of an account's data copies it
+    return len(data), _programdata_address(account.owner, data)
 
 
 def loaded_accounts_data_size_limit(message: Message | MessageV0 | MessageV1) -> int | None:
@@ -93,11 +117,6 @@ def loaded_accounts_data_size_limit(message: Message | MessageV0 | MessageV1) ->
     """
     budget = compute_budget(message)
     return None if budget is None else budget.loaded_accounts_data_size_limit
-
-
-def _existing(account: Account | None) -> Account | None:
-    """The account as loaded: one without lamports does not exist."""
-    return account if account is not None and account.lamports > 0 else None
 
 
 def _programdata_address(owner: Pubkey, data: bytes) -> Pubkey | None:

@@ -32,7 +32,7 @@ from solders.system_program import ID as SYSTEM_PROGRAM_ID
 from solders.system_program import TransferParams, transfer
 from solders.transaction import VersionedTransaction
 
-from curta_chain.chain.loader import LOADER_V2
+from curta_chain.chain.loader import LOADER_V3, encode_program_data, programdata_address
 from curta_chain.compute_budget import priority_fee, transaction_fee
 from curta_chain.constants import (
     FINALIZED_DEPTH,
@@ -144,7 +144,8 @@ class Localnet(BlockProduction):
         self.endpoints: tuple[str | None, str | None] = (None, None)
         """host:port of the JSON-RPC and PubSub servers, once they listen."""
         self._stake_minimum: int | None = None
-        self._genesis = frozenset([*GENESIS_ACCOUNTS, self.program_id, *features.active])
+        preloaded = [self.program_id, programdata_address(self.program_id)]
+        self._genesis = frozenset([*GENESIS_ACCOUNTS, *preloaded, *features.active])
         self._track([*self._genesis, self.faucet.pubkey()])
 
         if self.ledger is None:
@@ -178,13 +179,20 @@ class Localnet(BlockProduction):
         svm.set_epoch_schedule(EpochSchedule.without_warmup())
         if program is not None:
             try:
-                # BPF Loader 2, as solana-test-validator's --bpf-program loads it: not
-                # upgradeable, the ELF in the program account (add_program now means v3).
-                svm.add_program_with_loader(self.program_id, program, LOADER_V2)
+                svm.add_program(self.program_id, program)
             except Exception as exc:  # LiteSVM raises its own error types for a bad ELF
                 raise LocalnetError(
                     f"{self.program_binary}: LiteSVM cannot load the program: {exc}"
                 ) from exc
+            # As solana-test-validator (agave 4.2) loads --bpf-program: upgradeable (v3), a
+            # 36-byte program account and its program data, deployed at slot 0 with the
+            # default address as upgrade authority (LiteSVM writes its own slot and none).
+            data = encode_program_data(0, Pubkey.default(), program, len(program))
+            lamports = svm.minimum_balance_for_rent_exemption(len(data))
+            svm.set_account(
+                programdata_address(self.program_id),
+                Account(lamports, data, LOADER_V3, False, 0),
+            )
         return svm
 
     # -- time -------------------------------------------------------------------------

@@ -89,6 +89,7 @@ def meta_json(
         "preTokenBalances": details.pre_token_balances,
         "postTokenBalances": details.post_token_balances,
         "computeUnitsConsumed": details.meta.compute_units_consumed(),
+        "costUnits": details.cost_units,
     }
     if show_rewards:
         meta["rewards"] = []
@@ -130,13 +131,12 @@ def message_json(
 ) -> dict[str, Any]:
     """Return ``{"signatures", "message"}`` in json or jsonParsed form.
 
-    A v1 message is answered as agave 4.3 answers it: its instructions at stack height 1,
-    no ``addressTableLookups``, and its ``transactionConfig``.
+    Top-level instructions are at stack height 1 in every version, as agave 4.2's
+    solana-test-validator answers them (2.2 gave null); a v1 message has no
+    ``addressTableLookups`` and has its ``transactionConfig``.
     """
     message = tx.message
-    # agave 4.3 gives top-level instructions stack height 1; the localnet's legacy and v0
-    # answers keep agave 2.2's null (getVersion says 2.2), v1 has no 2.2 form.
-    height = 1 if isinstance(message, MessageV1) else None
+    height = 1
     header = message.header
     static = [str(key) for key in message.account_keys]
     if parsed:

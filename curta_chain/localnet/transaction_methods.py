@@ -276,4 +276,5 @@ def get_transaction(localnet: Localnet, params: Params) -> dict[str, Any] | None
         "slot": details.slot,
         "blockTime": localnet.clock.unix_timestamp(details.slot),
         **transaction_with_meta(details, encoding, max_version),
+        "transactionIndex": details.transaction_index,
     }

@@ -40,6 +40,10 @@ class TransactionDetails:
     pre_token_balances: list[dict[str, Any]]
     post_token_balances: list[dict[str, Any]]
     memo: str | None
+    cost_units: int
+    transaction_index: int
+    """Its place among its block's transactions, from 0 (``transactionIndex``)."""
+    """agave's cost of the transaction as it ran (``meta.costUnits``)."""
 
 
 class TransactionHistory:
@@ -107,6 +111,10 @@ class TransactionHistory:
     def details(self, signature: str) -> TransactionDetails | None:
         """Return a recent transaction's details."""
         return self._details.get(signature)
+
+    def next_index(self, slot: int) -> int:
+        """Return the ``transaction_index`` of the next transaction to land in ``slot``."""
+        return len(self._blocks.get(slot, ()))
 
     def block(self, slot: int) -> list[TransactionDetails]:
         """Return the transactions of ``slot`` in the order they landed."""

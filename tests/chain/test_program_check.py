@@ -48,9 +48,11 @@ def test_the_shipped_builds_hash_as_sha256sum_does_and_end_where_their_headers_s
 
 def test_the_localnet_program_is_a_shipped_build_nobody_can_upgrade(localnet):
     program = read(localnet.url, PROGRAM_ID)
-    assert program.loader == loader.LOADER_V2 and program.programdata is None
+    # Preloaded as solana-test-validator's --bpf-program: the default address as authority.
+    assert program.loader == loader.LOADER_V3
+    assert program.programdata == loader.programdata_address(PROGRAM_ID)
     assert program.build == BUILD and program.sha256 == BUILD.sha256
-    assert not program.upgradeable and program.last_deploy_slot is None
+    assert not program.upgradeable and program.last_deploy_slot == 0
     check_program(program)
 
 

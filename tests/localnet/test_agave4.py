@@ -256,6 +256,9 @@ def test_get_transaction_and_get_block_answer_for_v1_in_every_encoding(localnet)
         ": 1"
     )
     base58_refused = "base58 encoding is not supported with maxSupportedTransactionVersion >= 1"
+    memo_program = result(url, "getAccountInfo", [str(MEMO), {"encoding": "base64"}])["value"]
+    assert memo_program["owner"] != str(loader.LOADER_V3)  # no program data to load
+    memo_pages = -(-(2 * 64 + memo_program["space"]) // (32 * 1024))
 
     def get(method: str, target, encoding: str, max_version: int | None) -> dict:
         options = {"encoding": encoding, "commitment": "confirmed"}
@@ -295,6 +298,11 @@ def test_get_transaction_and_get_block_answer_for_v1_in_every_encoding(localnet)
             assert answer["version"] == 1
             assert answer["meta"]["fee"] == 5_000 + 1_234
             assert answer["meta"]["err"] is None
+            # agave's cost: a signature, the payer written, 8 bytes of data, the memo's
+            # units, 8 a 32 KiB page of the payer and the memo program (its ELF inside).
+            units = answer["meta"]["computeUnitsConsumed"]
+            assert answer["meta"]["costUnits"] == 720 + 300 + 8 // 4 + units + 8 * memo_pages
+            assert ("transactionIndex" in answer) == (method == "getTransaction")
         assert answers["base64"]["transaction"] == [base64.b64encode(bytes(tx)).decode(), "base64"]
         raw = answers["json"]["transaction"]["message"]
         assert raw == {

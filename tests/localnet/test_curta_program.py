@@ -13,6 +13,7 @@ from solders.pubkey import Pubkey
 from solders.system_program import CreateAccountParams, create_account
 from solders.transaction import VersionedTransaction
 
+from curta_chain.chain import loader
 from curta_chain.constants import LOCALNET_PROGRAM_ID, WEIGHT_HEADER_SIZE
 from curta_chain.program import (
     MODEL_ACCOUNT_SIZE,
@@ -24,6 +25,7 @@ from curta_chain.program import (
     seal_step,
     write_weights,
 )
+from curta_chain.program.builds import find_program_binary
 
 PROGRAM_ID = Pubkey.from_string(LOCALNET_PROGRAM_ID)
 
@@ -45,9 +47,54 @@ def new_account(url: str, payer: Keypair, account: Keypair, size: int) -> Instru
     return create_account(params)
 
 
-def test_program_is_preloaded_and_executable(localnet):
-    info = Client(localnet.url, "processed").get_account_info(PROGRAM_ID).value
+def test_program_is_preloaded_as_the_test_validator_loads_it(localnet):
+    """solana-test-validator's --bpf-program: upgradeable, deployed at slot 0, authority the
+    default address; the program account holds 36 bytes, its program data the ELF."""
+    url = localnet.url
+    elf = preloaded_elf()
+    info = Client(url, "processed").get_account_info(PROGRAM_ID).value
     assert info is not None and info.executable
+    assert info.owner == loader.LOADER_V3 and len(info.data) == 36
+    assert info.lamports == result(url, "getMinimumBalanceForRentExemption", [36])
+    programdata = loader.programdata_address(PROGRAM_ID)
+    parsed = result(url, "getAccountInfo", [str(PROGRAM_ID), {"encoding": "jsonParsed"}])
+    assert parsed["value"]["data"]["parsed"] == {
+        "type": "program",
+        "info": {"programData": str(programdata)},
+    }
+    data = Client(url, "processed").get_account_info(programdata).value
+    assert data is not None and not data.executable and data.owner == loader.LOADER_V3
+    assert data.data == loader.encode_program_data(0, Pubkey.default(), elf, len(elf))
+    assert data.lamports == result(url, "getMinimumBalanceForRentExemption", [len(data.data)])
+
+
+def test_a_program_error_lands_with_agaves_cost(localnet, funded_keypair):
+    url, payer = localnet.url, funded_keypair
+    message = Message.new_with_blockhash(
+        [Instruction(PROGRAM_ID, bytes(8), [])], payer.pubkey(), latest_blockhash(url)
+    )
+    tx = VersionedTransaction(message, [payer])
+    signature = send_b64(url, tx, skip_preflight=True)["result"]
+    config = {"commitment": "confirmed"}
+    answer = None
+    while answer is None:  # confirmed once its slot is over
+        answer = result(url, "getTransaction", [signature, config])
+    meta = answer["meta"]
+    assert meta["err"] == {"InstructionError": [0, {"Custom": 6001}]}
+    rent = result(url, "getMinimumBalanceForRentExemption", [36])
+    assert meta["preBalances"][1] == meta["postBalances"][1] == rent
+    # Loaded: the payer, the program (36 bytes) and its program data (45 + the ELF), 64
+    # bytes each on top; 8 units a 32 KiB page of that.
+    loaded = 3 * 64 + 36 + 45 + len(preloaded_elf())
+    pages = -(-loaded // (32 * 1024))
+    units = meta["computeUnitsConsumed"]
+    assert meta["costUnits"] == 720 + 300 + 8 // 4 + units + 8 * pages
+
+
+def preloaded_elf() -> bytes:
+    binary = find_program_binary()
+    assert binary is not None
+    return binary.read_bytes()
 
 
 def test_publish_and_seal_a_model_over_rpc(localnet, funded_keypair):

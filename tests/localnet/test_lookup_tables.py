@@ -76,6 +76,11 @@ def test_lookup_table_accounts_land_and_survive_a_snapshot(tmp_path, fund, clock
         assert found["version"] == 0
         assert found["meta"]["loadedAddresses"] == {"writable": [str(target)], "readonly": []}
         assert 3 * 10**6 in found["meta"]["postBalances"]
+        # agave's cost: a signature, the payer and the looked-up target written, 12 bytes of
+        # data, the system program's 150 units, one 32 KiB page (the table counts 8,248).
+        assert found["meta"]["costUnits"] == 720 + 2 * 300 + 12 // 4 + 150 + 8
+        assert found["transaction"]["message"]["instructions"][0]["stackHeight"] == 1
+        assert isinstance(found["transactionIndex"], int)
         # One more write makes the next flush snapshot everything up to the v0 transaction.
         send_b64(url, transfer_tx(payer, Pubkey.new_unique(), 10**6, latest_blockhash(url)))
     finally:  # stop() waits for the snapshot being written

@@ -400,3 +400,44 @@ def test_statuses_climb_from_processed_to_finalized(manual_localnet, clock, fund
         status = result(url, "getSignatureStatuses", [[signature]])["value"][0]
         seen.append((status["confirmationStatus"], status["confirmations"]))
     assert seen == [("processed", 0), ("confirmed", 1), ("confirmed", 31), ("finalized", None)]
+
+
+TRANSFER_COST = 720 + 2 * 300 + 12 // 4 + 150 + 8
+"""agave's cost of a landed transfer: a signature, two writable accounts, 12 bytes of data,
+the system program's 150 units, and one 32 KiB page of loaded account data."""
+
+
+def test_landed_transactions_say_their_cost_place_and_stack_heights(manual_localnet, clock, fund):
+    url = manual_localnet.url
+    payer = fund(url, commitment="processed")
+    recipient = Pubkey.new_unique()
+    blockhash = latest_blockhash(url)
+    first = send_b64(url, transfer_tx(payer, recipient, 1_000_000, blockhash))["result"]
+    second = send_b64(url, transfer_tx(payer, recipient, 2_000_000, blockhash))["result"]
+    advance_slots(clock, 1)
+    slot = tx_slot(url, first)
+    assert tx_slot(url, second) == slot
+    block = result(url, "getBlock", [slot, {"commitment": "confirmed"}])
+    order = [item["transaction"]["signatures"][0] for item in block["transactions"]]
+    place = order.index(first)
+    assert order.index(second) == place + 1
+    for item in block["transactions"]:  # getBlock says the cost, not the place
+        assert "transactionIndex" not in item
+        assert item["transaction"]["message"]["instructions"][0]["stackHeight"] == 1
+    assert block["transactions"][place]["meta"]["costUnits"] == TRANSFER_COST
+    for encoding in ("json", "jsonParsed", "base64"):
+        config = {"encoding": encoding, "commitment": "confirmed"}
+        answer = result(url, "getTransaction", [first, config])
+        assert answer["meta"]["costUnits"] == TRANSFER_COST
+        assert answer["transactionIndex"] == place
+        if encoding != "base64":
+            instructions = answer["transaction"]["message"]["instructions"]
+            assert [ix["stackHeight"] for ix in instructions] == [1]
+    assert result(url, "getTransaction", [second, {"commitment": "confirmed"}])[
+        "transactionIndex"
+    ] == (place + 1)
+    found = result(url, "getSignaturesForAddress", [str(recipient), {"commitment": "confirmed"}])
+    assert [(item["signature"], item["transactionIndex"]) for item in found] == [
+        (second, place + 1),
+        (first, place),
+    ]

@@ -25,6 +25,7 @@ export const MODEL_ACCOUNT_SIZE = 856;
 export const ACCOUNT_SLICE = 1 << 20;
 const LOADER_V2 = "BPFLoader2111111111111111111111111111111111";
 const LOADER_V3 = "BPFLoaderUpgradeab1e11111111111111111111111";
+const NOBODY = "11111111111111111111111111111111";
 const SYSTEM_PROGRAM = "11111111111111111111111111111111";
 const ZERO_KEY = "11111111111111111111111111111111";
 const PROGRAMDATA_METADATA_SIZE = 45;
@@ -233,7 +234,10 @@ async function readProgram(reader: Reader, programId: string): Promise<DeployedP
   const dv = new DataView(data.data.buffer, data.data.byteOffset, data.data.byteLength);
   if (data.data.length < PROGRAMDATA_METADATA_SIZE || dv.getUint32(0, true) !== 3) throw new ProgramCheckError(`program data ${programdata} is not program data`);
   const slot = Number(dv.getBigUint64(4, true));
-  const authority = data.data[12] ? getAddressDecoder().decode(data.data.subarray(13, 45)) : null;
+  // The default address is nobody's: solana-test-validator's --bpf-program sets it to mean
+  // upgrades disabled (as curta_chain/chain/program_check.py reads it).
+  const named = data.data[12] ? getAddressDecoder().decode(data.data.subarray(13, 45)) : null;
+  const authority = named === NOBODY ? null : named;
   return identify(programId, info.owner, programdata, authority, slot, data.data.subarray(PROGRAMDATA_METADATA_SIZE));
 }
 

@@ -38,7 +38,7 @@ const META = {
     err: 'any', status: 'object', fee: 'int', preBalances: 'array', postBalances: 'array',
     innerInstructions: 'array', logMessages: 'array', preTokenBalances: 'array',
     postTokenBalances: 'array', rewards: 'array', 'loadedAddresses?': { writable: 'array', readonly: 'array' },
-    computeUnitsConsumed: 'int', 'returnData?': 'object',
+    computeUnitsConsumed: 'int', costUnits: 'int', 'returnData?': 'object',
 };
 
 function transferInstruction(to, lamports) {
@@ -210,7 +210,7 @@ await check('transactions: simulate, send, statuses, getTransaction', async () =
     await advance(1);
     for (const encoding of ['json', 'jsonParsed', 'base64', 'base58']) {
         const found = await rpc.getTransaction(signature, { commitment: 'confirmed', encoding, maxSupportedTransactionVersion: 0 }).send();
-        shape(found, { slot: 'int', blockTime: 'int|null', transaction: 'object|array', meta: META, version: 'int|str' });
+        shape(found, { slot: 'int', blockTime: 'int|null', transaction: 'object|array', meta: META, version: 'int|str', transactionIndex: 'int' });
         eq(found.version, 0n);
     }
     eq(await rpc.getTransaction(signature, { commitment: 'finalized', maxSupportedTransactionVersion: 0 }).send(), null);
@@ -241,7 +241,7 @@ await check('blocks and history at confirmed and finalized', async () => {
     eq(await rpc.getFirstAvailableBlock().send(), 0n);
     eq(await rpc.minimumLedgerSlot().send(), 0n);
     const history = await rpc.getSignaturesForAddress(payer.address, { limit: 3 }).send();
-    shape(history, [{ signature: 'str', slot: 'int', err: 'any', memo: 'str|null', blockTime: 'int|null', confirmationStatus: 'str|null' }]);
+    shape(history, [{ signature: 'str', slot: 'int', err: 'any', memo: 'str|null', blockTime: 'int|null', confirmationStatus: 'str|null', transactionIndex: 'int' }]);
     eq(history.length, 3);
     const until = await rpc.getSignaturesForAddress(payer.address, { until: world.memo }).send();
     assert(!until.some(s => s.signature === world.memo || s.signature === world.airdrop));

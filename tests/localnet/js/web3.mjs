@@ -120,7 +120,7 @@ await check('accounts: AndContext, multiple, parsed, program accounts', async ()
     eq(owned.map(a => a.pubkey.toBase58()), [world.tokenAccount]);
     const parsedOwned = await connection.getParsedProgramAccounts(TOKEN, { filters: [{ memcmp: { offset: 0, bytes: world.mint } }] });
     eq(parsedOwned.length, 1);
-    const loaderAccounts = await connection.getProgramAccounts(new PublicKey('BPFLoader2111111111111111111111111111111111'), { dataSlice: { offset: 0, length: 0 } });
+    const loaderAccounts = await connection.getProgramAccounts(new PublicKey('BPFLoaderUpgradeab1e11111111111111111111111'), { dataSlice: { offset: 0, length: 0 } });
     assert(loaderAccounts.some(a => a.pubkey.toBase58() === world.programId), 'the preloaded program is listed');
     const nonce = await connection.getNonce(new PublicKey(world.nonce));
     assert(nonce.authorizedPubkey.equals(payer.publicKey));
