@@ -110,6 +110,13 @@ class ComputeBudget:
         return priority_lamports(self.unit_limit, self.unit_price)
 
 
+_last_read: tuple[object, "ComputeBudget | None"] = (None, None)
+"""The last message read and its budget. The localnet asks for a message's budget at each
+check (fee, loaded-data limit, scheduling cost, LiteSVM's limit) and solders' messages are
+immutable, so one entry, matched by identity, spares the rereads; holding the message keeps
+its identity from being reused."""
+
+
 def compute_budget(message: Message | MessageV0 | MessageV1) -> ComputeBudget | None:
     """Return the compute budget of ``message`` as Agave reads it.
 
@@ -121,6 +128,16 @@ def compute_budget(message: Message | MessageV0 | MessageV1) -> ComputeBudget | 
         instructions (one that does not decode, a kind given twice, a bad heap frame) before
         loading an account or charging a fee.
     """
+    global _last_read
+    last, budget = _last_read
+    if last is message:
+        return budget
+    budget = _read_budget(message)
+    _last_read = (message, budget)
+    return budget
+
+
+def _read_budget(message: Message | MessageV0 | MessageV1) -> ComputeBudget | None:
     if isinstance(message, MessageV1):
         return _inline_budget(message)
     keys = message.account_keys

@@ -6,6 +6,7 @@ web3.js, the Solana CLI) behaves here as it does against ``solana-test-validator
 
 import base64
 import json
+import re
 from typing import Any
 
 import based58
@@ -45,6 +46,7 @@ _BASE64_VALUES: dict[int, int] = {
     )
 }
 _PAD = ord("=")
+_NOT_BASE64 = re.compile(rb"[^A-Za-z0-9+/]")
 
 
 def decode_base64(text: str) -> bytes:
@@ -66,9 +68,9 @@ def decode_base64(text: str) -> bytes:
     if rem == 1 and data[-1] != _PAD and data[-1] not in _BASE64_VALUES:
         raise ValueError(f"InvalidByte({len(data) - 1}, {data[-1]})")
     start = max(len(data) - rem - (4 if rem == 0 else 0), 0)
-    for offset in range(start):
-        if data[offset] not in _BASE64_VALUES:
-            raise ValueError(f"InvalidByte({offset}, {data[offset]})")
+    bad = _NOT_BASE64.search(data, 0, start)
+    if bad is not None:
+        raise ValueError(f"InvalidByte({bad.start()}, {data[bad.start()]})")
     morsels: list[int] = []
     padding = first_padding = last_symbol = 0
     for index, byte in enumerate(data[start:]):
