@@ -14,8 +14,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from solana.rpc.api import Client
-from solana.rpc.commitment import Confirmed
+import httpx
 from solders.keypair import Keypair
 
 from curta_chain.cli.keypairs import write_keypair
@@ -84,10 +83,11 @@ def measure(url: str, folder: Path) -> list[list[str]]:
     artifact = folder / "demo.curta"
     cli("convert", str(DEMO / "model.bin"), str(DEMO / "tokenizer.bin"), "-o", str(artifact))
     cli("airdrop", "100", "-u", url, "-k", str(keypair))
-    client = Client(url)
 
     def balance() -> int:
-        return client.get_balance(payer.pubkey(), Confirmed).value
+        params = [str(payer.pubkey()), {"commitment": "confirmed"}]
+        body = {"jsonrpc": "2.0", "id": 1, "method": "getBalance", "params": params}
+        return httpx.post(url, json=body, timeout=30).json()["result"]["value"]
 
     rows = []
 

@@ -26,8 +26,11 @@ The last line printed is JSON.
 
     .venv/bin/python scripts/bench_localnet.py [--count 2000] [--ledger] [--section-bytes N]
         [--blocks] [--skip-preflight] [--rounds N] [--record]
+    .venv/bin/python scripts/bench_localnet.py --execution-costs
 
-With ``--blocks --record`` it appends the CPU ratios to docs/numbers/busy_localnet.jsonl.
+With ``--blocks --record`` it appends the CPU ratios to docs/numbers/busy_localnet.jsonl;
+with ``--record`` alone it runs today's localnet and one serving ``--ledger`` side by side,
+taking turns the same way, and appends both to docs/numbers/localnet.jsonl.
 """
 
 import argparse
@@ -40,6 +43,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from statistics import mean
 
@@ -304,6 +308,147 @@ def record_blocks(
     )
 
 
+def execution_costs(sizes: tuple[int, ...] = (16_384, 262_144, 2_020_000, 10_483_712)) -> None:
+    """Print what one write costs LiteSVM, in-process, by the size of the account written.
+
+    For each size: a simulation, a send, a write that runs the program but fails before it
+    writes (an offset past the end), applying a simulation's outcome (``post_accounts()``
+    and ``set_account`` of the two accounts it wrote), and a plain copy of as many bytes
+    (numpy, the baseline), each the mean over 200. Block mode's preflight is the simulation.
+    """
+    print("account bytes | simulate | send | failing write | apply a simulation | memcpy (µs)")
+    for section in sizes:
+        costs = write_costs(section)
+        print(f"{WEIGHT_HEADER_SIZE + section:>13,} | " + " | ".join(f"{c:,.0f}" for c in costs))
+
+
+def write_costs(section: int, count: int = 200) -> tuple[float, ...]:
+    """The µs ``execution_costs`` prints for one weight account of ``section`` bytes."""
+    import numpy as np
+
+    svm = new_svm().with_sigverify(False).with_blockhash_check(False)
+    svm.with_transaction_history(0)
+    svm.add_program(PROGRAM_ID, PROGRAM_BINARY.read_bytes())
+    authority, model, weight = Keypair(), Keypair(), Keypair()
+    funds = Account(1_000 * LAMPORTS_PER_SOL, b"", SYSTEM_PROGRAM_ID, False, 0)
+    svm.set_account(authority.pubkey(), funds)
+
+    def transaction(instructions: list[Instruction], *signers: Keypair) -> VersionedTransaction:
+        blockhash = svm.latest_blockhash()
+        message = Message.new_with_blockhash(instructions, authority.pubkey(), blockhash)
+        return VersionedTransaction(message, [authority, *signers])
+
+    def new_account(account: Keypair, size: int) -> Instruction:
+        lamports = svm.minimum_balance_for_rent_exemption(size)
+        params = CreateAccountParams(
+            from_pubkey=authority.pubkey(),
+            to_pubkey=account.pubkey(),
+            lamports=lamports,
+            space=size,
+            owner=PROGRAM_ID,
+        )
+        return create_account(params)
+
+    create = create_model(
+        PROGRAM_ID, authority.pubkey(), model.pubkey(), bytes(32), [section, section]
+    )
+    bind = bind_weight_account(PROGRAM_ID, authority.pubkey(), model.pubkey(), weight.pubkey(), 0)
+    for tx in (
+        transaction([new_account(model, MODEL_ACCOUNT_SIZE), create], model),
+        transaction([new_account(weight, WEIGHT_HEADER_SIZE + section), bind], weight),
+    ):
+        assert not hasattr(svm.send_transaction(tx), "err")
+
+    def writes(past_the_end: bool, salt: int = 0) -> list[VersionedTransaction]:
+        # 1,000 bytes each, at offsets that stay inside the section (or start past its end).
+        offsets = [
+            section + n if past_the_end else n * 1_000 % (section - 1_000) for n in range(count)
+        ]
+        return [
+            transaction(
+                [
+                    write_weights(
+                        PROGRAM_ID,
+                        authority.pubkey(),
+                        weight.pubkey(),
+                        offsets[n],
+                        (n + salt).to_bytes(2, "little") * 500,
+                    )
+                ]
+            )
+            for n in range(count)
+        ]
+
+    def mean_us(run: Callable[[VersionedTransaction], object], txs: list) -> float:
+        start = time.perf_counter()
+        for tx in txs:
+            run(tx)
+        return 1e6 * (time.perf_counter() - start) / count
+
+    written = {authority.pubkey(), weight.pubkey()}
+
+    def apply(tx: VersionedTransaction) -> None:
+        for key, account in svm.simulate_transaction(tx).post_accounts():  # type: ignore[union-attr]
+            if key in written:
+                svm.set_account(key, account)
+
+    good = writes(False)
+    simulate = mean_us(svm.simulate_transaction, good)
+    failing = mean_us(svm.simulate_transaction, writes(True))
+    applied = mean_us(apply, good) - simulate
+    send = mean_us(svm.send_transaction, writes(False, salt=count))
+    source = np.ones(WEIGHT_HEADER_SIZE + section, dtype=np.uint8)
+    target = np.empty_like(source)
+    start = time.perf_counter()
+    for _ in range(count):
+        np.copyto(target, source)
+    copy = 1e6 * (time.perf_counter() - start) / count
+    return simulate, send, failing, applied, copy
+
+
+MODE_NAMES = {
+    "single": "one sendTransaction per request",
+    "concurrent": "64 requests in flight",
+    "batch100": "JSON-RPC batches of 100",
+    "batch250": "batches of 250",
+    "batch100x4": "batches of 100, 4 in flight",
+}
+
+
+def record_throughput(
+    args: argparse.Namespace,
+    rates: dict[str, dict[str, list[float]]],
+    server_us: dict[str, dict[str, list[float]]],
+    in_process: float,
+    size: int,
+) -> None:
+    """Append today's localnet's throughput, and with ``--ledger``, to the page."""
+    from numbers_page import record
+
+    rows = [
+        [
+            MODE_NAMES[mode],
+            f"{mean(rates['today'][mode]):,.0f}",
+            f"{mean(server_us['today'][mode]):,.0f}",
+            f"{mean(rates['ledger'][mode]):,.0f}",
+            f"{mean(server_us['ledger'][mode]):,.0f}",
+        ]
+        for mode in MODES
+    ]
+    rows.append(["LiteSVM in-process, same transactions", f"{in_process:,.0f}", "", "", ""])
+    record(
+        "localnet",
+        "The localnet's throughput",
+        " ".join([".venv/bin/python scripts/bench_localnet.py", *sys.argv[1:]]),
+        ["mode", "tx/s", "server µs CPU a tx", "with `--ledger`: tx/s", "server µs CPU a tx"],
+        rows,
+        f"sendTransaction over HTTP with preflight, {args.count:,} writes of {size:,} bytes a "
+        f"mode, today's localnet and one with `--ledger` (each transaction fsynced to its log) "
+        f"side by side, taking turns mode by mode ({args.rounds} round(s)); then the same "
+        "transactions in a bare LiteSVM in this process (sigverify on).",
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--count", type=int, default=2000, help="transactions per mode")
@@ -326,17 +471,28 @@ def main() -> int:
         "--rounds", type=int, default=1, help="run every mode this many times (default 1)"
     )
     parser.add_argument(
+        "--execution-costs",
+        action="store_true",
+        help="only print what one write costs LiteSVM in-process, by account size",
+    )
+    parser.add_argument(
         "--record",
         action="store_true",
         help="with --blocks: append the CPU ratios to docs/numbers/busy_localnet.jsonl",
     )
     args = parser.parse_args()
-    if args.record and not args.blocks:
-        parser.error("--record records the --blocks comparison: add --blocks")
+    if args.execution_costs:
+        execution_costs()
+        return 0
+    if args.record and args.ledger:
+        parser.error("--record runs a --ledger localnet beside today's: drop --ledger")
     global SKIP_PREFLIGHT
     SKIP_PREFLIGHT = args.skip_preflight
     section = max(args.section_bytes or 0, args.count * MAX_WRITE_PAYLOAD)
-    kinds = {"today": ()}
+    kinds: dict[str, tuple[str, ...]] = {"today": ()}
+    ledgers = {"today": args.ledger}
+    if args.record and not args.blocks:
+        kinds["ledger"], ledgers["ledger"] = (), True
     if args.blocks:
         # The limits would spread one account's writes over many blocks: lift them so that
         # both localnets run the same transactions and only the machinery differs, and so
@@ -353,7 +509,7 @@ def main() -> int:
         nodes: dict[str, tuple[subprocess.Popen, str, Setup]] = {}
         for kind, extra in kinds.items():
             folder = stack.enter_context(tempfile.TemporaryDirectory())
-            node, url = start_node(folder if args.ledger else None, extra)
+            node, url = start_node(folder if ledgers.get(kind) else None, extra)
             stack.callback(node.wait)
             stack.callback(node.terminate)
             http = stack.enter_context(httpx.Client(timeout=60))
@@ -413,8 +569,10 @@ def main() -> int:
         summary["simulation_us_per_tx"] = round(simulated)
         summary["blocks_cpu_floor"] = round(floor, 3)
     print(json.dumps(summary))
-    if args.record:
+    if args.record and args.blocks:
         record_blocks(args, server_us, blocks / today, floor)
+    elif args.record:
+        record_throughput(args, rates, server_us, in_process, size)
     return 0
 
 

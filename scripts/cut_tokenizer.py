@@ -27,6 +27,8 @@ def cut(data: bytes, count: int) -> bytes:
 
 
 def main() -> None:
+    if len(sys.argv) != 4 or not sys.argv[2].isdigit():
+        raise SystemExit("usage: python scripts/cut_tokenizer.py SOURCE COUNT TARGET")
     source, count, target = sys.argv[1], int(sys.argv[2]), sys.argv[3]
     atomic_write(target, cut(Path(source).read_bytes(), count))
 
