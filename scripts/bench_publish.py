@@ -16,7 +16,11 @@ Prints a table, then as its last line one JSON object:
                       sample of writes to a second model
   seal_seconds, seal_transactions
 
-    .venv/bin/python scripts/bench_publish.py [--naive-sample 200] [--skip-seal]
+    .venv/bin/python scripts/bench_publish.py [--naive-sample 200] [--skip-seal] [--record]
+
+``--write-size`` prints instead the weight bytes one write carries, legacy and v1, for each
+budget and signer the client sends with (``Budget.write_payload``: real transactions
+serialized, no localnet); with ``--record``, to docs/numbers/write_size.jsonl.
 """
 
 import argparse
@@ -172,6 +176,55 @@ def in_process(artifact, authority: Keypair, plan) -> float:
     return len(signed) / elapsed
 
 
+WRITE_BUDGETS = (
+    ("one signer, a local node (no compute budget)", Budget()),
+    ("one signer, a cluster (a compute-unit limit)", Budget(limit_compute=True)),
+    (
+        "one signer, with a price (`--with-compute-unit-price`)",
+        Budget(limit_compute=True, compute_unit_price=0),
+    ),
+    ("a separate fee payer (`--fee-payer`: a second signature)", Budget(separate_fee_payer=True)),
+    ("a separate fee payer, a cluster", Budget(limit_compute=True, separate_fee_payer=True)),
+    (
+        "a separate fee payer, with a price",
+        Budget(limit_compute=True, compute_unit_price=0, separate_fee_payer=True),
+    ),
+)
+"""The budgets a write goes with: ``cluster_runner.budget_for`` limits compute off loopback."""
+
+
+def write_size(record_it: bool) -> None:
+    """Print (with ``record_it``, record) the weight bytes a write carries in each case."""
+    columns = ["write transaction", "legacy (in 1,232 bytes)", "v1 (in 4,096 bytes)"]
+    rows = [
+        [label, f"{budget.write_payload('legacy'):,}", f"{budget.write_payload('v1'):,}"]
+        for label, budget in WRITE_BUDGETS
+    ]
+    rows[0][1:] = [f"**{cell}**" for cell in rows[0][1:]]
+    print("| " + " | ".join(columns) + " |")
+    for row in rows:
+        print("| " + " | ".join(row) + " |")
+    if not record_it:
+        return
+    from numbers_page import record
+
+    record(
+        "write_size",
+        "Bytes of weights a write carries",
+        ".venv/bin/python scripts/bench_publish.py --write-size --record",
+        columns,
+        rows,
+        "What the client puts in one writeWeights transaction (`Budget.write_payload`), computed "
+        "by serializing real transactions up to the limit: legacy where the cluster has no v1 "
+        "transactions (or `--tx-version legacy`), v1 where it has.",
+        "A legacy write's compute-budget instructions take their room from the weights; the "
+        "client sizes it for a limit and a price alike, so with a limit alone a few bytes go "
+        "unused. A v1 write carries its budget inline (`TransactionConfig`) and always states "
+        "its compute-unit and loaded-data limits, so a cluster costs it nothing more; a price "
+        "adds its priority-fee field.",
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--naive-sample", type=int, default=200)
@@ -179,7 +232,13 @@ def main() -> None:
         "--record", action="store_true", help="append the results to docs/numbers/publish.jsonl"
     )
     parser.add_argument("--skip-seal", action="store_true", help="measure the writes only")
+    parser.add_argument(
+        "--write-size", action="store_true", help="only the bytes a write carries, each case"
+    )
     args = parser.parse_args()
+    if args.write_size:
+        write_size(args.record)
+        return
     artifact = synthetic_artifact()
     port = free_port()
     proc = start_localnet(port)
