@@ -21,8 +21,8 @@ defaults, seeded). On every position of those sequences the integer pass's top-1
 is compared with the float pass on the same int8 weights dequantized (the arithmetic's
 own error) and on the checkpoint's floats (adding int8 quantization's); the float pass
 on dequantized weights against the checkpoint's floats shows quantization's share.
-With ``--model demo``, the share of the words of a greedy 200-step continuation of "Once
-upon a time" (``run -n 200 -t 0``) that are in the corpus generator's vocabulary.
+With ``--model demo``, the share of the words of a greedy 200-token continuation of "Once
+upon a time" that are in the corpus generator's vocabulary (docs/demo-model.md).
 
 ``--record`` appends what ran to docs/numbers/ (scripts/numbers_page.py renders it): the
 speed to inference.jsonl, stories260K's agreement to agreement.jsonl, the demo model's
@@ -200,19 +200,19 @@ def agreement(prompts: int, name: str) -> list[tuple[str, int, np.ndarray]]:
 WORD = re.compile(r"[A-Za-z]+")
 
 
-def dictionary_words(steps: int = 200) -> tuple[int, int]:
-    """Of a greedy ``run -n steps`` continuation of "Once upon a time" by the demo model, the
+def dictionary_words(tokens: int = 200) -> tuple[int, int]:
+    """Of a greedy ``tokens``-token continuation of "Once upon a time" by the demo model, the
     words in the corpus generator's vocabulary, and all its words."""
     artifact = convert_llama2c_bytes(
         DEMO_MODEL.read_bytes(), DEMO_TOKENIZER.read_bytes(), "model.bin", "tokenizer.bin"
     )
     model, tokenizer = IntModel.from_artifact(artifact), Tokenizer.from_artifact(artifact)
-    plan = plan_run(model, tokenizer, "Once upon a time", None, steps=steps)
+    plan = plan_run(model, tokenizer, "Once upon a time", tokens)
     ids = list(generate(model, plan, SamplingSettings(temperature=0)))
     text = tokenizer.decode(ids, plan.prompt_ids[-1]).decode("utf-8", errors="replace")
     words = [w.lower() for w in WORD.findall(text)]
     known = sum(w in vocabulary() for w in words)
-    print(f"dictionary: {known} of {len(words)} words of a greedy {steps}-step continuation")
+    print(f"dictionary: {known} of {len(words)} words of a greedy {tokens}-token continuation")
     return known, len(words)
 
 
@@ -267,7 +267,7 @@ def record_results(
         [[label.split()[0], f"{share[1]:.1%}"] for label, _, share in agreed],
         f"Teacher forcing, {agreed[0][1]:,} positions each ({args.prompts} prompts continued by "
         f"llama2.c's float pass to {positions} positions).",
-        f"{known / words:.0%} ({known} of {words}) of the words of a greedy 200-step "
+        f"{known / words:.0%} ({known} of {words}) of the words of a greedy 200-token "
         'continuation of "Once upon a time" are in the corpus generator\'s vocabulary.',
     )
 
