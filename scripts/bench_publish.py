@@ -39,7 +39,9 @@ import json
 import subprocess
 import sys
 import time
+from collections.abc import Awaitable
 from dataclasses import replace
+from typing import TypeVar
 
 from reference_client import Client
 from solana.rpc.models import TxOpts
@@ -70,6 +72,7 @@ from curta_chain.constants import (
 )
 
 PROGRAM_ID = Pubkey.from_string(LOCALNET_PROGRAM_ID)
+T = TypeVar("T")
 
 
 def transactions(authority: Keypair) -> Transactions:
@@ -254,7 +257,7 @@ def largest_model(record_it: bool) -> None:
     port = free_port()
     proc = start_localnet(port)
     try:
-        rows, facts = asyncio.run(largest_life(f"http://127.0.0.1:{port}", artifact))
+        rows = asyncio.run(largest_life(f"http://127.0.0.1:{port}", artifact))
     finally:
         proc.terminate()
         proc.wait()
@@ -270,9 +273,10 @@ def largest_model(record_it: bool) -> None:
         ".venv/bin/python scripts/bench_publish.py --largest --record",
         ["measure", "value"],
         rows,
-        f"16 layers, dimension 512, hidden 2,048, vocabulary 20,160 (the largest whose "
-        f"embedding fits a section): {MAX_SECTIONS} sections, {facts['bytes']:,} bytes, on a "
-        "fresh `curta-chain localnet` process (rent by the runtime's formula, 5,000 lamports "
+        f"{LARGEST.n_layers} layers, dimension {LARGEST.dim}, hidden {LARGEST.hidden_dim:,}, "
+        f"vocabulary {LARGEST.vocab_size:,} (the largest whose embedding fits a section): "
+        f"{MAX_SECTIONS} sections, {sum(map(len, artifact.sections)):,} bytes, on a fresh "
+        "`curta-chain localnet` process (rent by the runtime's formula, 5,000 lamports "
         "a signature). Each step's planned transactions and fees are what the payer's "
         "balance lost.",
         "The seal hashed every chunk and failed on a byte flipped at the end (a good seal "
@@ -284,18 +288,18 @@ def largest_model(record_it: bool) -> None:
     )
 
 
-async def largest_life(url: str, artifact: Artifact) -> tuple[list[list[str]], dict[str, int]]:
+async def largest_life(url: str, artifact: Artifact) -> list[list[str]]:
     """Publish, seal (to a failure on its last byte), publish again and close ``artifact``."""
-    program_id = Pubkey.from_string(LOCALNET_PROGRAM_ID)
     client = RpcClient(HttpTransport(url), "confirmed")
     processed = RpcClient(client.transport, "processed")
     try:
         owner = Keypair()
         await airdrop(client, owner.pubkey(), 1_000)
-        ctx = ChainContext(client, program_id, owner)
+        ctx = ChainContext(client, PROGRAM_ID, owner)
         me = owner.pubkey()
 
-        async def spent(work) -> tuple[object, int]:
+        async def spent(work: Awaitable[T]) -> tuple[T, int]:
+            """What ``work`` returns, and the lamports the payer's balance lost to it."""
             before = await processed.balance(me)
             done = await work
             return done, before - await processed.balance(me)
@@ -308,7 +312,7 @@ async def largest_life(url: str, artifact: Artifact) -> tuple[list[list[str]], d
 
         last = plan.section_lengths[-1] - 1
         flipped = bytes([artifact.sections[-1][last] ^ 1])
-        write = program.write_weights(program_id, me, plan.weight_accounts[-1], last, flipped)
+        write = program.write_weights(PROGRAM_ID, me, plan.weight_accounts[-1], last, flipped)
         await Sender(client, owner).send([TxSpec((write,))])
         seal_planned = await seal_cost(ctx, address)
         failed, seal_fees = await spent(seal(ctx, address, artifact, check_upload=False))
@@ -327,7 +331,6 @@ async def largest_life(url: str, artifact: Artifact) -> tuple[list[list[str]], d
         assert closed.lamports_closed == plan.rent_lamports
     finally:
         await client.aclose()
-    signature = 5_000
     rows = [
         [
             "accounts' rent (all returned by `close` while unsealed)",
@@ -354,8 +357,7 @@ async def largest_life(url: str, artifact: Artifact) -> tuple[list[list[str]], d
             f"{loaded:,} bytes ({heaviest}; the limit is {MAX_LOADED_ACCOUNTS_DATA_SIZE:,})",
         ],
     ]
-    assert reopen_fees == signature * (MAX_SECTIONS + 1)
-    return rows, {"bytes": sum(map(len, artifact.sections))}
+    return rows
 
 
 async def largest_load(
