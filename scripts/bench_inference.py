@@ -64,6 +64,7 @@ from curta_chain.program import (
     step,
 )
 from curta_chain.program.run_mirror import RunMirror
+from curta_chain.program.schedule import STEP_BUDGET
 
 PROGRAM_ID = Pubkey.from_string(LOCALNET_PROGRAM_ID)
 ROOT = Path(__file__).resolve().parent.parent
@@ -272,46 +273,143 @@ def per_token(stats: RunStats) -> list[int]:
     return list(counts.values())
 
 
-def print_inference() -> None:
-    """Print the inference tables."""
-    print("\n| matvec | CU per MAC | vs 25 CU/MAC |")
-    print("| --- | ---: | ---: |")
-    for label, value in kernel_rows():
-        print(f"| {label} | {value:.2f} | {PUBLISHED_RUST_CU_PER_MAC / value:.1f}x fewer |")
+Table = tuple[list[str], list[list[str]]]
+"""A table's header and its rows, each cell formatted as docs/numbers.md shows it."""
+
+
+def _mean_transactions(stats: RunStats) -> tuple[list[int], float]:
+    """Step transactions of each generated token, and the compute units a token."""
+    counts = per_token(stats)
+    units = sum(u for p, u, _ in stats.steps if p >= stats.prompt_tokens - 1)
+    return counts, units / len(counts)
+
+
+def inference_tables() -> dict[str, Table]:
+    """Run the kernel and the models; the matvec, instruction and per-token tables.
+
+    Keyed by their docs/numbers/ benchmark: inference_cu_matvec, inference_cu_instructions,
+    inference_cu_tokens.
+    """
+    (_, k288), (_, k768) = kernel_rows()
     tiny = stories260k()
     small = run_stats(tiny, b"Once upon a time", 18 + 32)
     small_late = {p: run_stats(tiny, [1] * (p + 1), p + 2, position=p) for p in (255, 510)}
     model = stories15m()
     large = run_stats(model, [1], 2)
     late = {p: run_stats(model, [1] * (p + 1), p + 2, position=p) for p in (127, 254)}
-    print(
-        f"| classifier step of the program, stories15M-shaped (all in) | "
-        f"{large.classifier_mac_units:.2f} | "
-        f"{PUBLISHED_RUST_CU_PER_MAC / large.classifier_mac_units:.1f}x fewer |"
-    )
-    print("\n| inference | compute units |")
-    print("| --- | ---: |")
-    print(f"| openRun, stories260K (512-token vocabulary) | {small.open_units:,} |")
-    print(f"| openRun, stories15M-shaped (32,000 tokens) | {large.open_units:,} |")
-    for name, stats in (("stories260K", small), ("stories15M-shaped", large)):
-        units = [u for _, u, _ in stats.steps]
-        print(f"| step, {name}: largest / median | {max(units):,} / {int(np.median(units)):,} |")
-    print(f"| closeRun | {small.close_units:,} |")
-    print("\n| model | step transactions per token | compute units per token |")
-    print("| --- | ---: | ---: |")
-    runs = [("stories260K, 32 tokens", small)]
-    runs += [(f"stories260K, the token at position {p}", s) for p, s in small_late.items()]
-    runs += [("stories15M-shaped, the token at position 0", large)]
-    runs += [(f"stories15M-shaped, the token at position {p}", s) for p, s in late.items()]
-    for name, stats in runs:
-        counts = per_token(stats)
-        units = sum(u for p, u, _ in stats.steps if p >= stats.prompt_tokens - 1)
-        print(
-            f"| {name} | max {max(counts)}, mean {np.mean(counts):.2f} | "
-            f"{units / len(counts):,.0f} |"
+    rust = PUBLISHED_RUST_CU_PER_MAC
+    mac = large.classifier_mac_units
+    matvec = [
+        [
+            "the kernel, rows of 288 / 768 columns (marginal, built from `src/matvec.c`)",
+            f"**{k288:.2f}** / {k768:.2f}",
+            f"{rust / k288:.1f}× fewer",
+        ],
+        [
+            "a whole classifier step of the program (scales, stores, checks included)",
+            f"{mac:.2f}",
+            f"{rust / mac:.1f}× fewer",
+        ],
+    ]
+    runs = [small, *small_late.values(), large, *late.values()]
+    largest = max(u for stats in runs for _, u, _ in stats.steps)
+    instructions = [
+        [
+            "openRun, stories260K / stories15M-shaped (tokenizer and tables checked)",
+            f"{small.open_units:,} / {large.open_units:,}",
+        ],
+        [f"step, largest (budget {STEP_BUDGET:,} estimated)", f"{largest:,}"],
+        ["closeRun", f"{small.close_units:,}"],
+    ]
+    counts, units = _mean_transactions(small)
+    tokens = [
+        [
+            f"stories260K, {len(counts)} tokens after a prompt of {small.prompt_tokens} tokens",
+            f"max **{max(counts)}**, mean {np.mean(counts):.2f}",
+            f"{units / 1e6:.2f} M",
+        ]
+    ]
+    for name, group, bold in (
+        ("stories260K", small_late, False),
+        ("stories15M-shaped", {0: large, **late}, True),
+    ):
+        each = [_mean_transactions(stats) for stats in group.values()]
+        shown = [f"{max(c)}" for c, _ in each]
+        if bold:
+            shown[0] = f"**{shown[0]}**"
+        tokens.append(
+            [
+                f"{name}, the token at position {' / '.join(map(str, group))}",
+                " / ".join(shown),
+                " / ".join(f"{u / 1e6:.3g} M" for _, u in each),
+            ]
         )
+    return {
+        "inference_cu_matvec": (
+            ["matvec", "CU per multiply-accumulate", f"vs {rust} (a published Rust INT8 matvec)"],
+            matvec,
+        ),
+        "inference_cu_instructions": (["instruction", "CU"], instructions),
+        "inference_cu_tokens": (
+            ["model", "step transactions per token", "CU per token"],
+            tokens,
+        ),
+    }
+
+
+def prompt_position_transactions() -> int:
+    """Step transactions of a prompt position of the stories15M shape (no classifier)."""
+    stats = run_stats(stories15m(), [1, 1], 3)
+    return sum(1 for position, _, _ in stats.steps if position < stats.prompt_tokens - 1)
+
+
+def print_inference(record_them: bool = False) -> None:
+    """Print the inference tables; with ``record_them``, append them to docs/numbers/."""
+    tables = inference_tables()
+    prompt = prompt_position_transactions()
+    for columns, rows in tables.values():
+        print("\n| " + " | ".join(columns) + " |")
+        print("| --- |" + " ---: |" * (len(columns) - 1))
+        for row in rows:
+            print("| " + " | ".join(row) + " |")
+    print(f"\na stories15M-shaped prompt position: {prompt} step transactions")
     digest = hashlib.sha256(PROGRAM_BINARY.read_bytes()).hexdigest()[:16]
-    print(f"\n(program sha256 {digest}...; measured in solders' LiteSVM)")
+    print(f"(program sha256 {digest}...; measured in solders' LiteSVM)")
+    if not record_them:
+        return
+    from numbers_page import record
+
+    command = ".venv/bin/python scripts/bench_program_cu.py --inference --record"
+    titles = {
+        "inference_cu_matvec": "Inference on chain: the matrix kernel",
+        "inference_cu_instructions": "Inference on chain: the run's instructions",
+        "inference_cu_tokens": "Inference on chain: transactions and units a token",
+    }
+    summaries = {
+        "inference_cu_matvec": "In solders' LiteSVM, the program's build (sha256 "
+        f"{digest}...); compute units do not depend on the machine. Every step checked "
+        "against the mirror (`program.run_mirror`).",
+        "inference_cu_instructions": "",
+        "inference_cu_tokens": "stories260K with its real weights; the stories15M shape with "
+        "synthetic weights and the real 32,000-token vocabulary. A late token: the run moved "
+        "to that position, its earlier keys and values left zero (a step's slices depend on "
+        "the position, not the values).",
+    }
+    notes = {
+        "inference_cu_tokens": "A prompt position costs less (no classifier): "
+        f"{prompt} transactions on the stories15M shape. Attention grows with the position; "
+        "on stories260K (head size 8) it outweighs the matrices late in its 512-token context."
+    }
+    for bench, (columns, rows) in tables.items():
+        record(
+            bench,
+            titles[bench],
+            command,
+            columns,
+            rows,
+            summaries[bench],
+            notes.get(bench, ""),
+        )
 
 
 LOG_CALL_UNITS = 100

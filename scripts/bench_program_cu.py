@@ -21,9 +21,10 @@ largest real / estimated ratio; it exits 1 when one passes 1 (refit the cost mod
 transaction with), each step of a stories260K run and of a stories15M-shaped token, and 15
 seal steps, a transfer before each as the baseline in the same run; only its table runs then.
 
-``--record`` appends the instruction table to docs/numbers/program_cu.jsonl, or with
-``--step-time`` that table to docs/numbers/step_time.jsonl (scripts/numbers_page.py
-renders them).
+``--record`` appends the instruction table to docs/numbers/program_cu.jsonl; with
+``--inference``, the inference tables instead (inference_cu_matvec, _instructions and
+_tokens.jsonl); with ``--step-time``, that table to docs/numbers/step_time.jsonl
+(scripts/numbers_page.py renders them).
 
 Usage: .venv/bin/python scripts/bench_program_cu.py [--inference] [--calibrate] [--record]
        .venv/bin/python scripts/bench_program_cu.py --step-time [--record]
@@ -209,7 +210,8 @@ def main() -> int:
     print("| --- | ---: |")
     for label, units in rows:
         print(f"| {label} | {units:,} |")
-    if "--record" in sys.argv[1:]:
+    inference = "--inference" in sys.argv[1:]
+    if "--record" in sys.argv[1:] and not inference:
         from numbers_page import record
 
         record(
@@ -223,10 +225,10 @@ def main() -> int:
             "No instruction loops over the weight accounts: only createModel's cost grows with "
             "the section count.",
         )
-    if "--inference" in sys.argv[1:]:
+    if inference:
         from bench_inference import print_inference
 
-        print_inference()
+        print_inference(record_them="--record" in sys.argv[1:])
     if "--calibrate" in sys.argv[1:]:
         from bench_inference import print_calibration
 

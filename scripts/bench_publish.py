@@ -16,16 +16,32 @@ Prints a table, then as its last line one JSON object:
                       sample of writes to a second model
   seal_seconds, seal_transactions
 
-    .venv/bin/python scripts/bench_publish.py [--naive-sample 200] [--skip-seal]
+    .venv/bin/python scripts/bench_publish.py [--naive-sample 200] [--skip-seal] [--record]
+
+``--write-size`` prints instead the weight bytes one write carries, legacy and v1, for each
+budget and signer the client sends with (``Budget.write_payload``: real transactions
+serialized, no localnet); with ``--record``, to docs/numbers/write_size.jsonl.
+
+``--largest`` measures instead the life of the largest model the spec allows (18 sections,
+79 MB) on a fresh localnet, through the library: publish (the writes as the cluster takes
+them: v1 there), a seal that hashes every chunk and fails on a flipped last byte, publish
+again (a reopen per section and the one write), then close. Each step's planned
+transactions and fees (``plan_publish``, ``seal_cost``, ``close_cost``) are checked against
+the payer's balance; the account data a transaction loads is the localnet's simulation of
+each kind the authority sends against every weight account. With ``--record``, to
+docs/numbers/largest_model.jsonl.
 """
 
 import argparse
 import asyncio
+import base64
 import json
 import subprocess
 import sys
 import time
+from collections.abc import Awaitable
 from dataclasses import replace
+from typing import TypeVar
 
 from reference_client import Client
 from solana.rpc.models import TxOpts
@@ -35,18 +51,28 @@ from solders.pubkey import Pubkey
 from solders.transaction import Transaction
 
 from curta_chain import program
-from curta_chain.artifact.synthetic import synthetic_artifact
+from curta_chain.artifact import Artifact
+from curta_chain.artifact.synthetic import LARGEST, synthetic_artifact
+from curta_chain.chain.close import close, close_cost
 from curta_chain.chain.context import ChainContext
 from curta_chain.chain.keys import model_keypair, weight_keypair
 from curta_chain.chain.plan import NewAccount
 from curta_chain.chain.publish import plan_publish, publish
 from curta_chain.chain.rpc import RpcClient
-from curta_chain.chain.seal import seal
-from curta_chain.chain.specs import Budget, Transactions, sign
+from curta_chain.chain.seal import seal, seal_cost
+from curta_chain.chain.sender import Sender, wait_for_signature
+from curta_chain.chain.specs import Budget, Transactions, TxSpec, sign
 from curta_chain.chain.transport import HttpTransport
-from curta_chain.constants import LAMPORTS_PER_SOL, LOCALNET_PROGRAM_ID, WEIGHT_HEADER_SIZE
+from curta_chain.constants import (
+    LAMPORTS_PER_SOL,
+    LOCALNET_PROGRAM_ID,
+    MAX_LOADED_ACCOUNTS_DATA_SIZE,
+    MAX_SECTIONS,
+    WEIGHT_HEADER_SIZE,
+)
 
 PROGRAM_ID = Pubkey.from_string(LOCALNET_PROGRAM_ID)
+T = TypeVar("T")
 
 
 def transactions(authority: Keypair) -> Transactions:
@@ -77,8 +103,6 @@ def free_port() -> int:
 
 
 async def airdrop(client: RpcClient, who: Pubkey, sol: int) -> None:
-    from curta_chain.chain.sender import wait_for_signature
-
     await wait_for_signature(client, await client.request_airdrop(who, sol * LAMPORTS_PER_SOL))
 
 
@@ -172,6 +196,200 @@ def in_process(artifact, authority: Keypair, plan) -> float:
     return len(signed) / elapsed
 
 
+WRITE_BUDGETS = (
+    ("one signer, a local node (no compute budget)", Budget()),
+    ("one signer, a cluster (a compute-unit limit)", Budget(limit_compute=True)),
+    (
+        "one signer, with a price (`--with-compute-unit-price`)",
+        Budget(limit_compute=True, compute_unit_price=0),
+    ),
+    ("a separate fee payer (`--fee-payer`: a second signature)", Budget(separate_fee_payer=True)),
+    ("a separate fee payer, a cluster", Budget(limit_compute=True, separate_fee_payer=True)),
+    (
+        "a separate fee payer, with a price",
+        Budget(limit_compute=True, compute_unit_price=0, separate_fee_payer=True),
+    ),
+)
+"""The budgets a write goes with: ``cluster_runner.budget_for`` limits compute off loopback."""
+
+
+def write_size(record_it: bool) -> None:
+    """Print (with ``record_it``, record) the weight bytes a write carries in each case."""
+    columns = ["write transaction", "legacy (in 1,232 bytes)", "v1 (in 4,096 bytes)"]
+    rows = [
+        [label, f"{budget.write_payload('legacy'):,}", f"{budget.write_payload('v1'):,}"]
+        for label, budget in WRITE_BUDGETS
+    ]
+    rows[0][1:] = [f"**{cell}**" for cell in rows[0][1:]]
+    print("| " + " | ".join(columns) + " |")
+    for row in rows:
+        print("| " + " | ".join(row) + " |")
+    if not record_it:
+        return
+    from numbers_page import record
+
+    record(
+        "write_size",
+        "Bytes of weights a write carries",
+        ".venv/bin/python scripts/bench_publish.py --write-size --record",
+        columns,
+        rows,
+        "What the client puts in one writeWeights transaction (`Budget.write_payload`), computed "
+        "by serializing real transactions up to the limit: legacy where the cluster has no v1 "
+        "transactions (or `--tx-version legacy`), v1 where it has.",
+        "A legacy write's compute-budget instructions take their room from the weights; the "
+        "client sizes it for a limit and a price alike, so with a limit alone a few bytes go "
+        "unused. A v1 write carries its budget inline (`TransactionConfig`) and always states "
+        "its compute-unit and loaded-data limits, so a cluster costs it nothing more; a price "
+        "adds its priority-fee field.",
+    )
+
+
+def lamports(value: int) -> str:
+    """SOL to three places, as the page has shown the fees."""
+    return f"{value / LAMPORTS_PER_SOL:,.3f} SOL"
+
+
+def largest_model(record_it: bool) -> None:
+    """Print (with ``record_it``, record) what the largest model's life costs."""
+    artifact = synthetic_artifact(LARGEST, seed=18)
+    assert len(artifact.sections) == MAX_SECTIONS
+    port = free_port()
+    proc = start_localnet(port)
+    try:
+        rows = asyncio.run(largest_life(f"http://127.0.0.1:{port}", artifact))
+    finally:
+        proc.terminate()
+        proc.wait()
+    for row in rows:
+        print(" | ".join(row))
+    if not record_it:
+        return
+    from numbers_page import record
+
+    record(
+        "largest_model",
+        "The largest model the spec allows",
+        ".venv/bin/python scripts/bench_publish.py --largest --record",
+        ["measure", "value"],
+        rows,
+        f"{LARGEST.n_layers} layers, dimension {LARGEST.dim}, hidden {LARGEST.hidden_dim:,}, "
+        f"vocabulary {LARGEST.vocab_size:,} (the largest whose embedding fits a section): "
+        f"{MAX_SECTIONS} sections, {sum(map(len, artifact.sections)):,} bytes, on a fresh "
+        "`curta-chain localnet` process (rent by the runtime's formula, 5,000 lamports "
+        "a signature). Each step's planned transactions and fees are what the payer's "
+        "balance lost.",
+        "The seal hashed every chunk and failed on a byte flipped at the end (a good seal "
+        "sends as many). A seal step names at most two weight accounts, every other "
+        "transaction of the authority one: the largest load is the localnet's simulation "
+        "(counted as a validator counts it) of a write, a seal step, a reopen and a close "
+        "against every weight account. `tests/reliability/test_largest_model.py` runs "
+        "publish, a failed seal, reopen, a good seal and verify over HTTP.",
+    )
+
+
+async def largest_life(url: str, artifact: Artifact) -> list[list[str]]:
+    """Publish, seal (to a failure on its last byte), publish again and close ``artifact``."""
+    client = RpcClient(HttpTransport(url), "confirmed")
+    processed = RpcClient(client.transport, "processed")
+    try:
+        owner = Keypair()
+        await airdrop(client, owner.pubkey(), 1_000)
+        ctx = ChainContext(client, PROGRAM_ID, owner)
+        me = owner.pubkey()
+
+        async def spent(work: Awaitable[T]) -> tuple[T, int]:
+            """What ``work`` returns, and the lamports the payer's balance lost to it."""
+            before = await processed.balance(me)
+            done = await work
+            return done, before - await processed.balance(me)
+
+        plan = await plan_publish(ctx, artifact)
+        published, taken = await spent(publish(ctx, artifact, plan))
+        assert published.transactions == plan.transactions
+        assert taken == plan.cost_lamports, (taken, plan.cost_lamports)
+        address = plan.model
+
+        last = plan.section_lengths[-1] - 1
+        flipped = bytes([artifact.sections[-1][last] ^ 1])
+        write = program.write_weights(PROGRAM_ID, me, plan.weight_accounts[-1], last, flipped)
+        await Sender(client, owner).send([TxSpec((write,))])
+        seal_planned = await seal_cost(ctx, address)
+        failed, seal_fees = await spent(seal(ctx, address, artifact, check_upload=False))
+        assert failed.state == program.ModelState.FAILED, failed.describe()
+        assert (failed.transactions, seal_fees) == seal_planned, (failed, seal_fees)
+
+        again = await plan_publish(ctx, artifact)
+        assert (len(again.reopen_sections), len(again.writes)) == (MAX_SECTIONS, 1)
+        _, reopen_fees = await spent(publish(ctx, artifact, again))
+        assert reopen_fees == again.fee_lamports
+        loaded, heaviest = await largest_load(ctx, address, plan.weight_accounts)
+
+        close_fees = await close_cost(ctx, address)
+        closed = await close(ctx, address)
+        assert closed.lamports_returned == closed.lamports_closed - close_fees
+        assert closed.lamports_closed == plan.rent_lamports
+    finally:
+        await client.aclose()
+    rows = [
+        [
+            "accounts' rent (all returned by `close` while unsealed)",
+            f"**{plan.rent_lamports / LAMPORTS_PER_SOL:,.2f} SOL** "
+            f"({plan.rent_lamports:,} lamports)",
+        ],
+        [
+            f"publish ({plan.tx_version} writes of {plan.payload_per_write:,} bytes)",
+            f"{plan.transactions:,} transactions ({len(plan.writes):,} writes), "
+            f"{lamports(plan.fee_lamports)} of fees",
+        ],
+        [
+            "seal",
+            f"{failed.transactions:,} transactions, {lamports(seal_fees)}",
+        ],
+        [
+            "reopen / close",
+            f"{len(again.reopen_sections)} / {closed.transactions} transactions "
+            f"({reopen_fees // (len(again.reopen_sections) + 1):,} / "
+            f"{close_fees // closed.transactions:,} lamports each)",
+        ],
+        [
+            "account data an authority's transaction loads, at most",
+            f"{loaded:,} bytes ({heaviest}; the limit is {MAX_LOADED_ACCOUNTS_DATA_SIZE:,})",
+        ],
+    ]
+    return rows
+
+
+async def largest_load(
+    ctx: ChainContext, model: Pubkey, weights: tuple[Pubkey, ...]
+) -> tuple[int, str]:
+    """The most account data a transaction of the authority loads, as the node simulates it
+    (a write, a seal step as the client names its accounts, a reopen and a close of each
+    weight account), and which transaction that is."""
+    txs, me = ctx.transactions, ctx.authority.pubkey()
+    specs: list[tuple[str, TxSpec]] = []
+    for index, weight in enumerate(weights):
+        pair = weights[index : index + 2]  # the cursor's section and the next (seal._round)
+        named = " and ".join(str(i) for i in range(index, index + len(pair)))
+        specs += [
+            (f"a write to section {index}", TxSpec((program.write_weights(
+                ctx.program_id, me, weight, 0, b"\0"),))),
+            (f"a seal step naming sections {named}", txs.seal_step(model, pair, index)),
+            (f"a reopen of section {index}", TxSpec((program.reopen(
+                ctx.program_id, me, model, weight, index),))),
+            (f"a close of section {index}", TxSpec((program.close_weight_account(
+                ctx.program_id, me, model, weight, index),))),
+        ]  # fmt: skip
+    blockhash, _ = await ctx.client.latest_blockhash()
+    config = {"encoding": "base64", "commitment": "processed", "replaceRecentBlockhash": True}
+    most = (0, "")
+    for label, spec in specs:
+        raw = base64.b64encode(bytes(sign(spec, ctx.authority, blockhash))).decode()
+        answer = await ctx.client.call("simulateTransaction", [raw, config])
+        most = max(most, (answer["value"]["loadedAccountsDataSize"], label))
+    return most
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--naive-sample", type=int, default=200)
@@ -179,7 +397,19 @@ def main() -> None:
         "--record", action="store_true", help="append the results to docs/numbers/publish.jsonl"
     )
     parser.add_argument("--skip-seal", action="store_true", help="measure the writes only")
+    parser.add_argument(
+        "--write-size", action="store_true", help="only the bytes a write carries, each case"
+    )
+    parser.add_argument(
+        "--largest", action="store_true", help="only the largest model's life and costs"
+    )
     args = parser.parse_args()
+    if args.write_size:
+        write_size(args.record)
+        return
+    if args.largest:
+        largest_model(args.record)
+        return
     artifact = synthetic_artifact()
     port = free_port()
     proc = start_localnet(port)

@@ -3,10 +3,10 @@
 A validator loads at most 64 MiB of account data for one transaction (SIMD-0186), and the
 localnet refuses what loads more, as a validator does. Attack 2 of issue 9: a model of seven
 full sections (73 MB) could never be sealed, reopened or closed, since each of those named
-every weight account; its 511 SOL of rent stayed locked. Now each names one at most: the
+every weight account; its 511 SOL of rent stayed locked. Now each names one or two: the
 same model closes with every lamport of rent back, and the largest model the spec allows
 (18 sections, 79 MB) goes through publish, a failed seal, reopen, a good seal and verify
-over HTTP, some 80,000 transactions, every one accepted by the limit.
+over HTTP, some 22,000 transactions (its writes v1), every one accepted by the limit.
 """
 
 import asyncio
