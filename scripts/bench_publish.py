@@ -70,6 +70,7 @@ from curta_chain.constants import (
     MAX_SECTIONS,
     WEIGHT_HEADER_SIZE,
 )
+from curta_chain.localnet.current_bank import reuse_freed_memory
 
 PROGRAM_ID = Pubkey.from_string(LOCALNET_PROGRAM_ID)
 T = TypeVar("T")
@@ -169,7 +170,12 @@ def naive(url: str, artifact, authority: Keypair, plan, sample: int) -> float:
 
 
 def in_process(artifact, authority: Keypair, plan) -> float:
-    """The same write transactions, straight into LiteSVM: no HTTP, no JSON."""
+    """The same write transactions, straight into LiteSVM: no HTTP, no JSON.
+
+    This process's malloc keeps what it frees, as the localnet's does (``new_svm``): else
+    each write's copy of its account would fault in fresh pages, and the ceiling be lower.
+    """
+    reuse_freed_memory()
     svm = LiteSVM()
     svm.add_program(PROGRAM_ID, program.PROGRAM_BINARY.read_bytes())
     svm.airdrop(authority.pubkey(), 1000 * LAMPORTS_PER_SOL)
