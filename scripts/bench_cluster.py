@@ -15,15 +15,23 @@ the program (~70 ms a 1.2M-unit step), bounds the wall time, and a block it take
 to execute than a slot lasts leaves the slots after it empty.
 
     .venv/bin/python scripts/bench_cluster.py [--quick] [--tokens N] [--seed N]
-        [--scenarios NAME ...] [--pipeline-blocks N] [--record]
+        [--scenarios NAME ...] [--rounds N] [--tx-version auto|legacy|v1]
+        [--pipeline-blocks N] [--record]
 
-Prints a table, then as its last line one JSON object (scenario -> command -> numbers).
+``--rounds N`` runs the scenarios N times over, each command's time against the clean time
+of its own round (a shared machine's load changes between rounds), and reports the median.
+Prints a table, then as its last line one JSON object (scenario -> command -> numbers), with
+``--rounds`` above 1 a list of them, a round each. ``--record`` appends to docs/numbers/:
+with ``--quick`` the times against clean (cluster.jsonl), else the seals and runs against
+issue 29's targets (pipelined_runs.jsonl).
 """
 
 import argparse
 import asyncio
 import json
+import shlex
 import socket
+import statistics
 import subprocess
 import sys
 import time
@@ -40,14 +48,14 @@ from curta_chain.artifact.synthetic import synthetic_artifact
 from curta_chain.chain import run_pipeline
 from curta_chain.chain.context import ChainContext
 from curta_chain.chain.deploy import deploy, plan_deploy
-from curta_chain.chain.features import select_build
+from curta_chain.chain.features import TxVersionChoice, select_build
 from curta_chain.chain.keys import default_program_keypair
 from curta_chain.chain.publish import plan_publish, publish
 from curta_chain.chain.rpc import RpcClient
 from curta_chain.chain.run_onchain import run_on_chain
 from curta_chain.chain.seal import seal, seal_cost
 from curta_chain.chain.sender import Sender, SendStats, wait_for_signature
-from curta_chain.chain.specs import TxSpec
+from curta_chain.chain.specs import Budget, TxSpec
 from curta_chain.chain.transport import HttpTransport
 from curta_chain.constants import LAMPORTS_PER_SOL, LOCALNET_PROGRAM_ID
 from curta_chain.inference import IntModel, SamplingSettings, Tokenizer, plan_run
@@ -65,6 +73,8 @@ SCENARIOS: dict[str, list[str]] = {
     "30% lost": ["--drop-rate", "0.3"],
     "limits": ["--rps", "100", "--max-batch", "100"],
 }
+TARGET = 2.0
+"""At most this many times its clean time at 30 % loss, for every command."""
 
 
 @dataclass
@@ -108,6 +118,8 @@ class Row:
     """Of those, the slots whose blocks held one (fewer than ``slots`` when the localnet's
     own execution, not the client, keeps a block from coming sooner)."""
     run: "RunNumbers | None" = None
+    version: str = ""
+    """The transactions a deploy or publish wrote with ("v1" or "legacy", as its plan chose)."""
 
 
 @dataclass
@@ -179,8 +191,11 @@ async def measured(
     return Row(name, seconds, sender.signed, sender.sent_calls, sender.landed, beyond)
 
 
-async def scenario(url: str, artifacts: list[tuple[str, Artifact]], tokens: int) -> list[Row]:
+async def scenario(
+    url: str, artifacts: list[tuple[str, Artifact]], tokens: int, tx_version: TxVersionChoice
+) -> list[Row]:
     client = RpcClient(HttpTransport(url), "confirmed")
+    budget = Budget(tx_version=tx_version)
     payer = Keypair()
     try:
         signature = await client.request_airdrop(payer.pubkey(), 5_000 * LAMPORTS_PER_SOL)
@@ -189,7 +204,7 @@ async def scenario(url: str, artifacts: list[tuple[str, Artifact]], tokens: int)
         rows: list[Row] = []
         genesis = await client.genesis_hash()
         program = default_program_keypair(payer, genesis)
-        deploy_ctx = ChainContext(client, program.pubkey(), payer, sender=sender)
+        deploy_ctx = ChainContext(client, program.pubkey(), payer, budget=budget, sender=sender)
         build = (await select_build(client)).program
         plan = await plan_deploy(deploy_ctx, program, build, final=False)
         rows.append(
@@ -201,7 +216,8 @@ async def scenario(url: str, artifacts: list[tuple[str, Artifact]], tokens: int)
                 lambda: deploy(deploy_ctx, program, plan),
             )
         )
-        ctx = ChainContext(client, PROGRAM_ID, payer, sender=sender)
+        rows[-1].version = plan.tx_version
+        ctx = ChainContext(client, PROGRAM_ID, payer, budget=budget, sender=sender)
         for label, artifact in artifacts:
             rows += await model_rows(ctx, sender, label, artifact, tokens)
         return rows
@@ -224,6 +240,7 @@ async def model_rows(
             lambda: publish(ctx, artifact, published),
         )
     ]
+    rows[0].version = published.tx_version
     _, fee = await seal_cost(ctx, published.model)
 
     async def sealing() -> None:
@@ -287,6 +304,17 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1, help="the localnet's seed")
     parser.add_argument("--scenarios", nargs="*", default=list(SCENARIOS), choices=list(SCENARIOS))
     parser.add_argument(
+        "--rounds", type=int, default=1, help="run the scenarios this many times (the median)"
+    )
+    parser.add_argument(
+        "--tx-version",
+        nargs="+",
+        default=["auto"],
+        choices=["auto", "legacy", "v1"],
+        help="the transactions publish and deploy write with, as the CLI's option; each "
+        "further version runs every scenario again in the same round, named 'SCENARIO, VERSION'",
+    )
+    parser.add_argument(
         "--pipeline-blocks",
         type=int,
         default=run_pipeline.PIPELINE_BLOCKS,
@@ -296,26 +324,63 @@ def main() -> None:
     parser.add_argument(
         "--record",
         action="store_true",
-        help="append the runs and seals to docs/numbers/pipelined_runs.jsonl",
+        help="append to docs/numbers/: with --quick the times against clean (cluster.jsonl), "
+        "else the runs and seals (pipelined_runs.jsonl)",
     )
     args = parser.parse_args()
+    if args.record and args.quick and "clean" not in args.scenarios:
+        parser.error("--quick --record compares with the clean scenario: add it to --scenarios")
+    if args.record and not args.quick and args.rounds > 1:
+        parser.error("--record without --quick records one round: leave --rounds out")
     run_pipeline.PIPELINE_BLOCKS = args.pipeline_blocks
     artifacts = [("stories260K", stories260k())]
     if not args.quick:
         artifacts.append(("stories15M shape", synthetic_artifact()))
-    results: dict[str, list[Row]] = {}
-    for name in args.scenarios:
-        port = free_port()
-        proc = start_localnet(port, SCENARIOS[name], args.seed)
-        try:
-            results[name] = asyncio.run(
-                scenario(f"http://127.0.0.1:{port}", artifacts, args.tokens)
-            )
-        finally:
-            proc.terminate()
-            proc.wait()
-        print(f"{name}: done", file=sys.stderr)
-    clean = {row.command: row.seconds for row in results.get("clean", [])}
+    rounds: list[dict[str, list[Row]]] = []
+    for number in range(1, args.rounds + 1):
+        results: dict[str, list[Row]] = {}
+        for name in args.scenarios:
+            for version in args.tx_version:
+                key = name if version == args.tx_version[0] else f"{name}, {version}"
+                port = free_port()
+                proc = start_localnet(port, SCENARIOS[name], args.seed)
+                try:
+                    results[key] = asyncio.run(
+                        scenario(f"http://127.0.0.1:{port}", artifacts, args.tokens, version)
+                    )
+                finally:
+                    proc.terminate()
+                    proc.wait()
+                print(f"round {number}, {key}: done", file=sys.stderr)
+        rounds.append(results)
+    for number, results in enumerate(rounds, 1):
+        if args.rounds > 1:
+            print(f"round {number}\n")
+        print_round(results)
+    as_json = [round_json(results) for results in rounds]
+    print(json.dumps(as_json[0] if args.rounds == 1 else as_json))
+    if args.record and args.quick:
+        record_cluster(rounds, args.tx_version)
+    elif args.record:
+        record_runs(rounds[-1], args.pipeline_blocks)
+
+
+def against_clean(results: dict[str, list[Row]]) -> dict[str, dict[str, float]]:
+    """Each scenario's commands' times over the clean scenario's (of the same transaction
+    version: "30% lost, legacy" over "clean, legacy") in the same round."""
+    ratios: dict[str, dict[str, float]] = {}
+    for name, rows in results.items():
+        version = name[name.index(",") :] if "," in name else ""
+        clean = {row.command: row.seconds for row in results.get("clean" + version, [])}
+        ratios[name] = {
+            row.command: row.seconds / clean[row.command] for row in rows if row.command in clean
+        }
+    return ratios
+
+
+def print_round(results: dict[str, list[Row]]) -> None:
+    """One round's two tables: every command, then the runs' slots and blocks."""
+    ratios = against_clean(results)
     print(
         f"| {'scenario':<9} | {'command':<32} | {'seconds':>8} | {'x clean':>7} | {'signed':>7} "
         f"| {'sent':>7} | {'landed':>7} | {'lamports beyond plan':>20} | {'slots':>5} "
@@ -324,8 +389,8 @@ def main() -> None:
     print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for name, rows in results.items():
         for row in rows:
-            base = clean.get(row.command)
-            ratio = f"{row.seconds / base:.2f}" if base else "-"
+            base = ratios[name].get(row.command)
+            ratio = f"{base:.2f}" if base is not None else "-"
             print(
                 f"| {name:<9} | {row.command:<32} | {row.seconds:>8.1f} | {ratio:>7} "
                 f"| {row.signed:>7,} | {row.sent:>7,} | {row.landed:>7,} | {row.beyond_plan:>20,} "
@@ -350,28 +415,140 @@ def main() -> None:
                     f"| {n['blocks_per_token']} | {n['slots_per_generated_token']} "
                     f"| {n['blocks_per_generated_token']} |"
                 )
-    print(
-        json.dumps(
-            {
-                name: {
-                    row.command: {
-                        "seconds": round(row.seconds, 2),
-                        "signed": row.signed,
-                        "sent": row.sent,
-                        "landed": row.landed,
-                        "lamports_beyond_plan": row.beyond_plan,
-                        "slots": row.slots,
-                        "blocks": row.blocks,
-                        **(row.run.to_json() if row.run is not None else {}),
-                    }
-                    for row in rows
-                }
-                for name, rows in results.items()
+    print()
+
+
+def round_json(results: dict[str, list[Row]]) -> dict[str, dict[str, dict[str, Any]]]:
+    """One round as JSON: scenario -> command -> numbers."""
+    return {
+        name: {
+            row.command: {
+                "seconds": round(row.seconds, 2),
+                "signed": row.signed,
+                "sent": row.sent,
+                "landed": row.landed,
+                "lamports_beyond_plan": row.beyond_plan,
+                "slots": row.slots,
+                "blocks": row.blocks,
+                **(row.run.to_json() if row.run is not None else {}),
             }
+            for row in rows
+        }
+        for name, rows in results.items()
+    }
+
+
+def record_cluster(rounds: list[dict[str, list[Row]]], versions: list[str]) -> None:
+    """Append each command's time against clean at 10 % and 30 % loss (the median of the
+    rounds), its sends at 30 %, the limits' times and each further version's, to the page."""
+    from numbers_page import record
+
+    ratios = [against_clean(results) for results in rounds]
+    commands = [row.command for row in rounds[0]["clean"]]
+
+    def rows_of(name: str, command: str) -> list[Row]:
+        return [row for r in rounds for row in r.get(name, []) if row.command == command]
+
+    def median(name: str, command: str) -> float | None:
+        found = [r[name][command] for r in ratios if command in r.get(name, {})]
+        return statistics.median(found) if found else None
+
+    def seconds(name: str, command: str) -> str:
+        return f"{statistics.median(row.seconds for row in rows_of(name, command)):.1f} s"
+
+    def spread(name: str, command: str) -> str:
+        found = sorted(r[name][command] for r in ratios if command in r.get(name, {}))
+        return f"{found[0]:.2f}× to {found[-1]:.2f}×"
+
+    def counts(values: list[int]) -> str:
+        low, high = min(values), max(values)
+        return f"{low:,}" if low == high else f"{low:,}-{high:,}"
+
+    def written(name: str) -> str:
+        """What deploy and publish wrote with in a scenario: "v1", or "legacy"."""
+        return "/".join(sorted({row.version for row in rounds[0][name] if row.version}))
+
+    def against(name: str) -> str:
+        return "; ".join(
+            f"{short_name(c)} {median(name, c):.2f}×"
+            for c in commands
+            if median(name, c) is not None
         )
+
+    rows: list[list[str]] = []
+    for command in commands:
+        light, heavy = median("10% lost", command), median("30% lost", command)
+        lossy = rows_of("30% lost", command)
+        cell = "-"
+        if heavy is not None:
+            met = "" if heavy <= TARGET else f" (target ≤ {TARGET:g}×, not met)"
+            cell = f"**{heavy:.2f}×**{met}"
+        sends = "-"
+        if lossy:
+            sends = f"{counts([r.sent for r in lossy])} ({counts([r.signed for r in lossy])})"
+        rows.append(
+            [short_name(command), f"{light:.2f}×" if light is not None else "-", cell, sends]
+        )
+    beyond = [
+        f"{short_name(row.command)} {name}: {row.beyond_plan:,}"
+        for results in rounds
+        for name, scenario_rows in results.items()
+        for row in scenario_rows
+        if row.beyond_plan
+    ]
+    spent = "0 in every row" if not beyond else "; ".join(beyond)
+    publishing = next(c for c in commands if c.startswith("publish"))
+    count = len(rounds)
+    notes = ["One round." if count == 1 else f"Each column is the median of {count} rounds."]
+    if "30% lost" in rounds[0]:
+        if count > 1:
+            notes.append(
+                "At 30% lost: "
+                + "; ".join(f"{short_name(c)} {spread('30% lost', c)}" for c in commands)
+                + "."
+            )
+        notes.append(
+            f"Publish ({written('clean')}) took {seconds('clean', publishing)} clean and "
+            f"{seconds('30% lost', publishing)} at 30% lost."
+        )
+    for version in versions[1:]:
+        clean, lossy_name = f"clean, {version}", f"30% lost, {version}"
+        if lossy_name not in rounds[0]:
+            continue
+        signed = rows_of(clean, publishing)[0].signed
+        notes.append(
+            f"With `--tx-version {version}` in the same rounds, at 30% lost: "
+            f"{against(lossy_name)}; publish signed {signed:,} transactions and took "
+            f"{seconds(clean, publishing)} clean, {seconds(lossy_name, publishing)} at 30% lost."
+        )
+    notes.append(
+        "The localnet's seed fixes which transactions it loses. docs/reliability.md has the "
+        "sender's times before its overdue rules."
     )
-    if args.record:
-        record_runs(results, args.pipeline_blocks)
+    if "limits" in rounds[0]:
+        notes.append(
+            "Behind a provider's limits (`limits`: 100 calls a second, batches of at most "
+            f"100): {against('limits')}."
+        )
+    record(
+        "cluster",
+        "Busy clusters",
+        shlex.join([".venv/bin/python", "scripts/bench_cluster.py", *sys.argv[1:]]),
+        ["command", "10% lost", "30% lost", "sends at 30% lost (transactions signed)"],
+        rows,
+        "stories260K on `curta-chain localnet --blocks --drop-rate P`, each command against "
+        f"its clean time in the same round, deploy and publish writing {written('clean')} "
+        f"transactions; lamports spent beyond the plan: {spent}. "
+        f"Target: at most {TARGET:g}× at 30% loss.",
+        " ".join(notes),
+    )
+
+
+def short_name(command: str) -> str:
+    """A command's name in the page's table: without the model (stories260K throughout)."""
+    if command.startswith("run "):
+        return "run --on-chain, " + command.split("(")[-1].rstrip(")")
+    return command.split()[0]
 
 
 def record_runs(results: dict[str, list[Row]], pipeline_blocks: int) -> None:
@@ -400,7 +577,7 @@ def record_runs(results: dict[str, list[Row]], pipeline_blocks: int) -> None:
     record(
         "pipelined_runs",
         "On-chain runs and seals on the busy localnet",
-        " ".join([".venv/bin/python scripts/bench_cluster.py", *sys.argv[1:]]),
+        shlex.join([".venv/bin/python", "scripts/bench_cluster.py", *sys.argv[1:]]),
         ["scenario", "command", "wall time", "tokens/s", "slots a generated token (blocks)"],
         rows,
         f"`curta-chain localnet --blocks` (400 ms slots, a block a slot, the scheduler's "
