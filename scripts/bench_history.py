@@ -2,13 +2,15 @@
 
 Starts an embedded localnet in this process (real 400 ms slots), creates a curta model
 with two 10 MiB weight accounts, then writes ``--megabytes`` of weights into them in
-full-size writeWeights transactions (1,010 bytes each), sent as JSON-RPC batches of 100
+full-size writeWeights transactions (v1 by default, 3,864 bytes of weights each, as publish
+sends on the localnet; ``--tx-version legacy``: 1,010), sent as JSON-RPC batches of 100
 (as the publisher does), for ``--seconds`` at most. Every 0.2 s it samples the bank
 history's bytes (the confirmed copies of recently written accounts plus the undo records
 of the last 33 slots) and the process's peak RSS. It then times a 1 MiB account read at
 each commitment. The last line printed is JSON.
 
     .venv/bin/python scripts/bench_history.py [--megabytes 16] [--seconds 120]
+        [--tx-version v1|legacy] [--record]
 """
 
 import argparse
@@ -21,9 +23,9 @@ import time
 import httpx
 from bench_localnet import Setup, encode, request
 
+from curta_chain.chain.specs import Budget
 from curta_chain.constants import MAX_ACCOUNT_SIZE, WEIGHT_HEADER_SIZE
 from curta_chain.localnet import start_in_thread
-from curta_chain.program import MAX_WRITE_PAYLOAD
 
 SECTION = MAX_ACCOUNT_SIZE - WEIGHT_HEADER_SIZE
 BATCH = 100
@@ -35,9 +37,13 @@ def main() -> int:
     parser.add_argument("--megabytes", type=float, default=16.0, help="weights to write")
     parser.add_argument("--seconds", type=float, default=120.0, help="stop writing after this")
     parser.add_argument(
+        "--tx-version", default="v1", choices=["v1", "legacy"], help="the writes' format"
+    )
+    parser.add_argument(
         "--record", action="store_true", help="append the results to docs/numbers/history.jsonl"
     )
     args = parser.parse_args()
+    payload = Budget().write_payload(args.tx_version)
     handle = start_in_thread()
     samples: list[tuple[float, int, int, int]] = []
     stop = threading.Event()
@@ -54,15 +60,15 @@ def main() -> int:
     try:
         with httpx.Client(timeout=120) as http:
             setup = Setup(http, handle.url, SECTION, modes=("a", "b"))
-            writes = int(args.megabytes * 1e6) // MAX_WRITE_PAYLOAD
+            writes = int(args.megabytes * 1e6) // payload
             rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
             sampler = threading.Thread(target=sample, daemon=True)
             sampler.start()
             started = time.monotonic()
             sent = 0
             for mode in ("a", "b"):
-                remaining = min(writes - sent, SECTION // MAX_WRITE_PAYLOAD)
-                txs = setup.writes(mode, remaining)
+                remaining = min(writes - sent, SECTION // payload)
+                txs = setup.writes(mode, remaining, version=args.tx_version)
                 for start in range(0, len(txs), BATCH):
                     body = [
                         request(encode(tx), i) for i, tx in enumerate(txs[start : start + BATCH])
@@ -100,7 +106,8 @@ def main() -> int:
         handle.stop()
     peak = max(samples, key=lambda s: s[1] + s[2])
     summary = {
-        "megabytes_written": round(sent * MAX_WRITE_PAYLOAD / 1e6, 1),
+        "megabytes_written": round(sent * payload / 1e6, 1),
+        "transactions": sent,
         "write_seconds": round(elapsed, 1),
         "weight_account_bytes": MAX_ACCOUNT_SIZE,
         "history_peak_bytes": peak[1] + peak[2],
@@ -134,7 +141,8 @@ def main() -> int:
                 ],
             ],
             f"{summary['megabytes_written']} MB written into two 10 MiB weight accounts over "
-            "HTTP, batches of 100, the localnet in-process.",
+            f"HTTP in {sent:,} {args.tx_version} transactions ({payload:,} bytes of weights "
+            f"each), batches of 100, in {summary['write_seconds']} s, the localnet in-process.",
         )
     return 0
 

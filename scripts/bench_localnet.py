@@ -60,6 +60,9 @@ from solders.system_program import ID as SYSTEM_PROGRAM_ID
 from solders.system_program import CreateAccountParams, create_account
 from solders.transaction import VersionedTransaction
 
+from curta_chain.chain.features import TxVersion
+from curta_chain.chain.specs import WRITE_CU, Budget
+from curta_chain.chain.specs import message as compile_message
 from curta_chain.constants import LAMPORTS_PER_SOL, LOCALNET_PROGRAM_ID, WEIGHT_HEADER_SIZE
 from curta_chain.localnet.current_bank import new_svm
 from curta_chain.program import (
@@ -164,19 +167,25 @@ class Setup:
             if waiting:
                 time.sleep(0.25)  # polls cost the server CPU too: not too often
 
-    def writes(self, mode: str, count: int, round_: int = 0) -> list[VersionedTransaction]:
-        """``count`` full-size writes into ``mode``'s account; each round writes other bytes."""
+    def writes(
+        self, mode: str, count: int, round_: int = 0, version: TxVersion = "legacy"
+    ) -> list[VersionedTransaction]:
+        """``count`` full-size writes into ``mode``'s account; each round writes other bytes.
+
+        Legacy writes carry ``MAX_WRITE_PAYLOAD`` bytes, v1 ones fill 4,096 bytes as
+        publish's do, their budget inline; neither sets a compute-unit price.
+        """
         blockhash = self.blockhash()
         weight = self.weights[mode].pubkey()
+        payload = Budget().write_payload(version)
         txs = []
         for n in range(count):
             word = (n + round_ * count).to_bytes(4, "little")
-            data = (word * (MAX_WRITE_PAYLOAD // 4 + 1))[:MAX_WRITE_PAYLOAD]
-            ix = write_weights(
-                PROGRAM_ID, self.authority.pubkey(), weight, n * MAX_WRITE_PAYLOAD, data
-            )
-            message = Message.new_with_blockhash([ix], self.authority.pubkey(), blockhash)
-            txs.append(VersionedTransaction(message, [self.authority]))
+            data = (word * (payload // 4 + 1))[:payload]
+            ix = write_weights(PROGRAM_ID, self.authority.pubkey(), weight, n * payload, data)
+            spec = Budget().spec(WRITE_CU, (ix,), version)
+            msg = compile_message(spec, self.authority.pubkey(), blockhash)
+            txs.append(VersionedTransaction(msg, [self.authority]))
         return txs
 
 
