@@ -10,9 +10,10 @@ spent beyond the plan (what the payer lost less the plan's rent and fees: a dupl
 resend landed, a refused step). A second table gives each run's tokens a second (over the
 command's wall time) and, over the slots from its first step to its last, tokens a slot,
 slots a token and blocks a token (prompt positions included), and the slots and blocks a
-token took once the prompt was read: on this machine the localnet's LiteSVM, which interprets
-the program (~70 ms a 1.2M-unit step), bounds the wall time, and a block it takes longer
-to execute than a slot lasts leaves the slots after it empty.
+token took once the prompt was read: on this machine the localnet's LiteSVM (6 to 19 ms a
+1.2M-unit step on solders 0.29: docs/numbers.md, "Execution time of a step") bounds the
+wall time, and a block it takes longer to execute than a slot lasts leaves the slots after
+it empty.
 
     .venv/bin/python scripts/bench_cluster.py [--quick] [--tokens N] [--seed N]
         [--scenarios NAME ...] [--rounds N] [--tx-version auto|legacy|v1]
