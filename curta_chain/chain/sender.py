@@ -11,7 +11,7 @@ agave's ``send_and_confirm_transactions_in_parallel`` does: nodes are asked not 
 and each transaction the node has not seen yet is sent again, the same bytes, on the
 schedule ``flights.py`` keeps: a resend is the same signature, which the cluster processes
 once, so it never makes a second transaction. A sender that had a loss (a resend came due)
-sends its tail's bytes twice each time, two chances against one loss. Only once its
+sends each resend's and its tail's bytes twice, two chances against one loss. Only once its
 blockhash expired (the block height passed its last valid height, read before the statuses
 from the same node, so a status read after it that is still unseen can never appear) is a
 transaction signed again with a fresh blockhash. ``BlockhashNotFound`` (a blockhash the
@@ -319,6 +319,7 @@ class Sender:
         signed = 0
         try:
             while due or (state.queue and room > 0):
+                resending = bool(due)
                 if due:
                     group, due = due[: self.batch_size], due[self.batch_size :]
                 else:
@@ -329,8 +330,9 @@ class Sender:
                         group.append(flight)
                     room -= len(group)
                     signed += len(group)
-                # A lossy sender's last few go twice: a loss of one copy costs no resend.
-                copies = 2 if self._lossy and state.tail(signed) else 1
+                # A lossy sender's resends and its last few go twice: a loss of one copy
+                # costs no further resend, and a send waits for its unluckiest transaction.
+                copies = 2 if self._lossy and (resending or state.tail(signed)) else 1
                 await semaphore.acquire()
                 sending.append((group, copies, asyncio.create_task(send_group(group, copies))))
                 await asyncio.sleep(0)
