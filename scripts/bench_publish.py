@@ -44,6 +44,7 @@ from dataclasses import replace
 from typing import TypeVar
 
 from reference_client import Client
+from solana.rpc.commitment import Confirmed
 from solana.rpc.models import TxOpts
 from solders.keypair import Keypair
 from solders.litesvm import LiteSVM
@@ -164,7 +165,9 @@ def naive(url: str, artifact, authority: Keypair, plan, sample: int) -> float:
         tx = Transaction.new_signed_with_payer(
             list(spec.instructions), authority.pubkey(), [authority], blockhash
         )
-        signature = client.send_transaction(tx, opts=TxOpts(skip_confirmation=True)).value
+        # TxOpts preflights at finalized unless told, a bank behind a confirmed blockhash.
+        opts = TxOpts(skip_confirmation=True, preflight_commitment=Confirmed)
+        signature = client.send_transaction(tx, opts=opts).value
         client.confirm_transaction(signature, commitment="confirmed", sleep_seconds=0.01)
     return sample / (time.perf_counter() - started)
 

@@ -357,6 +357,26 @@ def probes(s: Scenario) -> Iterator[Probe]:
     )
     unknown = s.signed(pay(s, 7_000_000), blockhash=Hash.new_unique())
     yield Probe("sendTransaction unknown blockhash", "sendTransaction", [b64(unknown), preflight])
+    # The preflight runs in the bank of preflightCommitment (finalized by default), which
+    # does not know the confirmed blockhash yet: refused. At confirmed, or without a
+    # preflight, the same blockhash is accepted.
+    newer = s.signed(pay(s, 8_000_000), blockhash=blockhash)
+    yield Probe(
+        "sendTransaction blockhash newer than the preflight's bank",
+        "sendTransaction",
+        [b64(newer), {"encoding": "base64"}],
+    )
+    yield Probe(
+        "sendTransaction preflight in the blockhash's bank",
+        "sendTransaction",
+        [b64(newer), preflight],
+    )
+    newer_again = s.signed(pay(s, 9_000_000), blockhash=blockhash)
+    yield Probe(
+        "sendTransaction blockhash newer than finalized, no preflight",
+        "sendTransaction",
+        [b64(newer_again), skip],
+    )
     memo = Instruction(PROGRAM, bytes(MAX_TRANSACTION_SIZE), [])
     message = Message.new_with_blockhash([memo], s.payer.pubkey(), blockhash)
     large = bytes(Transaction([s.payer], message, blockhash))

@@ -61,10 +61,13 @@ class BlockProduction(Execution):
         slot: int,
         raw: bytes,
         tx: VersionedTransaction,
-        preflight: bool,
+        preflight_slot: int | None,
         faucet: bool = False,
     ) -> SendOutcome:
-        """Send in the busy mode in ``slot`` (now): check, preflight at once, then drop or queue."""
+        """Send in the busy mode in ``slot`` (now): check, preflight at once, then drop or queue.
+
+        ``preflight_slot`` is the slot of the preflight's bank (None: no preflight).
+        """
         signature = str(tx.signatures[0])
         message = tx.message
         accounts = self._accounts_of(message)
@@ -75,9 +78,9 @@ class BlockProduction(Execution):
         priority = priority_fee(message)
         fee = transaction_fee(message, priority)
         refusal = self._refusal_before_execution(
-            tx, message, signature, accounts, payer_before, fee
+            tx, message, signature, accounts, payer_before, fee, preflight_slot
         )
-        if refusal is None and preflight:
+        if refusal is None and preflight_slot is not None:
             refusal = self._simulate(tx, message, signature, accounts, payer_before)
         if refusal is not None:
             return refusal

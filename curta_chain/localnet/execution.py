@@ -169,18 +169,24 @@ class Execution(CurrentBank):
         accounts: TransactionAccounts,
         payer_before: Account | None,
         fee: int,
+        preflight_slot: int | None,
     ) -> Refused | None:
         """Return why ``tx`` may not run at all, checked in the validator's order.
 
         Signatures, the version (v1 needs ``enable_tx_v1``), the blockhash's age, the status
         cache (a duplicate), then what loading needs: a payer that can pay the fee. These
-        refusals never land and charge nothing.
+        refusals never land and charge nothing. With a preflight, the blockhash must be
+        known to the bank of ``preflight_slot`` too: the validator simulates in the bank of
+        the request's ``preflightCommitment``, which is behind a newer blockhash.
         """
         if not all(tx.verify_with_results()):
             return Refused(signature, "SignatureFailure", [], 0)
         if isinstance(message, MessageV1) and not self.features.is_active(ENABLE_TX_V1):
             return Refused(signature, "UnsupportedVersion", [], 0)
-        if not self.clock.age_ok(str(message.recent_blockhash)):
+        blockhash = str(message.recent_blockhash)
+        if preflight_slot is not None and not self.clock.valid_at(blockhash, preflight_slot):
+            return Refused(signature, "BlockhashNotFound", [], 0)
+        if not self.clock.age_ok(blockhash):
             return Refused(signature, "BlockhashNotFound", [], 0)
         seen = self.history.statuses.get(signature)
         if seen is not None:

@@ -235,21 +235,26 @@ class Localnet(BlockProduction):
     # -- writes -----------------------------------------------------------------------
 
     def send_transaction(
-        self, raw: bytes, tx: VersionedTransaction, preflight: bool = True
+        self, raw: bytes, tx: VersionedTransaction, preflight_slot: int | None
     ) -> SendOutcome:
         """Process a transaction as a validator's sendTransaction would.
 
-        With ``preflight``, a transaction that would fail is ``Refused`` and changes
-        nothing. Without it, one that fails at execution lands with its error and pays its
-        fee; one that could never land (bad signature, unknown blockhash) is refused. In
-        the busy mode (``busy``), one accepted is ``Queued``: lost at the drop rate, else
-        left to the leader's next blocks (or, without blocks, run at once).
+        With a preflight (``preflight_slot``: the slot of the bank of its commitment,
+        ``commitment_slot``), a transaction that would fail is ``Refused`` and changes
+        nothing; its blockhash must be known to that bank, but its state is simulated in
+        the newest one. Without a preflight (None), one that fails at execution lands with
+        its error and pays its fee; one that could never land (bad signature, unknown
+        blockhash) is refused. In the busy mode (``busy``), one accepted is ``Queued``:
+        lost at the drop rate, else left to the leader's next blocks (or, without blocks,
+        run at once).
         """
         if not self.busy.changes_sending:
-            return self._send_now(raw, tx, preflight)
-        return self._accept(self.tick(), raw, tx, preflight)
+            return self._send_now(raw, tx, preflight_slot)
+        return self._accept(self.tick(), raw, tx, preflight_slot)
 
-    def _send_now(self, raw: bytes, tx: VersionedTransaction, preflight: bool) -> SendOutcome:
+    def _send_now(
+        self, raw: bytes, tx: VersionedTransaction, preflight_slot: int | None
+    ) -> SendOutcome:
         slot = self.tick()
         signature = str(tx.signatures[0])
         # solders copies the message on each access: once is enough.
@@ -259,10 +264,11 @@ class Localnet(BlockProduction):
         priority = priority_fee(message)
         fee = transaction_fee(message, priority)
         refusal = self._refusal_before_execution(
-            tx, message, signature, accounts, payer_before, fee
+            tx, message, signature, accounts, payer_before, fee, preflight_slot
         )
         if refusal is not None:
             return refusal
+        preflight = preflight_slot is not None
         return self._run(raw, tx, message, accounts, payer_before, priority, slot, preflight)
 
     def indexed_accounts(self) -> list[Pubkey]:
@@ -299,10 +305,10 @@ class Localnet(BlockProduction):
                 break
             attempt += 1
         if not self.busy.changes_sending:
-            return self._send_now(bytes(tx), tx, preflight=True)
+            return self._send_now(bytes(tx), tx, preflight_slot=slot)
         # The faucet is the localnet's own: its transfers go through blocks, first in
         # theirs, and are never lost.
-        return self._accept(self.tick(), bytes(tx), tx, preflight=True, faucet=True)
+        return self._accept(self.tick(), bytes(tx), tx, preflight_slot=slot, faucet=True)
 
     # -- ledger -----------------------------------------------------------------------
 

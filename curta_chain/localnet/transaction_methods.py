@@ -82,15 +82,18 @@ def send_transaction(localnet: Localnet, params: Params) -> str:
     encoded = required(params, 0, "transaction")
     config = config_at(params, 1)
     raw, tx = decode_transaction(encoded, _binary_encoding(config))
-    context_slot(localnet, config)
+    preflight = not config.get("skipPreflight")
+    # As agave: the bank of preflightCommitment (processed without a preflight) is the one
+    # minContextSlot is held against and whose blockhashes the preflight knows.
+    commitment = config.get("preflightCommitment", "finalized") if preflight else "processed"
+    bank_config = {"commitment": commitment, "minContextSlot": config.get("minContextSlot")}
+    slot = context_slot(localnet, bank_config)
     try:
         tx.sanitize()
     except ValueError as exc:
         raise invalid_params(f"invalid transaction: {exc}") from exc
-    preflight = not config.get("skipPreflight")
-    if preflight:
-        commitment_param({"commitment": config.get("preflightCommitment", "finalized")})
-    return send_answer(localnet.send_transaction(raw, tx, preflight), preflight)
+    outcome = localnet.send_transaction(raw, tx, slot if preflight else None)
+    return send_answer(outcome, preflight)
 
 
 def simulate_transaction(localnet: Localnet, params: Params) -> dict[str, Any]:

@@ -4,7 +4,6 @@ The localnet gives real answers (slices of an account, statuses 256 a call, cont
 a ``Canned`` transport gives the malformed ones no honest node sends.
 """
 
-import base64
 from typing import Any
 
 import pytest
@@ -191,9 +190,7 @@ async def test_a_listed_transaction_a_node_behind_has_not_indexed_is_asked_again
             ),
             [payer],
         )
-        await client.call(
-            "sendTransaction", [base64.b64encode(bytes(tx)).decode(), {"encoding": "base64"}]
-        )
+        await client.send_transaction(bytes(tx))  # preflight at confirmed, as its blockhash
         node.slots(2)
         (landed,) = await client.landed_transactions(to, 0)
         assert landed.signature == str(tx.signatures[0])

@@ -216,7 +216,8 @@ async def test_a_lossy_senders_resends_go_twice_even_before_its_tail():
 
 
 class Preflighting(LocalnetTransport):
-    """A node that simulates every transaction, whatever ``skipPreflight`` says.
+    """A node that simulates every transaction, whatever ``skipPreflight`` says, in its
+    newest (processed) bank: the one whose status cache holds what just landed.
 
     With ``twice``, each transaction is delivered twice (a retrying network): the second
     answer is the node's AlreadyProcessed. With ``expire_first``, the first batch of sends
@@ -237,7 +238,7 @@ class Preflighting(LocalnetTransport):
 
     def forward(self, request: dict[str, Any]) -> Any:
         if request["method"] == "sendTransaction":
-            request["params"][1] = {"encoding": "base64"}
+            request["params"][1] = {"encoding": "base64", "preflightCommitment": "processed"}
             if self.twice:
                 super().forward(request)
             out = super().forward(request)

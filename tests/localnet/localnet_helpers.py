@@ -51,10 +51,25 @@ def b64(tx: VersionedTransaction) -> str:
     return base64.b64encode(bytes(tx)).decode()
 
 
-def send_b64(url: str, tx: VersionedTransaction, skip_preflight: bool = False) -> dict[str, Any]:
-    config = {"encoding": "base64", "skipPreflight": skip_preflight}
+def send_b64(
+    url: str, tx: VersionedTransaction, skip_preflight: bool = False, preflight: str = "confirmed"
+) -> dict[str, Any]:
+    """Send ``tx``, its preflight in the bank of ``preflight`` (where ``latest_blockhash``
+    takes its blockhash: a validator's preflight, finalized by default, knows no newer one)."""
+    config = {
+        "encoding": "base64",
+        "skipPreflight": skip_preflight,
+        "preflightCommitment": preflight,
+    }
     return rpc(url, "sendTransaction", [b64(tx), config])
 
+
+PROCESSED_PREFLIGHT = {"encoding": "base64", "preflightCommitment": "processed"}
+"""A send's config when its blockhash is the newest bank's (``localnet.clock.blockhash(
+localnet.tick())``, or ``getLatestBlockhash`` at processed): its preflight is in that bank."""
+
+CONFIRMED_PREFLIGHT = {"encoding": "base64", "preflightCommitment": "confirmed"}
+"""A send's config when its blockhash is ``latest_blockhash``'s (at confirmed)."""
 
 PROCESSED = {"commitment": "processed"}
 """Reads right after a write: what the node has processed (a validator's default for reads

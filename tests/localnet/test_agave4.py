@@ -11,7 +11,14 @@ from collections.abc import Iterator
 
 import based58
 import pytest
-from localnet_helpers import balance, latest_blockhash, result, rpc, transfer_tx
+from localnet_helpers import (
+    PROCESSED_PREFLIGHT,
+    balance,
+    latest_blockhash,
+    result,
+    rpc,
+    transfer_tx,
+)
 from solders.hash import Hash
 from solders.instruction import Instruction
 from solders.keypair import Keypair
@@ -64,10 +71,12 @@ def sized(build, size: int) -> VersionedTransaction:
 
 
 def send(url: str, tx: VersionedTransaction, encoding: str = "base64", **config) -> dict:
+    """Send ``tx``, its preflight at confirmed, where ``latest_blockhash`` is taken."""
     raw = bytes(tx)
     text = base64.b64encode(raw).decode() if encoding == "base64" else based58.b58encode(raw)
     text = text if isinstance(text, str) else text.decode()
-    return rpc(url, "sendTransaction", [text, {"encoding": encoding, **config}])
+    config = {"encoding": encoding, "preflightCommitment": "confirmed", **config}
+    return rpc(url, "sendTransaction", [text, config])
 
 
 def status(url: str, signature: str) -> dict | None:
@@ -509,9 +518,7 @@ def test_shorter_slots_hold_fewer_units_a_block_and_an_account(slot_ms, per_acco
         blockhash = Hash.from_string(localnet.clock.blockhash(localnet.tick()))
         limit = (set_compute_unit_limit(1_400_000),)
         return [
-            send_transaction(
-                localnet, [base64.b64encode(bytes(tx)).decode(), {"encoding": "base64"}]
-            )
+            send_transaction(localnet, [base64.b64encode(bytes(tx)).decode(), PROCESSED_PREFLIGHT])
             for tx in (
                 transfer_tx(payer, Keypair().pubkey(), 10**6 + n, blockhash, limit)
                 for n in range(count)
@@ -570,7 +577,7 @@ def test_a_v1_transaction_waits_for_its_block_and_lands_in_it(clock):
     before = localnet.svm.get_balance(payer.pubkey())
     tx = v1(payer, blockhash, [memo(b"in a block")])
     signature = send_transaction(
-        localnet, [base64.b64encode(bytes(tx)).decode(), {"encoding": "base64"}]
+        localnet, [base64.b64encode(bytes(tx)).decode(), PROCESSED_PREFLIGHT]
     )
     assert localnet.status(signature) is None  # queued for the next block
     clock.advance(0.4)
@@ -586,9 +593,7 @@ def test_a_v1_transaction_waits_for_its_block_and_lands_in_it(clock):
         TransactionConfig(compute_unit_limit=100, loaded_accounts_data_size_limit=1 << 20),
     )
     with pytest.raises(RpcMethodError, match="Computational budget exceeded"):
-        send_transaction(
-            localnet, [base64.b64encode(bytes(starved)).decode(), {"encoding": "base64"}]
-        )
+        send_transaction(localnet, [base64.b64encode(bytes(starved)).decode(), PROCESSED_PREFLIGHT])
     localnet.close()
 
 

@@ -8,7 +8,7 @@ while it executes transactions).
 import threading
 
 import httpx
-from localnet_helpers import b64, latest_blockhash, result, transfer_tx
+from localnet_helpers import CONFIRMED_PREFLIGHT, b64, latest_blockhash, result, transfer_tx
 from solders.keypair import Keypair
 
 
@@ -19,7 +19,7 @@ def test_a_batch_of_transactions_lets_other_calls_in(localnet, fund):
     batch = [
         {"jsonrpc": "2.0", "id": i, "method": "sendTransaction",
          "params": [b64(transfer_tx(payer, Keypair().pubkey(), 1_000_000 + i, blockhash)),
-                    {"encoding": "base64"}]}
+                    CONFIRMED_PREFLIGHT]}
         for i in range(400)
     ]  # fmt: skip
     count = [{"commitment": "processed"}]

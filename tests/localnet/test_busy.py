@@ -8,7 +8,9 @@ from collections.abc import Iterator
 import httpx
 import pytest
 from localnet_helpers import (
+    CONFIRMED_PREFLIGHT,
     PROCESSED,
+    PROCESSED_PREFLIGHT,
     RENT,
     advance_slots,
     b64,
@@ -60,7 +62,7 @@ def test_a_transaction_is_invisible_before_its_block_and_processed_after(block_l
     payer = _funded(url, clock)
     to = Keypair().pubkey()
     tx = transfer_tx(payer, to, 5_000_000, _blockhash(url))
-    signature = send_b64(url, tx)["result"]
+    signature = send_b64(url, tx, preflight="processed")["result"]
     assert signature == str(tx.signatures[0])
     # Accepted, not run: no status, no balance change, no transaction.
     assert result(url, "getSignatureStatuses", [[signature]])["value"] == [None]
@@ -80,7 +82,7 @@ def test_preflight_failures_are_answered_at_once(block_localnet, clock):
     url = block_localnet.url
     payer = _funded(url, clock)
     too_much = transfer_tx(payer, Keypair().pubkey(), 10**12, _blockhash(url))
-    answer = send_b64(url, too_much)
+    answer = send_b64(url, too_much, preflight="processed")
     assert answer["error"]["code"] == -32002
     assert answer["error"]["data"]["err"] == {"InstructionError": [0, {"Custom": 1}]}
 
@@ -98,7 +100,7 @@ def test_a_block_runs_by_price_then_in_a_seeded_shuffle(clock):
             tx = transfer_tx(
                 payer, Keypair().pubkey(), RENT + n, blockhash, (set_compute_unit_price(price),)
             )
-            send_transaction(localnet, [b64(tx), {"encoding": "base64"}])
+            send_transaction(localnet, [b64(tx), PROCESSED_PREFLIGHT])
             signatures.append(str(tx.signatures[0]))
         clock.advance(SLOT_SECONDS)
         slot = localnet.tick()
@@ -161,7 +163,7 @@ def test_a_dropped_transaction_still_answers_its_signature(clock):
         url = handle.url
         payer = _funded(url, clock)  # the faucet's own transfers are never lost
         tx = transfer_tx(payer, Keypair().pubkey(), RENT, _blockhash(url))
-        assert send_b64(url, tx)["result"] == str(tx.signatures[0])
+        assert send_b64(url, tx, preflight="processed")["result"] == str(tx.signatures[0])
         advance_slots(clock, 2)
         assert result(url, "getSignatureStatuses", [[str(tx.signatures[0])]])["value"] == [None]
         assert rpc(url, "getTransaction", [str(tx.signatures[0])])["result"] is None
@@ -183,7 +185,7 @@ def _chain(clock: ManualClock, **options) -> tuple[Localnet, list[Keypair]]:
 
 
 def _send(localnet: Localnet, tx) -> str:
-    return send_transaction(localnet, [b64(tx), {"encoding": "base64"}])
+    return send_transaction(localnet, [b64(tx), PROCESSED_PREFLIGHT])
 
 
 def _next_block(localnet: Localnet, clock: ManualClock) -> list[str]:
@@ -338,7 +340,7 @@ def test_kill_9_in_block_mode_loses_nothing_told_landed(tmp_path, localnet_proce
                         to = Pubkey.new_unique()
                         tx = transfer_tx(payer, to, 1_000_000 + n, blockhash)
                         sent[str(tx.signatures[0])] = (to, 1_000_000 + n)
-                        params = [b64(tx), {"encoding": "base64"}]
+                        params = [b64(tx), CONFIRMED_PREFLIGHT]
                         call = {"jsonrpc": "2.0", "id": n, "method": "sendTransaction"}
                         batch.append({**call, "params": params})
                     for answer in http.post(node.url, json=batch).json():
@@ -454,4 +456,22 @@ def test_the_loaded_data_limit_holds_at_preflight_and_in_the_block(clock):
     assert _next_block(localnet, clock) == [signature]
     assert localnet.status(signature)[1] == "MaxLoadedAccountsDataSizeExceeded"
     assert localnet.balance_at(payer.pubkey(), localnet.tick()) == before - 5_000
+    localnet.close()
+
+
+def test_the_preflight_in_block_mode_knows_no_blockhash_newer_than_its_bank(clock):
+    localnet, (payer, _, _) = _chain(clock)
+    blockhash = Hash.from_string(localnet.clock.blockhash(localnet.tick()))
+    tx = transfer_tx(payer, Keypair().pubkey(), RENT, blockhash)
+    for config in ({"encoding": "base64"}, CONFIRMED_PREFLIGHT):
+        with pytest.raises(RpcMethodError) as refused:
+            send_transaction(localnet, [b64(tx), config])
+        assert refused.value.data["err"] == "BlockhashNotFound"
+    assert localnet.leader is not None and not localnet.leader.queue
+    assert send_transaction(localnet, [b64(tx), PROCESSED_PREFLIGHT]) == str(tx.signatures[0])
+    other = transfer_tx(payer, Keypair().pubkey(), RENT + 1, blockhash)
+    assert send_transaction(localnet, [b64(other), {"encoding": "base64", "skipPreflight": True}])
+    assert sorted(_next_block(localnet, clock)) == sorted(
+        map(str, (tx.signatures[0], other.signatures[0]))
+    )
     localnet.close()

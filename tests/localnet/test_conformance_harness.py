@@ -42,9 +42,15 @@ def test_two_embedded_localnets_answer_every_probe_alike(tmp_path: Path):
             "sendTransaction program error",
             "sendTransaction bad signature",
             "sendTransaction unknown blockhash",
+            "sendTransaction blockhash newer than the preflight's bank",
             "sendTransaction oversized",
             "sendTransaction not base64",
         } <= errors
+        accepted = {
+            "sendTransaction preflight in the blockhash's bank",
+            "sendTransaction blockhash newer than finalized, no preflight",
+        }
+        assert not accepted & errors
     finally:
         first.stop()
         second.stop()

@@ -23,6 +23,7 @@ import pytest
 from localnet_helpers import advance_slots
 from node_packages import require_node_packages
 from reference_client import Client
+from solana.rpc.commitment import Processed
 from solana.rpc.models import TxOpts
 from solders.hash import Hash
 from solders.instruction import Instruction
@@ -62,10 +63,12 @@ SOL = 10**9
 def _send(
     client: Client, payer: Keypair, instructions: list, *signers: Keypair, skip: bool = False
 ) -> str:
-    blockhash = client.get_latest_blockhash().value.blockhash
+    blockhash = client.get_latest_blockhash().value.blockhash  # the client's: processed
     message = Message.new_with_blockhash(instructions, payer.pubkey(), blockhash)
     tx = VersionedTransaction(message, [payer, *signers])
-    return str(client.send_transaction(tx, opts=TxOpts(skip_preflight=skip)).value)
+    # TxOpts preflights at finalized unless told: a bank that knows no processed blockhash.
+    opts = TxOpts(skip_preflight=skip, preflight_commitment=Processed)
+    return str(client.send_transaction(tx, opts=opts).value)
 
 
 def build_world(url: str, ws_url: str, clock: ManualClock, blocks: bool) -> dict[str, Any]:

@@ -5,6 +5,7 @@ import httpx
 import pytest
 from chain_helpers import next_slot
 from localnet_helpers import (
+    CONFIRMED_PREFLIGHT,
     PROCESSED,
     advance_slots,
     b64,
@@ -190,7 +191,7 @@ def test_kill_9_during_writes_keeps_every_acknowledged_change(tmp_path, localnet
                                 "jsonrpc": "2.0",
                                 "id": len(batch),
                                 "method": "sendTransaction",
-                                "params": [b64(tx), {"encoding": "base64"}],
+                                "params": [b64(tx), CONFIRMED_PREFLIGHT],
                             }
                         )
                     answers = http.post(node.url, json=batch).json()

@@ -3,6 +3,7 @@ import asyncio
 import based58
 import pytest
 from localnet_helpers import (
+    RENT,
     advance_slots,
     b64,
     balance,
@@ -89,7 +90,9 @@ def test_airdrop_the_faucet_cannot_pay_is_an_internal_error(localnet):
 def test_sendtransaction_base58_default_encoding(localnet, funded_keypair):
     to = Pubkey.new_unique()
     tx = transfer_tx(funded_keypair, to, 5_000_000, latest_blockhash(localnet.url))
-    signature = result(localnet.url, "sendTransaction", [based58.b58encode(bytes(tx)).decode()])
+    confirmed = {"preflightCommitment": "confirmed"}  # where the blockhash came from
+    encoded = based58.b58encode(bytes(tx)).decode()
+    signature = result(localnet.url, "sendTransaction", [encoded, confirmed])
     assert signature == str(tx.signatures[0])
     assert balance(localnet.url, to) == 5_000_000
 
@@ -265,6 +268,64 @@ def test_expired_blockhash_is_refused(manual_localnet, clock):
     assert send_b64(url, tx, skip_preflight=True)["result"] == str(tx.signatures[0])
     assert client.get_signature_statuses([tx.signatures[0]]).value == [None]
     assert client.get_balance(payer.pubkey()).value == LAMPORTS_PER_SOL
+
+
+def test_the_preflight_knows_no_blockhash_newer_than_its_bank(manual_localnet, clock, fund):
+    """As agave: sendTransaction's preflight runs in the bank of ``preflightCommitment``
+    (finalized by default), which refuses a blockhash newer than itself; the same
+    transaction is accepted with the preflight at its blockhash's bank, or without one."""
+    url = manual_localnet.url
+    advance_slots(clock, 40)  # a finalized bank of its own, 32 slots behind processed
+    payer = fund(url, commitment="processed")
+    hashes = {
+        c: Hash.from_string(
+            result(url, "getLatestBlockhash", [{"commitment": c}])["value"]["blockhash"]
+        )
+        for c in ("processed", "confirmed", "finalized")
+    }
+    assert len(set(hashes.values())) == 3
+    before = balance(url, payer.pubkey())
+    to = Pubkey.new_unique()
+
+    def send(lamports: int, blockhash: str, config: dict) -> dict:
+        tx = transfer_tx(payer, to, lamports, hashes[blockhash])
+        return rpc(url, "sendTransaction", [b64(tx), {"encoding": "base64", **config}])
+
+    refused = {
+        "code": -32002,
+        "message": "Transaction simulation failed: Blockhash not found",
+        "data": {
+            "err": "BlockhashNotFound",
+            "logs": [],
+            "accounts": None,
+            "unitsConsumed": 0,
+            "loadedAccountsDataSize": 0,
+            "returnData": None,
+            "innerInstructions": None,
+            "replacementBlockhash": None,
+            "fee": None,
+            "preBalances": None,
+            "postBalances": None,
+            "preTokenBalances": None,
+            "postTokenBalances": None,
+            "loadedAddresses": None,
+        },
+    }
+    assert send(RENT, "confirmed", {})["error"] == refused
+    assert send(RENT, "processed", {"preflightCommitment": "finalized"})["error"] == refused
+    assert send(RENT, "processed", {"preflightCommitment": "confirmed"})["error"] == refused
+    assert balance(url, to) == 0 and balance(url, payer.pubkey()) == before  # nothing ran
+    assert "result" in send(RENT, "confirmed", {"preflightCommitment": "confirmed"})
+    assert "result" in send(RENT + 1, "processed", {"preflightCommitment": "processed"})
+    assert "result" in send(RENT + 2, "finalized", {})
+    assert "result" in send(RENT + 3, "confirmed", {"skipPreflight": True})
+    assert balance(url, to) == 4 * RENT + 6
+    # minContextSlot is held against the same bank: processed's without a preflight.
+    slot = result(url, "getSlot", [{"commitment": "processed"}])
+    behind = send(RENT + 4, "finalized", {"minContextSlot": slot})["error"]
+    assert behind["code"] == -32016 and behind["data"] == {"contextSlot": slot - 32}
+    skipped = send(RENT + 5, "finalized", {"minContextSlot": slot, "skipPreflight": True})
+    assert "result" in skipped
 
 
 def test_simulate_transaction(localnet, funded_keypair):
