@@ -21,6 +21,8 @@ it empty.
 
 ``--rounds N`` runs the scenarios N times over, each command's time against the clean time
 of its own round (a shared machine's load changes between rounds), and reports the median.
+Round N's localnets take seed ``--seed`` + N - 1: a seed fixes which transactions are lost,
+so each round is another pattern of losses and the median is not one pattern's luck.
 Prints a table, then as its last line one JSON object (scenario -> command -> numbers), with
 ``--rounds`` above 1 a list of them, a round each. ``--record`` appends to docs/numbers/:
 with ``--quick`` the times against clean (cluster.jsonl), else the seals and runs against
@@ -344,7 +346,7 @@ def main() -> None:
             for version in args.tx_version:
                 key = name if version == args.tx_version[0] else f"{name}, {version}"
                 port = free_port()
-                proc = start_localnet(port, SCENARIOS[name], args.seed)
+                proc = start_localnet(port, SCENARIOS[name], args.seed + number - 1)
                 try:
                     results[key] = asyncio.run(
                         scenario(f"http://127.0.0.1:{port}", artifacts, args.tokens, version)
@@ -361,7 +363,7 @@ def main() -> None:
     as_json = [round_json(results) for results in rounds]
     print(json.dumps(as_json[0] if args.rounds == 1 else as_json))
     if args.record and args.quick:
-        record_cluster(rounds, args.tx_version)
+        record_cluster(rounds, args.tx_version, args.seed)
     elif args.record:
         record_runs(rounds[-1], args.pipeline_blocks)
 
@@ -439,7 +441,7 @@ def round_json(results: dict[str, list[Row]]) -> dict[str, dict[str, dict[str, A
     }
 
 
-def record_cluster(rounds: list[dict[str, list[Row]]], versions: list[str]) -> None:
+def record_cluster(rounds: list[dict[str, list[Row]]], versions: list[str], seed: int) -> None:
     """Append each command's time against clean at 10 % and 30 % loss (the median of the
     rounds), its sends at 30 %, the limits' times and each further version's, to the page."""
     from numbers_page import record
@@ -523,8 +525,9 @@ def record_cluster(rounds: list[dict[str, list[Row]]], versions: list[str]) -> N
             f"{seconds(clean, publishing)} clean, {seconds(lossy_name, publishing)} at 30% lost."
         )
     notes.append(
-        "The localnet's seed fixes which transactions it loses. docs/reliability.md has the "
-        "sender's times before its overdue rules."
+        "The localnet's seed fixes which transactions it loses; each round had its own "
+        f"(seeds {seed} to {seed + count - 1}). docs/reliability.md has the sender's times "
+        "before its overdue rules."
     )
     if "limits" in rounds[0]:
         notes.append(
