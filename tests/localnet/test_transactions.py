@@ -35,6 +35,26 @@ account that exists (the payer, the system program) and the system program's dat
 name in agave's genesis."""
 
 
+def refused_before_loading(message: str, err: str) -> dict:
+    """The -32002 agave 4.2 answers for a preflight refused before it loads an account."""
+    data = dict.fromkeys(
+        (
+            "accounts",
+            "returnData",
+            "innerInstructions",
+            "replacementBlockhash",
+            "fee",
+            "preBalances",
+            "postBalances",
+            "preTokenBalances",
+            "postTokenBalances",
+            "loadedAddresses",
+        )
+    )
+    data.update(err=err, logs=[], unitsConsumed=0, loadedAccountsDataSize=0)
+    return {"code": -32002, "message": f"Transaction simulation failed: {message}", "data": data}
+
+
 def test_airdrop_then_transfer_with_client(localnet):
     client = Client(localnet.url, "processed")
     payer = Keypair()
@@ -180,26 +200,9 @@ def test_bad_signature_is_refused(localnet, funded_keypair):
     forged = VersionedTransaction.populate(tx.message, [Signature.new_unique()])
     answer = send_b64(localnet.url, forged)
     # agave 4.2's preflight simulates the failed check: -32002 with an empty result.
-    assert answer["error"] == {
-        "code": -32002,
-        "message": "Transaction simulation failed: Transaction did not pass signature verification",
-        "data": {
-            "err": "SignatureFailure",
-            "logs": [],
-            "accounts": None,
-            "unitsConsumed": 0,
-            "loadedAccountsDataSize": 0,
-            "returnData": None,
-            "innerInstructions": None,
-            "replacementBlockhash": None,
-            "fee": None,
-            "preBalances": None,
-            "postBalances": None,
-            "preTokenBalances": None,
-            "postTokenBalances": None,
-            "loadedAddresses": None,
-        },
-    }
+    assert answer["error"] == refused_before_loading(
+        "Transaction did not pass signature verification", "SignatureFailure"
+    )
     assert send_b64(localnet.url, forged, skip_preflight=True)["result"] == str(
         forged.signatures[0]
     )
@@ -291,26 +294,7 @@ def test_the_preflight_knows_no_blockhash_newer_than_its_bank(manual_localnet, c
         tx = transfer_tx(payer, to, lamports, hashes[blockhash])
         return rpc(url, "sendTransaction", [b64(tx), {"encoding": "base64", **config}])
 
-    refused = {
-        "code": -32002,
-        "message": "Transaction simulation failed: Blockhash not found",
-        "data": {
-            "err": "BlockhashNotFound",
-            "logs": [],
-            "accounts": None,
-            "unitsConsumed": 0,
-            "loadedAccountsDataSize": 0,
-            "returnData": None,
-            "innerInstructions": None,
-            "replacementBlockhash": None,
-            "fee": None,
-            "preBalances": None,
-            "postBalances": None,
-            "preTokenBalances": None,
-            "postTokenBalances": None,
-            "loadedAddresses": None,
-        },
-    }
+    refused = refused_before_loading("Blockhash not found", "BlockhashNotFound")
     assert send(RENT, "confirmed", {})["error"] == refused
     assert send(RENT, "processed", {"preflightCommitment": "finalized"})["error"] == refused
     assert send(RENT, "processed", {"preflightCommitment": "confirmed"})["error"] == refused
