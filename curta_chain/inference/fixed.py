@@ -121,14 +121,20 @@ def product(weights: np.ndarray, row_l1: int, x: np.ndarray) -> np.ndarray:
     """
     count, columns = x.shape
     bits, pieces = split_bits(row_l1, max(int(x.max()), -int(x.min())))
-    if count == 1 and pieces == 1:
-        return (weights @ x[0].astype(np.float32)).astype(np.int64)[None, :]
     # Column p × count + t is piece p of vector t: (columns, pieces × count), Fortran order.
     parts = np.empty((pieces, count, columns), dtype=np.float32)
     mask = (1 << bits) - 1
     for piece in range(pieces):
         shifted = x >> (bits * piece) if piece else x
         parts[piece] = shifted & mask if piece < pieces - 1 else shifted
+    if count == 1:
+        # A matrix-vector product a piece: BLAS reads the weights as they are, where a
+        # product with a few columns first copies them into its own layout (1.2 to 1.7
+        # times slower for one token).
+        acc = (weights @ parts[0, 0]).astype(np.int64)
+        for piece in range(1, pieces):
+            acc += (weights @ parts[piece, 0]).astype(np.int64) << (bits * piece)
+        return acc[None, :]
     sums = (weights @ parts.reshape(pieces * count, columns).T).astype(np.int64)
     acc = sums[:, :count]
     for piece in range(1, pieces):
