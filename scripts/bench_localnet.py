@@ -99,6 +99,31 @@ def start_node(ledger: str | None, extra: tuple[str, ...] = ()) -> tuple[subproc
     raise RuntimeError(f"localnet exited with code {node.returncode} before it was ready")
 
 
+def program_account(payer: Keypair, account: Keypair, size: int, lamports: int) -> Instruction:
+    """Create ``account`` with ``size`` bytes for the curta program, ``payer`` funding it."""
+    params = CreateAccountParams(
+        from_pubkey=payer.pubkey(),
+        to_pubkey=account.pubkey(),
+        lamports=lamports,
+        space=size,
+        owner=PROGRAM_ID,
+    )
+    return create_account(params)
+
+
+def localnet_svm(payer: Keypair) -> LiteSVM:
+    """An in-process LiteSVM set up as the localnet's, the program loaded, ``payer`` funded.
+
+    Its features, and no sigverify: the localnet checks signatures itself, in every mode.
+    """
+    svm = new_svm().with_sigverify(False).with_blockhash_check(False)
+    svm.with_transaction_history(0)
+    svm.add_program(PROGRAM_ID, PROGRAM_BINARY.read_bytes())
+    funds = Account(1_000 * LAMPORTS_PER_SOL, b"", SYSTEM_PROGRAM_ID, False, 0)
+    svm.set_account(payer.pubkey(), funds)
+    return svm
+
+
 class Setup:
     """The authority, a model and one weight account per mode, created over RPC."""
 
@@ -134,14 +159,7 @@ class Setup:
 
     def new_account(self, account: Keypair, size: int) -> Instruction:
         lamports = rpc(self.http, self.url, "getMinimumBalanceForRentExemption", [size])
-        params = CreateAccountParams(
-            from_pubkey=self.authority.pubkey(),
-            to_pubkey=account.pubkey(),
-            lamports=lamports,  # type: ignore[arg-type]
-            space=size,
-            owner=PROGRAM_ID,
-        )
-        return create_account(params)
+        return program_account(self.authority, account, size, lamports)  # type: ignore[arg-type]
 
     def send(self, instructions: list[Instruction], *signers: Keypair) -> None:
         message = Message.new_with_blockhash(
@@ -257,15 +275,11 @@ def litesvm_rate(setup: Setup, txs: list[VersionedTransaction]) -> float:
 def simulation_us(setup: Setup, txs: list[VersionedTransaction]) -> float:
     """Mean µs of a preflight's LiteSVM simulation of each of ``txs``, in-process.
 
-    The LiteSVM is set up as the localnet's (its features, no sigverify: the localnet checks
-    signatures itself, in both modes); each transaction is simulated just before it runs,
-    so that each simulation sees the state its preflight would.
+    The LiteSVM is set up as the localnet's (``localnet_svm``); each transaction is
+    simulated just before it runs, so that each simulation sees the state its preflight
+    would.
     """
-    svm = new_svm().with_sigverify(False).with_blockhash_check(False)
-    svm.with_transaction_history(0)
-    svm.add_program(PROGRAM_ID, PROGRAM_BINARY.read_bytes())
-    funds = Account(1_000 * LAMPORTS_PER_SOL, b"", SYSTEM_PROGRAM_ID, False, 0)
-    svm.set_account(setup.authority.pubkey(), funds)
+    svm = localnet_svm(setup.authority)
     for tx in setup.sent:
         assert not hasattr(svm.send_transaction(tx), "err")
     spent = 0.0
@@ -335,12 +349,8 @@ def write_costs(section: int, count: int = 200) -> tuple[float, ...]:
     """The µs ``execution_costs`` prints for one weight account of ``section`` bytes."""
     import numpy as np
 
-    svm = new_svm().with_sigverify(False).with_blockhash_check(False)
-    svm.with_transaction_history(0)
-    svm.add_program(PROGRAM_ID, PROGRAM_BINARY.read_bytes())
     authority, model, weight = Keypair(), Keypair(), Keypair()
-    funds = Account(1_000 * LAMPORTS_PER_SOL, b"", SYSTEM_PROGRAM_ID, False, 0)
-    svm.set_account(authority.pubkey(), funds)
+    svm = localnet_svm(authority)
 
     def transaction(instructions: list[Instruction], *signers: Keypair) -> VersionedTransaction:
         blockhash = svm.latest_blockhash()
@@ -349,14 +359,7 @@ def write_costs(section: int, count: int = 200) -> tuple[float, ...]:
 
     def new_account(account: Keypair, size: int) -> Instruction:
         lamports = svm.minimum_balance_for_rent_exemption(size)
-        params = CreateAccountParams(
-            from_pubkey=authority.pubkey(),
-            to_pubkey=account.pubkey(),
-            lamports=lamports,
-            space=size,
-            owner=PROGRAM_ID,
-        )
-        return create_account(params)
+        return program_account(authority, account, size, lamports)
 
     create = create_model(
         PROGRAM_ID, authority.pubkey(), model.pubkey(), bytes(32), [section, section]
