@@ -2,7 +2,9 @@
 
 ``RpcClient`` builds each request's parameters and turns the answer into plain Python
 values or a ``CurtaError``; the calls and batches themselves, sized to the provider and
-patient with a lagging node, are ``jsonrpc.JsonRpc``'s, which it extends. An error object
+patient with a lagging node, are ``jsonrpc.JsonRpc``'s, and what it asks about transactions
+(statuses, landed ones read back) is ``transaction_reads.TransactionReads``'s, both of which
+it extends. An error object
 the node answers with is an ``RpcCallError``; what a failed transaction means to our
 program is the program layer's to say (``program.transaction_error``), as Anchor's
 clients translate errors in their program namespace, not in their RPC client.
@@ -14,6 +16,7 @@ the client that reads must now be at least that new.
 
 import asyncio
 import base64
+import itertools
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -23,16 +26,17 @@ from solders.hash import Hash
 from solders.message import Message, MessageV1, to_bytes_versioned
 from solders.pubkey import Pubkey
 
-from curta_chain.chain.jsonrpc import JsonRpc, Transport
-from curta_chain.constants import MAX_SIGNATURE_STATUSES
-from curta_chain.errors import ChainError, RpcCallError, RpcError
+from curta_chain.chain.jsonrpc import Transport
+from curta_chain.chain.transaction_reads import TransactionReads
+from curta_chain.constants import MAX_ACCOUNT_SIZE
+from curta_chain.errors import ChainError, RpcError
 
 MAX_ACCOUNTS_PER_CALL = 100
 """getMultipleAccounts answers at most 100 keys."""
-SIGNATURES_PER_PAGE = 1_000
-"""getSignaturesForAddress's most signatures an answer."""
 ACCOUNT_SLICE = 1 << 20
 """Bytes of account data read per request: keeps each JSON answer small."""
+READS_AT_ONCE = 8
+"""Slices of one account read asked for in one batch."""
 MAX_PRIORITIZATION_ADDRESSES = 128
 """getRecentPrioritizationFees takes at most 128 accounts."""
 
@@ -55,26 +59,7 @@ class Simulation:
     logs: tuple[str, ...]
 
 
-@dataclass(frozen=True)
-class Landed:
-    """A transaction that landed: its signature, slot, fee payer and compute units."""
-
-    signature: str
-    slot: int
-    fee_payer: str
-    compute_units: int
-
-
-@dataclass(frozen=True)
-class SignatureStatus:
-    """One answer of getSignatureStatuses for a signature the node knows."""
-
-    slot: int
-    confirmation: str | None
-    err: Any
-
-
-class RpcClient(JsonRpc):
+class RpcClient(TransactionReads):
     """Typed Solana JSON-RPC calls over an injected transport."""
 
     def __init__(
@@ -205,38 +190,48 @@ class RpcClient(JsonRpc):
     async def account_data(self, pubkey: Pubkey, offset: int, length: int) -> bytes:
         """Read ``length`` bytes of an account's data from ``offset``, in 1 MiB slices.
 
+        The span is bounded before anything is asked: no account holds more than
+        ``MAX_ACCOUNT_SIZE`` bytes, so a longer read (a length a node claimed) is refused at
+        once. The slices' requests are made as they go, ``READS_AT_ONCE`` at a time, and each
+        answer must be the slice asked for, never longer.
+
         Raises:
-            ChainError: the account is missing or shorter than asked.
+            ChainError: the span is past any account's size, or the account is missing or
+                shorter than asked, or the node answered a slice longer than asked.
         """
-        calls = [
-            (
-                "getAccountInfo",
-                [
-                    str(pubkey),
-                    self._read_config(
-                        dataSlice={
-                            "offset": start,
-                            "length": min(ACCOUNT_SLICE, offset + length - start),
-                        }
-                    ),
-                ],
+        end = offset + length
+        if offset < 0 or length < 0 or end > MAX_ACCOUNT_SIZE:
+            raise ChainError(
+                f"account {pubkey}: {length:,} bytes at {offset:,} is past the "
+                f"{MAX_ACCOUNT_SIZE:,} bytes an account may hold"
             )
-            for start in range(offset, offset + length, ACCOUNT_SLICE)
-        ]
-        parts: list[bytes] = []
-        for i in range(0, len(calls), 8):
-            for result in await self._batch_or_raise(calls[i : i + 8]):
+        data = bytearray()
+        starts = iter(range(offset, end, ACCOUNT_SLICE))
+        while group := list(itertools.islice(starts, READS_AT_ONCE)):
+            sizes = [min(ACCOUNT_SLICE, end - start) for start in group]
+            calls = [
+                (
+                    "getAccountInfo",
+                    [str(pubkey), self._read_config(dataSlice={"offset": start, "length": size})],
+                )
+                for start, size in zip(group, sizes, strict=True)
+            ]
+            for size, result in zip(sizes, await self._batch_or_raise(calls), strict=True):
                 self._note_slot(result)
                 info = _account(result["value"])
                 if info is None:
                     raise ChainError(f"account {pubkey} does not exist")
-                parts.append(info.data)
-        data = b"".join(parts)
-        if len(data) != length:
-            raise ChainError(
-                f"account {pubkey}: expected {length} bytes at {offset}, got {len(data)}"
-            )
-        return data
+                if len(info.data) > size:
+                    raise ChainError(
+                        f"{self.url}: answered {len(info.data):,} bytes of account {pubkey} "
+                        f"for a slice of {size:,}"
+                    )
+                data += info.data
+                if len(info.data) < size:
+                    raise ChainError(
+                        f"account {pubkey}: expected {length} bytes at {offset}, got {len(data)}"
+                    )
+        return bytes(data)
 
     async def program_accounts(
         self, program_id: Pubkey, filters: Sequence[dict[str, Any]], head: int | None = None
@@ -258,38 +253,6 @@ class RpcClient(JsonRpc):
             out.append((Pubkey.from_string(item["pubkey"]), info))
         return out
 
-    async def signature_statuses(
-        self, signatures: Sequence[str], search_history: bool = False
-    ) -> list[SignatureStatus | None]:
-        """Return the status of each signature (None where the node has not seen it).
-
-        The node answers from its status cache (the last few hundred slots), which is what
-        a poll of transactions in flight needs. ``search_history`` also searches the ledger,
-        a lookup per signature the cache lacks that providers bill as such: only for a
-        signature the cache may no longer hold (see ``statuses.StatusPoller.search``).
-        """
-        config = {"searchTransactionHistory": True} if search_history else {}
-        calls = [
-            (
-                "getSignatureStatuses",
-                [list(signatures[i : i + MAX_SIGNATURE_STATUSES]), *([config] if config else [])],
-            )
-            for i in range(0, len(signatures), MAX_SIGNATURE_STATUSES)
-        ]
-        out: list[SignatureStatus | None] = []
-        for result in await self._batch_or_raise(calls):
-            for value in result["value"]:
-                out.append(
-                    None
-                    if value is None
-                    else SignatureStatus(
-                        slot=int(value["slot"]),
-                        confirmation=value.get("confirmationStatus"),
-                        err=value.get("err"),
-                    )
-                )
-        return out
-
     async def prioritization_fees(self, writable: Sequence[Pubkey]) -> list[int]:
         """Return what recent slots paid to write ``writable``, one price per slot.
 
@@ -300,90 +263,6 @@ class RpcClient(JsonRpc):
         if not isinstance(result, list):
             raise RpcError(f"{self.url}: getRecentPrioritizationFees: expected a list")
         return [int(item["prioritizationFee"]) for item in result if isinstance(item, dict)]
-
-    async def compute_units(self, signatures: Sequence[str]) -> list[int]:
-        """Return the compute units each landed transaction consumed (getTransaction).
-
-        Raises:
-            ChainError: a transaction was still unknown after ``LAG_WAIT`` seconds.
-        """
-        answers = await self._landed(signatures, self.commitment)
-        return [int(answer["meta"]["computeUnitsConsumed"]) for answer in answers]
-
-    async def _landed(self, signatures: Sequence[str], commitment: str) -> list[dict[str, Any]]:
-        """Each of ``signatures``' getTransaction answer, every one with its meta.
-
-        A transaction the node has not indexed yet (it answers null for one that landed:
-        a node behind the one that listed or confirmed it, as behind a load balancer) is
-        asked again until it has.
-
-        Raises:
-            ChainError: a transaction was still unknown after ``LAG_WAIT`` seconds.
-        """
-        out: dict[int, dict[str, Any]] = {}
-        todo = list(range(len(signatures)))
-        deadline = time.monotonic() + self.lag_wait
-        config: dict[str, object] = {"encoding": "json", "commitment": commitment}
-        config["maxSupportedTransactionVersion"] = 1  # v1 (a run's opening, publish's writes)
-        while todo:
-            answers = await self.batch([("getTransaction", [signatures[i], config]) for i in todo])
-            missing = []
-            for index, answer in zip(todo, answers, strict=True):
-                if isinstance(answer, RpcCallError):
-                    raise answer
-                meta = answer.get("meta") if isinstance(answer, dict) else None
-                if meta is None or not isinstance(meta.get("computeUnitsConsumed"), int):
-                    missing.append(index)
-                else:
-                    out[index] = answer
-            if missing and time.monotonic() > deadline:
-                raise ChainError(
-                    f"{self.url}: transaction {signatures[missing[0]]} could not be read back "
-                    f"in {self.lag_wait:.0f} s"
-                )
-            if missing:
-                self.lag_waits += 1
-                await asyncio.sleep(self.lag_poll)
-            todo = missing
-        return [out[i] for i in range(len(signatures))]
-
-    async def landed_transactions(
-        self, address: Pubkey, since_slot: int, failed: bool = False
-    ) -> list[Landed]:
-        """Every transaction that landed without error naming ``address`` from ``since_slot``.
-
-        Oldest first, each with its fee payer and compute units (getSignaturesForAddress,
-        then getTransaction at confirmed commitment, the lowest that answers it). With
-        ``failed``, those that landed with an error instead (each paid its fee).
-
-        Raises:
-            ChainError: a transaction the node listed was still unknown to it after
-                ``LAG_WAIT`` seconds.
-        """
-        signatures: list[str] = []
-        before: str | None = None
-        while True:
-            config: dict[str, Any] = {"commitment": "confirmed", "limit": SIGNATURES_PER_PAGE}
-            if before is not None:
-                config["before"] = before
-            page = await self.call("getSignaturesForAddress", [str(address), config])
-            signatures += [
-                item["signature"]
-                for item in page
-                if item["slot"] >= since_slot and (item.get("err") is not None) == failed
-            ]
-            if len(page) < SIGNATURES_PER_PAGE or page[-1]["slot"] < since_slot:
-                break
-            before = page[-1]["signature"]
-        signatures.reverse()
-        out: list[Landed] = []
-        for signature, answer in zip(
-            signatures, await self._landed(signatures, "confirmed"), strict=True
-        ):
-            payer = answer["transaction"]["message"]["accountKeys"][0]
-            units = answer["meta"]["computeUnitsConsumed"]
-            out.append(Landed(signature, int(answer["slot"]), payer, units))
-        return out
 
     async def simulate(self, transaction: bytes, min_context_slot: int = 0) -> Simulation:
         """Simulate a transaction at the latest (processed) state, at least ``min_context_slot``.

@@ -21,7 +21,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from curta_chain.chain.cluster import is_loopback
-from curta_chain.chain.rpc import RpcClient, SignatureStatus
+from curta_chain.chain.rpc import RpcClient
+from curta_chain.chain.transaction_reads import SignatureStatus
 from curta_chain.constants import COMMITMENT_RANK
 from curta_chain.errors import RpcError
 from curta_chain.program import transaction_error

@@ -4,6 +4,7 @@ The localnet gives real answers (slices of an account, statuses 256 a call, cont
 a ``Canned`` transport gives the malformed ones no honest node sends.
 """
 
+import base64
 from typing import Any
 
 import pytest
@@ -350,3 +351,55 @@ async def test_a_status_poll_reads_the_cache_and_only_a_search_asks_for_history(
     assert await client.signature_statuses(["a"], search_history=True) == [None]
     assert node.posted[0][0]["params"] == [["a", "b"]]
     assert node.posted[1][0]["params"] == [["a"], {"searchTransactionHistory": True}]
+
+
+@pytest.mark.asyncio
+async def test_a_read_past_any_accounts_size_is_refused_before_anything_is_asked():
+    # A node that claims a section of 2^50 bytes: the read is refused at once, unasked.
+    node = Canned()
+    client = RpcClient(node)
+    with pytest.raises(ChainError, match=r"past the 10,485,760 bytes an account may hold"):
+        await client.account_data(Keypair().pubkey(), 2_048, 1 << 50)
+    with pytest.raises(ChainError, match="past the"):
+        await client.account_data(Keypair().pubkey(), -1, 10)
+    assert node.posted == []
+
+
+def _slices(payload: list[dict[str, Any]], extra: int = 0) -> list[dict[str, Any]]:
+    """Each getAccountInfo slice answered with as many bytes as asked, plus ``extra``."""
+    out = []
+    for call in payload:
+        size = call["params"][1]["dataSlice"]["length"] + extra
+        value = {
+            "owner": str(PROGRAM_ID),
+            "lamports": 1,
+            "executable": False,
+            "data": [base64.b64encode(b"\1" * size).decode(), "base64"],
+        }
+        out.append(
+            {"jsonrpc": "2.0", "id": call["id"], "result": {"context": {"slot": 1}, "value": value}}
+        )
+    return out
+
+
+@pytest.mark.asyncio
+async def test_a_large_read_asks_its_slices_as_it_goes_and_each_must_be_what_was_asked():
+    # 10 slices: the first 8 asked together; a missing account ends it before the other 2.
+    missing = lambda payload: [  # noqa: E731
+        {"jsonrpc": "2.0", "id": c["id"], "result": {"context": {"slot": 1}, "value": None}}
+        for c in payload
+    ]
+    node = Canned(missing)
+    with pytest.raises(ChainError, match="does not exist"):
+        await RpcClient(node).account_data(Keypair().pubkey(), 0, 10 * rpc.ACCOUNT_SLICE)
+    assert [len(batch) for batch in node.posted] == [rpc.READS_AT_ONCE]
+    node = Canned(_slices, _slices)
+    data = await RpcClient(node).account_data(Keypair().pubkey(), 0, 10 * rpc.ACCOUNT_SLICE)
+    assert data == b"\1" * (10 * rpc.ACCOUNT_SLICE)
+    assert [len(batch) for batch in node.posted] == [rpc.READS_AT_ONCE, 2]
+    # A node answering more than a slice asked for is refused, not believed.
+    node = Canned(lambda payload: _slices(payload, extra=1))
+    with pytest.raises(
+        ChainError, match=r"answered 1,001 bytes of account \w+ for a slice of 1,000"
+    ):
+        await RpcClient(node).account_data(Keypair().pubkey(), 0, 1_000)
