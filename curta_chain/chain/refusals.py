@@ -2,15 +2,18 @@
 
 A transaction the node refuses for funds (a preflight's ``InsufficientFundsForFee``, a
 landed failure for rent or lamports) is told apart here, so the sender can end the wait at
-once with an ``InsufficientFundsError`` that says so.
+once with an ``InsufficientFundsError`` that says so; ``send_checked`` sends one transaction
+with the node's preflight and raises what a refusal means.
 """
 
 from typing import Any
 
 from solders.system_program import ID as SYSTEM_PROGRAM_ID
 
+from curta_chain.chain.rpc import RpcClient
 from curta_chain.chain.specs import TxSpec
-from curta_chain.errors import RpcCallError
+from curta_chain.errors import InsufficientFundsError, RpcCallError
+from curta_chain.program import preflight_error
 
 
 def went(answer: object) -> bool:
@@ -70,3 +73,22 @@ def funds_failure(err: Any, spec: TxSpec) -> str | None:
         ):
             return "insufficient lamports for a transfer or an account's rent"
     return None
+
+
+async def send_checked(client: RpcClient, transaction: bytes) -> str:
+    """Send signed bytes with preflight; a failing simulation raises the program's error.
+
+    Raises:
+        InsufficientFundsError: the payer cannot pay the fee or the rent.
+        ProgramError: the program refused the transaction in simulation (named from the IDL).
+        RpcCallError: the node refused it for another reason.
+    """
+    try:
+        return await client.send_transaction(transaction, preflight=True)
+    except RpcCallError as exc:
+        if (short := preflight_funds(exc)) is not None:
+            raise InsufficientFundsError(f"the node refused a transaction: {short}") from exc
+        translated = preflight_error(exc)
+        if translated is None:
+            raise
+        raise translated from exc

@@ -1,36 +1,39 @@
-"""The transaction pipeline: many transactions in flight, batched sends and status polls.
+"""The transaction pipeline: transactions in flight, sent once, asked about in full batches.
 
 ``Sender.send`` takes transactions as specs (instructions and extra signers), signs them
-with a recent blockhash and keeps up to ``window`` of them in flight. Sends go out as
-JSON-RPC batches (``rpc.py`` sizes them to what the provider takes); statuses are polled
-256 signatures a call (``signature_statuses.py``, the one status poller, which
-``wait_for_signature`` also uses).
+with a recent blockhash (``blockhashes.py``) and keeps up to ``window`` of them in flight.
+Sends go out as JSON-RPC batches (``rpc.py`` sizes them to what the provider takes), paced
+to the provider: a round signs only what its rate lets go out within about a second
+(``ROUND_SECONDS``; until a rate is known, twice as many as the round before), so nothing
+waits behind the provider's limit long enough for its blockhash to age. Every call, send or
+poll, counts against that limit, so statuses are polled only for what is due for a look,
+256 signatures a call (``flights.py`` says when; ``signature_statuses.py`` reads them).
 
 The sender owns the retries, as Solana's guide to retrying transactions recommends and
 agave's ``send_and_confirm_transactions_in_parallel`` does: nodes are asked not to resend,
-and each transaction the node has not seen yet is sent again, the same bytes, on the
-schedule ``flights.py`` keeps: a resend is the same signature, which the cluster processes
-once, so it never makes a second transaction. A sender that had a loss (a resend came due)
-sends each resend's and its tail's bytes twice, two chances against one loss. Only once its
-blockhash expired (the block height passed its last valid height, read before the statuses
-from the same node, so a status read after it that is still unseen can never appear) is a
-transaction signed again with a fresh blockhash. ``BlockhashNotFound`` (a blockhash the
-leader does not know yet) is no attempt either: the same bytes go again a slot later, and
-new transactions take the next blockhash. The sender gives up only on time without
-progress: when nothing was confirmed while ``max_expiries`` blockhash lifetimes passed (or
-the block height stood still for ``STALLED_HEIGHT`` seconds; ``Round.stalled``). A
-sender's first blockhash is newer than any an earlier run could have signed with, so no
-transaction of ours is mistaken for a replay of an earlier run's. Only the caller's specs
-decide what is sent; the sender never invents work.
+and a transaction the node has not seen once the cluster's confirmation time passed
+(learnt from the statuses seen, ``timing.py``) is sent again, the same bytes: a resend is
+the same signature, which the cluster processes once, so it never makes a second
+transaction. A sender that had a loss sends each resend's and its tail's bytes twice. Only
+once its blockhash expired (the block height passed its last valid height, read before the
+statuses from the same node) is a transaction signed again with a fresh blockhash.
+``BlockhashNotFound`` (a blockhash the leader does not know yet) is no attempt either: the
+same bytes go again a slot later, and new transactions take the next blockhash. The sender
+gives up only on time without progress: when nothing was confirmed while ``max_expiries``
+blockhash lifetimes passed (or the block height stood still; ``Round.stalled``).
+
+A node may deliver every transaction and report no status for any. Given the send's
+``Effects`` (``effects.py``), the sender reads on chain what its transactions did before it
+signs one again or gives up, and after a few sends of one still unseen: what landed is
+counted as landed, and the user is told what the node reported and what the chain shows
+(``hidden.py``). What cannot be read so is signed again, at most until the re-signed fees
+pass a tenth of the plan's (``fee_plan``): then the send stops and says so.
 
 A transaction the node refuses for funds (``refusals.py`` tells them apart), or one the
 node dropped unseen while the payer holds less than its fee, ends the wait at once with an
-``InsufficientFundsError`` that says so.
-
-The payer signs every transaction and pays its fee; ``cosigners`` (the model's authority,
-when ``--fee-payer`` names someone else) sign those whose instructions need them. What the
-sender waits for goes to the reporter; what one ``send`` did is the ``SendStats`` it
-returns (a sender keeps no running totals, so one sender serves any number of sends).
+``InsufficientFundsError`` that says so. The payer signs every transaction and pays its fee;
+``cosigners`` sign those whose instructions need them. What one ``send`` did is the
+``SendStats`` it returns (one sender serves any number of sends).
 """
 
 import asyncio
@@ -38,15 +41,24 @@ import contextlib
 import math
 import time
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from solders.hash import Hash
 from solders.keypair import Keypair
 
-from curta_chain.chain.flights import RESEND_INTERVAL, Flight, Round, SendStats
-from curta_chain.chain.refusals import blockhash_unknown, funds_failure, preflight_funds, went
+from curta_chain.chain.blockhashes import FRESH_BLOCKHASH_WAIT as FRESH_BLOCKHASH_WAIT
+from curta_chain.chain.blockhashes import Blockhashes
+from curta_chain.chain.effects import Effects
+from curta_chain.chain.flights import RESEND_INTERVAL, Flight, Round, Send, SendStats
+from curta_chain.chain.hidden import Hidden
+from curta_chain.chain.landings import Landings
+from curta_chain.chain.refusals import (
+    blockhash_unknown,
+    preflight_funds,
+    went,
+)
+from curta_chain.chain.refusals import send_checked as send_checked
 from curta_chain.chain.rpc import RpcClient
 from curta_chain.chain.signature_statuses import (
     POLL_INTERVAL,
@@ -56,7 +68,8 @@ from curta_chain.chain.signature_statuses import (
 )
 from curta_chain.chain.signature_statuses import wait_for_signature as wait_for_signature
 from curta_chain.chain.specs import TxSpec, sign
-from curta_chain.compute_budget import LAMPORTS_PER_SIGNATURE
+from curta_chain.chain.timing import Timing
+from curta_chain.compute_budget import LAMPORTS_PER_SIGNATURE, transaction_fee
 from curta_chain.constants import COMMITMENT_RANK
 from curta_chain.errors import (
     ChainError,
@@ -65,13 +78,9 @@ from curta_chain.errors import (
     RpcError,
     SendGaveUpError,
 )
-from curta_chain.program import preflight_error, transaction_error
+from curta_chain.program import preflight_error
 from curta_chain.reporting import NullReporter, Progress, Reporter, counted, sol
 
-FRESH_BLOCKHASH_WAIT = 60.0
-"""Seconds a new sender waits for the node's next blockhash (one slot, normally)."""
-BLOCKHASH_MAX_AGE = 10.0
-"""Seconds a blockhash is used for new transactions (it stays valid for ~60 s)."""
 WINDOW = 2_048
 """Transactions in flight at once: enough to cover a slot or two of confirmation latency at
 ~2,000 writes/s; also what a crash can make land twice (same bytes, one fee each)."""
@@ -79,25 +88,14 @@ BATCH_SIZE = 128
 """sendTransaction calls per group the sender hands the client (which may split it)."""
 MAX_EXPIRIES = 3
 """Blockhash lifetimes without a single confirmation before the sender gives up."""
-
-
-async def send_checked(client: RpcClient, transaction: bytes) -> str:
-    """Send signed bytes with preflight; a failing simulation raises the program's error.
-
-    Raises:
-        InsufficientFundsError: the payer cannot pay the fee or the rent.
-        ProgramError: the program refused the transaction in simulation (named from the IDL).
-        RpcCallError: the node refused it for another reason.
-    """
-    try:
-        return await client.send_transaction(transaction, preflight=True)
-    except RpcCallError as exc:
-        if (short := preflight_funds(exc)) is not None:
-            raise InsufficientFundsError(f"the node refused a transaction: {short}") from exc
-        translated = preflight_error(exc)
-        if translated is None:
-            raise
-        raise translated from exc
+FIRST_BURST = 256
+"""Transactions the first round signs while the provider's rate is unknown (doubling)."""
+ROUND_SECONDS = 1.0
+"""Seconds of the provider's rate one round's sends may take."""
+POLL_SLACK = 1.0
+"""Seconds a due look may wait, behind a provider's limit, to share a call with others."""
+PAYER_CHECK_EVERY = 10.0
+"""Seconds between two reads of the payer's balance while transactions are lost."""
 
 
 @dataclass
@@ -116,9 +114,12 @@ class Sender:
         max_expiries: blockhash lifetimes without a confirmation before giving up.
         poll_interval: seconds between status polls while nothing new lands (None: about a
             slot, or ``LOOPBACK_POLL`` on loopback).
-        resend_interval: seconds between two sends of the same unseen bytes.
+        resend_interval: seconds an unseen transaction waits for its resend until the
+            cluster's confirmation time is learnt.
         concurrency: batch requests on the wire at once.
-        clock: monotonic seconds (how old a blockhash is, how long a wait lasts).
+        fee_plan: the fees of the command's plan: re-signing what the chain cannot show
+            unlanded stops past a tenth of it (None: the fees of what this sender signed).
+        clock: monotonic seconds; ``sleep``: waits that long (tests pass a fake pair).
     """
 
     client: RpcClient
@@ -132,18 +133,24 @@ class Sender:
     poll_interval: float | None = None
     resend_interval: float = RESEND_INTERVAL
     concurrency: int = 4
+    fee_plan: int | None = None
     clock: Clock = time.monotonic
-    _blockhash: Hash | None = field(default=None, init=False, repr=False)
-    _last_valid: int = field(default=0, init=False, repr=False)
-    _fetched_at: float = field(default=0.0, init=False, repr=False)
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
     _lossy: bool = field(default=False, init=False, repr=False)
     """A transaction of this sender's was lost (kept for the command's run): from then on
-    one a later send outran goes again ``OVERDUE`` after its send without waiting for two
-    quiet slots, and tails go twice."""
+    its resends and tails go twice."""
 
     def __post_init__(self) -> None:
         if self.poll_interval is None:
             self.poll_interval = default_poll_interval(self.client.url)
+        self._blockhashes = Blockhashes(self.client, self.clock, self.sleep, self.reporter)
+        self.timing = Timing(self.resend_interval, self.poll_interval)
+        """How long the cluster takes to land a transaction, learnt from what it landed."""
+        self.hidden = Hidden(self.client.url, self.reporter)
+        """What the node hid and the chain showed, and what re-signing cost (the cap)."""
+        self._landings = Landings(self.client, self.timing, self.hidden, self.clock)
+        self._burst = FIRST_BURST
+        self._payer_checked_at = -math.inf
 
     @property
     def interval(self) -> float:
@@ -158,6 +165,11 @@ class Sender:
         return self.poll_interval
 
     @property
+    def slack(self) -> float:
+        """Seconds a due look may wait to share a status call: longer behind a rate limit."""
+        return max(self.interval, POLL_SLACK) if self.client.limits.rps is not None else 0.0
+
+    @property
     def poller(self) -> StatusPoller:
         """The status poller this sender's rounds use."""
         return StatusPoller(self.client, self.interval, self.clock)
@@ -168,66 +180,88 @@ class Sender:
         progress: Progress | None = None,
         commitment: str | None = None,
         what: str | None = None,
+        effects: Effects | None = None,
     ) -> SendStats:
         """Land every spec; return when all reach ``commitment`` (default: the client's).
 
         Without a ``progress`` display, a wait that lasts is shown as waiting for ``what``
-        (say, "the model account's creation") to be confirmed.
+        (say, "the model account's creation") to be confirmed. ``effects`` reads what the
+        specs did on chain (index-aligned with them): what a node reports no status for is
+        looked for there before it is signed again.
 
         Returns:
             What this call did: its confirmations, signatures, sends, resends and
-            re-signings, and the last slot one landed in.
+            re-signings, those found on chain without a status, and the last slot.
 
         Raises:
             ProgramError: a transaction failed in the program (the error named in the IDL).
             InsufficientFundsError: the node refused a transaction for funds.
-            SendGaveUpError: the node stayed unreachable, or nothing landed for
-                ``max_expiries`` blockhash lifetimes; the message says how to resume.
+            SendGaveUpError: the node stayed unreachable, nothing landed for
+                ``max_expiries`` blockhash lifetimes, or re-signing what the node reported
+                no status for passed its cap; the message says how to resume.
         """
         started = self.clock()
-        stats = SendStats()
+        self.timing.initial = self.resend_interval
+        state = Round(deque(Flight(spec, i) for i, spec in enumerate(specs)), height_since=started)
         level = commitment or self.client.commitment
-        wanted = COMMITMENT_RANK[level]
-        state = Round(deque(Flight(spec) for spec in specs), height_since=started)
-        poller = self.poller
-        label = what or f"{len(specs):,} transaction{'s' if len(specs) != 1 else ''}"
+        send = Send(state, SendStats(), COMMITMENT_RANK[level], progress, effects)
+        label = what or counted(len(specs), "transaction")
         # A progress display shows the wait itself (rate, ETA, stalls).
         shown = (
             self.reporter.waiting(f"{label} to be {level}")
             if progress is None
             else contextlib.nullcontext()
         )
+        stats = send.stats
         try:
             with shown:
                 while state.queue or state.in_flight:
-                    await self._refresh_blockhash()
-                    await self._send_round(state, stats)
-                    done = await self._poll_round(state, progress, wanted, poller, stats, specs)
+                    await self._blockhashes.refresh(self.interval)
+                    sent = await self._send_round(state, stats)
+                    polled = state.poll_due(self.clock(), self.slack)
+                    if polled:
+                        await self._poll_round(send)
                     if progress is not None and (stats.resent or stats.resigned):
                         progress.retries(stats.resent, stats.resigned)
-                    if done:
-                        state.idle = 0
-                    elif state.in_flight:
-                        state.idle += 1
-                        await asyncio.sleep(
-                            state.pause(
-                                self.interval, self.resend_interval, self.clock, self._lossy
-                            )
-                        )
+                    if not sent and not polled and state.in_flight:
+                        await self.sleep(self._pause(state))
         except RpcError as exc:
             if isinstance(exc, SendGaveUpError) or not self.client.sends:
                 raise  # a give-up says how to resume; with nothing sent there is no resuming
-            unconfirmed = len(specs) - stats.confirmed
             raise SendGaveUpError(
-                f"gave up with {unconfirmed:,} of {counted(len(specs), 'transaction')} not "
-                f"confirmed: {exc}; {self.resume_hint}"
+                f"gave up with {len(specs) - stats.confirmed:,} of "
+                f"{counted(len(specs), 'transaction')} not confirmed: {exc}; {self.resume_hint}"
             ) from exc
         stats.seconds = self.clock() - started
         return stats
 
+    async def _poll_round(self, send: Send) -> None:
+        """Look at what is due; sign again what expired unseen and the chain does not show.
+
+        Nothing read back on chain (no ``Effects``): each re-signing's fee counts toward the
+        cap, since what the node hid may have landed.
+        """
+        state = send.state
+        again = await self._landings.poll(
+            send, self.interval, self.max_expiries, self._fund_then(), self.resume_hint
+        )
+        if again:
+            self._lossy = True
+            await self._check_payer(again, len(state.queue) + len(state.in_flight) + len(again))
+            if send.effects is None:
+                self.hidden.resigning(again, self.fee_plan, self.resume_hint)
+            state.queue.extendleft(reversed(again))
+
+    def _pause(self, state: Round) -> float:
+        """Seconds until something is to be done: a look, or a resend that needs none."""
+        now = self.clock()
+        moment = state.next_moment(self.slack)
+        return min(max(moment - now, 0.0), max(self.resend_interval, self.interval))
+
     def _sign(self, flight: Flight, stats: SendStats) -> None:
-        assert self._blockhash is not None
-        tx = sign(flight.spec, self.payer, self._blockhash, self.cosigners)
+        blockhashes = self._blockhashes
+        assert blockhashes.current is not None
+        tx = sign(flight.spec, self.payer, blockhashes.current, self.cosigners)
         wire = bytes(tx)
         limit = flight.spec.size_limit
         if len(wire) > limit:
@@ -237,68 +271,42 @@ class Sender:
             )
         if flight.signings:
             stats.resigned += 1
+        else:
+            self.hidden.planned += transaction_fee(tx.message)
         flight.signings += 1
         flight.signature = str(tx.signatures[0])
         flight.signer_count = len(tx.signatures)
+        flight.fee = transaction_fee(tx.message)
         flight.wire = wire
-        flight.signed_with = self._blockhash
-        flight.last_valid_height = self._last_valid
-        flight.sent_at, flight.seen, flight.retry_at = -math.inf, False, None
+        flight.signed_with = blockhashes.current
+        flight.last_valid_height = blockhashes.last_valid
+        flight.sent_at = flight.first_sent_at = -math.inf
+        flight.sends, flight.resent_at, flight.retry_at, flight.seen = 0, None, None, False
 
-    async def _refresh_blockhash(self, force: bool = False) -> None:
-        if self._blockhash is None:
-            await self._first_blockhash()
-        elif force or self.clock() - self._fetched_at > BLOCKHASH_MAX_AGE:
-            self._blockhash, self._last_valid = await self.client.latest_blockhash()
-            self._fetched_at = self.clock()
+    def _budget(self) -> int:
+        """Transactions one round may send: about ``ROUND_SECONDS`` of the provider's rate.
 
-    async def _first_blockhash(self) -> None:
-        """Take a blockhash newer than the one current when this sender starts.
-
-        A transaction is its signature: the same instructions signed under the same
-        blockhash are one transaction, which the node processes once. An earlier run (a seal
-        before a reopen, a publish before the chain's bytes were changed) may have signed
-        these very instructions under the blockhash current now, and the node would take
-        ours for a replay of it. The next blockhash rules that out, for one slot's wait.
+        Until the rate is known, twice the round before's, from ``FIRST_BURST``.
         """
-        current, _ = await self.client.latest_blockhash()
-        self._blockhash, self._last_valid = await self._next_blockhash(current)
+        rps = self.client.limits.rps
+        if rps is not None:
+            return max(1, int(rps * ROUND_SECONDS) - 2)  # two calls left for a poll
+        return self._burst
 
-    async def _next_blockhash(self, current: Hash) -> tuple[Hash, int]:
-        """Wait for the node's blockhash to be another than ``current``; return it."""
-        deadline = self.clock() + FRESH_BLOCKHASH_WAIT
-        with self.reporter.waiting("the node's next block (a fresh blockhash)"):
-            while True:
-                blockhash, last_valid = await self.client.latest_blockhash()
-                if blockhash != current:
-                    self._fetched_at = self.clock()
-                    return blockhash, last_valid
-                if self.clock() > deadline:
-                    raise RpcError(
-                        f"{self.client.url}: the blockhash did not change in "
-                        f"{FRESH_BLOCKHASH_WAIT:.0f} s: is the node producing blocks?"
-                    )
-                await asyncio.sleep(self.interval)
-
-    async def _send_round(self, state: Round, stats: SendStats) -> None:
-        """Resend what is due, then sign and send new ones up to the window.
+    async def _send_round(self, state: Round, stats: SendStats) -> bool:
+        """Resend what is due, then sign and send new ones up to the window and the budget.
 
         Signing the next group overlaps the node's work on the previous one: each request
-        starts before the next group is signed.
+        starts before the next group is signed. Returns whether anything went.
         """
         now = self.clock()
         tail = state.tail()
-        due = [
-            flight
-            for flight in state.in_flight.values()
-            if not flight.seen
-            and now >= state.resend_at(flight, tail, self.clock, self.resend_interval, self._lossy)
-            and state.height <= flight.last_valid_height
-        ]
+        due = [f for f in state.in_flight.values() if state.resend_due(f, tail, self.timing, now)]
+        due.sort(key=lambda f: f.sent_at)
         if any(flight.retry_at is None for flight in due):
             # Unseen past its time: lost (a node also drops what the payer cannot pay for).
-            await self._check_payer(due, len(state.in_flight) + len(state.queue))
             self._lossy = True
+            await self._check_payer(due, len(state.in_flight) + len(state.queue))
         semaphore = asyncio.Semaphore(self.concurrency)
 
         async def send_group(group: list[Flight], copies: int) -> list[object]:
@@ -316,15 +324,17 @@ class Sender:
 
         sending: list[tuple[list[Flight], int, asyncio.Task[list[object]]]] = []
         room = self.window - len(state.in_flight)
+        budget = self._budget()
         signed = 0
         try:
-            while due or (state.queue and room > 0):
+            while budget > 0 and (due or (state.queue and room > 0)):
                 resending = bool(due)
+                size = min(self.batch_size, budget)
                 if due:
-                    group, due = due[: self.batch_size], due[self.batch_size :]
+                    group, due = due[:size], due[size:]
                 else:
                     group = []
-                    for _ in range(min(self.batch_size, room, len(state.queue))):
+                    for _ in range(min(size, room, len(state.queue))):
                         flight = state.queue.popleft()
                         self._sign(flight, stats)
                         group.append(flight)
@@ -332,7 +342,10 @@ class Sender:
                     signed += len(group)
                 # A lossy sender's resends and its last few go twice: a loss of one copy
                 # costs no further resend, and a send waits for its unluckiest transaction.
-                copies = 2 if self._lossy and (resending or state.tail(signed)) else 1
+                # Behind a provider's rate, calls are the time: only the last few do.
+                twice = state.tail(signed) or (resending and self.client.limits.rps is None)
+                copies = 2 if self._lossy and twice else 1
+                budget -= len(group) * copies
                 await semaphore.acquire()
                 sending.append((group, copies, asyncio.create_task(send_group(group, copies))))
                 await asyncio.sleep(0)
@@ -340,20 +353,41 @@ class Sender:
         finally:
             for *_, task in sending:
                 task.cancel()
+        if budget <= 0:
+            self._burst = min(self._burst * 2, self.window)  # all it was let send, it sent
+        await self._answered(state, stats, sending, answers)
+        return bool(sending)
+
+    async def _answered(
+        self,
+        state: Round,
+        stats: SendStats,
+        sending: list[tuple[list[Flight], int, Any]],
+        answers: list[list[object]],
+    ) -> None:
+        """Book a round's answers: each flight sent (when to look at it), or refused why."""
         answered = self.clock()
-        unknown: Hash | None = None
+        expected = self.timing.expected
+        unknown = None
         for (group, copies, _), results in zip(sending, answers, strict=True):
             for flight, result in zip(group, results, strict=True):
                 stats.sent += copies
-                stats.resent += copies - 1 + (flight.sent_at > -math.inf)
+                stats.resent += copies - 1 + (flight.first_sent_at > -math.inf)
+                if flight.sends and flight.resent_at is None:
+                    flight.resent_at = answered
                 state.in_flight[flight.signature] = flight
+                flight.sends += 1
                 flight.sent_at, flight.retry_at = answered, None
+                flight.check_at = answered + expected
+                if flight.first_sent_at == -math.inf:
+                    flight.first_sent_at = answered
                 if went(result):
                     continue
                 assert isinstance(result, RpcCallError)
                 if blockhash_unknown(result):
                     # Not yet known to the leader: the same bytes go again in about a slot.
                     flight.retry_at = answered + self.interval
+                    flight.sends -= 1
                     unknown = flight.signed_with
                 elif (short := preflight_funds(result)) is not None:
                     raise InsufficientFundsError(
@@ -364,90 +398,23 @@ class Sender:
                 else:
                     # A refusal we do not understand: resent on the clock, like a lost one.
                     state.last_refusal = str(result)
-        if unknown is not None and unknown == self._blockhash:
+        if unknown is not None and unknown == self._blockhashes.current:
             # New transactions wait for the next blockhash rather than meet the same refusal.
-            self._blockhash, self._last_valid = await self._next_blockhash(unknown)
-
-    async def _poll_round(
-        self,
-        state: Round,
-        progress: Progress | None,
-        wanted: int,
-        poller: StatusPoller,
-        stats: SendStats,
-        specs: Sequence[TxSpec],
-    ) -> int:
-        in_flight = state.in_flight
-        if not in_flight:
-            return 0
-        signatures = list(in_flight)
-        statuses, height = await poller.read(signatures)
-        now = self.clock()
-        if height != state.height:
-            state.height, state.height_since = height, now
-        if state.progress_height is None:
-            state.progress_height = height
-        # Unseen in the cache past its blockhash's last height: one search of the ledger's
-        # history before it is called lost (it may have landed and left the cache since).
-        gone = [
-            i
-            for i, (signature, status) in enumerate(zip(signatures, statuses, strict=True))
-            if status is None and height > in_flight[signature].last_valid_height
-        ]
-        if gone:
-            found = await poller.search([signatures[i] for i in gone])
-            for i, status in zip(gone, found, strict=True):
-                statuses[i] = status
-        done = 0
-        expired: list[Flight] = []
-        for signature, status in zip(signatures, statuses, strict=True):
-            flight = in_flight[signature]
-            if status is None:
-                if height > flight.last_valid_height:
-                    del in_flight[signature]  # expired unseen: it can never land now
-                    expired.append(flight)
-                continue
-            if status.err is not None:
-                raise self._failure(flight, status.err)
-            if not flight.seen:
-                flight.seen = True
-                state.seen_sent_at = max(state.seen_sent_at, flight.sent_at)
-                state.seen_at = now
-            if COMMITMENT_RANK.get(status.confirmation or "processed", 0) >= wanted:
-                del in_flight[signature]
-                done += 1
-                stats.confirmed += 1
-                stats.signatures.append(signature)
-                stats.last_slot = max(stats.last_slot, status.slot)
-                self.client.landed(status.slot)
-                if progress is not None:
-                    progress.advance(flight.spec.payload_bytes, 1)
-        if expired:
-            self._lossy = True
-            await self._check_payer(expired, len(specs) - stats.confirmed)
-            state.queue.extendleft(reversed(expired))
-        if done:
-            state.progress_height = height
-        if (why := state.stalled(self.max_expiries, now)) is not None:
-            raise SendGaveUpError(
-                f"gave up with {len(specs) - stats.confirmed:,} of "
-                f"{counted(len(specs), 'transaction')} not confirmed: {why}; {self.resume_hint}"
-            )
-        return done
-
-    def _failure(self, flight: Flight, err: Any) -> ChainError:
-        """The error a landed failure stands for: a shortage of funds, or the program's."""
-        short = funds_failure(err, flight.spec)
-        if short is not None:
-            return InsufficientFundsError(f"a transaction failed: {short}; {self._fund_then()}")
-        return transaction_error(err)
+            await self._blockhashes.after(unknown, self.interval)
 
     def _fund_then(self) -> str:
         """What a shortage of funds tells the user to do: fund the payer, then resume."""
         return f"fund the payer, {self.payer.pubkey()}, then {self.resume_hint}"
 
     async def _check_payer(self, unseen: list[Flight], unconfirmed: int) -> None:
-        """A node drops unseen what the payer cannot pay the fee of: say so, at once."""
+        """A node drops unseen what the payer cannot pay the fee of: say so, at once.
+
+        Read at most every ``PAYER_CHECK_EVERY`` seconds: each read is a call.
+        """
+        now = self.clock()
+        if now - self._payer_checked_at < PAYER_CHECK_EVERY:
+            return
+        self._payer_checked_at = now
         fee = LAMPORTS_PER_SIGNATURE * max(flight.signer_count for flight in unseen)
         balance = await self.client.balance(self.payer.pubkey())
         if balance < fee:

@@ -17,7 +17,7 @@ from solders.pubkey import Pubkey
 
 from curta_chain.chain.jsonrpc import JsonRpc
 from curta_chain.constants import MAX_SIGNATURE_STATUSES
-from curta_chain.errors import ChainError, RpcCallError
+from curta_chain.errors import ChainError, RpcCallError, RpcError
 
 SIGNATURES_PER_PAGE = 1_000
 """getSignaturesForAddress's most signatures an answer."""
@@ -47,6 +47,8 @@ class TransactionReads(JsonRpc):
 
     commitment: str
     """The commitment reads are made at (``RpcClient`` sets it)."""
+    status_slot: int = 0
+    """The slot the last statuses were read at (their answers' context)."""
 
     async def signature_statuses(
         self, signatures: Sequence[str], search_history: bool = False
@@ -67,8 +69,17 @@ class TransactionReads(JsonRpc):
             for i in range(0, len(signatures), MAX_SIGNATURE_STATUSES)
         ]
         out: list[SignatureStatus | None] = []
-        for result in await self._batch_or_raise(calls):
-            for value in result["value"]:
+        for (_, (asked, *_)), result in zip(calls, await self._batch_or_raise(calls), strict=True):
+            context = result.get("context") if isinstance(result, dict) else None
+            slot = context.get("slot") if isinstance(context, dict) else None
+            if isinstance(slot, int):
+                self.status_slot = slot
+            values = result.get("value") if isinstance(result, dict) else None
+            if not isinstance(values, list) or len(values) != len(asked):
+                raise RpcError(
+                    f"{self.url}: getSignatureStatuses answered no list of {len(asked)} statuses"
+                )
+            for value in values:
                 out.append(
                     None
                     if value is None

@@ -63,6 +63,11 @@ RATE_WINDOW = 1.2
 own latency (two requests a second apart here may reach it less than a second apart)."""
 RATE_DECREASE = 0.7
 """What a 429 (after the first) leaves of the rate: a multiplicative decrease, as CUBIC's."""
+NEAR_CEILING = 0.9
+"""Above this share of the rate a 429 last came at, the rate grows ``PROBE`` times slower:
+it climbs back quickly to where the provider refused, then probes past it gently (each
+probe that meets a 429 costs its Retry-After), as CUBIC plateaus near its last maximum."""
+PROBE = 0.1
 
 
 class BatchRefusedError(RpcError):
@@ -85,6 +90,8 @@ class ProviderLimits:
     fixed_batch: bool = False
     rate_limited: int = 0
     """429 answers met."""
+    ceiling: float | None = None
+    """The rate a 429 last lowered (what the provider refused)."""
     batches_refused: int = 0
     _next_free: float = field(default=0.0, repr=False)
     """No request before this (a Retry-After)."""
@@ -132,7 +139,8 @@ class ProviderLimits:
         while self._recent and self._recent[0][0] < now - 1.0:
             self._recent.popleft()
         if self.rps is not None and not self.fixed_rps:
-            self.rps += RATE_INCREASE * calls / self.rps
+            near = self.ceiling is not None and self.rps >= NEAR_CEILING * self.ceiling
+            self.rps += RATE_INCREASE * calls / self.rps * (PROBE if near else 1.0)
 
     def too_many(self, now: float, wait: float, calls: int) -> bool:
         """A 429 for ``calls`` calls: wait as asked, lower the rate; say if it is a batch to split.
@@ -154,10 +162,12 @@ class ProviderLimits:
         if self.rps is None:
             if calls > 1 and taken < calls:
                 return True
+            # What it took in the last second is a floor, not where it refuses: no ceiling.
             self.rps, self._decreased_at = max(FIRST_RPS_FLOOR, float(taken)), now
         elif now - self._decreased_at >= 1.0 and self._attempted(now) >= RATE_DECREASE * self.rps:
             # Only a 429 met while sending near the rate is about the rate; one met while
             # sending far below it (a provider refusing at random) is waited out, no more.
+            self.ceiling = self.rps
             self.rps, self._decreased_at = max(MIN_RPS, self.rps * RATE_DECREASE), now
         return calls > 1 and calls > self.rps
 
@@ -263,7 +273,9 @@ class HttpTransport:
                     else:
                         answer = json.loads(response.content)
                         self.answered = True
-                        self.limits.succeeded(calls, self._clock())
+                        # A batch answered by one object was refused whole: none was taken.
+                        whole = isinstance(payload, list) and not isinstance(answer, list)
+                        self.limits.succeeded(0 if whole else calls, self._clock())
                         return answer
                 except (httpx.TransportError, json.JSONDecodeError, UnicodeDecodeError) as exc:
                     if not self.answered:

@@ -85,9 +85,18 @@ class LocalnetTransport:
         return keypair
 
     def sender(self, payer: Keypair, **options: Any) -> Sender:
-        """A sender that polls without pausing and counts time on this node's clock."""
+        """A sender that polls without pausing and counts time on this node's clock.
+
+        Its waits move that clock on instead of sleeping.
+        """
         options.setdefault("poll_interval", 0.0)
-        return Sender(RpcClient(self, "confirmed"), payer, clock=self.clock, **options)
+        return Sender(
+            RpcClient(self, "confirmed"), payer, clock=self.clock, sleep=self.wait, **options
+        )
+
+    async def wait(self, seconds: float) -> None:
+        """Let ``seconds`` pass on this node's clock (a sender's sleep)."""
+        self.clock.advance(seconds)
 
     def context(
         self,

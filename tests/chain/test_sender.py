@@ -207,9 +207,9 @@ async def test_a_lost_tail_goes_again_two_slots_after_its_send_not_a_resend_inte
 async def test_a_lossy_senders_resends_go_twice_even_before_its_tail():
     node = LosingFirstSends(lose=6)
     payer = node.fund()
-    stats = await node.sender(payer, resend_interval=600.0).send(transfers(payer, 10))
-    # Six of ten lost: more than the tail, they came due as overdue (sent no later than
-    # ones that landed) and went again twice each, so that none needed a third send.
+    stats = await node.sender(payer).send(transfers(payer, 10))
+    # Six of ten lost: more than the tail, they came due once the resend wait passed
+    # unseen, and went again twice each, so that none needed a third send.
     assert (stats.confirmed, stats.sent, stats.resent, stats.resigned) == (10, 22, 12, 0)
     assert set(node.delivered) == set(stats.signatures)
     node.localnet.close()

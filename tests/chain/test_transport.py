@@ -133,12 +133,37 @@ async def test_a_429_sets_the_rate_to_what_was_taken_lowers_it_then_it_grows_bac
     # One wait: past the Retry-After, until the calls booked at 0 left the rate's 1.2 s.
     assert time.sleeps == [pytest.approx(1.2)]
     rate = made.limits.rps
+    assert made.limits.ceiling is None  # what it took is no measure of where it refuses
     for _ in range(40):
         await made.post(REQUEST)
     # Forty calls at twelve to sixteen per 1.2 s: three to four seconds, and about as many
     # calls a second more.
     assert 2.5 < time.now - 1.2 < 4.5
     assert rate + 2 < made.limits.rps < rate + 5
+    # Once a 429 lowered it, it grows back to 90% of where it was refused at the same
+    # pace, then a tenth as fast: each probe past it that meets a 429 costs a Retry-After.
+    limits = ProviderLimits(rps=20.0, ceiling=20.0)
+    limits.succeeded(20, 0.0)
+    assert limits.rps == pytest.approx(20.1)
+    limits = ProviderLimits(rps=14.0, ceiling=20.0)
+    limits.succeeded(14, 0.0)
+    assert limits.rps == pytest.approx(15.0)
+
+
+@pytest.mark.asyncio
+async def test_a_batch_refused_whole_is_no_call_taken_when_the_first_429_sets_the_rate():
+    # A provider refusing batches over its size answers them with one error object: those
+    # calls never ran, so they are no measure of the rate it takes.
+    whole = httpx.Response(200, json={"jsonrpc": "2.0", "error": {"code": -32600}, "id": None})
+    too_many = httpx.Response(429, headers={"retry-after": "1"})
+    made, _, _ = transport(
+        [*[whole] * 4, *[httpx.Response(200, json=OK)] * 12, too_many, OK_RESPONSE]
+    )
+    for _ in range(4):
+        await made.post([REQUEST] * 64)
+    for _ in range(13):
+        await made.post(REQUEST)
+    assert made.limits.rps is not None and 12 < made.limits.rps < 12.5
 
 
 def test_only_a_429_met_while_sending_near_the_rate_lowers_it_once_a_second():
@@ -148,6 +173,7 @@ def test_only_a_429_met_while_sending_near_the_rate_lowers_it_once_a_second():
     assert limits.delay(8, 10.0) == 0.0
     assert not limits.too_many(10.0, 1.0, 1)
     assert limits.rps == pytest.approx(7.0)  # 30% less
+    assert limits.ceiling == 10.0  # where it was refused
     assert not limits.too_many(10.5, 1.0, 1)  # within a second of the decrease
     assert limits.rps == pytest.approx(7.0)
     assert limits.rate_limited == 3

@@ -1,0 +1,101 @@
+"""What a transaction does on chain, read back: how a send learns what landed without a status.
+
+A node may deliver every transaction and still answer ``getSignatureStatuses`` with null
+(a node that hides statuses, or one whose cache forgot them). Before the sender signs a
+transaction again (its blockhash expired unseen) or gives up, and after a few sends of one
+that stays unseen, it reads the transaction's effect on chain, as a resume does: the bytes
+a write put, the account a creation made, the count a seal or run step moved. The caller
+of ``Sender.send`` says how, with one of these, each index-aligned with its specs:
+
+- ``Written``: each spec writes bytes at an offset of an account. One read of an account
+  shows every write into the span it covers.
+- ``ReadBack``: each spec leaves an account in a state a predicate recognises (created,
+  bound, reopened, sealing).
+- ``Counted``: the specs are interchangeable steps (seal, run) and the chain counts them; as
+  many as the count grew by beyond those already known landed are taken as landed (which
+  ones, it cannot tell: ``exact`` is False).
+"""
+
+from collections import defaultdict
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from solders.pubkey import Pubkey
+
+from curta_chain.chain.rpc import AccountInfo, RpcClient
+from curta_chain.errors import ChainError
+
+
+class Effects(Protocol):
+    """Reads which of a send's transactions took effect on chain."""
+
+    exact: bool
+    """Whether it tells which transactions landed (else only how many)."""
+
+    async def landed(self, indices: Sequence[int], known: int) -> list[bool]:
+        """For each spec index in ``indices``: whether its effect is on chain.
+
+        ``known`` is how many of the send's transactions are already known to have
+        landed (a status seen, or an effect found before).
+        """
+        ...
+
+
+@dataclass(frozen=True)
+class Written:
+    """Specs that each write ``data`` at ``offset`` of ``account`` (the index's piece)."""
+
+    client: RpcClient
+    pieces: Sequence[tuple[Pubkey, int, bytes]]
+    exact: bool = True
+
+    async def landed(self, indices: Sequence[int], known: int) -> list[bool]:
+        """Whether each piece's bytes are on chain: one read per account, over its span."""
+        spans: dict[Pubkey, list[int]] = defaultdict(list)
+        for index in indices:
+            spans[self.pieces[index][0]].append(index)
+        found: dict[int, bool] = {}
+        for account, group in spans.items():
+            start = min(self.pieces[i][1] for i in group)
+            end = max(self.pieces[i][1] + len(self.pieces[i][2]) for i in group)
+            try:
+                held = await self.client.account_data(account, start, end - start)
+            except ChainError:
+                held = b""  # not there (yet): none of its writes landed
+            for i in group:
+                _, offset, data = self.pieces[i]
+                at = offset - start
+                found[i] = held[at : at + len(data)] == data
+        return [found[i] for i in indices]
+
+
+@dataclass(frozen=True)
+class ReadBack:
+    """Specs that each leave ``addresses[i]`` in a state ``holds(i, account)`` recognises."""
+
+    client: RpcClient
+    addresses: Sequence[Pubkey]
+    holds: Callable[[int, AccountInfo | None], bool]
+    head: int = 4096
+    """The bytes of each account ``holds`` needs."""
+    exact: bool = True
+
+    async def landed(self, indices: Sequence[int], known: int) -> list[bool]:
+        """Read each account (100 a call) and ask ``holds``."""
+        accounts = await self.client.accounts([self.addresses[i] for i in indices], self.head)
+        return [self.holds(i, info) for i, info in zip(indices, accounts, strict=True)]
+
+
+@dataclass(frozen=True)
+class Counted:
+    """Interchangeable steps the chain counts: ``count()`` was ``before`` when they went."""
+
+    count: Callable[[], Awaitable[int]]
+    before: int
+    exact: bool = False
+
+    async def landed(self, indices: Sequence[int], known: int) -> list[bool]:
+        """The first as many of ``indices`` as the count grew by beyond ``known``."""
+        grown = await self.count() - self.before - known
+        return [n < grown for n in range(len(indices))]
