@@ -51,6 +51,7 @@ from curta_chain.artifact.synthetic import synthetic_artifact
 from curta_chain.chain import run_pipeline
 from curta_chain.chain.context import ChainContext
 from curta_chain.chain.deploy import deploy, plan_deploy
+from curta_chain.chain.effects import Effects
 from curta_chain.chain.features import TxVersionChoice, select_build
 from curta_chain.chain.keys import default_program_keypair
 from curta_chain.chain.publish import plan_publish, publish
@@ -95,8 +96,9 @@ class CountingSender(Sender):
         progress: Progress | None = None,
         commitment: str | None = None,
         what: str | None = None,
+        effects: Effects | None = None,
     ) -> SendStats:
-        stats = await super().send(specs, progress, commitment, what)
+        stats = await super().send(specs, progress, commitment, what, effects)
         self.signed += len(specs) + stats.resigned
         self.sent_calls += stats.sent
         self.landed += stats.confirmed

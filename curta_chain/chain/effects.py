@@ -8,7 +8,7 @@ a write put, the account a creation made, the count a seal or run step moved. Th
 of ``Sender.send`` says how, with one of these, each index-aligned with its specs:
 
 - ``Written``: each spec writes bytes at an offset of an account. One read of an account
-  shows every write into the span it covers.
+  shows every write into the span it covers (pieces less than ``NEARBY`` apart share one).
 - ``ReadBack``: each spec leaves an account in a state a predicate recognises (created,
   bound, reopened, sealing).
 - ``Counted``: the specs are interchangeable steps (seal, run) and the chain counts them; as
@@ -25,6 +25,9 @@ from solders.pubkey import Pubkey
 
 from curta_chain.chain.rpc import AccountInfo, RpcClient
 from curta_chain.errors import ChainError
+
+NEARBY = 64 * 1024
+"""Bytes between two pieces of an account below which one read covers both."""
 
 
 class Effects(Protocol):
@@ -51,23 +54,34 @@ class Written:
     exact: bool = True
 
     async def landed(self, indices: Sequence[int], known: int) -> list[bool]:
-        """Whether each piece's bytes are on chain: one read per account, over its span."""
-        spans: dict[Pubkey, list[int]] = defaultdict(list)
-        for index in indices:
-            spans[self.pieces[index][0]].append(index)
+        """Whether each piece's bytes are on chain: one read per run of nearby pieces."""
         found: dict[int, bool] = {}
-        for account, group in spans.items():
-            start = min(self.pieces[i][1] for i in group)
-            end = max(self.pieces[i][1] + len(self.pieces[i][2]) for i in group)
+        for account, start, end, group in self._spans(indices):
             try:
                 held = await self.client.account_data(account, start, end - start)
             except ChainError:
                 held = b""  # not there (yet): none of its writes landed
             for i in group:
                 _, offset, data = self.pieces[i]
-                at = offset - start
-                found[i] = held[at : at + len(data)] == data
+                found[i] = held[offset - start : offset - start + len(data)] == data
         return [found[i] for i in indices]
+
+    def _spans(self, indices: Sequence[int]) -> list[tuple[Pubkey, int, int, list[int]]]:
+        """The pieces ``indices`` as spans of an account to read: nearby ones share one."""
+        by_account: dict[Pubkey, list[int]] = defaultdict(list)
+        for index in sorted(indices, key=lambda i: self.pieces[i][1]):
+            by_account[self.pieces[index][0]].append(index)
+        spans: list[tuple[Pubkey, int, int, list[int]]] = []
+        for account, group in by_account.items():
+            for index in group:
+                _, offset, data = self.pieces[index]
+                last = spans[-1] if spans else None
+                if last is not None and last[0] == account and offset - last[2] <= NEARBY:
+                    spans[-1] = (account, last[1], max(last[2], offset + len(data)), last[3])
+                    last[3].append(index)
+                else:
+                    spans.append((account, offset, offset + len(data), [index]))
+        return spans
 
 
 @dataclass(frozen=True)
@@ -99,3 +113,13 @@ class Counted:
         """The first as many of ``indices`` as the count grew by beyond ``known``."""
         grown = await self.count() - self.before - known
         return [n < grown for n in range(len(indices))]
+
+
+def created(client: RpcClient, addresses: Sequence[Pubkey], owner: Pubkey) -> ReadBack:
+    """Specs that each create ``addresses[i]``, ``owner``'s once created."""
+    return ReadBack(client, addresses, lambda _, info: info is not None and info.owner == owner, 0)
+
+
+def closed(client: RpcClient, addresses: Sequence[Pubkey]) -> ReadBack:
+    """Specs that each close ``addresses[i]`` (no account there once closed)."""
+    return ReadBack(client, addresses, lambda _, info: info is None, 0)

@@ -39,9 +39,10 @@ after their send and, once the sender has had a loss, go twice a send (two chanc
 one loss)."""
 BACKOFF = 4
 """A transaction resent again and again waits at most this many times the resend wait."""
-HIDDEN_AFTER = 3
-"""Sends of one signing, still unseen, after which its effect is read on chain (when the
-caller says how): a node that delivers but hides statuses is found within seconds."""
+HIDDEN_AFTER = 2
+"""Sends of one signing, still unseen after its resend wait, after which its effect is read
+on chain (when the caller says how): a node that delivers but hides statuses is found
+within seconds."""
 BLOCKHASH_LIFETIME = 151
 """Block heights a blockhash is valid for (the validator's MAX_PROCESSING_AGE, plus its own)."""
 STALLED_HEIGHT = 120.0

@@ -64,15 +64,15 @@ class Hidden:
         state.found += len(landed)
         return landed
 
-    def resigning(self, flights: Sequence[Flight], fee_plan: int | None, resume_hint: str) -> None:
+    def resigning(self, flights: Sequence[Flight], resume_hint: str) -> None:
         """Count the fees of signing ``flights`` again; stop once they pass the cap.
 
         Raises:
             SendGaveUpError: re-signing them would take the re-signings' fees past
-                ``CAP_SHARE`` of the plan's fees (``fee_plan``, else what was signed) and
-                their count past ``CAP_FLOOR``.
+                ``CAP_SHARE`` of the plan's fees (every transaction the sender signed, once
+                each) and their count past ``CAP_FLOOR``.
         """
-        plan = fee_plan if fee_plan is not None else self.planned
+        plan = self.planned
         fees = self.resigned_fees + sum(f.fee for f in flights)
         count = self.resigned + len(flights)
         if fees > CAP_SHARE * plan and count > CAP_FLOOR:

@@ -95,8 +95,8 @@ class Landings:
                 flight.looked_at = now
                 resend = state.resend_at(flight, tail, self.timing)
                 flight.check_at = resend if resend > now else now + self.timing.expected
-                if flight.sends >= HIDDEN_AFTER:
-                    unseen.append(flight)
+                if flight.sends >= HIDDEN_AFTER and resend <= now:
+                    unseen.append(flight)  # about to go again, unseen after its resends
                 continue
             if status.err is not None:
                 raise _failure(flight, status.err, fund_then)

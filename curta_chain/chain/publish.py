@@ -19,6 +19,7 @@ the authority signs what it must.
 
 import asyncio
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from solders.pubkey import Pubkey
@@ -28,6 +29,7 @@ from curta_chain import program
 from curta_chain.artifact import Artifact
 from curta_chain.chain.accounts import ZERO_KEY, read_model, read_section, read_weight_header
 from curta_chain.chain.context import ChainContext
+from curta_chain.chain.effects import ReadBack, Written, created
 from curta_chain.chain.features import select_tx_version
 from curta_chain.chain.fees import estimate_fees
 from curta_chain.chain.keys import ClusterScope, model_keypair, weight_keypair
@@ -41,11 +43,11 @@ from curta_chain.chain.plan import (
     plan_from_state,
 )
 from curta_chain.chain.rent import plan_new_accounts, require_funds
-from curta_chain.chain.rpc import RpcClient
+from curta_chain.chain.rpc import AccountInfo, RpcClient
 from curta_chain.chain.specs import TxSpec
 from curta_chain.constants import WEIGHT_HEADER_SIZE
 from curta_chain.errors import AccountError, ProgramError
-from curta_chain.program import ModelState
+from curta_chain.program import ModelState, WeightHeader
 from curta_chain.reporting import counted
 
 RESUME_HINT = "rerun `curta-chain publish` with the same artifact and keypair to resume"
@@ -235,12 +237,18 @@ async def _carry_out(ctx: ChainContext, artifact: Artifact, plan: PublishPlan) -
         spec = txs.create_model(
             model_kp, plan.weights_hash, plan.section_lengths, plan.new_account(plan.model)
         )
-        sent = await sender.send([spec], what="the model account's creation")
+        made = created(ctx.client, [plan.model], ctx.program_id)
+        sent = await sender.send([spec], what="the model account's creation", effects=made)
         landed += sent.confirmed
         signatures = replace(signatures, create_model=sent.last_signature)
         reporter.line(f"created model {plan.model}")
     if plan.reopen_sections:
-        sent = await sender.send(txs.reopens(plan), what="the reopen")
+        reopened = _read_back(
+            ctx,
+            [plan.weight_accounts[i] for i in plan.reopen_sections],
+            lambda info: not WeightHeader.from_bytes(info.data).frozen,
+        )
+        sent = await sender.send(txs.reopens(plan), what="the reopen", effects=reopened)
         landed += sent.confirmed
         signatures = replace(signatures, reopen=sent.last_signature)
         reporter.line(
@@ -249,10 +257,17 @@ async def _carry_out(ctx: ChainContext, artifact: Artifact, plan: PublishPlan) -
         )
     if plan.create_sections:
         binds: list[TxSpec] = []
+        keys = []
         for i in plan.create_sections:
             kp = weight_keypair(authority, plan.weights_hash, plan.scope, i)
             binds.append(txs.bind(plan.model, kp, i, plan.new_account(kp.pubkey())))
-        sent = await sender.send(binds, what=f"{len(binds)} weight accounts' creation")
+            keys.append(kp.pubkey())
+        bound = _read_back(
+            ctx, keys, lambda info: WeightHeader.from_bytes(info.data).model == plan.model
+        )
+        sent = await sender.send(
+            binds, what=f"{len(binds)} weight accounts' creation", effects=bound
+        )
         landed += sent.confirmed
         signatures = replace(signatures, bind=tuple(sent.signatures))
         reporter.line(f"created and bound {len(binds)} weight accounts")
@@ -266,8 +281,19 @@ async def _carry_out(ctx: ChainContext, artifact: Artifact, plan: PublishPlan) -
                 f"{counted(len(writes), 'write')} to go"
             )
         bar = reporter.progress("upload", done + plan.write_bytes, len(writes), done_bytes=done)
+        written = Written(
+            ctx.client,
+            [
+                (
+                    plan.weight_accounts[p.section],
+                    WEIGHT_HEADER_SIZE + p.offset,
+                    bytes(artifact.sections[p.section][p.offset : p.offset + p.length]),
+                )
+                for p in plan.writes
+            ],
+        )
         try:
-            sent = await sender.send(writes, bar)
+            sent = await sender.send(writes, bar, effects=written)
         finally:
             bar.close()
         landed += sent.confirmed
@@ -278,6 +304,26 @@ async def _carry_out(ctx: ChainContext, artifact: Artifact, plan: PublishPlan) -
             write_signatures=tuple(sent.signatures),
         )
     return PublishResult(plan, landed, time.monotonic() - started, signatures)
+
+
+def _read_back(
+    ctx: ChainContext, addresses: list[Pubkey], holds: Callable[[AccountInfo], bool]
+) -> ReadBack:
+    """The effect of transactions that each leave one of ``addresses`` as ``holds`` says.
+
+    The account must be the program's and its first ``WEIGHT_HEADER_SIZE`` bytes must
+    satisfy ``holds`` (a header that does not decode does not).
+    """
+
+    def held(_: int, info: AccountInfo | None) -> bool:
+        if info is None or info.owner != ctx.program_id:
+            return False
+        try:
+            return holds(info)
+        except AccountError:
+            return False
+
+    return ReadBack(ctx.client, addresses, held, WEIGHT_HEADER_SIZE)
 
 
 async def frozen_differences(

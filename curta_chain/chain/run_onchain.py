@@ -35,6 +35,7 @@ from solders.pubkey import Pubkey
 from curta_chain.artifact import Artifact
 from curta_chain.chain.accounts import require_model
 from curta_chain.chain.context import ChainContext
+from curta_chain.chain.effects import closed, created
 from curta_chain.chain.features import select_tx_version
 from curta_chain.chain.fees import estimate_fees
 from curta_chain.chain.fetch import fetch_artifact
@@ -200,10 +201,11 @@ async def run_on_chain(
     info = await client.account(address)
     result.rent = info.lamports if info is not None else 0
     if close:
-        closed = await flow.sender.send([ctx.transactions.close_run(address)])
-        flow.count(closed)
+        gone = closed(ctx.client, [address])
+        closed_run = await flow.sender.send([ctx.transactions.close_run(address)], effects=gone)
+        flow.count(closed_run)
         result.closed = True
-        result.close_signature = closed.last_signature or None
+        result.close_signature = closed_run.last_signature or None
         reporter.line(f"closed run {address}: its rent, {sol(result.rent)}, is back with the payer")
     result.transactions = flow.landed + len(result.step_units)
     result.seconds = time.monotonic() - started
@@ -251,7 +253,8 @@ async def _open(
     )
     if confirm is not None:
         confirm(funding.transfer, size)
-    opened = await flow.sender.send([spec], commitment="processed")
+    made = created(flow.processed, [flow.address], flow.ctx.program_id)
+    opened = await flow.sender.send([spec], commitment="processed", effects=made)
     flow.count(opened)
     flow.open_signature = opened.last_signature or None
 

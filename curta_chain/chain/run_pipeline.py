@@ -32,13 +32,21 @@ from solders.pubkey import Pubkey
 from solders.system_program import ID as SYSTEM_PROGRAM_ID
 
 from curta_chain.chain.context import ChainContext
+from curta_chain.chain.effects import Counted
 from curta_chain.chain.rpc import AccountInfo, RpcClient
 from curta_chain.chain.sender import Sender, SendStats
 from curta_chain.chain.specs import STEP_CU, TxSpec, sign
 from curta_chain.chain.watch import round_sender, while_watching
 from curta_chain.constants import MAX_LOADED_ACCOUNTS_DATA_SIZE
 from curta_chain.errors import AccountError, ProgramError, RpcError
-from curta_chain.program import FinishReason, ModelAccount, Region, RunState, transaction_error
+from curta_chain.program import (
+    FinishReason,
+    ModelAccount,
+    Region,
+    RunAccount,
+    RunState,
+    transaction_error,
+)
 from curta_chain.program.run_mirror import Logged, RunMirror, phase_name
 from curta_chain.reporting import Progress
 
@@ -269,6 +277,9 @@ async def crank(
     async def look() -> None:
         see(await flow.read_after(flow.processed))
 
+    async def run_steps() -> int:
+        return RunAccount.from_bytes(await flow.read_after(flow.processed)).steps
+
     try:
         first = True
         while (left := finish_at - mirror.header.steps) > 0:
@@ -280,9 +291,11 @@ async def crank(
             if first:
                 first = False
                 await simulate_step(flow, specs[0])
+            # What the node reports no status for is counted on chain: the run's steps.
+            ran = Counted(run_steps, mirror.header.steps)
             try:
                 with round_sender(flow.sender, in_flight) as sender:
-                    sending = sender.send(specs, _Retries(bar), commitment="processed")
+                    sending = sender.send(specs, _Retries(bar), "processed", effects=ran)
                     stats = await while_watching(sending, look)
                 if stats.signatures:
                     flow.last_signature = stats.signatures[-1]

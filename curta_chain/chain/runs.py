@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from solders.pubkey import Pubkey
 
 from curta_chain.chain.context import ChainContext
+from curta_chain.chain.effects import closed
 from curta_chain.chain.fees import estimate_fees
 from curta_chain.chain.rpc import RpcClient
 from curta_chain.errors import AccountError
@@ -162,7 +163,10 @@ async def close_run(ctx: ChainContext, address: Pubkey) -> CloseRunResult:
     run = await read_run(ctx.client, ctx.program_id, address)
     _check_opener(run, ctx)
     sender = ctx.sender_for(resume_hint(address))
-    sent = await sender.send([ctx.transactions.close_run(address)], what="the run's close")
+    gone = closed(ctx.client, [address])
+    sent = await sender.send(
+        [ctx.transactions.close_run(address)], what="the run's close", effects=gone
+    )
     return CloseRunResult(
         run=run,
         lamports_returned=run.lamports,

@@ -33,17 +33,19 @@ import numpy as np
 from solders.keypair import Keypair
 from solders.pubkey import Pubkey
 
-from curta_chain.artifact import INITIAL_HASH, Artifact, HashStep, hash_steps
+from curta_chain.artifact import Artifact, HashStep, hash_steps
 from curta_chain.chain.accounts import ZERO_KEY, read_bound_sections, require_model
 from curta_chain.chain.context import ChainContext
+from curta_chain.chain.effects import Counted, ReadBack
 from curta_chain.chain.fees import estimate_fees
-from curta_chain.chain.rpc import RpcClient
+from curta_chain.chain.rpc import AccountInfo, RpcClient
+from curta_chain.chain.seal_mirror import SealMirror
 from curta_chain.chain.sender import wait_for_signature
 from curta_chain.chain.specs import SEAL_STEP_CU, Transactions, TxSpec
 from curta_chain.chain.watch import round_sender, while_watching
 from curta_chain.constants import ACCOUNT_CU_LIMIT
-from curta_chain.errors import AccountError, MirrorMismatchError, ProgramError
-from curta_chain.program import ModelAccount, ModelState
+from curta_chain.errors import AccountError, ProgramError
+from curta_chain.program import MODEL_ACCOUNT_SIZE, ModelAccount, ModelState
 
 
 def resume_hint(address: Pubkey) -> str:
@@ -159,8 +161,8 @@ async def seal(
     sender = ctx.sender_for(resume_hint(address))
     txs = ctx.transactions
     started = time.monotonic()
-    landed = 0
     model = await require_model(client, program_id, address)
+    since = client.context_slot  # this run's transactions land after it
     _check_sealable(address, model)
     processed = RpcClient(client.transport, "processed")
     begin_signature = None
@@ -180,8 +182,16 @@ async def seal(
                 f"seal ends failed and `curta-chain publish` must reopen and rewrite them (give "
                 f"`seal` the artifact to check the bytes first)"
             )
+        begun = ReadBack(
+            processed,
+            [address],
+            lambda _, info: info is not None and _state(info) not in (None, ModelState.UPLOADING),
+            MODEL_ACCOUNT_SIZE,
+        )
         try:
-            began = await sender.send([txs.begin_sealing(address)], what="the seal's beginning")
+            began = await sender.send(
+                [txs.begin_sealing(address)], what="the seal's beginning", effects=begun
+            )
         except ProgramError as exc:
             # An earlier run's beginning (on its way when that run stopped) landed first.
             if exc.name != "ModelNotUploading":
@@ -190,8 +200,7 @@ async def seal(
             if model.state == ModelState.UPLOADING:
                 raise
         else:
-            landed += began.confirmed
-            begin_signature = began.last_signature
+            begin_signature = began.last_signature or None
             model = await require_model(client, program_id, address)
             reporter.line(f"began sealing {address}: each section freezes as the seal enters it")
     elif before_sending is not None:
@@ -216,8 +225,12 @@ async def seal(
         done_bytes=sum(step.length for step in mirror.steps[:done]),
         done_transactions=done,
     )
-    last_step = ""
+    last_seen = ""
     cranked = False
+
+    async def chunks() -> int:
+        return (await _read_at(processed, [sender.client], program_id, address)).chunks_hashed
+
     try:
         while model.state == ModelState.SEALING:
             cranked = True
@@ -228,7 +241,8 @@ async def seal(
 
             try:
                 with round_sender(sender, min(len(specs), account_cu_limit // SEAL_STEP_CU)):
-                    sending = sender.send(specs, bar, commitment="processed")
+                    counted_steps = Counted(chunks, done)
+                    sending = sender.send(specs, bar, "processed", effects=counted_steps)
                     sent = await while_watching(sending, look)
             except ProgramError as exc:
                 # Other cranks moved the cursor: an earlier run's steps, on their way when it
@@ -239,8 +253,7 @@ async def seal(
                 if not _overtaken(exc, model, mirror.steps[done].section):
                     raise
             else:
-                landed += sent.confirmed
-                last_step = sent.last_signature
+                last_seen = sent.last_signature or last_seen
                 done += len(specs)
                 model = await _read_at(processed, [sender.client], program_id, address)
             # Never fewer chunks than this run's steps that landed; more if others cranked.
@@ -248,13 +261,21 @@ async def seal(
             done = model.chunks_hashed
     finally:
         bar.close()
-    if last_step:
+    if last_seen:
         with reporter.waiting(f"the last seal step to be {client.commitment}"):
-            await wait_for_signature(client, last_step)
+            await wait_for_signature(client, last_seen)
+    ours: list[str] = []
     if cranked:
         # At our commitment, at a slot no older than the last state seen (others' steps too).
         model = await _read_at(reader, [processed, sender.client], program_id, address)
         mirror.check(model, done)
+    if cranked or begin_signature:
+        # What this run landed, as the chain lists it: rounds others' steps overtook (a
+        # refusal ended them) landed steps their sends never counted.
+        floor = max(reader.context_slot, since)
+        listed = await reader.signatures_for(address, since + 1, min_context_slot=floor)
+        ours = [signature for signature in listed if signature in sender.own_signatures]
+    steps = [signature for signature in ours if signature != begin_signature]
     first_bad = next(
         (
             mine
@@ -266,14 +287,14 @@ async def seal(
     return SealResult(
         model=address,
         state=model.state,
-        transactions=landed,
+        transactions=len(ours),
         chunks=len(mirror.steps),
         seconds=time.monotonic() - started,
         declared_hash=model.declared_hash,
         running_hash=model.running_hash,
         first_bad_chunk=first_bad,
         begin_signature=begin_signature,
-        last_signature=last_step or None,
+        last_signature=steps[-1] if steps else None,
     )
 
 
@@ -356,6 +377,14 @@ def _differing_bytes(ours: bytes, theirs: bytes) -> int:
     return int(np.count_nonzero(a != b))
 
 
+def _state(info: AccountInfo) -> ModelState | None:
+    """The state of the model ``info`` holds (None: it holds no model)."""
+    try:
+        return ModelAccount.from_bytes(info.data).state
+    except AccountError:
+        return None
+
+
 def _check_bound(address: Pubkey, model: ModelAccount) -> None:
     unbound = [i for i, slot in enumerate(model.sections) if slot.weight_account == ZERO_KEY]
     if unbound:
@@ -383,63 +412,3 @@ def _expected_steps(artifact: Artifact | None, chain: list[bytes]) -> list[HashS
     if artifact is None or [len(s) for s in artifact.sections] != [len(s) for s in chain]:
         return []
     return list(hash_steps(artifact.sections))
-
-
-@dataclass(frozen=True)
-class SealMirror:
-    """Every step of the seal, computed here: what the model must hold after each one.
-
-    ``check`` compares the model account with the mirror after ``model.chunks_hashed``
-    steps: the chunk count the caller expects (``done``, when given), the running hash, the
-    state, and the cursor (where the next chunk starts).
-    """
-
-    steps: list[HashStep]
-
-    def check(self, model: ModelAccount, done: int | None = None) -> None:
-        """Raise unless the model is exactly where the mirror is after ``done`` steps.
-
-        ``done`` defaults to the model's own count (a seal resuming from the chain).
-
-        Raises:
-            MirrorMismatchError: the chunk count, running hash, state or cursor differs;
-                the message names the section and byte range after which it differs.
-        """
-        steps = self.steps
-        done = model.chunks_hashed if done is None else done
-        if model.chunks_hashed != done or done > len(steps):
-            raise MirrorMismatchError(
-                f"the model has hashed {model.chunks_hashed} chunks; the mirror expected "
-                f"{min(done, len(steps))}"
-            )
-        running = steps[done - 1].running if done else INITIAL_HASH
-        where = f"after {_describe(steps[done - 1])}" if done else "before the first chunk"
-        if model.running_hash != running:
-            raise MirrorMismatchError(
-                f"running hash {where} is {model.running_hash.hex()} on chain, "
-                f"{running.hex()} in the mirror"
-            )
-        if done < len(steps):
-            if model.state != ModelState.SEALING:
-                raise MirrorMismatchError(
-                    f"the model is {model.state.name.lower()} {where}; "
-                    f"{len(steps) - done} chunks remain"
-                )
-            nxt = steps[done]
-            if (model.cursor_section, model.cursor_offset) != (nxt.section, nxt.offset):
-                raise MirrorMismatchError(
-                    f"{where} the chain's cursor is section {model.cursor_section} offset "
-                    f"{model.cursor_offset}; the mirror's is section {nxt.section} "
-                    f"offset {nxt.offset}"
-                )
-            return
-        final = ModelState.SEALED if running == model.declared_hash else ModelState.FAILED
-        if model.state != final:
-            raise MirrorMismatchError(
-                f"after the last chunk the model is {model.state.name.lower()}; "
-                f"the mirror says {final.name.lower()}"
-            )
-
-
-def _describe(step: HashStep) -> str:
-    return f"section {step.section} bytes {step.offset}..{step.offset + step.length}"

@@ -27,7 +27,7 @@ A node may deliver every transaction and report no status for any. Given the sen
 signs one again or gives up, and after a few sends of one still unseen: what landed is
 counted as landed, and the user is told what the node reported and what the chain shows
 (``hidden.py``). What cannot be read so is signed again, at most until the re-signed fees
-pass a tenth of the plan's (``fee_plan``): then the send stops and says so.
+pass a tenth of the fees of all it signed (the command's plan): then it stops and says so.
 
 A transaction the node refuses for funds (``refusals.py`` tells them apart), or one the
 node dropped unseen while the payer holds less than its fee, ends the wait at once with an
@@ -117,8 +117,6 @@ class Sender:
         resend_interval: seconds an unseen transaction waits for its resend until the
             cluster's confirmation time is learnt.
         concurrency: batch requests on the wire at once.
-        fee_plan: the fees of the command's plan: re-signing what the chain cannot show
-            unlanded stops past a tenth of it (None: the fees of what this sender signed).
         clock: monotonic seconds; ``sleep``: waits that long (tests pass a fake pair).
     """
 
@@ -133,7 +131,6 @@ class Sender:
     poll_interval: float | None = None
     resend_interval: float = RESEND_INTERVAL
     concurrency: int = 4
-    fee_plan: int | None = None
     clock: Clock = time.monotonic
     sleep: Callable[[float], Awaitable[None]] = asyncio.sleep
     _lossy: bool = field(default=False, init=False, repr=False)
@@ -149,6 +146,8 @@ class Sender:
         self.hidden = Hidden(self.client.url, self.reporter)
         """What the node hid and the chain showed, and what re-signing cost (the cap)."""
         self._landings = Landings(self.client, self.timing, self.hidden, self.clock)
+        self.own_signatures: set[str] = set()
+        """Every signature this sender signed: what the chain may list as its own."""
         self._burst = FIRST_BURST
         self._payer_checked_at = -math.inf
 
@@ -249,7 +248,7 @@ class Sender:
             self._lossy = True
             await self._check_payer(again, len(state.queue) + len(state.in_flight) + len(again))
             if send.effects is None:
-                self.hidden.resigning(again, self.fee_plan, self.resume_hint)
+                self.hidden.resigning(again, self.resume_hint)
             state.queue.extendleft(reversed(again))
 
     def _pause(self, state: Round) -> float:
@@ -275,6 +274,7 @@ class Sender:
             self.hidden.planned += transaction_fee(tx.message)
         flight.signings += 1
         flight.signature = str(tx.signatures[0])
+        self.own_signatures.add(flight.signature)
         flight.signer_count = len(tx.signatures)
         flight.fee = transaction_fee(tx.message)
         flight.wire = wire

@@ -137,18 +137,14 @@ class TransactionReads(JsonRpc):
             todo = missing
         return [out[i] for i in range(len(signatures))]
 
-    async def landed_transactions(
-        self, address: Pubkey, since_slot: int, failed: bool = False
-    ) -> list[Landed]:
-        """Every transaction that landed without error naming ``address`` from ``since_slot``.
+    async def signatures_for(
+        self, address: Pubkey, since_slot: int, failed: bool = False, min_context_slot: int = 0
+    ) -> list[str]:
+        """The signatures of the transactions naming ``address`` that landed from ``since_slot``.
 
-        Oldest first, each with its fee payer and compute units (getSignaturesForAddress,
-        then getTransaction at confirmed commitment, the lowest that answers it). With
-        ``failed``, those that landed with an error instead (each paid its fee).
-
-        Raises:
-            ChainError: a transaction the node listed was still unknown to it after
-                ``LAG_WAIT`` seconds.
+        Oldest first, at confirmed commitment (getSignaturesForAddress, page by page);
+        without error, or with ``failed`` those that landed with one. ``min_context_slot``:
+        answered from a slot at least that late.
         """
         signatures: list[str] = []
         before: str | None = None
@@ -156,6 +152,8 @@ class TransactionReads(JsonRpc):
             config: dict[str, Any] = {"commitment": "confirmed", "limit": SIGNATURES_PER_PAGE}
             if before is not None:
                 config["before"] = before
+            if min_context_slot:
+                config["minContextSlot"] = min_context_slot
             page = await self.call("getSignaturesForAddress", [str(address), config])
             signatures += [
                 item["signature"]
@@ -166,6 +164,22 @@ class TransactionReads(JsonRpc):
                 break
             before = page[-1]["signature"]
         signatures.reverse()
+        return signatures
+
+    async def landed_transactions(
+        self, address: Pubkey, since_slot: int, failed: bool = False
+    ) -> list[Landed]:
+        """Every transaction that landed without error naming ``address`` from ``since_slot``.
+
+        Oldest first, each with its fee payer and compute units (``signatures_for``, then
+        getTransaction at confirmed commitment, the lowest that answers it). With
+        ``failed``, those that landed with an error instead (each paid its fee).
+
+        Raises:
+            ChainError: a transaction the node listed was still unknown to it after
+                ``LAG_WAIT`` seconds.
+        """
+        signatures = await self.signatures_for(address, since_slot, failed)
         out: list[Landed] = []
         for signature, answer in zip(
             signatures, await self._landed(signatures, "confirmed"), strict=True

@@ -16,7 +16,8 @@ from solders.keypair import Keypair
 from curta_chain import program
 from curta_chain.artifact import INITIAL_HASH, hash_steps
 from curta_chain.chain.plan import NewAccount
-from curta_chain.chain.seal import SealMirror, _overtaken, seal, seal_cost
+from curta_chain.chain.seal import _overtaken, seal, seal_cost
+from curta_chain.chain.seal_mirror import SealMirror
 from curta_chain.chain.sender import Sender
 from curta_chain.chain.specs import TxSpec
 from curta_chain.constants import WEIGHT_HEADER_SIZE
@@ -163,10 +164,10 @@ class WritesAfterTheFirstStep(Sender):
     write: TxSpec | None = None
     calls: int = 0
 
-    async def send(self, specs, progress=None, commitment=None, what=None):  # type: ignore[override]
+    async def send(self, specs, progress=None, commitment=None, what=None, effects=None):  # type: ignore[override]
         self.calls += 1
         if self.calls != 2 or self.write is None:  # begin, then the steps
-            return await super().send(specs, progress, commitment, what)
+            return await super().send(specs, progress, commitment, what, effects)
         first = await super().send(specs[:1], progress, commitment, what)
         await super().send([self.write])
         rest = await super().send(specs[1:], progress, commitment, what)
@@ -311,6 +312,41 @@ async def test_a_seal_overtaken_past_its_round_s_sections_goes_on_from_the_chain
     result = await seal(ctx, model.pubkey(), before_sending=meanwhile)
     assert (result.state, result.transactions) == (ModelState.SEALED, 1)
     assert result.running_hash == steps[-1].running
+
+
+@pytest.mark.asyncio
+async def test_the_steps_an_overtaken_round_landed_are_counted_from_the_chain(node):
+    # One step of another's lands first: of the rerun's round of three (section 0's second
+    # chunk, section 1's, one more), two land and the third is refused (the cursor left both
+    # sections). The refusal ends the round, yet the two landed: the chain lists them.
+    sections = [bytes(70_000), bytes(10), bytes(10)]  # 2 + 1 + 1 chunks
+    steps = list(hash_steps(sections))
+    ctx = node.context(node.fund())
+    txs, client = ctx.transactions, ctx.client
+    model, weights = Keypair(), [Keypair() for _ in sections]
+    lengths = [len(s) for s in sections]
+    size = program.MODEL_ACCOUNT_SIZE
+    funding = NewAccount(model.pubkey(), size, await client.rent_exempt_minimum(size))
+    specs = [txs.create_model(model, steps[-1].running, lengths, funding)]
+    for i, (weight, length) in enumerate(zip(weights, lengths, strict=True)):
+        size = WEIGHT_HEADER_SIZE + length
+        funding = NewAccount(weight.pubkey(), size, await client.rent_exempt_minimum(size))
+        specs.append(txs.bind(model.pubkey(), weight, i, funding))
+    sender = ctx.sender_for("")
+    await sender.send(specs[:1])
+    await sender.send([*specs[1:], txs.begin_sealing(model.pubkey())])
+    keys = [w.pubkey() for w in weights]
+    other = node.context(ctx.authority).sender_for("")
+
+    async def meanwhile() -> None:
+        await other.send([txs.seal_step(model.pubkey(), keys[:2], 99)])
+
+    result = await seal(ctx, model.pubkey(), before_sending=meanwhile)
+    assert (result.state, result.transactions) == (ModelState.SEALED, 3)
+    # The last step: the one of the round after the refused one.
+    assert result.last_signature in sender.own_signatures
+    landed = await client.signature_statuses([result.last_signature], search_history=True)
+    assert landed[0] is not None and landed[0].err is None
 
 
 @pytest.mark.parametrize(

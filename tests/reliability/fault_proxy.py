@@ -33,6 +33,9 @@ It can also behave as a provider and a cluster that is not the localnet (``Provi
 - ``forget_statuses``: the node's status cache no longer holds any transaction (what a
   rerun finds for the transactions of a run long past): getSignatureStatuses answers null
   for every signature unless it asks ``searchTransactionHistory``;
+- ``hide_statuses``: a node that delivers every transaction but reports none:
+  getSignatureStatuses answers null for every signature (history searched or not) and
+  getTransaction null for every transaction;
 - ``lose``: that share of the transactions in a sendTransaction is answered with its
   signature but never delivered (a leader that drops it).
 
@@ -148,6 +151,7 @@ class Provider:
     unknown_blockhash_seconds: float = 1.0
     lose: float = 0.0
     forget_statuses: bool = False
+    hide_statuses: bool = False
 
 
 @dataclass(frozen=True)
@@ -372,6 +376,8 @@ class FaultProxy:
             provider = self.provider
             if provider.forget_statuses and history is not None:
                 answer = _forget_statuses(answer, history)
+            if provider.hide_statuses:
+                answer = self._hide_statuses(body, answer)
             if provider.lag_seconds or provider.confirm_seconds or provider.unknown_blockhash:
                 answer = self._lag(body, answer)
             for trigger in await self._fire("after", request):
@@ -387,6 +393,25 @@ class FaultProxy:
             return False
         await _respond(writer, status, answer)
         return True
+
+    def _hide_statuses(self, body: bytes, answer: bytes) -> bytes:
+        """The node's answer with every status and every transaction it read back hidden."""
+        try:
+            payload, reply = json.loads(body), json.loads(answer)
+        except ValueError:
+            return answer
+        calls = payload if isinstance(payload, list) else [payload]
+        methods = {c.get("id"): c.get("method") for c in calls if isinstance(c, dict)}
+        for item in reply if isinstance(reply, list) else [reply]:
+            method = methods.get(item.get("id")) if isinstance(item, dict) else None
+            if method == "getSignatureStatuses" and isinstance(item.get("result"), dict):
+                values = item["result"]["value"]
+                self.injected["status hidden"] += sum(v is not None for v in values)
+                item["result"]["value"] = [None] * len(values)
+            elif method == "getTransaction" and item.get("result") is not None:
+                self.injected["transaction hidden"] += 1
+                item["result"] = None
+        return json.dumps(reply).encode()
 
     def _provider_refusal(self, body: bytes) -> tuple[int, bytes, dict[str, str]] | None:
         """A provider's refusal of the whole request: a batch too long, or past the rate."""
