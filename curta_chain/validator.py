@@ -231,13 +231,17 @@ def validator_command(
 ) -> list[str]:
     """The command line that starts the validator on ``ports`` with ``programs`` preloaded.
 
-    ``--quiet``: no dashboard (the node's log is ``ledger/validator.log``); ``deactivate``:
-    feature ids for its ``--deactivate-feature``.
+    ``--quiet``: no dashboard (the node's log is ``ledger/validator.log``);
+    ``--bind-address 127.0.0.1``: its ports (gossip, TPU, repair, RPC) on loopback only, as
+    the embedded localnet's, not on every interface of the machine; ``deactivate``: feature
+    ids for its ``--deactivate-feature``.
     """
     command = [
         str(executable),
         "--ledger",
         str(ledger),
+        "--bind-address",
+        "127.0.0.1",
         "--rpc-port",
         str(ports.rpc),
         "--faucet-port",

@@ -2,11 +2,13 @@
 
 ``prepare(url, payer, artifact, folder)`` builds the same state on a node: the faucet funds
 ``payer`` (the same keypair everywhere), ``curta-chain publish`` puts a model on chain under
-``LOCALNET_PROGRAM_ID`` (as a process), and three transactions land: a transfer to a
-recipient derived from the payer, a second one, and a call to the program that fails (its fee
-paid). Then every request the client (``curta_chain/chain/rpc.py``), the SDK
-(``sdk/js/src/chain.ts``) and the page (``sdk/js/web``) make, with the encodings,
-commitments, ``minContextSlot``, ``dataSlice`` and filters they pass, and the error
+``LOCALNET_PROGRAM_ID`` (as a process), the faucet sends an airdrop below a new account's
+rent-exempt minimum (it lands failed, ``InsufficientFundsForRent``, as agave's RPC sends it
+without a preflight), and three transactions land: a transfer to a recipient derived from the
+payer, a second one, and a call to the program that fails (its fee paid). Then every
+request the client (``curta_chain/chain/rpc.py``), the SDK (``sdk/js/src/chain.ts``) and
+the page (``sdk/js/web``) make, with the encodings, commitments, ``minContextSlot``,
+``dataSlice`` and filters they pass, and the error
 answers they must read (a bad signature, an unknown blockhash, an oversized transaction, a
 program error, a slot not reached), is sent to both nodes (``probes``), and ``compare``
 walks the two answers.
@@ -66,6 +68,8 @@ VOLATILE = frozenset(
 node answers as: 2.2.0 for the embedded localnet): only their type is compared.
 ``transactionIndex`` counts the block's earlier transactions, the validator's own votes
 among them, which land before or after a client's by chance (0 or 1 on the same node)."""
+SMALL_AIRDROP = 1_000
+"""Lamports of an airdrop to a new account: below its rent-exempt minimum (890,880)."""
 FINALIZE_TIMEOUT = 120.0
 """Seconds the state may take to be finalized (32 slots)."""
 
@@ -104,6 +108,8 @@ class Scenario:
     payer: Keypair
     recipient: Keypair
     """Where the transfers go: derived from the payer, so the same on both nodes."""
+    small: Keypair
+    """Where the small airdrop goes: derived from the payer too."""
     model: str = ""
     weights: list[str] = field(default_factory=list)
     signatures: dict[str, str] = field(default_factory=dict)
@@ -155,10 +161,16 @@ def unknown_instruction() -> Instruction:
 def prepare(url: str, payer: Keypair, artifact: Path, folder: Path) -> Scenario:
     """Build the scenario's state on the node at ``url``; return once it is finalized."""
     recipient = Keypair.from_seed(hashlib.sha256(b"recipient" + bytes(payer)).digest())
-    scenario = Scenario(url, payer, recipient)
+    small = Keypair.from_seed(hashlib.sha256(b"small airdrop" + bytes(payer)).digest())
+    scenario = Scenario(url, payer, recipient, small)
     airdrop = str(result(url, "requestAirdrop", [str(payer.pubkey()), 5 * LAMPORTS_PER_SOL]))
     wait_status(url, airdrop, "confirmed")
     scenario.aliases[airdrop] = "<airdrop>"
+    # Below a new account's rent-exempt minimum: a signature, then a landed failure.
+    small = str(result(url, "requestAirdrop", [str(scenario.small.pubkey()), SMALL_AIRDROP]))
+    wait_status(url, small, "confirmed")
+    scenario.signatures["small airdrop"] = small
+    scenario.aliases[small] = "<small airdrop>"
     key = folder / "payer.json"
     key.write_text(json.dumps(list(bytes(payer))))
     command = [sys.executable, "-m", "curta_chain", "publish", str(artifact), "-u", url]
@@ -185,6 +197,8 @@ def prepare(url: str, payer: Keypair, artifact: Path, folder: Path) -> Scenario:
     wait_status(url, scenario.signatures["program error"], "finalized")
     # A transaction signed by more than the payer (creating an account) has more signatures.
     config = {"encoding": "json", "commitment": "confirmed", "maxSupportedTransactionVersion": 1}
+    answer = result(url, "getTransaction", [small, config])
+    scenario.aliases[answer["transaction"]["message"]["accountKeys"][0]] = "<faucet>"
     for signature, name in list(scenario.aliases.items()):
         if len(signature) > 44:
             answer = result(url, "getTransaction", [signature, config])
@@ -204,6 +218,15 @@ class Probe:
     """The whole result differs between nodes (a slot, a height, the genesis hash)."""
     summary: Callable[[Any], Any] | None = None
     """What of the result is compared, where its size depends on the node's age."""
+
+
+def without_the_faucets_balance(result: Any) -> Any:
+    """getTransaction of an airdrop but the faucet's balances (each node's faucet holds its own)."""
+    if not isinstance(result, dict) or not isinstance(result.get("meta"), dict):
+        return result
+    meta = result["meta"]
+    balances = {key: meta[key][1:] for key in ("preBalances", "postBalances") if key in meta}
+    return {**result, "meta": {**meta, **balances}}
 
 
 def fees_summary(result: Any) -> Any:
@@ -305,6 +328,19 @@ def probes(s: Scenario) -> Iterator[Probe]:
         signature = next(sig for sig, alias in s.aliases.items() if alias == f"<{name}>")
         yield Probe(f"getTransaction {name}", "getTransaction", [signature, as_json])
     yield Probe("getTransaction unknown", "getTransaction", ["1" * 64, as_json])
+    small = s.signatures["small airdrop"]
+    yield Probe(
+        "getSignatureStatuses small airdrop",
+        "getSignatureStatuses",
+        [[small], {"searchTransactionHistory": True}],
+    )
+    yield Probe(
+        "getTransaction small airdrop",
+        "getTransaction",
+        [small, as_json],
+        summary=without_the_faucets_balance,
+    )
+    yield Probe("getBalance small airdrop", "getBalance", [str(s.small.pubkey())])
     yield Probe(
         "getRecentPrioritizationFees",
         "getRecentPrioritizationFees",

@@ -33,7 +33,7 @@ from solders.system_program import TransferParams, transfer
 from solders.transaction import VersionedTransaction
 
 from curta_chain.chain.loader import LOADER_V3, encode_program_data, programdata_address
-from curta_chain.compute_budget import priority_fee, transaction_fee
+from curta_chain.compute_budget import LAMPORTS_PER_SIGNATURE, priority_fee, transaction_fee
 from curta_chain.constants import (
     FINALIZED_DEPTH,
     LAMPORTS_PER_SOL,
@@ -48,7 +48,7 @@ from curta_chain.localnet.clock import SLOT_SECONDS, SlotClock
 from curta_chain.localnet.current_bank import new_svm
 from curta_chain.localnet.features import BEFORE_AGAVE_4, Features
 from curta_chain.localnet.ledger import Ledger
-from curta_chain.localnet.outcomes import SendOutcome
+from curta_chain.localnet.outcomes import Refused, SendOutcome
 from curta_chain.localnet.parsed import GENESIS_ACCOUNTS
 from curta_chain.program.builds import find_program_binary
 
@@ -284,10 +284,17 @@ class Localnet(BlockProduction):
 
         Two equal requests in one slot would sign the same transaction: the faucet then
         signs with an older (still valid) blockhash, and past those adds a compute-unit
-        limit that changes nothing but the signature, so every request lands.
+        limit that changes nothing but the signature, so every request lands. As agave's
+        RPC sends the faucet's transaction, it goes without a preflight: a transfer the
+        runtime refuses (less than a new account's rent-exempt minimum) lands failed,
+        ``InsufficientFundsForRent``, its fee paid by the faucet. Only a faucet that cannot
+        pay at all is ``Refused`` (agave's faucet refuses a request over its caps).
         """
         slot = self.tick()
         payer = self.faucet.pubkey()
+        held = self.svm.get_account(payer)
+        if held is None or held.lamports < lamports + LAMPORTS_PER_SIGNATURE:
+            return Refused("", "InsufficientFundsForFee", [], 0)
         instruction = transfer(
             TransferParams(from_pubkey=payer, to_pubkey=pubkey, lamports=lamports)
         )
@@ -305,10 +312,10 @@ class Localnet(BlockProduction):
                 break
             attempt += 1
         if not self.busy.changes_sending:
-            return self._send_now(bytes(tx), tx, preflight_slot=slot)
+            return self._send_now(bytes(tx), tx, preflight_slot=None)
         # The faucet is the localnet's own: its transfers go through blocks, first in
         # theirs, and are never lost.
-        return self._accept(self.tick(), bytes(tx), tx, preflight_slot=slot, faucet=True)
+        return self._accept(self.tick(), bytes(tx), tx, preflight_slot=None, faucet=True)
 
     # -- ledger -----------------------------------------------------------------------
 

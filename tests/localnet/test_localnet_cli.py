@@ -139,6 +139,7 @@ def test_validator_flag_runs_solana_test_validator_with_the_program(tmp_path, mo
     assert args[program + 1] == LOCALNET_PROGRAM_ID
     assert args[program + 2].endswith("curta_chain/program/curta.so")
     assert "--reset" in args
+    assert args[args.index("--bind-address") + 1] == "127.0.0.1"  # loopback only
     # Every other port the validator takes is a free one, apart from the RPC's two.
     faucet = int(args[args.index("--faucet-port") + 1])
     gossip = int(args[args.index("--gossip-port") + 1])

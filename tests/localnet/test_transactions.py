@@ -102,6 +102,26 @@ def test_two_equal_airdrops_in_one_slot_both_land(localnet):
     assert client.get_balance(pubkey).value == 2 * LAMPORTS_PER_SOL
 
 
+def test_an_airdrop_below_the_rent_exempt_minimum_lands_failed_as_agave_s(localnet):
+    # agave's RPC sends the faucet's transfer without a preflight: a signature comes back,
+    # and the transfer lands failed (the new account would be below its minimum), the
+    # faucet paying its fee; the account never holds a lamport.
+    client = Client(localnet.url, "confirmed")
+    pubkey = Pubkey.new_unique()
+    signature = client.request_airdrop(pubkey, 1_000).value
+    client.confirm_transaction(signature, "confirmed", sleep_seconds=0.05)
+    answer = rpc(localnet.url, "getSignatureStatuses", [[str(signature)]])
+    assert answer["result"]["value"][0]["err"] == {"InsufficientFundsForRent": {"account_index": 1}}
+    assert client.get_balance(pubkey).value == 0
+    landed = rpc(
+        localnet.url,
+        "getTransaction",
+        [str(signature), {"encoding": "json", "commitment": "confirmed"}],
+    )["result"]
+    assert landed["meta"]["fee"] == 5_000
+    assert landed["meta"]["preBalances"][0] - landed["meta"]["postBalances"][0] == 5_000
+
+
 def test_airdrop_the_faucet_cannot_pay_is_an_internal_error(localnet):
     answer = rpc(localnet.url, "requestAirdrop", [str(Pubkey.new_unique()), 2**63])
     assert answer["error"] == {"code": -32603, "message": "Internal error"}
