@@ -60,6 +60,7 @@ ORDER = (
     "agreement",
     "busy_localnet",
     "cluster",
+    "busy_publish",
     "validator",
     "validator_15m",
     "pipelined_runs",

@@ -41,6 +41,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import processes
 import pytest
 from node_packages import require_node_packages
 from reference_client import Client
@@ -61,6 +62,8 @@ from curta_chain.localnet.current_bank import reuse_freed_memory
 
 # The tests' own LiteSVMs (tests/program) run in this process too: as the localnet's do.
 reuse_freed_memory()
+# A shell that ignores Ctrl-C passes the ignore on: every child starts with the default.
+processes.default_ctrl_c()
 
 READY_TIMEOUT = 120.0
 """Seconds a localnet subprocess may take to replay its ledger and listen."""
@@ -96,6 +99,13 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 
     config.option.loadscopereorder = False  # keep the order above, not the test counts'
     return TierScheduling(config, log)
+
+
+@pytest.fixture(autouse=True)
+def nothing_left_running() -> Iterator[None]:
+    """Every process a test started (``tests/processes.py``) is gone when it ends."""
+    with processes.left_behind():
+        yield
 
 
 @pytest.fixture(autouse=True)
@@ -155,7 +165,7 @@ class LocalnetProcess:
         if self.ledger is not None:
             command += ["--ledger", str(self.ledger)]
         command += self.extra
-        self.process = subprocess.Popen(
+        self.process = processes.start(
             command,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
@@ -175,15 +185,14 @@ class LocalnetProcess:
 
     def kill(self) -> None:
         if self.process is not None and self.process.poll() is None:
-            self.process.kill()
-            self.process.wait()
+            processes.kill(self.process)
 
     def stop(self) -> int:
         if self.process is None:
             return 0
         if self.process.poll() is None:
             self.process.send_signal(signal.SIGINT)
-        code = self.process.wait(timeout=60)
+        code = processes.wait(self.process, 60)
         assert self.process.stdout is not None
         self.output.append(self.process.stdout.read())
         return code

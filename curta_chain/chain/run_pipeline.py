@@ -36,7 +36,7 @@ from curta_chain.chain.effects import Counted
 from curta_chain.chain.rpc import AccountInfo, RpcClient
 from curta_chain.chain.sender import Sender, SendStats
 from curta_chain.chain.specs import STEP_CU, TxSpec, sign
-from curta_chain.chain.watch import round_sender, while_watching
+from curta_chain.chain.watch import RetriesOnly, round_sender, while_watching
 from curta_chain.constants import MAX_LOADED_ACCOUNTS_DATA_SIZE
 from curta_chain.errors import AccountError, ProgramError, RpcError
 from curta_chain.program import (
@@ -48,7 +48,6 @@ from curta_chain.program import (
     transaction_error,
 )
 from curta_chain.program.run_mirror import Logged, RunMirror, phase_name
-from curta_chain.reporting import Progress
 
 SETTLED = ("RunFinished", "MissingWeightAccount")
 """Refusals that change nothing: the run had ended, or a window missed a section."""
@@ -222,31 +221,6 @@ class RunFlow:
             self.on_piece(token.piece)
 
 
-class _Retries:
-    """The progress the sender reports to: its resends, not its landings.
-
-    The bar counts the run's steps as the chain holds them (the run's own and anyone
-    else's), which the watch reads; the sender's landings would count this invocation's
-    alone, and not the first step (simulated, then sent with the rest).
-    """
-
-    def __init__(self, bar: Progress):
-        self.bar = bar
-
-    def advance(self, nbytes: int = 0, transactions: int = 0, units: int = 0) -> None:
-        """Counted by the watch instead."""
-
-    def describe(self, where: str) -> None:
-        """Said by the watch instead."""
-
-    def retries(self, resent: int, resigned: int) -> None:
-        """Show the sender's resends and re-signings."""
-        self.bar.retries(resent, resigned)
-
-    def close(self) -> None:
-        """The watch closes the bar."""
-
-
 async def crank(
     flow: RunFlow, mirror: RunMirror, result: OnChainRun, remaining: int, account_cu_limit: int
 ) -> None:
@@ -295,7 +269,7 @@ async def crank(
             ran = Counted(run_steps, mirror.header.steps)
             try:
                 with round_sender(flow.sender, in_flight) as sender:
-                    sending = sender.send(specs, _Retries(bar), "processed", effects=ran)
+                    sending = sender.send(specs, RetriesOnly(bar), "processed", effects=ran)
                     stats = await while_watching(sending, look)
                 if stats.signatures:
                     flow.last_signature = stats.signatures[-1]

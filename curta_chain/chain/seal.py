@@ -42,7 +42,7 @@ from curta_chain.chain.rpc import AccountInfo, RpcClient
 from curta_chain.chain.seal_mirror import SealMirror
 from curta_chain.chain.sender import wait_for_signature
 from curta_chain.chain.specs import SEAL_STEP_CU, Transactions, TxSpec
-from curta_chain.chain.watch import round_sender, while_watching
+from curta_chain.chain.watch import RetriesOnly, round_sender, while_watching
 from curta_chain.constants import ACCOUNT_CU_LIMIT
 from curta_chain.errors import AccountError, ProgramError
 from curta_chain.program import MODEL_ACCOUNT_SIZE, ModelAccount, ModelState
@@ -227,22 +227,30 @@ async def seal(
     )
     last_seen = ""
     cranked = False
+    shown = [done]  # the chunks the bar counts: the chain's, whoever hashed them
+
+    def see(model: ModelAccount) -> ModelAccount:
+        mirror.check(model)
+        steps = mirror.steps[shown[0] : model.chunks_hashed]
+        bar.advance(sum(step.length for step in steps), len(steps))
+        shown[0] = max(shown[0], model.chunks_hashed)
+        return model
 
     async def chunks() -> int:
         return (await _read_at(processed, [sender.client], program_id, address)).chunks_hashed
+
+    async def look() -> None:
+        see(await _read_at(processed, [sender.client], program_id, address))
 
     try:
         while model.state == ModelState.SEALING:
             cranked = True
             specs = _round(txs, address, model, mirror, done)
-
-            async def look() -> None:
-                mirror.check(await _read_at(processed, [sender.client], program_id, address))
-
             try:
                 with round_sender(sender, min(len(specs), account_cu_limit // SEAL_STEP_CU)):
                     counted_steps = Counted(chunks, done)
-                    sending = sender.send(specs, bar, "processed", effects=counted_steps)
+                    progress = RetriesOnly(bar)
+                    sending = sender.send(specs, progress, "processed", effects=counted_steps)
                     sent = await while_watching(sending, look)
             except ProgramError as exc:
                 # Other cranks moved the cursor: an earlier run's steps, on their way when it
@@ -258,7 +266,7 @@ async def seal(
                 model = await _read_at(processed, [sender.client], program_id, address)
             # Never fewer chunks than this run's steps that landed; more if others cranked.
             mirror.check(model, max(done, model.chunks_hashed))
-            done = model.chunks_hashed
+            done = see(model).chunks_hashed
     finally:
         bar.close()
     if last_seen:

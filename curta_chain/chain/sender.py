@@ -47,7 +47,6 @@ from typing import Any
 
 from solders.keypair import Keypair
 
-from curta_chain.chain.blockhashes import FRESH_BLOCKHASH_WAIT as FRESH_BLOCKHASH_WAIT
 from curta_chain.chain.blockhashes import Blockhashes
 from curta_chain.chain.effects import Effects
 from curta_chain.chain.flights import RESEND_INTERVAL, Flight, Round, Send, SendStats
@@ -58,12 +57,10 @@ from curta_chain.chain.refusals import (
     preflight_funds,
     went,
 )
-from curta_chain.chain.refusals import send_checked as send_checked
 from curta_chain.chain.rpc import RpcClient
 from curta_chain.chain.signature_statuses import (
     POLL_INTERVAL,
     Clock,
-    StatusPoller,
     default_poll_interval,
 )
 from curta_chain.chain.signature_statuses import wait_for_signature as wait_for_signature
@@ -167,11 +164,6 @@ class Sender:
     def slack(self) -> float:
         """Seconds a due look may wait to share a status call: longer behind a rate limit."""
         return max(self.interval, POLL_SLACK) if self.client.limits.rps is not None else 0.0
-
-    @property
-    def poller(self) -> StatusPoller:
-        """The status poller this sender's rounds use."""
-        return StatusPoller(self.client, self.interval, self.clock)
 
     async def send(
         self,

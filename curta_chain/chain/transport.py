@@ -225,6 +225,10 @@ class HttpTransport:
             transport=http,
         )
         self.requests = 0
+        """HTTP requests posted (retries included)."""
+        self.calls = 0
+        """JSON-RPC calls posted, each call of a batch and each retry counted: what a
+        provider counts against its limit, and bills."""
         self.retries = 0
 
     async def post(self, payload: dict[str, Any] | list[dict[str, Any]]) -> Any:
@@ -247,6 +251,7 @@ class HttpTransport:
                 if (pause := self.limits.delay(calls, self._clock())) > 0:
                     await self._sleep(pause)
                 self.requests += 1
+                self.calls += calls
                 try:
                     response = await self._client.post(self.url, content=body)
                     failure = None

@@ -7,6 +7,8 @@ flight at once, and, while they land, read the account they write every
 once, and the watch ends when the sending does. ``round_sender`` sets the sender for a
 round: its window, and resends every ``ROUND_RESEND`` seconds, since the next round waits
 for the last step of this one (a resend is the same bytes: it can never land twice).
+``RetriesOnly`` is the progress a round's sender reports to: the bar counts the steps as
+the chain holds them (this run's and anyone else's), which the watch reads.
 """
 
 import asyncio
@@ -15,6 +17,7 @@ from collections.abc import Awaitable, Callable, Iterator
 from typing import TypeVar
 
 from curta_chain.chain.sender import Sender
+from curta_chain.reporting import Progress
 
 T = TypeVar("T")
 
@@ -63,3 +66,28 @@ async def while_watching(work: Awaitable[T], look: Callable[[], Awaitable[None]]
                 pending.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await pending
+
+
+class RetriesOnly:
+    """The progress the sender reports to: its resends, not its landings.
+
+    The bar counts the steps as the chain holds them (this invocation's and anyone
+    else's, a round a refusal ended included), which the watch reads; the sender's
+    landings would count only those it saw confirmed.
+    """
+
+    def __init__(self, bar: Progress):
+        self.bar = bar
+
+    def advance(self, nbytes: int = 0, transactions: int = 0, units: int = 0) -> None:
+        """Counted by the watch instead."""
+
+    def describe(self, where: str) -> None:
+        """Said by the watch instead."""
+
+    def retries(self, resent: int, resigned: int) -> None:
+        """Show the sender's resends and re-signings."""
+        self.bar.retries(resent, resigned)
+
+    def close(self) -> None:
+        """The watch closes the bar."""

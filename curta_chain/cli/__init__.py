@@ -17,7 +17,9 @@ import argparse
 import difflib
 import os
 import re
+import signal
 import sys
+import threading
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
@@ -241,6 +243,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; return the process exit code."""
     from curta_chain.cli.options import Interrupted
 
+    _ctrl_c_stops()
     words = sys.argv[1:] if argv is None else argv
     args = build_parser().parse_args(global_options_last(words))
     try:
@@ -256,6 +259,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         # The reader (`| head`) left: stop quietly, as Unix tools do.
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - keeps interpreter exit quiet
         return 141
+
+
+def _ctrl_c_stops() -> None:
+    """Make Ctrl-C stop the command, whatever the shell that started it ignored.
+
+    A process inherits an ignored SIGINT (a background job, ``nohup``, a CI runner), and
+    Python then installs no handler of its own: Ctrl-C would never reach a long-running
+    ``localnet``, ``web`` or a wait. The CLI installs Python's own handler (a
+    ``KeyboardInterrupt``), which also lets the processes it starts (the validator) take
+    Ctrl-C by default. Only the main thread may set a handler; elsewhere nothing changes.
+    """
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 if __name__ == "__main__":

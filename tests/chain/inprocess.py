@@ -9,6 +9,8 @@ confirmed from the request after the one that landed it.
 
 With ``busy`` (``BusyOptions``) it is the busy-cluster mode: blocks, the leader's order,
 its limits, loss; ``deactivate_features`` are off at its genesis (``--deactivate-feature``).
+With ``rps``, it answers as a provider taking that many calls a second would, in time:
+a request of n calls moves the clock on by n / ``rps`` seconds (at least its slot).
 Faults are injected by subclasses that override ``forward`` (one request in, its answer
 out), as ``tests/reliability/fault_proxy.py`` does over HTTP.
 """
@@ -50,17 +52,20 @@ class LocalnetTransport:
         tick: float = SLOT_SECONDS,
         busy: BusyOptions | None = None,
         deactivate_features: tuple[Pubkey, ...] = (),
+        rps: float | None = None,
     ):
         self.clock = ManualClock(GENESIS_TIME)
         self.localnet = Localnet(
             now=self.clock, busy=busy or BusyOptions(), deactivate_features=deactivate_features
         )
         self.tick = tick
+        self.rps = rps
         self.methods: list[str] = []
 
     async def post(self, payload: dict[str, Any] | list[dict[str, Any]]) -> Any:
         """Answer a request or a batch, as the HTTP server would."""
-        self.clock.advance(self.tick)
+        calls = len(payload) if isinstance(payload, list) else 1
+        self.clock.advance(max(self.tick, calls / self.rps) if self.rps else self.tick)
         if isinstance(payload, list):
             answers = [self.forward(item) for item in payload]
             return [a for a in answers if a is not None]

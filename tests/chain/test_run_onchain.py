@@ -9,6 +9,7 @@ import threading
 from pathlib import Path
 
 import httpx
+import processes
 import pytest
 from solders.compute_budget import set_compute_unit_limit
 from solders.keypair import Keypair
@@ -116,7 +117,7 @@ def test_a_killed_run_resumes_from_the_chain_after_a_stranger_s_short_step(
     # blocks' worth), well below the run's 64 steps, so the kill leaves it unfinished.
     limit = ["--account-cu-limit", str(2 * MAX_COMPUTE_UNITS)]
     command = [sys.executable, "-m", "curta_chain", "run", model, *args, *chain, "--on-chain"]
-    process = subprocess.Popen([*command, *limit], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    process = processes.start([*command, *limit], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     capacity = len(cli_json(capsys, "run", str(artifact), *args)["prompt_ids"]) + 40
     run = the_run(localnet.url, keypair, model, capacity)
     # Counted at the commitment the resumed run reads at, so it sees at least as many.

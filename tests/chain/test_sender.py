@@ -17,15 +17,12 @@ from solders.system_program import TransferParams, transfer
 from solders.transaction import Transaction
 
 from curta_chain import program
+from curta_chain.chain.blockhashes import FRESH_BLOCKHASH_WAIT
+from curta_chain.chain.refusals import send_checked
 from curta_chain.chain.rent import rent_exempt_minimum
 from curta_chain.chain.rpc import RpcClient
-from curta_chain.chain.sender import (
-    FRESH_BLOCKHASH_WAIT,
-    Sender,
-    StatusPoller,
-    send_checked,
-    wait_for_signature,
-)
+from curta_chain.chain.sender import Sender
+from curta_chain.chain.signature_statuses import StatusPoller, wait_for_signature
 from curta_chain.chain.specs import Budget, TxSpec, sign
 from curta_chain.constants import LAMPORTS_PER_SOL
 from curta_chain.errors import (

@@ -12,17 +12,18 @@ import re
 import select
 import signal
 import struct
-import subprocess
 import sys
 import termios
 import time
+
+import processes
 
 
 class Terminal:
     def __init__(self, argv: list[str], columns: int = 80, rows: int = 24, env=None, cwd=None):
         self.master, slave = os.openpty()
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
-        self.process = subprocess.Popen(
+        self.process = processes.start(
             argv,
             stdin=slave,
             stdout=slave,
@@ -76,7 +77,7 @@ class Terminal:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline and self._read(0.1):
             pass
-        self.process.wait(timeout=max(deadline - time.monotonic(), 1))
+        processes.wait(self.process, max(deadline - time.monotonic(), 1))
         os.close(self.master)
         return self.text
 

@@ -17,6 +17,7 @@ import sys
 from pathlib import Path
 
 import httpx
+import processes
 import pytest
 from solders.keypair import Keypair
 
@@ -185,7 +186,7 @@ def test_an_interrupted_publish_names_the_command_that_resumes_it(
 ):
     node = localnet_process()
     person = Person(node.url, tmp_path, fund(node.url, 100))
-    publishing = subprocess.Popen(
+    publishing = processes.start(
         [sys.executable, "-m", "curta_chain", "publish", str(art), *person.options,
          "--rpc-rps", "20", "--rpc-timeout", "2"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -196,7 +197,7 @@ def test_an_interrupted_publish_names_the_command_that_resumes_it(
         if line.startswith("created and bound"):
             break
     node.kill()
-    _, err = publishing.communicate(timeout=120)
+    _, err = processes.finish(publishing, 120)
     assert publishing.returncode == 1, err
     hint = re.search(r"rerun `([^`]+)` to resume$", err.strip())
     assert hint, err

@@ -18,6 +18,7 @@ import sys
 import time
 from collections.abc import Callable
 
+import processes
 import pytest
 from reference_client import Client
 from solders.keypair import Keypair
@@ -36,7 +37,7 @@ def free_port() -> int:
 
 
 def curta(*args: str, **kwargs) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+    return processes.run(
         [sys.executable, "-m", "curta_chain", *args], capture_output=True, text=True, **kwargs
     )
 
@@ -144,7 +145,7 @@ class Silent:
 
 def interrupt_when(argv: list[str], ready: Callable[[], None]) -> tuple[int, str, str]:
     """Run the CLI, and press Ctrl-C once ``ready`` returns."""
-    process = subprocess.Popen(
+    process = processes.start(
         [sys.executable, "-m", "curta_chain", *argv],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -152,7 +153,7 @@ def interrupt_when(argv: list[str], ready: Callable[[], None]) -> tuple[int, str
     )
     ready()
     process.send_signal(signal.SIGINT)
-    out, err = process.communicate(timeout=60)
+    out, err = processes.finish(process, 60)
     return process.returncode, out, err
 
 
@@ -181,7 +182,7 @@ def test_ctrl_c_mid_upload_says_how_to_resume(localnet, fund, tmp_path, stories1
     art.write_bytes(stories15m.data)
     write_keypair(fund(localnet.url, 200), keypair)
     argv = ["publish", str(art), "-u", localnet.url, "-k", str(keypair), "--output", "json"]
-    process = subprocess.Popen(
+    process = processes.start(
         [sys.executable, "-m", "curta_chain", *argv],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -194,7 +195,7 @@ def test_ctrl_c_mid_upload_says_how_to_resume(localnet, fund, tmp_path, stories1
     created = wait_for_balance(client, payer, lambda lamports: lamports < 150 * 10**9, process)
     wait_for_balance(client, payer, lambda lamports: lamports < created, process)
     process.send_signal(signal.SIGINT)
-    out, err = process.communicate(timeout=60)
+    out, err = processes.finish(process, 60)
     assert process.returncode == 130 and out == ""
     # The hint is the command itself, with the -u and -k it was given.
     rerun = shlex.join(["curta-chain", "publish", str(art), "-u", localnet.url, "-k", str(keypair)])

@@ -19,6 +19,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import processes
 import pytest
 from localnet_helpers import advance_slots
 from node_packages import require_node_packages
@@ -198,7 +199,7 @@ def run_suite(script: str, blocks: bool = False) -> dict[str, dict[str, Any]]:
         world = build_world(handle.url, handle.ws_url or "", clock, blocks)
         if blocks and script == "anchor.mjs":
             producer.start()
-        process = subprocess.Popen(
+        process = processes.start(
             ["node", str(JS / script), json.dumps(world)],
             cwd=JS,
             stdin=subprocess.PIPE,
@@ -223,7 +224,7 @@ def run_suite(script: str, blocks: bool = False) -> dict[str, dict[str, Any]]:
                 checks[message["check"]] = message
             elif message.get("done"):
                 finished = True
-        process.wait(timeout=SUITE_TIMEOUT)
+        processes.wait(process, SUITE_TIMEOUT)
         assert finished, f"{script} did not finish: {''.join(other)[-3000:]}"
         checks["(client output)"] = {"ok": True, "output": other}
         return checks

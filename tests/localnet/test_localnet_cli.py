@@ -5,6 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import processes
 from reference_client import Client
 from solders.pubkey import Pubkey
 
@@ -15,7 +16,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def run_cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
+    return processes.run(
         [sys.executable, "-m", "curta_chain", "localnet", *args],
         capture_output=True,
         text=True,
@@ -157,7 +158,7 @@ def test_validator_flag_waits_until_it_answers_then_stops_on_ctrl_c(tmp_path, mo
     stand_in(tmp_path / "bin")
     monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}:/usr/bin:/bin")
     assert str(pinned).startswith(str(home))
-    process = subprocess.Popen(
+    process = processes.start(
         [sys.executable, "-m", "curta_chain", "localnet", "--validator", "--port", "0"],
         cwd=tmp_path,
         stdout=subprocess.PIPE,
@@ -175,7 +176,7 @@ def test_validator_flag_waits_until_it_answers_then_stops_on_ctrl_c(tmp_path, mo
     assert lines[0] == f"Starting solana-test-validator 0.0.0 (stand-in) ({pinned})\n"
     assert not (tmp_path / "bin" / "args").exists()
     process.send_signal(signal.SIGINT)
-    assert process.wait(timeout=60) == 0
+    assert processes.wait(process, 60) == 0
     assert process.stdout.read() == "Validator stopped\n"
     assert process.stderr.read() == ""
 

@@ -83,6 +83,7 @@ from typing import Any
 
 import aiohttp
 import httpx
+import processes
 from solders.keypair import Keypair
 from solders.transaction import Transaction, VersionedTransaction
 
@@ -869,7 +870,7 @@ def run_cli(*args: str, timeout: float = 300) -> tuple[int, dict[str, Any] | Non
 
 def run_plain(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
     """Run ``curta-chain *args`` as a user would, with no terminal on stdin."""
-    return subprocess.run(
+    return processes.run(
         cli_command(*args),
         capture_output=True,
         text=True,
@@ -880,7 +881,7 @@ def run_plain(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[s
 
 def start_cli(*args: str) -> subprocess.Popen[str]:
     """Start ``curta-chain *args --output json-compact`` in the background."""
-    return subprocess.Popen(
+    return processes.start(
         cli_command(*args, "--output", "json-compact"),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,

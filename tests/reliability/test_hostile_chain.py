@@ -45,9 +45,10 @@ from curta_chain.chain.context import ChainContext
 from curta_chain.chain.keys import model_keypair, weight_keypair
 from curta_chain.chain.plan import NewAccount
 from curta_chain.chain.publish import plan_publish, publish
+from curta_chain.chain.refusals import send_checked
 from curta_chain.chain.rpc import RpcClient
 from curta_chain.chain.seal import seal
-from curta_chain.chain.sender import Sender, send_checked, wait_for_signature
+from curta_chain.chain.sender import Sender, wait_for_signature
 from curta_chain.chain.specs import Budget, Transactions, TxSpec
 from curta_chain.chain.transport import HttpTransport
 from curta_chain.chain.verify import verify

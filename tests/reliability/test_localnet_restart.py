@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import processes
 import pytest
 from fault_proxy import (
     LAMPORTS_PER_SIGNATURE,
@@ -112,7 +113,7 @@ def test_localnet_killed_mid_run_then_restarted_the_model_completes_and_verifies
         target = str(art) if crash.command == "publish" else plan["model"]
         timeout = ("--rpc-timeout", "30" if crash.rides_through else "2")
         client = start_cli(crash.command, target, *via, *timeout)
-        _, err = client.communicate(timeout=120)
+        _, err = processes.finish(client, 120)
         assert trigger.fired, f"the node was never killed: {err}"
         if crash.rides_through:
             assert client.returncode == 0, err

@@ -9,11 +9,11 @@ the prompt, with no terminal on stdin for the refusal, and with ``--yes``.
 import os
 import pty
 import select
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import processes
 import pytest
 from fault_proxy import FaultProxy, balance, cli_command, record, run_cli, run_plain
 from solders.keypair import Keypair
@@ -57,7 +57,7 @@ def art(tmp_path, stories260k: Artifact) -> Path:
 def on_terminal(argv: tuple[str, ...], answer: bytes, timeout: float = 120) -> tuple[int, str]:
     """Run the CLI with a pty as its terminal; type ``answer`` at the prompt."""
     master, slave = pty.openpty()
-    process = subprocess.Popen(cli_command(*argv), stdin=slave, stdout=slave, stderr=slave)
+    process = processes.start(cli_command(*argv), stdin=slave, stdout=slave, stderr=slave)
     os.close(slave)
     seen, answered = b"", False
     deadline = time.monotonic() + timeout
@@ -78,11 +78,11 @@ def on_terminal(argv: tuple[str, ...], answer: bytes, timeout: float = 120) -> t
             if not answered and b"[y/N] " in seen:
                 os.write(master, answer)
                 answered = True
-        return process.wait(timeout=30), seen.decode(errors="replace")
+        return processes.wait(process, 30), seen.decode(errors="replace")
     finally:
         os.close(master)
         if process.poll() is None:
-            process.kill()
+            processes.kill(process)
 
 
 def test_the_terminal_is_asked_and_only_yes_spends(localnet, devnet, payer, via, art):

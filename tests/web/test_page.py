@@ -16,6 +16,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from urllib.parse import urlencode
 
+import processes
 import pytest
 from solders.account import Account
 from solders.pubkey import Pubkey
@@ -233,7 +234,7 @@ def stories(world, stories260k, tmp_path_factory) -> str:
 @contextlib.contextmanager
 def web_command(*args: str) -> Iterator[SimpleNamespace]:
     """`curta-chain web --port 0 ARGS` as a process; yields its page's address as ``.url``."""
-    process = subprocess.Popen(
+    process = processes.start(
         [sys.executable, "-m", "curta_chain", "web", "--port", "0", *args],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
@@ -243,7 +244,7 @@ def web_command(*args: str) -> Iterator[SimpleNamespace]:
         yield SimpleNamespace(url=line.split()[4].split("?")[0])
     finally:
         process.send_signal(signal.SIGINT)
-        assert process.wait(timeout=30) == 0
+        assert processes.wait(process, 30) == 0
 
 
 def test_a_model_named_with_no_file_is_verified_from_the_chain_alone(page, world, stories):

@@ -7,6 +7,7 @@ import subprocess
 import sys
 import urllib.request
 
+import processes
 from web_helpers import SDK
 
 from curta_chain.web import STATIC
@@ -22,7 +23,7 @@ def test_the_committed_page_is_what_a_rebuild_gives(sdk, tmp_path):
 
 
 def test_the_command_serves_the_page_and_its_config(world):
-    process = subprocess.Popen(
+    process = processes.start(
         [sys.executable, "-m", "curta_chain", "web", "--port", "0", "-u", world.url,
          "--model", world.sealed],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -49,7 +50,7 @@ def test_the_command_serves_the_page_and_its_config(world):
             assert b'"ok"' in answer.read()
     finally:
         process.send_signal(signal.SIGINT)
-        assert process.wait(timeout=30) == 0
+        assert processes.wait(process, 30) == 0
 
 
 def test_a_port_in_use_is_one_line(world):
@@ -85,7 +86,7 @@ def test_with_nothing_named_the_page_opens_the_demo_model(world):
     from curta_chain.artifact import convert_llama2c
     from curta_chain.demo import DEMO_MODEL, DEMO_TOKENIZER
 
-    process = subprocess.Popen(
+    process = processes.start(
         [sys.executable, "-m", "curta_chain", "web", "--port", "0", "-u", world.url],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
@@ -102,4 +103,4 @@ def test_with_nothing_named_the_page_opens_the_demo_model(world):
             assert answer.read() == convert_llama2c(DEMO_MODEL, DEMO_TOKENIZER).data
     finally:
         process.send_signal(signal.SIGINT)
-        assert process.wait(timeout=30) == 0
+        assert processes.wait(process, 30) == 0
