@@ -108,6 +108,8 @@ class Flight:
     """When its effect was last read on chain (a node reporting no status for it)."""
     seen: bool = False
     """The node has a status for it: it landed, only not at our commitment yet."""
+    pending: bool = False
+    """Its bytes are on the wire, the send's answer not booked yet (``wire.py``)."""
     signings: int = 0
 
 
@@ -153,18 +155,19 @@ class Round:
     def resend_due(self, flight: Flight, tail: bool, timing: Timing, now: float) -> bool:
         """Whether to send ``flight``'s bytes again now: unseen by a poll made past its moment.
 
-        A blockhash the leader did not know yet (``retry_at``) needs no poll: it never went.
+        A blockhash the leader did not know yet (``retry_at``) needs no look at its status
+        (it never went), only a block height read since, which says it is still valid.
         """
-        if flight.seen or self.height > flight.last_valid_height:
+        if flight.seen or flight.pending or self.height > flight.last_valid_height:
             return False
         due = self.resend_at(flight, tail, timing)
         if flight.retry_at is not None:
-            return now >= due
+            return now >= due and self.height_at >= flight.sent_at
         return now >= due and flight.looked_at >= due
 
     def to_poll(self, now: float) -> list[Flight]:
         """The flights due for a look, then the oldest others, filling whole status calls."""
-        flights = sorted(self.in_flight.values(), key=lambda f: f.sent_at)
+        flights = sorted(self.answered(), key=lambda f: f.sent_at)
         due = [f for f in flights if f.check_at <= now]
         if not due:
             return []
@@ -179,7 +182,7 @@ class Round:
         past its moment (what a look may wait to share a call with others), or when
         nothing is left to sign and one is due (the caller waits for the last ones).
         """
-        moments = [f.check_at for f in self.in_flight.values()]
+        moments = [f.check_at for f in self.answered()]
         due = sum(1 for at in moments if at <= now)
         if not due:
             return False
@@ -188,9 +191,14 @@ class Round:
     def next_moment(self, slack: float) -> float:
         """The earliest moment something is to be done: a poll, or a resend that needs none."""
         wait = slack if self.queue else 0.0
-        moments = [f.check_at + wait for f in self.in_flight.values()]
-        moments += [f.retry_at for f in self.in_flight.values() if f.retry_at is not None]
+        flights = self.answered()
+        moments = [f.check_at + wait for f in flights]
+        moments += [f.retry_at for f in flights if f.retry_at is not None]
         return min(moments, default=math.inf)
+
+    def answered(self) -> list[Flight]:
+        """The flights in flight whose sends were answered (none of their bytes pend)."""
+        return [f for f in self.in_flight.values() if not f.pending]
 
     def stalled(self, max_expiries: int, now: float) -> str | None:
         """Why the send should give up (time without progress), or None while it should not.

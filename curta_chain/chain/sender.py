@@ -4,8 +4,9 @@
 with a recent blockhash (``blockhashes.py``) and keeps up to ``window`` of them in flight.
 Sends go out as JSON-RPC batches (``rpc.py`` sizes them to what the provider takes), paced
 to the provider: a round signs only what its rate lets go out within about a second
-(``ROUND_SECONDS``; until a rate is known, twice as many as the round before), so nothing
-waits behind the provider's limit long enough for its blockhash to age. Every call, send or
+(``LEAD_SECONDS``; until a rate is known, twice as many as the round before), so nothing
+waits behind the provider's limit long enough for its blockhash to age; it posts a batch
+without waiting for the one before to be answered (``wire.py``). Every call, send or
 poll, counts against that limit, so statuses are polled only for what is due for a look,
 256 signatures a call (``flights.py`` says when; ``signature_statuses.py`` reads them).
 
@@ -43,7 +44,6 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from solders.keypair import Keypair
 
@@ -66,6 +66,7 @@ from curta_chain.chain.signature_statuses import (
 from curta_chain.chain.signature_statuses import wait_for_signature as wait_for_signature
 from curta_chain.chain.specs import TxSpec, sign
 from curta_chain.chain.timing import Timing
+from curta_chain.chain.wire import Wire
 from curta_chain.compute_budget import LAMPORTS_PER_SIGNATURE, transaction_fee
 from curta_chain.constants import COMMITMENT_RANK
 from curta_chain.errors import (
@@ -85,10 +86,10 @@ BATCH_SIZE = 128
 """sendTransaction calls per group the sender hands the client (which may split it)."""
 MAX_EXPIRIES = 3
 """Blockhash lifetimes without a single confirmation before the sender gives up."""
-FIRST_BURST = 256
+FIRST_BURST = 32
 """Transactions the first round signs while the provider's rate is unknown (doubling)."""
-ROUND_SECONDS = 1.0
-"""Seconds of the provider's rate one round's sends may take."""
+LEAD_SECONDS = 1.5
+"""Seconds of the provider's rate the sends on the wire may take (posted, not answered)."""
 POLL_SLACK = 1.0
 """Seconds a due look may wait, behind a provider's limit, to share a call with others."""
 PAYER_CHECK_EVERY = 10.0
@@ -113,7 +114,7 @@ class Sender:
             slot, or ``LOOPBACK_POLL`` on loopback).
         resend_interval: seconds an unseen transaction waits for its resend until the
             cluster's confirmation time is learnt.
-        concurrency: batch requests on the wire at once.
+        concurrency: batches on the wire at once (each split further to the provider's size).
         clock: monotonic seconds; ``sleep``: waits that long (tests pass a fake pair).
     """
 
@@ -146,6 +147,7 @@ class Sender:
         self.own_signatures: set[str] = set()
         """Every signature this sender signed: what the chain may list as its own."""
         self._burst = FIRST_BURST
+        self._wire = Wire(self.client)
         self._payer_checked_at = -math.inf
 
     @property
@@ -214,7 +216,11 @@ class Sender:
                         await self._poll_round(send)
                     if progress is not None and (stats.resent or stats.resigned):
                         progress.retries(stats.resent, stats.resigned)
-                    if not sent and not polled and state.in_flight:
+                    if sent or polled or not state.in_flight:
+                        continue
+                    if self._wire.batches:
+                        await self._wire.settle(self._pause(state))
+                    else:
                         await self.sleep(self._pause(state))
         except RpcError as exc:
             if isinstance(exc, SendGaveUpError) or not self.client.sends:
@@ -223,6 +229,8 @@ class Sender:
                 f"gave up with {len(specs) - stats.confirmed:,} of "
                 f"{counted(len(specs), 'transaction')} not confirmed: {exc}; {self.resume_hint}"
             ) from exc
+        finally:
+            self._wire.cancel()  # resends of what landed meanwhile: their answers go unread
         stats.seconds = self.clock() - started
         return stats
 
@@ -276,21 +284,24 @@ class Sender:
         flight.sends, flight.resent_at, flight.retry_at, flight.seen = 0, None, None, False
 
     def _budget(self) -> int:
-        """Transactions one round may send: about ``ROUND_SECONDS`` of the provider's rate.
+        """Calls the sends on the wire may hold: ``LEAD_SECONDS`` of the provider's rate.
 
-        Until the rate is known, twice the round before's, from ``FIRST_BURST``.
+        Until the rate is known, twice what the round before was let post, from
+        ``FIRST_BURST``.
         """
         rps = self.client.limits.rps
         if rps is not None:
-            return max(1, int(rps * ROUND_SECONDS) - 2)  # two calls left for a poll
+            return max(1, int(rps * LEAD_SECONDS))
         return self._burst
 
     async def _send_round(self, state: Round, stats: SendStats) -> bool:
-        """Resend what is due, then sign and send new ones up to the window and the budget.
+        """Book the answers that came; resend what is due, then sign and post new ones.
 
-        Signing the next group overlaps the node's work on the previous one: each request
-        starts before the next group is signed. Returns whether anything went.
+        Up to the window, and to ``LEAD_SECONDS`` of the provider's rate on the wire at
+        once. Each batch is posted before the next is signed, so signing overlaps the
+        node's work. Returns whether anything was booked or posted.
         """
+        booked = await self._book(state, stats)
         now = self.clock()
         tail = state.tail()
         due = [f for f in state.in_flight.values() if state.resend_due(f, tail, self.timing, now)]
@@ -299,75 +310,52 @@ class Sender:
             # Unseen past its time: lost (a node also drops what the payer cannot pay for).
             self._lossy = True
             await self._check_payer(due, len(state.in_flight) + len(state.queue))
-        semaphore = asyncio.Semaphore(self.concurrency)
-
-        async def send_group(group: list[Flight], copies: int) -> list[object]:
-            calls = [self.client.send_call(f.wire) for f in group for _ in range(copies)]
-            self.client.sends += len(calls)
-            try:
-                answers = await self.client.batch(calls)
-            finally:
-                semaphore.release()
-            # Of a flight's copies, the answer that says it went (else the first refusal).
-            return [
-                next((a for a in pair if went(a)), pair[0])
-                for pair in zip(*(answers[i::copies] for i in range(copies)), strict=True)
-            ]
-
-        sending: list[tuple[list[Flight], int, asyncio.Task[list[object]]]] = []
         room = self.window - len(state.in_flight)
-        budget = self._budget()
-        signed = 0
-        try:
-            while budget > 0 and (due or (state.queue and room > 0)):
-                resending = bool(due)
-                size = min(self.batch_size, budget)
-                if due:
-                    group, due = due[:size], due[size:]
-                else:
-                    group = []
-                    for _ in range(min(size, room, len(state.queue))):
-                        flight = state.queue.popleft()
-                        self._sign(flight, stats)
-                        group.append(flight)
-                    room -= len(group)
-                    signed += len(group)
-                # A lossy sender's resends and its last few go twice: a loss of one copy
-                # costs no further resend, and a send waits for its unluckiest transaction.
-                # Behind a provider's rate, calls are the time: only the last few do.
-                twice = state.tail(signed) or (resending and self.client.limits.rps is None)
-                copies = 2 if self._lossy and twice else 1
-                budget -= len(group) * copies
-                await semaphore.acquire()
-                sending.append((group, copies, asyncio.create_task(send_group(group, copies))))
-                await asyncio.sleep(0)
-            answers = await asyncio.gather(*(task for *_, task in sending))
-        finally:
-            for *_, task in sending:
-                task.cancel()
-        if budget <= 0:
+        budget = self._budget() - self._wire.calls
+        posted = 0
+        while (
+            budget > 0
+            and len(self._wire.batches) < self.concurrency
+            and (due or (state.queue and room > 0))
+        ):
+            resending = bool(due)
+            size = min(self.batch_size, budget)
+            if due:
+                group, due = due[:size], due[size:]
+            else:
+                group = []
+                for _ in range(min(size, room, len(state.queue))):
+                    flight = state.queue.popleft()
+                    self._sign(flight, stats)
+                    state.in_flight[flight.signature] = flight
+                    group.append(flight)
+                room -= len(group)
+            # A lossy sender's resends and its last few go twice: a loss of one copy
+            # costs no further resend, and a send waits for its unluckiest transaction.
+            # Behind a provider's rate, calls are the time: only the last few do.
+            twice = state.tail() or (resending and self.client.limits.rps is None)
+            copies = 2 if self._lossy and twice else 1
+            budget -= len(group) * copies
+            posted += len(group) * copies
+            self._wire.post(group, copies)
+            await asyncio.sleep(0)  # the request starts before the next group is signed
+        if self.client.limits.rps is None and posted >= self._burst:
             self._burst = min(self._burst * 2, self.window)  # all it was let send, it sent
-        await self._answered(state, stats, sending, answers)
-        return bool(sending)
+        return booked or bool(posted)
 
-    async def _answered(
-        self,
-        state: Round,
-        stats: SendStats,
-        sending: list[tuple[list[Flight], int, Any]],
-        answers: list[list[object]],
-    ) -> None:
-        """Book a round's answers: each flight sent (when to look at it), or refused why."""
+    async def _book(self, state: Round, stats: SendStats) -> bool:
+        """Book the answers that came: each flight sent (when to look at it), or why not."""
+        batches = self._wire.answered()
         answered = self.clock()
         expected = self.timing.expected
         unknown = None
-        for (group, copies, _), results in zip(sending, answers, strict=True):
-            for flight, result in zip(group, results, strict=True):
+        for batch in batches:
+            copies = batch.copies
+            for flight, result in batch.answers():
                 stats.sent += copies
                 stats.resent += copies - 1 + (flight.first_sent_at > -math.inf)
                 if flight.sends and flight.resent_at is None:
                     flight.resent_at = answered
-                state.in_flight[flight.signature] = flight
                 flight.sends += 1
                 flight.sent_at, flight.retry_at = answered, None
                 flight.check_at = answered + expected
@@ -393,6 +381,7 @@ class Sender:
         if unknown is not None and unknown == self._blockhashes.current:
             # New transactions wait for the next blockhash rather than meet the same refusal.
             await self._blockhashes.after(unknown, self.interval)
+        return bool(batches)
 
     def _fund_then(self) -> str:
         """What a shortage of funds tells the user to do: fund the payer, then resume."""

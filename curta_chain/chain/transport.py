@@ -16,8 +16,9 @@ A provider's limits are learnt, per URL, for the command's run (``ProviderLimits
 is an answer, not a failure, so it never counts toward giving up; it is waited out as its
 ``Retry-After`` asks and lowers the request rate (the first to what the provider took in
 the last second, each later one met while sending near the rate by 30%, at most once a
-second), which then grows again by about one call a second each second (additive
-increase, multiplicative decrease, as TCP does). Calls of a batch each count, as
+second), which then grows again by a tenth each second, up to near where the provider last
+refused, and past it by a tenth of a call a second each second (multiplicative decrease,
+and a growth that plateaus near the last maximum, as CUBIC's). Calls of a batch each count, as
 providers count them. A batch the provider refuses (HTTP 413 or 400)
 is ``BatchRefusedError``: the client halves the batch and goes on. ``--rpc-rps`` and
 ``--rpc-batch`` set the two limits outright.
@@ -56,18 +57,23 @@ MIN_RPS = 1.0
 FIRST_RPS_FLOOR = 10.0
 """The first learnt rate is never below a public endpoint's 10 calls a second: a 429 met
 early (few calls taken yet) says little about the rate."""
-RATE_INCREASE = 1.0
-"""Calls per second the rate grows each second of traffic without a 429."""
+SEARCH = 0.1
+"""The share the rate grows by each second of traffic without a 429, away from where a
+429 last came: it finds the provider's limit within seconds."""
 RATE_WINDOW = 1.2
 """Seconds over which the rate is kept: a provider's second, with a margin for the requests'
 own latency (two requests a second apart here may reach it less than a second apart)."""
 RATE_DECREASE = 0.7
 """What a 429 (after the first) leaves of the rate: a multiplicative decrease, as CUBIC's."""
 NEAR_CEILING = 0.9
-"""Above this share of the rate a 429 last came at, the rate grows ``PROBE`` times slower:
-it climbs back quickly to where the provider refused, then probes past it gently (each
-probe that meets a 429 costs its Retry-After), as CUBIC plateaus near its last maximum."""
+"""From this share of the rate a 429 last lowered to ``2 - NEAR_CEILING`` of it, the rate
+grows by only ``PROBE`` calls a second each second: it climbs back quickly to where the
+provider refused, then probes past it gently (each probe that meets a 429 costs its
+Retry-After), as CUBIC plateaus near its last maximum; past it, it searches again."""
 PROBE = 0.1
+CEILING_AFTER = 3.0
+"""Seconds after a decrease from which a 429 says where the provider refuses: one sooner
+answers requests the rate had sent before it settled."""
 
 
 class BatchRefusedError(RpcError):
@@ -134,13 +140,17 @@ class ProviderLimits:
         return at - now
 
     def succeeded(self, calls: int, now: float) -> None:
-        """Additive increase: about ``RATE_INCREASE`` calls/s more per second of traffic."""
+        """The rate grows: ``SEARCH`` of itself a second of traffic, ``PROBE`` near the ceiling."""
         self._recent.append((now, calls))
         while self._recent and self._recent[0][0] < now - 1.0:
             self._recent.popleft()
         if self.rps is not None and not self.fixed_rps:
-            near = self.ceiling is not None and self.rps >= NEAR_CEILING * self.ceiling
-            self.rps += RATE_INCREASE * calls / self.rps * (PROBE if near else 1.0)
+            ceiling = self.ceiling
+            near = ceiling is not None and (
+                NEAR_CEILING * ceiling <= self.rps <= (2 - NEAR_CEILING) * ceiling
+            )
+            growth = PROBE if near else max(1.0, SEARCH * self.rps)
+            self.rps += growth * calls / self.rps
 
     def too_many(self, now: float, wait: float, calls: int) -> bool:
         """A 429 for ``calls`` calls: wait as asked, lower the rate; say if it is a batch to split.
@@ -167,7 +177,8 @@ class ProviderLimits:
         elif now - self._decreased_at >= 1.0 and self._attempted(now) >= RATE_DECREASE * self.rps:
             # Only a 429 met while sending near the rate is about the rate; one met while
             # sending far below it (a provider refusing at random) is waited out, no more.
-            self.ceiling = self.rps
+            if now - self._decreased_at >= CEILING_AFTER:
+                self.ceiling = self.rps
             self.rps, self._decreased_at = max(MIN_RPS, self.rps * RATE_DECREASE), now
         return calls > 1 and calls > self.rps
 

@@ -136,18 +136,17 @@ async def test_a_429_sets_the_rate_to_what_was_taken_lowers_it_then_it_grows_bac
     assert made.limits.ceiling is None  # what it took is no measure of where it refuses
     for _ in range(40):
         await made.post(REQUEST)
-    # Forty calls at twelve to sixteen per 1.2 s: three to four seconds, and about as many
-    # calls a second more.
-    assert 2.5 < time.now - 1.2 < 4.5
+    # Forty calls at twelve to sixteen per 1.2 s: two to four seconds, the rate a tenth
+    # higher each second.
+    assert 2.0 < time.now - 1.2 < 4.5
     assert rate + 2 < made.limits.rps < rate + 5
-    # Once a 429 lowered it, it grows back to 90% of where it was refused at the same
-    # pace, then a tenth as fast: each probe past it that meets a 429 costs a Retry-After.
-    limits = ProviderLimits(rps=20.0, ceiling=20.0)
-    limits.succeeded(20, 0.0)
-    assert limits.rps == pytest.approx(20.1)
-    limits = ProviderLimits(rps=14.0, ceiling=20.0)
-    limits.succeeded(14, 0.0)
-    assert limits.rps == pytest.approx(15.0)
+    # Once a 429 lowered it, it grows back a tenth a second to 90% of where it was refused,
+    # then by a tenth of a call a second (each probe that meets a 429 costs a Retry-After),
+    # and past 110% of it by a tenth a second again.
+    for rps, grown in ((20.0, 20.1), (14.0, 15.4), (25.0, 27.5), (5.0, 6.0)):
+        limits = ProviderLimits(rps=rps, ceiling=20.0)
+        limits.succeeded(int(rps), 0.0)
+        assert limits.rps == pytest.approx(grown)
 
 
 @pytest.mark.asyncio
@@ -176,7 +175,12 @@ def test_only_a_429_met_while_sending_near_the_rate_lowers_it_once_a_second():
     assert limits.ceiling == 10.0  # where it was refused
     assert not limits.too_many(10.5, 1.0, 1)  # within a second of the decrease
     assert limits.rps == pytest.approx(7.0)
-    assert limits.rate_limited == 3
+    # Sooner than CEILING_AFTER after a decrease, a 429 answers what was sent before the
+    # rate settled: it lowers the rate again, and says nothing of where the provider refuses.
+    assert limits.delay(6, 11.5) == 0.0
+    assert not limits.too_many(11.5, 1.0, 1)
+    assert (limits.rps, limits.ceiling) == (pytest.approx(4.9), 10.0)
+    assert limits.rate_limited == 4
 
 
 @pytest.mark.asyncio
