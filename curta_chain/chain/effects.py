@@ -33,8 +33,10 @@ NEARBY = 64 * 1024
 class Effects(Protocol):
     """Reads which of a send's transactions took effect on chain."""
 
-    exact: bool
-    """Whether it tells which transactions landed (else only how many)."""
+    @property
+    def exact(self) -> bool:
+        """Whether it tells which transactions landed (else only how many)."""
+        ...
 
     async def landed(self, indices: Sequence[int], known: int) -> list[bool]:
         """For each spec index in ``indices``: whether its effect is on chain.
