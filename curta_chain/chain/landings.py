@@ -43,7 +43,8 @@ class Landings:
     ) -> list[Flight]:
         """Look at what is due; confirm what reached the commitment; return what expired.
 
-        ``interval`` is how soon one seen below the commitment is looked at again;
+        ``interval`` is how soon one seen below the commitment, or unseen, is looked at
+        again (an unseen one no sooner than the cluster's usual time to land);
         ``fund_then`` and ``resume_hint`` what a failure for funds and a give-up say to do.
 
         Returns:
@@ -94,7 +95,9 @@ class Landings:
                     continue
                 flight.looked_at = now
                 resend = state.resend_at(flight, tail, self.timing)
-                flight.check_at = resend if resend > now else now + self.timing.expected
+                # Looked at again a landing's time later, or when its resend is due.
+                again = now + max(interval, self.timing.expected)
+                flight.check_at = min(resend, again) if resend > now else again
                 if flight.sends >= HIDDEN_AFTER and resend <= now:
                     unseen.append(flight)  # about to go again, unseen after its resends
                 continue

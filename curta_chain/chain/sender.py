@@ -3,10 +3,10 @@
 ``Sender.send`` takes transactions as specs (instructions and extra signers), signs them
 with a recent blockhash (``blockhashes.py``) and keeps up to ``window`` of them in flight.
 Sends go out as JSON-RPC batches (``rpc.py`` sizes them to what the provider takes), paced
-to the provider: a round signs only what its rate lets go out within about a second
-(``LEAD_SECONDS``; until a rate is known, twice as many as the round before), so nothing
-waits behind the provider's limit long enough for its blockhash to age; it posts a batch
-without waiting for the one before to be answered (``wire.py``). Every call, send or
+to the provider: the sends posted and not yet answered hold at most ``LEAD_SECONDS`` of its
+rate (until a rate is known, twice as many as the round before), so nothing waits behind
+the provider's limit long enough for its blockhash to age, and a batch is posted without
+waiting for the one before to be answered (``wire.py``). Every call, send or
 poll, counts against that limit, so statuses are polled only for what is due for a look,
 256 signatures a call (``flights.py`` says when; ``signature_statuses.py`` reads them).
 
@@ -15,7 +15,8 @@ agave's ``send_and_confirm_transactions_in_parallel`` does: nodes are asked not 
 and a transaction the node has not seen once the cluster's confirmation time passed
 (learnt from the statuses seen, ``timing.py``) is sent again, the same bytes: a resend is
 the same signature, which the cluster processes once, so it never makes a second
-transaction. A sender that had a loss sends each resend's and its tail's bytes twice. Only
+transaction. A sender that had a loss sends its tail's bytes twice, and its resends' too
+unless the provider limits its rate (then calls are the time). Only
 once its blockhash expired (the block height passed its last valid height, read before the
 statuses from the same node) is a transaction signed again with a fresh blockhash.
 ``BlockhashNotFound`` (a blockhash the leader does not know yet) is no attempt either: the
