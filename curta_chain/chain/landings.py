@@ -44,7 +44,7 @@ class Landings:
         """Look at what is due; confirm what reached the commitment; return what expired.
 
         ``interval`` is how soon one seen below the commitment, or unseen, is looked at
-        again (an unseen one no sooner than the cluster's usual time to land);
+        again;
         ``fund_then`` and ``resume_hint`` what a failure for funds and a give-up say to do.
 
         Returns:
@@ -95,8 +95,8 @@ class Landings:
                     continue
                 flight.looked_at = now
                 resend = state.resend_at(flight, tail, self.timing)
-                # Looked at again a landing's time later, or when its resend is due.
-                again = now + max(interval, self.timing.expected)
+                # Looked at again a poll's interval later, or when its resend is due.
+                again = now + interval
                 flight.check_at = min(resend, again) if resend > now else again
                 if flight.sends >= HIDDEN_AFTER and resend <= now:
                     unseen.append(flight)  # about to go again, unseen after its resends

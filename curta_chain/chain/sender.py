@@ -348,7 +348,10 @@ class Sender:
         """Book the answers that came: each flight sent (when to look at it), or why not."""
         batches = self._wire.answered()
         answered = self.clock()
-        expected = self.timing.expected
+        # The first look: behind a rate limit, once the cluster usually has landed it (a
+        # poll is calls); else a poll's interval later, as polls cost nothing.
+        limited = self.client.limits.rps is not None
+        expected = self.timing.expected if limited else self.interval
         unknown = None
         for batch in batches:
             copies = batch.copies
