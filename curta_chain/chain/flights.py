@@ -13,8 +13,9 @@ The last few the caller waits for (``TAIL``) go again two slots after their send
 Statuses are polled for the transactions that are due for a look (``Flight.check_at``): an
 unseen one a poll's interval after its send (behind a rate limit, the cluster's usual time
 to land), then every interval until its resend moment, a seen one an interval after it was
-last seen below the commitment asked for. A poll fills its calls (256 signatures each) with the oldest others in
-flight, which cost nothing more. ``Round.poll_due`` says when a poll is worth its calls.
+last seen below the commitment asked for. A poll fills its calls (256 signatures each) with
+the oldest others in flight, which cost nothing more. ``Round.poll_due`` says when a poll is
+worth its calls.
 """
 
 import math

@@ -15,9 +15,9 @@ retries for ``give_up_after`` seconds and tells the reporter what it is waiting 
 A provider's limits are learnt, per URL, for the command's run (``ProviderLimits``): a 429
 is an answer, not a failure, so it never counts toward giving up; it is waited out as its
 ``Retry-After`` asks and lowers the request rate (the first to what the provider took in
-the last second, each later one met while sending near the rate by 30%, at most once a
+the last second, each later one met while sending near the rate by 15%, at most once a
 second), which then grows again by a tenth each second, up to near where the provider last
-refused, and past it by a tenth of a call a second each second (multiplicative decrease,
+refused, and past it by a quarter of a call a second each second (multiplicative decrease,
 and a growth that plateaus near the last maximum, as CUBIC's). Calls of a batch each count, as
 providers count them. A batch the provider refuses (HTTP 413 or 400)
 is ``BatchRefusedError``: the client halves the batch and goes on. ``--rpc-rps`` and
@@ -63,14 +63,18 @@ SEARCH = 0.1
 RATE_WINDOW = 1.2
 """Seconds over which the rate is kept: a provider's second, with a margin for the requests'
 own latency (two requests a second apart here may reach it less than a second apart)."""
-RATE_DECREASE = 0.7
-"""What a 429 (after the first) leaves of the rate: a multiplicative decrease, as CUBIC's."""
+RATE_DECREASE = 0.85
+"""What a 429 (after the first) leaves of the rate: a multiplicative decrease. A provider's
+limit is a count, not a queue that must drain: a small step back is enough."""
+NEAR_RATE = 0.7
+"""A 429 lowers the rate only when the calls of the last second were at least this share
+of it (sending far below it, a 429 is a provider refusing at random)."""
 NEAR_CEILING = 0.9
 """From this share of the rate a 429 last lowered to ``2 - NEAR_CEILING`` of it, the rate
 grows by only ``PROBE`` calls a second each second: it climbs back quickly to where the
 provider refused, then probes past it gently (each probe that meets a 429 costs its
 Retry-After), as CUBIC plateaus near its last maximum; past it, it searches again."""
-PROBE = 0.1
+PROBE = 0.25
 CEILING_AFTER = 3.0
 """Seconds after a decrease from which a 429 says where the provider refuses: one sooner
 answers requests the rate had sent before it settled."""
@@ -160,7 +164,7 @@ class ProviderLimits:
         Until the first decrease the rate is unknown: a batch refused while the provider
         took fewer calls than it holds in the last second may be over the allowance by
         itself, so it is split first; otherwise the rate becomes what the provider took in
-        the last second. Each later 429 lowers it by 30%, at most once a second: 429s within
+        the last second. Each later 429 lowers it by 15%, at most once a second: 429s within
         a second of a decrease answer requests sent before it (one decrease per congestion
         event, as TCP).
         """
@@ -174,7 +178,7 @@ class ProviderLimits:
                 return True
             # What it took in the last second is a floor, not where it refuses: no ceiling.
             self.rps, self._decreased_at = max(FIRST_RPS_FLOOR, float(taken)), now
-        elif now - self._decreased_at >= 1.0 and self._attempted(now) >= RATE_DECREASE * self.rps:
+        elif now - self._decreased_at >= 1.0 and self._attempted(now) >= NEAR_RATE * self.rps:
             # Only a 429 met while sending near the rate is about the rate; one met while
             # sending far below it (a provider refusing at random) is waited out, no more.
             if now - self._decreased_at >= CEILING_AFTER:
