@@ -15,3 +15,6 @@ export { fetchModel as fetchModelAccount, fetchRun as fetchRunAccount } from "./
 // second import for either.
 export { createNoopSigner, createSolanaRpc } from "@solana/kit";
 export * from "./inference.js";
+export * from "./runlayout.js";
+export * from "./steps.js";
+export * as schedule from "./schedule.js";
