@@ -37,15 +37,18 @@ def sdk_count(path: Path, prompt: str, new: int, temperature: str, top_p: str, s
     return json.loads(done.stdout)
 
 
-def mirror_count(artifact: Artifact, prompt: str, got) -> tuple[int, list[int]]:
-    """The CLI mirror's count for the run the SDK counted (its capacity and settings)."""
+def mirror_count(artifact: Artifact, prompt: str, got):
+    """The CLI mirror's count for the run the SDK counted (its capacity and settings): its
+    steps, the step each token lands in, and each step's sections (planned in full)."""
     s = got["settings"]
     data = opened_run_data(
         artifact.config, Pubkey.default(), Pubkey.default(), got["capacity"], prompt.encode(),
         s["temperature"], s["top_p"], int(s["seed"]),
     )  # fmt: skip
     mirror = RunMirror(artifact, data)
-    return mirror.steps_to_finish(), mirror.token_steps()
+    count = mirror.steps_to_finish()
+    sections = [list(plan.sections) for plan in mirror.plan_ahead(count)]
+    return count, mirror.token_steps(), sections
 
 
 CASES = [
@@ -62,8 +65,9 @@ def test_stories260k_counts_the_mirror_s_steps(sdk, tmp_path, stories260k, promp
     path = tmp_path / "stories260K.curta"
     path.write_bytes(stories260k.data)
     got = sdk_count(path, prompt, new, temperature, top_p, seed)
-    steps, token_steps = mirror_count(stories260k, prompt, got)
-    assert (got["steps"], got["tokenSteps"]) == (steps, token_steps)
+    assert (got["steps"], got["tokenSteps"], got["sections"]) == mirror_count(
+        stories260k, prompt, got
+    )
     regions = run_layout(stories260k.config, got["capacity"], PromptKind.TEXT, len(prompt.encode()))
     assert got["layout"] == list(regions)
 
@@ -75,7 +79,8 @@ def test_grouped_heads_count_the_mirror_s_steps(sdk, tmp_path, prompt, new, temp
     path = tmp_path / "grouped.curta"
     path.write_bytes(artifact.data)
     got = sdk_count(path, "ünï " + prompt, new, temperature, top_p, seed)
-    assert (got["steps"], got["tokenSteps"]) == mirror_count(artifact, "ünï " + prompt, got)
+    want = mirror_count(artifact, "ünï " + prompt, got)
+    assert (got["steps"], got["tokenSteps"], got["sections"]) == want
     regions = run_layout(GROUPED, got["capacity"], PromptKind.TEXT, len(("ünï " + prompt).encode()))
     assert got["layout"] == list(regions)
 

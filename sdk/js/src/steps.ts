@@ -17,7 +17,7 @@ import { BOS, EOS, type Tokenizer } from "./inference.js";
 import { workEntries } from "./runlayout.js";
 import {
   CHAR_COST, COST_ATTENTION, COST_BUCKETS, COST_CHOOSE, COST_ID, COST_PASS, COST_WEIGHT, EMBED_COST,
-  FINISH_COST, HEAD_COST, LAYER_PHASES, LayerPhase, LOOKUP_COST, MAT_CLASSIFIER,
+  FINISH_COST, HEAD_COST, LAYER_PHASES, LayerPhase, LOOKUP_COST, MAT_CLASSIFIER, MAT_EMBEDDING,
   MATRICES_PER_LAYER, MERGE_SCAN_COST, MERGE_SHIFT_COST, NORM_COST, PAIR_COST, PHASES_PER_LAYER,
   ROPE_COST, ROW_COST, ROWS_FIXED_COST, STEP_BUDGET, SWIGLU_COST, TokenizePhase, TokenPhase,
 } from "./schedule.js";
@@ -44,6 +44,8 @@ export interface StepCount {
   steps: number;
   /** Per generated token, in order, the run's step count once it is chosen. */
   tokenSteps: number[];
+  /** Per step, the weight sections (other than section zero) its slices read. */
+  sections: number[][];
 }
 
 /** The next slice does not fit what is left of the step's budget. */
@@ -51,7 +53,8 @@ class Stop extends Error {}
 
 class DryStep {
   budget = STEP_BUDGET;
-  constructor(readonly m: DryMachine) {}
+  /** Weight sections the step reads (section zero, always passed, is not listed). */
+  readonly sections: number[] = [];
   spend(cost: number): void {
     if (cost > this.budget) throw new Stop();
     this.budget -= cost;
@@ -77,9 +80,9 @@ class DryMachine {
     return this.state === TOKENIZING ? 0 : Math.max(0, this.tokenCount - this.promptTokens);
   }
 
-  /** One step: phases until the budget ends (the program's `process_step`). */
-  step(): void {
-    const s = new DryStep(this);
+  /** One step: phases until the budget ends (the program's `process_step`); its sections. */
+  step(): number[] {
+    const s = new DryStep();
     let progress = false;
     while (this.state !== FINISHED) {
       let done: boolean;
@@ -94,6 +97,13 @@ class DryMachine {
     }
     if (!progress) throw new Error(`step ${this.steps} cannot advance the run: nothing fits its budget (the program refuses it: NothingFits)`);
     this.steps += 1;
+    return s.sections;
+  }
+
+  /** The phase fits the budget and reads `matrix`'s section: the step reads it. */
+  private need(s: DryStep, matrix: number): void {
+    const section = this.artifact.matrices[matrix].section;
+    if (section !== 0 && !s.sections.includes(section)) s.sections.push(section);
   }
 
   // ---- the tokenizer's phases (programs/curta/src/tokenize.c) ----
@@ -219,6 +229,7 @@ class DryMachine {
     const c = this.artifact.config, layers = this.layers;
     if (this.phase === 0) {
       s.spend(EMBED_COST(c.dim));
+      this.need(s, MAT_EMBEDDING);
       return this.next();
     }
     const after = this.phase - PHASES_PER_LAYER * layers;
@@ -270,6 +281,7 @@ class DryMachine {
     const padded = this.artifact.matrices[matrix].rowBytes - ROW_PREFIX;
     const perRow = ROW_COST(padded), fixed = ROWS_FIXED_COST(padded);
     if (s.budget < fixed + perRow) throw new Stop();
+    this.need(s, matrix);
     const n = Math.min(Math.floor((s.budget - fixed) / perRow), total - this.cursor);
     s.budget -= fixed + n * perRow;
     this.cursor += n;
@@ -342,11 +354,11 @@ function charLength(text: Uint8Array, i: number): number {
  */
 export function countSteps(artifact: Artifact, tokenizer: Tokenizer, shape: RunShape, tokens: number[]): StepCount {
   const m = new DryMachine(artifact, tokenizer, shape, tokens);
-  const tokenSteps: number[] = [];
+  const tokenSteps: number[] = [], sections: number[][] = [];
   let chosen = 0;
   while (m.state !== FINISHED) {
-    m.step();
+    sections.push(m.step());
     for (; chosen < m.generated; chosen++) tokenSteps.push(m.steps);
   }
-  return { steps: m.steps, tokenSteps };
+  return { steps: m.steps, tokenSteps, sections };
 }

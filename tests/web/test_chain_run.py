@@ -1,0 +1,296 @@
+"""The page runs a model on chain with a visitor's wallet, in headless Chromium.
+
+A Wallet Standard wallet of the tests' own (tests/web/test_wallet.js: Ed25519 through
+WebCrypto, legacy and v0) is injected before the page loads, as an extension injects one.
+Against the embedded localnet, with stories260K published and sealed by the CLI: the
+tokens the chain computes equal `curta-chain run ARTIFACT`'s, the run is closed and the
+wallet's net cost is exactly the fees of the run's transactions (at most 0.01 SOL), in two
+wallet requests; a wallet that declines leaves nothing open and nothing spent; a model that
+is not sealed is refused before any request; a run left by a closed tab is finished and
+closed by the page's replay, or closed by `curta-chain close-run`.
+"""
+
+import base64
+import json
+from pathlib import Path
+from urllib.parse import urlencode
+
+import pytest
+from reference_client import Client
+from solders.keypair import Keypair
+from solders.pubkey import Pubkey
+from solders.signature import Signature
+from web_helpers import cli_json, funded
+
+from curta_chain.cli.keypairs import write_keypair
+from curta_chain.web import start_web_server
+
+WALLET_JS = Path(__file__).parent / "test_wallet.js"
+WAIT_MS = 120_000
+"""How long a page may take to reach a state (a run of 12 tokens lands in seconds)."""
+PROMPT, STEPS = "Once upon a time", 12
+MAX_NET = 10_000_000
+"""0.01 SOL: what a 12-token run may cost the wallet at most, net."""
+
+
+@pytest.fixture(scope="module")
+def stories(world, stories260k, tmp_path_factory):
+    """stories260K published and sealed on the world's localnet, and its artifact file."""
+    path = tmp_path_factory.mktemp("stories") / "stories260K.curta"
+    path.write_bytes(stories260k.data)
+    base = ["-u", world.url, "-k", str(world.keypair_path)]
+    model = cli_json("publish", str(path), *base)["model"]
+    assert cli_json("seal", model, str(path), *base)["state"] == "sealed"
+    return model, path
+
+
+def cli_tokens(path: Path) -> list[int]:
+    """`curta-chain run ARTIFACT --prompt ... --steps 12 --temperature 0`'s generated ids."""
+    out = cli_json(
+        "run", str(path), "--prompt", PROMPT, "--steps", str(STEPS), "--temperature", "0"
+    )  # fmt: skip
+    return out["generated_ids"]
+
+
+def with_wallet(page, keypair: Keypair, **config) -> None:
+    """Inject the test wallet holding ``keypair`` before the page loads."""
+    settings = {
+        "seed": base64.b64encode(bytes(keypair)[:32]).decode(),
+        "address": str(keypair.pubkey()),
+        **config,
+    }
+    page.add_init_script(script=f"window.__testWalletConfig = {json.dumps(settings)};")
+    page.add_init_script(path=str(WALLET_JS))
+
+
+def open_verified(page, server, url: str, model: str) -> None:
+    page.goto(f"{server.url}?{urlencode({'url': url, 'model': model})}")
+    page.wait_for_function(
+        "() => /^(verified|NOT verified)/.test(document.getElementById('verdict').textContent)",
+        timeout=WAIT_MS,
+    )
+
+
+def connect(page, keypair: Keypair) -> None:
+    page.click("#wallet-connect")
+    page.wait_for_function(
+        "a => document.getElementById('wallet-address').textContent === a",
+        arg=str(keypair.pubkey()),
+        timeout=WAIT_MS,
+    )
+
+
+def run_on_chain(page, prompt: str = PROMPT, steps: int = STEPS) -> dict:
+    page.fill("#prompt", prompt)
+    page.fill("#steps", str(steps))
+    page.fill("#temperature", "0")
+    page.click("#run-on-chain")
+    page.wait_for_selector("#chain-tokens[data-done='true']", timeout=WAIT_MS)
+    return state(page)
+
+
+def state(page) -> dict:
+    return page.evaluate(
+        """() => ({
+        tokens: JSON.parse(document.getElementById('chain-tokens').dataset.tokenIds),
+        outcome: document.getElementById('chain-tokens').dataset.outcome,
+        run: document.getElementById('chain-run').textContent,
+        status: document.getElementById('chain-status').textContent,
+        cost: {...document.getElementById('chain-cost').dataset},
+        requests: window.__walletRequests.filter(r => r.method !== 'connect'),
+        signatures: [...document.querySelectorAll('#chain-signature-list li')].map(
+            li => [li.dataset.kind, li.querySelector('a, code').textContent]),
+        })"""
+    )
+
+
+def balance(client: Client, key: Pubkey) -> int:
+    return client.get_balance(key, "confirmed").value
+
+
+def fees(client: Client, signatures: list[str]) -> int:
+    """The fees the node charged for these transactions."""
+    total = 0
+    for signature in signatures:
+        tx = client.get_transaction(Signature.from_string(signature), "json", "confirmed", 0).value
+        total += tx.transaction.meta.fee
+    return total
+
+
+def gone(client: Client, address: str) -> bool:
+    return client.get_account_info(Pubkey.from_string(address), "confirmed").value is None
+
+
+@pytest.mark.parametrize("sends_too", [False, True], ids=["signs-only", "signs-and-sends"])
+def test_the_chain_s_tokens_are_the_cli_s_and_the_run_is_closed(page, web, world, stories,
+                                                                  sends_too):  # fmt: skip
+    model, path = stories
+    wallet = funded(world.url, 2)
+    client = Client(world.url)
+    before = balance(client, wallet.pubkey())
+    with_wallet(page, wallet, signAndSend=sends_too)
+    open_verified(page, web, world.url, model)
+    assert page.text_content("#verdict").startswith(f"verified {model}")
+    connect(page, wallet)
+    assert page.get_attribute("#wallet-address", "data-chain") == "solana:localnet"
+    got = run_on_chain(page)
+    assert got["outcome"] == "closed", got["status"]
+    assert got["tokens"] == cli_tokens(path)
+    assert gone(client, got["run"])
+    # Two requests (open, close), both signTransaction; the wallet never sends.
+    assert [r["method"] for r in got["requests"]] == ["signTransaction", "signTransaction"]
+    kinds = [kind for kind, _ in got["signatures"]]
+    assert kinds[0] == "open" and kinds[-1] == "close" and set(kinds[1:-1]) == {"step"}
+    assert len(kinds) - 2 == int(got["cost"]["steps"])  # the count was the chain's
+    net = before - balance(client, wallet.pubkey())
+    assert net == fees(client, [sig for _, sig in got["signatures"]])
+    assert net == int(got["cost"]["fees"])  # what the page said before signing
+    assert 0 < net <= MAX_NET
+
+
+def test_the_page_sends_straight_to_a_node_that_is_not_its_server_s(page, world, stories):
+    """No relay: the localnet answers any origin (CORS), as agave's RPC does."""
+    model, path = stories
+    server = start_web_server(None)
+    try:
+        wallet = funded(world.url, 1)
+        with_wallet(page, wallet)
+        open_verified(page, server, world.url, model)
+        connect(page, wallet)
+        got = run_on_chain(page)
+        assert got["outcome"] == "closed", got["status"]
+        assert got["tokens"] == cli_tokens(path)
+        assert gone(Client(world.url), got["run"])
+    finally:
+        server.stop()
+
+
+def test_a_wallet_that_declines_the_opening_leaves_nothing(page, web, world, stories):
+    model, _ = stories
+    wallet = funded(world.url, 1)
+    client = Client(world.url)
+    before = balance(client, wallet.pubkey())
+    with_wallet(page, wallet, reject=[1])
+    open_verified(page, web, world.url, model)
+    connect(page, wallet)
+    got = run_on_chain(page)
+    assert got["outcome"] == "refused"
+    assert got["status"].startswith("Test Wallet declined to sign: User rejected the request.")
+    assert got["run"] == "" and got["signatures"] == []
+    assert balance(client, wallet.pubkey()) == before
+    # Nothing of the wallet's is open: it owns no run.
+    runs = cli_json("runs", "-u", world.url, "--opener", str(wallet.pubkey()))
+    assert runs["runs"] == []
+
+
+def test_a_declined_close_leaves_the_run_finished_and_the_close_button_closes_it(
+    page, web, world, stories
+):
+    model, path = stories
+    wallet = funded(world.url, 1)
+    client = Client(world.url)
+    before = balance(client, wallet.pubkey())
+    with_wallet(page, wallet, reject=[2])
+    open_verified(page, web, world.url, model)
+    connect(page, wallet)
+    got = run_on_chain(page)
+    assert got["outcome"] == "stopped"
+    assert got["tokens"] == cli_tokens(path)
+    assert "declined" in got["status"] and got["run"] in got["status"]
+    assert not gone(client, got["run"])
+    # The session key's lamports came back without the wallet: only the run's rent is out.
+    page.click("#chain-close")
+    page.wait_for_function(
+        "() => document.getElementById('chain-tokens').dataset.outcome === 'closed'",
+        timeout=WAIT_MS,
+    )
+    assert gone(client, got["run"])
+    after = state(page)
+    signatures = [sig for _, sig in got["signatures"] + after["signatures"]]
+    assert before - balance(client, wallet.pubkey()) == fees(client, signatures)
+    assert len(after["requests"]) == 3
+
+
+def test_a_model_that_is_not_sealed_is_refused_before_any_signature(page, web, world):
+    wallet = funded(world.url, 1)
+    with_wallet(page, wallet)
+    open_verified(page, web, world.url, world.failed)
+    connect(page, wallet)
+    got = run_on_chain(page, steps=2)
+    assert got["outcome"] == "refused"
+    assert got["status"] == (
+        f"model {world.failed} is failed, not sealed: a run on chain needs a sealed model; "
+        "nothing was signed"
+    )
+    assert got["requests"] == [] and got["run"] == ""
+
+
+def test_no_wallet_says_how_to_get_one(page, web, world, stories):
+    model, _ = stories
+    open_verified(page, web, world.url, model)
+    assert page.text_content("#wallet-status").startswith("No Solana wallet found in this browser")
+    page.click("#wallet-connect")
+    assert "Wallet Standard" in page.text_content("#wallet-status")
+
+
+def _open_and_leave(page, web, world, model, wallet) -> str:
+    """Start a run and close the tab once its first generated token has landed."""
+    with_wallet(page, wallet)
+    open_verified(page, web, world.url, model)
+    connect(page, wallet)
+    page.fill("#prompt", PROMPT)
+    page.fill("#steps", str(STEPS))
+    page.fill("#temperature", "0")
+    page.click("#run-on-chain")
+    page.wait_for_function(
+        "() => JSON.parse(document.getElementById('chain-tokens').dataset.tokenIds).length > 0",
+        timeout=WAIT_MS,
+    )
+    run = page.text_content("#chain-run")
+    page.close()
+    return run
+
+
+def test_a_run_left_by_a_closed_tab_is_finished_and_closed_by_the_replay(
+    browser_context, web, world, stories
+):
+    model, path = stories
+    wallet = funded(world.url, 1)
+    client = Client(world.url)
+    before = balance(client, wallet.pubkey())
+    run = _open_and_leave(browser_context.new_page(), web, world, model, wallet)
+    assert not gone(client, run)
+    tab = browser_context.new_page()
+    errors: list[str] = []
+    tab.on("pageerror", lambda error: errors.append(str(error)))
+    try:
+        with_wallet(tab, wallet)
+        open_verified(tab, web, world.url, model)
+        # This browser kept the run's session key: the page names the run and fills it in.
+        assert run in tab.text_content("#chain-status")
+        assert tab.input_value("#run-address") == run
+        connect(tab, wallet)
+        tab.click("#run-finish")
+        tab.wait_for_selector("#chain-tokens[data-done='true']", timeout=WAIT_MS)
+        got = state(tab)
+        assert got["outcome"] == "closed", got["status"]
+        assert got["tokens"] == cli_tokens(path)
+        assert gone(client, run)
+        # One request: the close (the kept session key paid the rest of the steps).
+        assert len(got["requests"]) == 1
+        assert 0 < before - balance(client, wallet.pubkey()) <= MAX_NET
+    finally:
+        tab.close()
+    assert not errors, errors
+
+
+def test_a_run_left_by_a_closed_tab_is_closed_by_the_cli(browser_context, web, world, stories,
+                                                         tmp_path):  # fmt: skip
+    model, _ = stories
+    wallet = funded(world.url, 1)
+    run = _open_and_leave(browser_context.new_page(), web, world, model, wallet)
+    keypair = tmp_path / "wallet.json"
+    write_keypair(wallet, keypair)
+    out = cli_json("close-run", run, "-u", world.url, "-k", str(keypair), "-y")
+    assert out["closed"] is True and out["lamports_returned"] > 0
+    assert gone(Client(world.url), run)
