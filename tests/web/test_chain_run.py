@@ -12,6 +12,7 @@ closed by the page's replay, or closed by `curta-chain close-run`.
 
 import base64
 import json
+import time
 from pathlib import Path
 from urllib.parse import urlencode
 
@@ -20,15 +21,18 @@ from reference_client import Client
 from solders.keypair import Keypair
 from solders.pubkey import Pubkey
 from solders.signature import Signature
-from web_helpers import cli_json, funded
+from web_helpers import cli, cli_json, funded
 
 from curta_chain.cli.keypairs import write_keypair
+from curta_chain.program.run_account import RunAccount, RunState
 from curta_chain.web import start_web_server
 
 WALLET_JS = Path(__file__).parent / "test_wallet.js"
 WAIT_MS = 120_000
 """How long a page may take to reach a state (a run of 12 tokens lands in seconds)."""
 PROMPT, STEPS = "Once upon a time", 12
+LANDED = 20
+"""Steps a tab left mid-run landed: past the prompt's (stories260K's 18 take 16), short of all."""
 MAX_NET = 10_000_000
 """0.01 SOL: what a 12-token run may cost the wallet at most, net."""
 
@@ -174,7 +178,7 @@ def test_a_wallet_that_declines_the_opening_leaves_nothing(page, web, world, sto
     open_verified(page, web, world.url, model)
     connect(page, wallet)
     got = run_on_chain(page)
-    assert got["outcome"] == "refused"
+    assert got["outcome"] == "refused", got
     assert got["status"].startswith("Test Wallet declined to sign: User rejected the request.")
     assert got["run"] == "" and got["signatures"] == []
     assert balance(client, wallet.pubkey()) == before
@@ -234,7 +238,21 @@ def test_no_wallet_says_how_to_get_one(page, web, world, stories):
 
 
 def _open_and_leave(page, web, world, model, wallet) -> str:
-    """Start a run and close the tab once its first generated token has landed."""
+    """Start a run, let its first generated token land, and close the tab mid-run.
+
+    The page's relay lets the opening and the first ``LANDED`` steps through and holds
+    every later send unanswered, so the tab is closed while the run is part way.
+    """
+    sends = []
+
+    def relay(route, request):
+        if json.loads(request.post_data or "{}").get("method") == "sendTransaction":
+            sends.append(1)
+            if len(sends) > 1 + LANDED:
+                return  # held: never answered while the tab lives
+        route.continue_()
+
+    page.route("**/rpc", relay)
     with_wallet(page, wallet)
     open_verified(page, web, world.url, model)
     connect(page, wallet)
@@ -243,12 +261,34 @@ def _open_and_leave(page, web, world, model, wallet) -> str:
     page.fill("#temperature", "0")
     page.click("#run-on-chain")
     page.wait_for_function(
-        "() => JSON.parse(document.getElementById('chain-tokens').dataset.tokenIds).length > 0",
-        timeout=WAIT_MS,
+        "() => document.getElementById('chain-run').textContent", timeout=WAIT_MS
     )
     run = page.text_content("#chain-run")
+    client = Client(world.url)
+    header = wait_for(page, lambda: _generated(client, run), WAIT_MS / 1000)
+    assert header.state != RunState.FINISHED
     page.close()
     return run
+
+
+def _generated(client: Client, run: str) -> RunAccount | None:
+    """The run's header once a generated token has landed."""
+    info = client.get_account_info(Pubkey.from_string(run), "confirmed").value
+    header = RunAccount.from_bytes(bytes(info.data)) if info else None
+    return header if header and header.generated > 0 else None
+
+
+def wait_for(page, probe, seconds: float):
+    """Poll ``probe`` until it gives a value (a state, not a time: the bound only ends a hang).
+
+    Between polls the page's events run (Playwright's sync API runs the route handler only
+    while the test is inside one of its calls).
+    """
+    deadline = time.monotonic() + seconds
+    while (value := probe()) is None:
+        assert time.monotonic() < deadline, "the state was not reached"
+        page.wait_for_timeout(50)
+    return value
 
 
 def test_a_run_left_by_a_closed_tab_is_finished_and_closed_by_the_replay(
@@ -291,6 +331,10 @@ def test_a_run_left_by_a_closed_tab_is_closed_by_the_cli(browser_context, web, w
     run = _open_and_leave(browser_context.new_page(), web, world, model, wallet)
     keypair = tmp_path / "wallet.json"
     write_keypair(wallet, keypair)
-    out = cli_json("close-run", run, "-u", world.url, "-k", str(keypair), "-y")
+    code, text = cli(
+        "close-run", run, "-u", world.url, "-k", str(keypair), "-y", "--output", "json"
+    )
+    assert code == 0, text
+    out = json.JSONDecoder().raw_decode(text)[0]
     assert out["closed"] is True and out["lamports_returned"] > 0
     assert gone(Client(world.url), run)

@@ -2,7 +2,7 @@
 // add_init_script), as a browser extension injects one: Ed25519 through WebCrypto, the key
 // from window.__testWalletConfig (set by an init script before this one):
 //   { seed: base64 of 32 bytes, address: base58, name, versions: ["legacy", 0],
-//     signAndSend: false, reject: [request numbers to decline, from 1] }
+//     signAndSend: false, reject: [signing requests to decline, counted from 1] }
 // It registers through the standard's events (wallet-standard:register-wallet and
 // app-ready), grants one account on connect, signs what it is asked and records every
 // request in window.__walletRequests (method, inputs), so a test counts them.
@@ -63,7 +63,8 @@
 
   async function request(method, inputs) {
     requests.push({ method, inputs: inputs.length });
-    if ((config.reject ?? []).includes(requests.length)) throw new Error("User rejected the request.");
+    const signing = requests.filter((r) => r.method !== "connect").length;
+    if ((config.reject ?? []).includes(signing)) throw new Error("User rejected the request.");
     return Promise.all(inputs.map(async (input) => {
       if (input.account.address !== config.address) throw new Error("unknown account");
       return { signedTransaction: await signOne(input.transaction) };
