@@ -212,7 +212,7 @@ async function settle(c: Cranking, flights: Map<string, Flight>): Promise<number
  * @returns the signature, or null when it holds no more than the fee.
  */
 export async function sweepSession(rpc: JsonRpc, session: KeyPairSigner, owner: Address, fee: bigint): Promise<string | null> {
-  const { lamports } = await rpc.balance(session.address);
+  const { lamports } = await rpc.balance(session.address, "processed");
   if (lamports <= fee) return null;
   const lifetime = await rpc.blockhash();
   const tx = await signWith([session], buildTransaction("legacy", session.address, lifetime, 1_000, [transferInstruction(session.address, owner, lamports - fee)]));

@@ -296,7 +296,8 @@ function runSizeOf(m: ModelOnChain, view: RunView): number {
 
 /** Close the run with the wallet (its opener), the session key's lamports with it. */
 async function closeWith(m: ModelOnChain, c: Closing, wallet: ConnectedWallet, store: SessionStore, hooks: RunHooks, view: RunView, lifetime: Lifetime, request: number): Promise<RunOutcome> {
-  const { lamports } = await m.rpc.balance(c.session.address);
+  // Processed: the session's last steps have landed, perhaps not yet in a confirmed block.
+  const { lamports } = await m.rpc.balance(c.session.address, "processed");
   const unsigned = closeTransaction({ ...c, run: { address: address(c.run) } }, wallet.address, lifetime, lamports);
   const tx = lamports > 0n ? await signWith([c.session], unsigned) : unsigned;
   hooks.status(`waiting for the wallet to approve closing run ${c.run} (request ${request})`);
@@ -307,7 +308,13 @@ async function closeWith(m: ModelOnChain, c: Closing, wallet: ConnectedWallet, s
     await returnSession(m, c.session, wallet.address, store, c.run, hooks);
     throw e;
   }
-  const closed = await land(m.rpc, signed, lifetime, "the closing");
+  let closed: { signature: string };
+  try {
+    closed = await land(m.rpc, signed, lifetime, "the closing");
+  } catch (e) {
+    await returnSession(m, c.session, wallet.address, store, c.run, hooks).catch(() => undefined);
+    throw e;
+  }
   store.drop(c.run);
   hooks.landed("close", closed.signature);
   return { run: c.run, view, closed: closed.signature };
