@@ -12,19 +12,22 @@ closed by the page's replay, or closed by `curta-chain close-run`.
 
 import base64
 import json
+import re
+import struct
 import time
 from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
 from reference_client import Client
+from solders.account import Account
 from solders.keypair import Keypair
 from solders.pubkey import Pubkey
 from solders.signature import Signature
 from web_helpers import cli, cli_json, funded
 
 from curta_chain.cli.keypairs import write_keypair
-from curta_chain.program.run_account import RunAccount, RunState
+from curta_chain.program.run_account import Region, RunAccount, RunState
 from curta_chain.web import start_web_server
 
 WALLET_JS = Path(__file__).parent / "test_wallet.js"
@@ -215,6 +218,40 @@ def test_a_declined_close_leaves_the_run_finished_and_the_close_button_closes_it
     assert len(after["requests"]) == 3
 
 
+def test_a_wallet_that_changes_the_transaction_is_refused(page, web, world, stories):
+    model, _ = stories
+    wallet = funded(world.url, 1)
+    client = Client(world.url)
+    before = balance(client, wallet.pubkey())
+    with_wallet(page, wallet, tamper=True)
+    open_verified(page, web, world.url, model)
+    connect(page, wallet)
+    got = run_on_chain(page)
+    assert got["outcome"] == "refused"
+    assert got["status"] == (
+        "Test Wallet changed the transaction it was asked to sign; nothing was sent"
+    )
+    assert balance(client, wallet.pubkey()) == before
+
+
+def test_a_wallet_that_cannot_pay_is_refused_before_any_signature(page, web, world, stories):
+    model, _ = stories
+    wallet = Keypair()
+    client = Client(world.url)
+    client.confirm_transaction(
+        client.request_airdrop(wallet.pubkey(), 10_000_000).value, "confirmed", sleep_seconds=0.05
+    )
+    with_wallet(page, wallet)
+    open_verified(page, web, world.url, model)
+    connect(page, wallet)
+    got = run_on_chain(page)
+    assert got["outcome"] == "refused"
+    assert got["status"].startswith(
+        f"the wallet {wallet.pubkey()} holds 0.01 SOL; opening this run needs "
+    )
+    assert got["requests"] == []
+
+
 def test_a_model_that_is_not_sealed_is_refused_before_any_signature(page, web, world):
     wallet = funded(world.url, 1)
     with_wallet(page, wallet)
@@ -237,20 +274,28 @@ def test_no_wallet_says_how_to_get_one(page, web, world, stories):
     assert "Wallet Standard" in page.text_content("#wallet-status")
 
 
-def _open_and_leave(page, web, world, model, wallet) -> str:
-    """Start a run, let its first generated token land, and close the tab mid-run.
+def _start_and_hold(page, web, world, model, wallet):
+    """Start a run and hold it once its first generated token has landed.
 
-    The page's relay lets the opening and the first ``LANDED`` steps through and holds
-    every later send unanswered, so the tab is closed while the run is part way.
+    The page's relay lets the opening and the first ``LANDED`` steps through and holds every
+    later send unanswered, so the run is part way. Returns the run and a function that lets
+    the held sends (and all later ones) go.
     """
-    sends = []
+    sends, held = [], []
 
     def relay(route, request):
         if json.loads(request.post_data or "{}").get("method") == "sendTransaction":
             sends.append(1)
-            if len(sends) > 1 + LANDED:
-                return  # held: never answered while the tab lives
+            if len(sends) > 1 + LANDED and held is not None:
+                held.append(route)
+                return
         route.continue_()
+
+    def release() -> None:
+        nonlocal held
+        waiting, held = held, None
+        for route in waiting:
+            route.continue_()
 
     page.route("**/rpc", relay)
     with_wallet(page, wallet)
@@ -267,6 +312,12 @@ def _open_and_leave(page, web, world, model, wallet) -> str:
     client = Client(world.url)
     header = wait_for(page, lambda: _generated(client, run), WAIT_MS / 1000)
     assert header.state != RunState.FINISHED
+    return run, release
+
+
+def _open_and_leave(page, web, world, model, wallet) -> str:
+    """Start a run and close the tab mid-run, its first generated token landed."""
+    run, _ = _start_and_hold(page, web, world, model, wallet)
     page.close()
     return run
 
@@ -338,3 +389,44 @@ def test_a_run_left_by_a_closed_tab_is_closed_by_the_cli(browser_context, web, w
     out = json.JSONDecoder().raw_decode(text)[0]
     assert out["closed"] is True and out["lamports_returned"] > 0
     assert gone(Client(world.url), run)
+
+
+def test_a_step_that_disagrees_stops_the_run_naming_it(page, web, world, stories):
+    model, _ = stories
+    wallet = funded(world.url, 1)
+    client = Client(world.url)
+    before = balance(client, wallet.pubkey())
+    run, release = _start_and_hold(page, web, world, model, wallet)
+    key = Pubkey.from_string(run)
+
+    def alter(localnet) -> int:
+        """Change the first generated token behind the program's back."""
+        account = localnet.get_account(key)
+        header = RunAccount.from_bytes(bytes(account.data))
+        data = bytearray(account.data)
+        at = header.regions[Region.TOKENS] + 4 * header.prompt_tokens
+        (token,) = struct.unpack_from("<I", data, at)
+        struct.pack_into("<I", data, at, (token + 1) % 512)
+        localnet.svm.set_account(
+            key, Account(account.lamports, bytes(data), account.owner, False, 0)
+        )
+        localnet._forget_reads()  # the localnet caches reads between transactions
+        return token
+
+    token = world.localnet.call(alter)
+    release()
+    page.wait_for_selector("#chain-tokens[data-done='true']", timeout=WAIT_MS)
+    got = state(page)
+    assert got["outcome"] == "stopped"
+    assert re.match(
+        rf"run {run} differs after step \d+: generated token 1 is {(token + 1) % 512} on chain, "
+        rf"this page computes {token} \(run {run} is left open",
+        got["status"],
+    ), got["status"]
+    # Left open (the record of what differed), the session key's lamports back: the wallet
+    # is out the rent and the fees.
+    assert not gone(client, run)
+    rent = client.get_balance(key, "confirmed").value
+    signatures = [sig for _, sig in got["signatures"]]
+    assert before - balance(client, wallet.pubkey()) == rent + fees(client, signatures)
+    assert [kind for kind, _ in got["signatures"]][-1] == "return"

@@ -2,7 +2,8 @@
 // add_init_script), as a browser extension injects one: Ed25519 through WebCrypto, the key
 // from window.__testWalletConfig (set by an init script before this one):
 //   { seed: base64 of 32 bytes, address: base58, name, versions: ["legacy", 0],
-//     signAndSend: false, reject: [signing requests to decline, counted from 1] }
+//     signAndSend: false, reject: [signing requests to decline, counted from 1],
+//     tamper: false (true: change the message's last byte, as a wallet that edits) }
 // It registers through the standard's events (wallet-standard:register-wallet and
 // app-ready), grants one account on connect, signs what it is asked and records every
 // request in window.__walletRequests (method, inputs), so a test counts them.
@@ -43,6 +44,7 @@
     const bytes = new Uint8Array(wire);
     const [count, head] = shortvec(bytes, 0);
     const messageAt = head + 64 * count;
+    if (config.tamper) bytes[bytes.length - 1] ^= 1;
     const message = bytes.subarray(messageAt);
     const versioned = (message[0] & 0x80) !== 0;
     if (versioned && (message[0] & 0x7f) !== 0) throw new Error(`this wallet signs legacy and v0 transactions, not v${message[0] & 0x7f}`);
