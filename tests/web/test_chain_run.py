@@ -18,12 +18,12 @@ import time
 from pathlib import Path
 from urllib.parse import urlencode
 
+import httpx
 import pytest
 from reference_client import Client
 from solders.account import Account
 from solders.keypair import Keypair
 from solders.pubkey import Pubkey
-from solders.signature import Signature
 from web_helpers import cli, cli_json, funded
 
 from curta_chain.cli.keypairs import write_keypair
@@ -115,27 +115,39 @@ def balance(client: Client, key: Pubkey) -> int:
     return client.get_balance(key, "confirmed").value
 
 
-def fees(client: Client, signatures: list[str]) -> int:
+def transaction(url: str, signature: str) -> dict:
+    """getTransaction, any version, as the node answers it."""
+    body = {
+        "jsonrpc": "2.0", "id": 1, "method": "getTransaction",
+        "params": [signature, {"commitment": "confirmed", "maxSupportedTransactionVersion": 1}],
+    }  # fmt: skip
+    return httpx.post(url, json=body, timeout=60).json()["result"]
+
+
+def fees(url: str, signatures: list[str]) -> int:
     """The fees the node charged for these transactions."""
-    total = 0
-    for signature in signatures:
-        tx = client.get_transaction(Signature.from_string(signature), "json", "confirmed", 0).value
-        total += tx.transaction.meta.fee
-    return total
+    return sum(transaction(url, s)["meta"]["fee"] for s in signatures)
 
 
 def gone(client: Client, address: str) -> bool:
     return client.get_account_info(Pubkey.from_string(address), "confirmed").value is None
 
 
-@pytest.mark.parametrize("sends_too", [False, True], ids=["signs-only", "signs-and-sends"])
-def test_the_chain_s_tokens_are_the_cli_s_and_the_run_is_closed(page, web, world, stories,
-                                                                  sends_too):  # fmt: skip
+WALLETS = {
+    "signs-only": {},
+    "signs-and-sends": {"signAndSend": True},
+    "declares-v1": {"versions": ["legacy", 0, 1]},
+}
+"""Wallets that offer only signTransaction, signAndSendTransaction too, and v1 besides."""
+
+
+@pytest.mark.parametrize("kind", WALLETS)
+def test_the_chain_s_tokens_are_the_cli_s_and_the_run_is_closed(page, web, world, stories, kind):
     model, path = stories
     wallet = funded(world.url, 2)
     client = Client(world.url)
     before = balance(client, wallet.pubkey())
-    with_wallet(page, wallet, signAndSend=sends_too)
+    with_wallet(page, wallet, **WALLETS[kind])
     open_verified(page, web, world.url, model)
     assert page.text_content("#verdict").startswith(f"verified {model}")
     connect(page, wallet)
@@ -150,9 +162,12 @@ def test_the_chain_s_tokens_are_the_cli_s_and_the_run_is_closed(page, web, world
     assert kinds[0] == "open" and kinds[-1] == "close" and set(kinds[1:-1]) == {"step"}
     assert len(kinds) - 2 == int(got["cost"]["steps"])  # the count was the chain's
     net = before - balance(client, wallet.pubkey())
-    assert net == fees(client, [sig for _, sig in got["signatures"]])
+    assert net == fees(world.url, [sig for _, sig in got["signatures"]])
     assert net == int(got["cost"]["fees"])  # what the page said before signing
     assert 0 < net <= MAX_NET
+    # The wallet's transactions in the newest version it declares (the localnet takes v1).
+    version = 1 if kind == "declares-v1" else "legacy"
+    assert transaction(world.url, got["signatures"][0][1])["version"] == version
 
 
 def test_the_page_sends_straight_to_a_node_that_is_not_its_server_s(page, world, stories):
@@ -214,7 +229,7 @@ def test_a_declined_close_leaves_the_run_finished_and_the_close_button_closes_it
     assert gone(client, got["run"])
     after = state(page)
     signatures = [sig for _, sig in got["signatures"] + after["signatures"]]
-    assert before - balance(client, wallet.pubkey()) == fees(client, signatures)
+    assert before - balance(client, wallet.pubkey()) == fees(world.url, signatures)
     assert len(after["requests"]) == 3
 
 
@@ -428,5 +443,5 @@ def test_a_step_that_disagrees_stops_the_run_naming_it(page, web, world, stories
     assert not gone(client, run)
     rent = client.get_balance(key, "confirmed").value
     signatures = [sig for _, sig in got["signatures"]]
-    assert before - balance(client, wallet.pubkey()) == rent + fees(client, signatures)
+    assert before - balance(client, wallet.pubkey()) == rent + fees(world.url, signatures)
     assert [kind for kind, _ in got["signatures"]][-1] == "return"

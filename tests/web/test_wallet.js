@@ -39,27 +39,40 @@
     }
   };
 
-  /** Sign a wire transaction (legacy or v0) where this account is a required signer. */
+  /** Where a wire transaction's message and signatures are, and its signers' keys. */
+  function layout(bytes) {
+    if (bytes[0] === 0x81) {
+      // v1 (SIMD-0385): the message first (version, header, config mask, lifetime, counts,
+      // addresses, ...), the signatures after it, one per signer.
+      const signers = bytes[1], keysAt = 42;
+      const messageEnd = bytes.length - 64 * signers;
+      return { message: bytes.subarray(0, messageEnd), signaturesAt: messageEnd, signers, keysAt };
+    }
+    const [count, head] = shortvec(bytes, 0);
+    const message = bytes.subarray(head + 64 * count);
+    const versioned = (message[0] & 0x80) !== 0;
+    if (versioned && (message[0] & 0x7f) !== 0) throw new Error(`unknown transaction version ${message[0] & 0x7f}`);
+    const header = versioned ? 1 : 0;
+    const [, keysHead] = shortvec(message, header + 3);
+    return { message, signaturesAt: head, signers: message[header], keysAt: header + 3 + keysHead };
+  }
+
+  /** Sign a wire transaction (legacy or v0, and v1 where declared) this account must sign. */
   async function signOne(wire) {
     const bytes = new Uint8Array(wire);
-    const [count, head] = shortvec(bytes, 0);
-    const messageAt = head + 64 * count;
     if (config.tamper) bytes[bytes.length - 1] ^= 1;
-    const message = bytes.subarray(messageAt);
-    const versioned = (message[0] & 0x80) !== 0;
-    if (versioned && (message[0] & 0x7f) !== 0) throw new Error(`this wallet signs legacy and v0 transactions, not v${message[0] & 0x7f}`);
-    const header = versioned ? 1 : 0;
-    const required = message[header];
-    const [keys, keysHead] = shortvec(message, header + 3);
+    const versions = config.versions ?? ["legacy", 0];
+    if (bytes[0] === 0x81 && !versions.includes(1)) throw new Error("this wallet does not sign v1 transactions");
+    const { message, signaturesAt, signers, keysAt } = layout(bytes);
     let index = -1;
-    for (let i = 0; i < Math.min(keys, required); i++) {
-      const key = message.subarray(header + 3 + keysHead + 32 * i, header + 3 + keysHead + 32 * (i + 1));
+    for (let i = 0; i < signers; i++) {
+      const key = message.subarray(keysAt + 32 * i, keysAt + 32 * (i + 1));
       if (key.every((b, j) => b === publicKey[j])) index = i;
     }
     if (index < 0) throw new Error("this account is not a signer of the transaction");
     const signature = new Uint8Array(await crypto.subtle.sign("Ed25519", await keyPromise, message));
     const out = new Uint8Array(bytes);
-    out.set(signature, head + 64 * index);
+    out.set(signature, signaturesAt + 64 * index);
     return out;
   }
 

@@ -15,7 +15,7 @@ import { getSignatureFromTransaction, type KeyPairSigner, type Transaction } fro
 import { CURTA_ERROR__MISSING_WEIGHT_ACCOUNT, CURTA_ERROR__RUN_FINISHED, getCurtaErrorMessage, type CurtaError } from "./generated/index.js";
 import type { JsonRpc } from "./rpc.js";
 import { readRun, type RunChecker, type RunView } from "./runcheck.js";
-import { buildTransaction, signWith, STEP_UNITS, stepInstruction, transferInstruction, wireBase64, type Lifetime } from "./transactions.js";
+import { buildTransaction, MAX_LOADED_DATA, signWith, STEP_UNITS, stepInstruction, transferInstruction, wireBase64, type Lifetime } from "./transactions.js";
 import type { Address } from "@solana/kit";
 
 /** A transaction the program (or the runtime) refused, or one that never landed. */
@@ -39,8 +39,8 @@ const RESEND_MS = 2_000;
 const BLOCKHASH_MS = 20_000;
 /** Steps in flight: four blocks' worth under the per-account compute limit, as the CLI's. */
 export const STEPS_IN_FLIGHT = 32;
-/** What a transaction may load (SIMD-0186), less the run account and the program's margin. */
-const MAX_LOADED = 64 * 1024 * 1024 - (1 << 20);
+/** Loaded bytes a step takes besides the run and weight accounts (program, model, margin). */
+const LOADED_BESIDES = 1 << 20;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -115,7 +115,7 @@ interface Flight {
 
 /** The weight accounts steps sent at step `at` pass: all that fit what a step may load. */
 function weightsFor(c: Cranking, at: number, window: number): Address[] {
-  const budget = MAX_LOADED - c.runSize;
+  const budget = MAX_LOADED_DATA - LOADED_BESIDES - c.runSize;
   if (c.lengths.reduce((a, b) => a + b, 0) <= budget) return c.weights;
   for (;;) {
     const wanted = [...new Set(c.sections.slice(at, at + window).flat())].sort((a, b) => a - b);

@@ -8,7 +8,7 @@ import {
   AccountRole, address, appendTransactionMessageInstructions, blockhash, compileTransaction, createNoopSigner,
   createTransactionMessage, getAddressEncoder, getBase64Decoder, getBase64EncodedWireTransaction,
   getTransactionEncoder, getTransactionSize, partiallySignTransaction, pipe,
-  setTransactionMessageComputeUnitLimit, setTransactionMessageFeePayer,
+  setTransactionMessageComputeUnitLimit, setTransactionMessageFeePayer, setTransactionMessageLoadedAccountsDataSizeLimit,
   setTransactionMessageLifetimeUsingBlockhash, type Address, type Instruction, type KeyPairSigner,
   type Transaction,
 } from "@solana/kit";
@@ -23,6 +23,8 @@ export const MAX_V1_TRANSACTION_SIZE = 4096;
 export const STEP_UNITS = 1_400_000;
 /** closeRun and a transfer, with margin (specs.py's CLOSE_RUN_CU and a transfer's 150). */
 export const CLOSE_UNITS = 6_000;
+/** What a transaction may load at most (SIMD-0186): 64 MiB. */
+export const MAX_LOADED_DATA = 64 * 1024 * 1024;
 const SYSTEM_PROGRAM = address("11111111111111111111111111111111");
 
 /**
@@ -81,6 +83,9 @@ export function buildTransaction(version: TxVersion, payer: Address, lifetime: L
     (m) => setTransactionMessageFeePayer(payer, m),
     (m) => setTransactionMessageLifetimeUsingBlockhash({ blockhash: blockhash(lifetime.blockhash), lastValidBlockHeight: lifetime.lastValidBlockHeight }, m),
     (m) => setTransactionMessageComputeUnitLimit(units, m),
+    // A v1 transaction that names no loaded-data limit may load nothing: it says the 64 MiB a
+    // legacy one gets by default (as the CLI's v1 transactions do).
+    (m) => (version === 1 ? setTransactionMessageLoadedAccountsDataSizeLimit(MAX_LOADED_DATA, m) : m),
     (m) => appendTransactionMessageInstructions(instructions, m),
   );
   return compileTransaction(message as Parameters<typeof compileTransaction>[0]);
