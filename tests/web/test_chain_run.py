@@ -445,3 +445,19 @@ def test_a_step_that_disagrees_stops_the_run_naming_it(page, web, world, stories
     signatures = [sig for _, sig in got["signatures"]]
     assert before - balance(client, wallet.pubkey()) == rent + fees(world.url, signatures)
     assert [kind for kind, _ in got["signatures"]][-1] == "return"
+
+
+def test_the_localnet_answers_any_origin(world):
+    """As agave's RPC service: a browser's preflight is answered and every answer says `*`."""
+    origin = {"Origin": "http://page.example", "Access-Control-Request-Method": "POST"}
+    preflight = httpx.options(world.url, headers=origin, timeout=60)
+    assert preflight.status_code == 204
+    assert preflight.headers["access-control-allow-origin"] == "*"
+    assert "content-type" in preflight.headers["access-control-allow-headers"]
+    answer = httpx.post(
+        world.url, json={"jsonrpc": "2.0", "id": 1, "method": "getHealth"}, timeout=60
+    )
+    assert answer.json()["result"] == "ok"
+    assert answer.headers["access-control-allow-origin"] == "*"
+    refused = httpx.post(world.url, content=b"{not json", timeout=60)
+    assert refused.headers["access-control-allow-origin"] == "*"
