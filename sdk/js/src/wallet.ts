@@ -45,7 +45,7 @@ export class ConnectedWallet {
   private constructor(readonly wallet: Wallet, readonly account: WalletAccount, readonly chain: SolanaChainId) {}
 
   get address(): Address {
-    return getAddressDecoder().decode(this.account.publicKey);
+    return getAddressDecoder().decode(Uint8Array.from(this.account.publicKey));
   }
 
   /** The transaction versions the wallet signs (legacy and v0 where it says nothing). */
@@ -80,9 +80,9 @@ export class ConnectedWallet {
     } catch (e) {
       throw new WalletError(`${wallet.name} did not connect: ${message(e)}`);
     }
-    const account = accounts.find((a) => a.features.includes(SolanaSignTransaction)) ?? accounts[0];
+    const account = accounts.find((a) => a.features?.includes(SolanaSignTransaction)) ?? accounts[0];
     if (!account) throw new WalletError(`${wallet.name} granted no account`);
-    if (account.publicKey.length !== 32) throw new WalletError(`${wallet.name}'s account has a ${account.publicKey.length}-byte key, not a Solana address`);
+    if (account.publicKey?.length !== 32) throw new WalletError(`${wallet.name}'s account has a ${account.publicKey?.length ?? 0}-byte key, not a Solana address`);
     return new ConnectedWallet(wallet, account, chain);
   }
 
@@ -95,7 +95,7 @@ export class ConnectedWallet {
   async sign(transactions: Transaction[]): Promise<Transaction[]> {
     const feature = (this.wallet.features as SolanaSignTransactionFeature)[SolanaSignTransaction];
     const encoder = getTransactionEncoder(), decoder = getTransactionDecoder();
-    const chain = this.account.chains.includes(this.chain) ? { chain: this.chain } : {};
+    const chain = this.account.chains?.includes(this.chain) ? { chain: this.chain } : {};
     const inputs = transactions.map((tx) => ({ account: this.account, transaction: new Uint8Array(encoder.encode(tx)), ...chain }));
     this.requests += 1;
     let outputs: readonly { signedTransaction: Uint8Array }[];

@@ -29,24 +29,41 @@ let busy = false;
 const NO_WALLET = "No Solana wallet found in this browser. Install one that registers through the Wallet Standard " +
   "(Phantom, Solflare or Backpack, from their own sites), then reload this page.";
 
+const KEPT = "curta-chain:session:";
+
+/** This browser's storage, or null where the page may not use it (it then keeps nothing). */
+function storage(): Storage | null {
+  try {
+    return window.localStorage;
+  } catch {
+    return null;
+  }
+}
+
 /** Sessions kept in this browser until their runs are closed (the seed of a throwaway key). */
 const store: SessionStore = {
   save(run, seed, owner) {
-    localStorage.setItem(`curta-chain:session:${run}`, JSON.stringify({ seed: btoa(String.fromCharCode(...seed)), owner }));
+    storage()?.setItem(KEPT + run, JSON.stringify({ seed: btoa(String.fromCharCode(...seed)), owner }));
   },
   load(run) {
-    const text = localStorage.getItem(`curta-chain:session:${run}`);
+    const text = storage()?.getItem(KEPT + run);
     if (!text) return null;
-    const kept = JSON.parse(text) as { seed: string; owner: string };
-    return { seed: Uint8Array.from(atob(kept.seed), (c) => c.charCodeAt(0)), owner: kept.owner };
+    try {
+      const kept = JSON.parse(text) as { seed: string; owner: string };
+      const seed = Uint8Array.from(atob(kept.seed), (c) => c.charCodeAt(0));
+      return seed.length === 32 ? { seed, owner: kept.owner } : null;
+    } catch {
+      return null; // not one of ours: as if none were kept
+    }
   },
   drop(run) {
-    localStorage.removeItem(`curta-chain:session:${run}`);
+    storage()?.removeItem(KEPT + run);
   },
 };
 
 function keptRuns(): string[] {
-  return Object.keys(localStorage).filter((k) => k.startsWith("curta-chain:session:")).map((k) => k.slice("curta-chain:session:".length));
+  const kept = storage();
+  return kept ? Object.keys(kept).filter((k) => k.startsWith(KEPT)).map((k) => k.slice(KEPT.length)) : [];
 }
 
 function status(text: string, kind: "info" | "bad" | "ok" = "info"): void {
