@@ -142,7 +142,8 @@ WALLETS = {
 
 
 @pytest.mark.parametrize("kind", WALLETS)
-def test_the_chain_s_tokens_are_the_cli_s_and_the_run_is_closed(page, web, world, stories, kind):
+def test_the_chain_s_tokens_are_the_cli_s_and_the_run_is_closed(page, web, world, stories, kind,
+                                                                  tmp_path):  # fmt: skip
     model, path = stories
     wallet = funded(world.url, 2)
     client = Client(world.url)
@@ -153,6 +154,7 @@ def test_the_chain_s_tokens_are_the_cli_s_and_the_run_is_closed(page, web, world
     connect(page, wallet)
     assert page.get_attribute("#wallet-address", "data-chain") == "solana:localnet"
     got = run_on_chain(page)
+    page.screenshot(path=str(tmp_path / "chain-run.png"), full_page=True)
     assert got["outcome"] == "closed", got["status"]
     assert got["tokens"] == cli_tokens(path)
     assert gone(client, got["run"])

@@ -31,7 +31,7 @@ import { readRun, RunChecker, type ExpectedRun, type RunView } from "./runcheck.
 import { MAX_ACCOUNT_SIZE, runAccountSize } from "./runlayout.js";
 import { countSteps, type StepCount } from "./steps.js";
 import {
-  buildTransaction, CLOSE_UNITS, closeInstructions, messageBase64, openInstructions, openRunUnits, signWith,
+  buildTransaction, CLOSE_UNITS, closeInstructions, messageBase64, OPEN_UNITS, openInstructions, signWith,
   sizeOf, STEP_UNITS, stepInstruction, transferInstruction, wireBase64, type Lifetime, type TxVersion,
 } from "./transactions.js";
 import type { ConnectedWallet } from "./wallet.js";
@@ -166,7 +166,7 @@ export async function planChainRun(r: RunRequest, wallet: ConnectedWallet): Prom
 }
 
 function openTransaction(p: RunPlan, opener: Address, lifetime: Lifetime): Transaction {
-  return buildTransaction(p.version, opener, lifetime, openRunUnits(p.artifact.config), openInstructions({
+  return buildTransaction(p.version, opener, lifetime, OPEN_UNITS, openInstructions({
     programId: address(p.programId), opener, run: p.run, model: address(p.model), sectionZero: address(p.weightAccounts[0]),
     runSize: p.runSize, rent: p.rent, capacity: p.capacity, prompt: p.promptBytes, temperature: p.settings.temperature,
     topP: p.settings.topP, seed: p.settings.seed, session: p.session.address, funding: p.funding,
