@@ -51,12 +51,16 @@ def stories(world, stories260k, tmp_path_factory):
     return model, path
 
 
-def cli_tokens(path: Path) -> list[int]:
-    """`curta-chain run ARTIFACT --prompt ... --steps 12 --temperature 0`'s generated ids."""
-    out = cli_json(
+def cli_run(path: Path) -> dict:
+    """`curta-chain run ARTIFACT --prompt ... --steps 12 --temperature 0 --output json`."""
+    return cli_json(
         "run", str(path), "--prompt", PROMPT, "--steps", str(STEPS), "--temperature", "0"
     )  # fmt: skip
-    return out["generated_ids"]
+
+
+def cli_tokens(path: Path) -> list[int]:
+    """The generated ids of `curta-chain run ARTIFACT --prompt ... --steps 12 --temperature 0`."""
+    return cli_run(path)["generated_ids"]
 
 
 def with_wallet(page, keypair: Keypair, **config) -> None:
@@ -156,7 +160,9 @@ def test_the_chain_s_tokens_are_the_cli_s_and_the_run_is_closed(page, web, world
     got = run_on_chain(page)
     page.screenshot(path=str(tmp_path / "chain-run.png"), full_page=True)
     assert got["outcome"] == "closed", got["status"]
-    assert got["tokens"] == cli_tokens(path)
+    want = cli_run(path)
+    assert got["tokens"] == want["generated_ids"]
+    assert page.text_content("#chain-tokens") == want["text"]  # as the CLI prints it
     assert gone(client, got["run"])
     # Two requests (open, close), both signTransaction; the wallet never sends.
     assert [r["method"] for r in got["requests"]] == ["signTransaction", "signTransaction"]
