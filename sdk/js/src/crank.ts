@@ -135,7 +135,10 @@ function weightsFor(c: Cranking, at: number, window: number): Address[] {
  */
 export async function crank(c: Cranking, start: RunView): Promise<RunView> {
   const flights = new Map<string, Flight>();
-  let view = start, seenSlot = start.slot, label = BigInt(start.header.steps) * 1_000n + BigInt(Date.now() % 1000);
+  let view = start, seenSlot = start.slot;
+  // Labels make each step a distinct transaction: from a random start, so a session key kept
+  // across tabs never repeats one it sent under the same blockhash.
+  let label = BigInt(crypto.getRandomValues(new Uint32Array(1))[0]) << 24n;
   let lifetime = await c.rpc.blockhash(), fetched = Date.now();
   let check = c.checker.check(view);
   c.progress(view, check.fresh);

@@ -155,8 +155,8 @@ export async function planChainRun(r: RunRequest, wallet: ConnectedWallet): Prom
     throw new RunRefused(`the prompt is ${promptBytes.length} bytes: the opening carries it in one ${version === "legacy" ? "legacy" : `v${version}`} transaction, which holds at most ${Math.max(promptBytes.length - (size - limit), 0)} prompt bytes`);
   const [openFee, stepFee, closeFee] = await Promise.all([
     r.rpc.feeFor(messageBase64(open)),
-    r.rpc.feeFor(messageBase64(stepTransaction(plan, plan.weightAccounts, 0n, lifetime))),
-    r.rpc.feeFor(messageBase64(closeTransaction(plan, wallet.address, lifetime, 1n))),
+    r.rpc.feeFor(messageBase64(stepTransaction(plan, session, run.address, lifetime))),
+    r.rpc.feeFor(messageBase64(closeTransaction({ ...plan, run: run.address }, wallet.address, lifetime, 1n))),
   ]);
   const step = bounded(stepFee, MAX_FEE, "a step's fee");
   plan.fees = { open: bounded(openFee, MAX_FEE, "the opening's fee"), step, close: bounded(closeFee, MAX_FEE, "the closing's fee"), total: 0n };
@@ -173,11 +173,13 @@ function openTransaction(p: RunPlan, opener: Address, lifetime: Lifetime): Trans
   }));
 }
 
-function stepTransaction(p: RunPlan, weights: string[], label: bigint, lifetime: Lifetime): Transaction {
-  const ix = stepInstruction(address(p.programId), p.run.address, address(p.model), weights.map((w) => address(w)), label);
-  return buildTransaction("legacy", p.session.address, lifetime, STEP_UNITS, [ix]);
+/** A step of `run` as the session key sends it (what its fee is quoted on). */
+function stepTransaction(m: ModelOnChain, session: KeyPairSigner, run: string, lifetime: Lifetime): Transaction {
+  const ix = stepInstruction(address(m.programId), address(run), address(m.model), m.weightAccounts.map((w) => address(w)), 0n);
+  return buildTransaction("legacy", session.address, lifetime, STEP_UNITS, [ix]);
 }
 
+/** What closing a run takes: its version, program, address and the session key to empty. */
 interface Closing {
   version: TxVersion;
   programId: string;
@@ -185,9 +187,9 @@ interface Closing {
   session: KeyPairSigner;
 }
 
-function closeTransaction(p: { version: TxVersion; programId: string; run: { address: Address }; session: KeyPairSigner }, opener: Address, lifetime: Lifetime, sessionLamports: bigint): Transaction {
-  const instructions = closeInstructions(address(p.programId), opener, p.run.address, { address: p.session.address, lamports: sessionLamports });
-  return buildTransaction(p.version, opener, lifetime, CLOSE_UNITS, instructions);
+function closeTransaction(c: Closing, opener: Address, lifetime: Lifetime, sessionLamports: bigint): Transaction {
+  const session = { address: c.session.address, lamports: sessionLamports };
+  return buildTransaction(c.version, opener, lifetime, CLOSE_UNITS, closeInstructions(address(c.programId), opener, address(c.run), session));
 }
 
 /**
@@ -285,9 +287,8 @@ async function steps(m: ModelOnChain, session: KeyPairSigner, budget: bigint, ex
 }
 
 async function stepFeeOf(m: ModelOnChain, session: KeyPairSigner, run: string): Promise<bigint> {
-  const lifetime = await m.rpc.blockhash();
-  const ix = stepInstruction(address(m.programId), address(run), address(m.model), m.weightAccounts.map((w) => address(w)), 0n);
-  return bounded(await m.rpc.feeFor(messageBase64(buildTransaction("legacy", session.address, lifetime, STEP_UNITS, [ix]))), MAX_FEE, "a step's fee");
+  const quote = await m.rpc.feeFor(messageBase64(stepTransaction(m, session, run, await m.rpc.blockhash())));
+  return bounded(quote, MAX_FEE, "a step's fee");
 }
 
 function runSizeOf(m: ModelOnChain, view: RunView): number {
@@ -298,7 +299,7 @@ function runSizeOf(m: ModelOnChain, view: RunView): number {
 async function closeWith(m: ModelOnChain, c: Closing, wallet: ConnectedWallet, store: SessionStore, hooks: RunHooks, view: RunView, lifetime: Lifetime, request: number): Promise<RunOutcome> {
   // Processed: the session's last steps have landed, perhaps not yet in a confirmed block.
   const { lamports } = await m.rpc.balance(c.session.address, "processed");
-  const unsigned = closeTransaction({ ...c, run: { address: address(c.run) } }, wallet.address, lifetime, lamports);
+  const unsigned = closeTransaction(c, wallet.address, lifetime, lamports);
   const tx = lamports > 0n ? await signWith([c.session], unsigned) : unsigned;
   hooks.status(`waiting for the wallet to approve closing run ${c.run} (request ${request})`);
   let signed: Transaction;
