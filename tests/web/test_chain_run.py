@@ -140,9 +140,11 @@ def gone(client: Client, address: str) -> bool:
 WALLETS = {
     "signs-only": {},
     "signs-and-sends": {"signAndSend": True},
+    "v0-only": {"versions": [0]},
     "declares-v1": {"versions": ["legacy", 0, 1]},
 }
-"""Wallets that offer only signTransaction, signAndSendTransaction too, and v1 besides."""
+"""Wallets that offer only signTransaction, signAndSendTransaction too, sign v0 only, and
+declare v1 besides."""
 
 
 @pytest.mark.parametrize("kind", WALLETS)
@@ -174,7 +176,7 @@ def test_the_chain_s_tokens_are_the_cli_s_and_the_run_is_closed(page, web, world
     assert net == int(got["cost"]["fees"])  # what the page said before signing
     assert 0 < net <= MAX_NET
     # The wallet's transactions in the newest version it declares (the localnet takes v1).
-    version = 1 if kind == "declares-v1" else "legacy"
+    version = {"declares-v1": 1, "v0-only": 0}.get(kind, "legacy")
     assert transaction(world.url, got["signatures"][0][1])["version"] == version
 
 

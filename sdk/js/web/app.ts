@@ -315,6 +315,15 @@ async function replay(): Promise<void> {
 }
 
 async function start(): Promise<void> {
+  let configured = (): void => undefined;
+  installChainRun({
+    ready: new Promise<void>((resolve) => (configured = resolve)),
+    verified: () => verified,
+    rpcFor,
+    settings,
+    plan: (artifact) => planRun(new IntModel(artifact), new Tokenizer(artifact), input("prompt").value, Number(input("steps").value.trim())),
+    url: () => input("url").value.trim(),
+  });
   try {
     const answer = await fetch("config.json");
     if (answer.ok) server = await answer.json();
@@ -324,6 +333,7 @@ async function start(): Promise<void> {
   const query = new URLSearchParams(location.search);
   input("url").value = query.get("url") ?? server.url ?? "";
   input("model").value = query.get("model") ?? server.model ?? "";
+  configured();
   $("load-form").addEventListener("submit", (event) => {
     event.preventDefault();
     const url = input("url").value.trim(), model = input("model").value.trim();
@@ -347,13 +357,6 @@ async function start(): Promise<void> {
   });
   $("generate").addEventListener("click", () => void runModel());
   $("run-load").addEventListener("click", () => void replay());
-  installChainRun({
-    verified: () => verified,
-    rpcFor,
-    settings,
-    plan: (artifact) => planRun(new IntModel(artifact), new Tokenizer(artifact), input("prompt").value, Number(input("steps").value.trim())),
-    url: () => input("url").value.trim(),
-  });
   document.body.dataset.ready = "true";
   const url = input("url").value.trim(), model = input("model").value.trim();
   // The server's file is checked against a named model, except the page's own demo: a

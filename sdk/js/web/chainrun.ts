@@ -9,6 +9,8 @@ import {
 
 /** What the page knows when a run is asked for (app.ts provides it). */
 export interface PageState {
+  /** Settled once the page knows its cluster URL (the server's config read). */
+  ready: Promise<void>;
   /** The model as verified from the chain (null: none, or a file not checked against one). */
   verified(): { report: VerifyReport; slots: SlotInfo[]; artifact: Artifact; url: string } | null;
   /** Where to send a cluster URL's JSON-RPC (the server's relay, or the URL itself). */
@@ -86,6 +88,7 @@ async function connectWallet(): Promise<ConnectedWallet | null> {
     $("wallet-status").textContent = NO_WALLET;
     return null;
   }
+  await page.ready;
   const name = $<HTMLSelectElement>("wallet-choice").value;
   const wallet = wallets.find((w) => w.name === name) ?? wallets[0];
   const url = page.url();
