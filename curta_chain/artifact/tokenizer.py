@@ -1,6 +1,7 @@
 """Tokenizer pieces of the format: score keys, the sorted id list, the llama2.c reader."""
 
 import math
+import operator
 import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -36,6 +37,21 @@ def sorted_token_ids(tokens: Sequence[bytes]) -> np.ndarray:
     # Python's sort is stable, so equal strings stay in ascending id order.
     order = sorted(range(len(tokens)), key=tokens.__getitem__)
     return np.array(order, dtype=np.uint32)
+
+
+def is_sorted_token_ids(ids: Sequence[int], tokens: Sequence[bytes]) -> bool:
+    """True when ``ids`` is ``sorted_token_ids(tokens)``, checked in one pass, unsorted.
+
+    ``ids`` must be every id once, each adjacent pair in order: bytes ascending, and ids
+    ascending where the bytes are equal. That is the one sorted order, without a sort.
+    """
+    count = len(tokens)
+    if len(ids) != count or sorted(ids) != list(range(count)):
+        return False
+    strings = [tokens[i] for i in ids]
+    if not all(map(operator.le, strings, strings[1:])):
+        return False
+    return all(ids[k] < ids[k + 1] for k in range(count - 1) if strings[k] == strings[k + 1])
 
 
 @dataclass(frozen=True, eq=False)

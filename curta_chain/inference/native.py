@@ -1,0 +1,150 @@
+"""The forward pass in the on-chain program's own C, compiled for this machine.
+
+``NativeModel`` runs a plan as the program runs it (``programs/curta/host/host_run.c``): a
+run account holding the prompt's ids, then the program's phases, the forward pass and the
+sampler, each whole. The integers are the program's, which are ``docs/inference.md``'s,
+which are the numpy pass's (tests compare them token for token); only the speed differs.
+
+``fastest_model`` is how a caller gets one: the native model when the library builds and
+loads (``host_build``), else the numpy ``IntModel``, with one note saying why. The
+environment variable ``CURTA_CHAIN_NATIVE=0`` asks for the numpy pass.
+"""
+
+import ctypes
+import os
+import threading
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from curta_chain.artifact import Artifact, ModelConfig
+from curta_chain.errors import BuildError
+from curta_chain.inference.host_build import library
+from curta_chain.inference.model import IntModel
+from curta_chain.inference.run import RunPlan
+from curta_chain.inference.sampling import SamplingSettings
+from curta_chain.reporting import Reporter
+
+SWITCH = "CURTA_CHAIN_NATIVE"
+"""Set to 0 to run the numpy pass even where the native one builds."""
+_RUN_FINISHED = 2  # RunState in programs/curta/inference.h
+_LOCK = threading.Lock()
+"""The library's scratch (its heap, the activation pieces) is the process's: a call at a time."""
+_LOADED: dict[Path, ctypes.CDLL] = {}
+
+
+def _load(path: Path) -> ctypes.CDLL:
+    """Load the library once per process and declare the functions ``host_run.c`` exports."""
+    if path not in _LOADED:
+        lib = ctypes.CDLL(str(path))
+        lib.curta_host_open.restype = ctypes.c_void_p
+        lib.curta_host_open.argtypes = [
+            ctypes.c_void_p,
+            ctypes.POINTER(ctypes.c_uint32),
+            *[ctypes.c_uint32] * 4,
+            ctypes.c_uint64,
+        ]
+        lib.curta_host_advance.restype = ctypes.c_int64
+        lib.curta_host_advance.argtypes = [ctypes.c_void_p]
+        lib.curta_host_token.restype = ctypes.c_uint32
+        lib.curta_host_token.argtypes = [ctypes.c_void_p, ctypes.c_uint32]
+        lib.curta_host_state.restype = ctypes.c_uint32
+        lib.curta_host_state.argtypes = [ctypes.c_void_p]
+        lib.curta_host_close.restype = None
+        lib.curta_host_close.argtypes = [ctypes.c_void_p]
+        _LOADED[path] = lib
+    return _LOADED[path]
+
+
+@dataclass(eq=False)
+class NativeModel:
+    """An artifact run by the program's C: ``generate`` as ``inference.generate``.
+
+    Attributes:
+        config: the model's shape.
+        library: the built library's path.
+    """
+
+    config: ModelConfig
+    library: Path
+    _lib: ctypes.CDLL = field(repr=False)
+    _data: object = field(repr=False)  # the bytes at _address, kept alive with the model
+    _address: int = field(repr=False)
+
+    @classmethod
+    def from_artifact(cls, artifact: Artifact, path: Path) -> "NativeModel":
+        """Bind a decoded (so checked) artifact to the library at ``path``.
+
+        The program reads its rows and tables in place, 8-aligned: the artifact's bytes are
+        used where they are when they are aligned, else copied once.
+
+        Raises:
+            BuildError: the library does not load.
+        """
+        try:
+            lib = _load(path)
+        except OSError as exc:
+            raise BuildError(f"{path}: does not load: {exc}") from exc
+        data: object = artifact.data
+        address = ctypes.cast(ctypes.c_char_p(artifact.data), ctypes.c_void_p).value or 0
+        if address % 8:
+            words = (ctypes.c_uint64 * (-(-len(artifact.data) // 8)))()
+            ctypes.memmove(words, artifact.data, len(artifact.data))
+            data, address = words, ctypes.addressof(words)
+        return cls(artifact.config, path, lib, data, address)
+
+    def generate(self, plan: RunPlan, settings: SamplingSettings) -> Iterator[int]:
+        """Yield the generated ids one at a time, as ``inference.generate`` does.
+
+        Raises:
+            MemoryError: the run account cannot be allocated.
+            RuntimeError: a phase of the program could not run (a guard, not a path).
+        """
+        lib = self._lib
+        prompt = (ctypes.c_uint32 * len(plan.prompt_ids))(*plan.prompt_ids)
+        capacity = len(plan.prompt_ids) + plan.max_tokens
+        run = lib.curta_host_open(
+            self._address,
+            prompt,
+            len(plan.prompt_ids),
+            capacity,
+            settings.temperature,
+            settings.top_p,
+            settings.seed,
+        )
+        if not run:
+            raise MemoryError(f"a run account for {capacity} tokens")
+        try:
+            known = len(plan.prompt_ids)
+            while True:
+                with _LOCK:
+                    count = lib.curta_host_advance(run)
+                    new = [lib.curta_host_token(run, i) for i in range(known, max(count, known))]
+                    finished = lib.curta_host_state(run) & 0xFF == _RUN_FINISHED
+                if count < 0:
+                    raise RuntimeError("the program's phase could not run")
+                known = max(count, known)
+                yield from new
+                if finished:  # a stop token, or the plan's last token
+                    return
+        finally:
+            lib.curta_host_close(run)
+
+
+def fastest_model(
+    artifact: Artifact, reporter: Reporter, environ: Mapping[str, str] = os.environ
+) -> "NativeModel | IntModel":
+    """The native model when its library builds and loads, else the numpy ``IntModel``.
+
+    A build on first use says so first (a few seconds); a model that falls back says why,
+    in one note, unless ``CURTA_CHAIN_NATIVE=0`` asked for it.
+    """
+    if environ.get(SWITCH, "1") != "0":
+        try:
+            path = library(
+                environ, on_build=lambda: reporter.note("building the program's C for this machine")
+            )
+            return NativeModel.from_artifact(artifact, path)
+        except BuildError as exc:
+            reporter.note(f"the native forward pass is unavailable: {exc}; running numpy's")
+    return IntModel.from_artifact(artifact)
