@@ -167,13 +167,16 @@ def _load(args: argparse.Namespace) -> "Artifact":
 
 
 def _run(args: argparse.Namespace) -> int:
+    if args.on_chain:
+        return _run_on_chain(args, _settings(args))
+    # One core's work, as llama2.c's run.c's: set before numpy loads, so that BLAS starts no
+    # workers to spin idle on the other cores.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     from curta_chain.inference import Tokenizer, generate, plan_run
-    from curta_chain.inference.native import fastest_model
+    from curta_chain.inference.native import NativeModel, fastest_model
     from curta_chain.inference.tokenizer import STOP_TOKENS
 
     settings = _settings(args)
-    if args.on_chain:
-        return _run_on_chain(args, settings)
     artifact = _load(args)
     reporter = make_reporter(args, lines_to_stderr=True)
     # The program's C built for this machine, or numpy's pass where it cannot be: the same
@@ -224,6 +227,7 @@ def _run(args: argparse.Namespace) -> int:
         "sampling": settings.to_json(),
         "first_token_seconds": round(first - start, 6),
         "tokens_per_second": rate,
+        "forward_pass": "native" if isinstance(model, NativeModel) else "numpy",
     }
     emit(args, result)
     return 0

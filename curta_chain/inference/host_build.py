@@ -22,9 +22,7 @@ import shlex
 import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Callable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from curta_chain.errors import BuildError
@@ -32,8 +30,13 @@ from curta_chain.errors import BuildError
 PROGRAM_DIR = Path(__file__).resolve().parents[2] / "programs" / "curta"
 """The program's C: present in a checkout (the editable install scripts/setup.sh makes)."""
 LIBRARY = "libcurta_host.so"
-CFLAGS = ("-O2", "-std=gnu11", "-fPIC", "-fno-strict-aliasing", "-include", "host/host.h")
-"""How every source is compiled; no -march: the AVX2 kernels are chosen at run time."""
+CFLAGS = (
+    "-O2", "-std=gnu11", "-fPIC", "-fvisibility=hidden", "-fno-strict-aliasing",
+    "-include", "host/host.h",
+)  # fmt: skip
+"""How every source is compiled. No -march: the AVX2 kernels are chosen at run time, so the
+library runs on any x86-64 that shares the cache. Hidden symbols: calls between the
+program's files are direct; host_run.c exports its functions by name."""
 RENAMED = {
     "src/matvec.c": ("row_sums",),
     "src/attend.c": ("key_dots", "value_sums"),
@@ -132,6 +135,9 @@ def library(
 
 def _build(cc: list[str], program: Path, folder: Path) -> None:
     """Compile every source into objects, link them, and move the library into ``folder``."""
+    import tempfile  # a build's own: a run that finds its library starts sooner without them
+    from concurrent.futures import ThreadPoolExecutor
+
     log = folder / _LOG
     with tempfile.TemporaryDirectory(prefix="build-", dir=folder) as tmp:
         work = Path(tmp)

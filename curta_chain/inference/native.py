@@ -27,7 +27,8 @@ from curta_chain.reporting import Reporter
 
 SWITCH = "CURTA_CHAIN_NATIVE"
 """Set to 0 to run the numpy pass even where the native one builds."""
-_RUN_FINISHED = 2  # RunState in programs/curta/inference.h
+_FINISHED = 1 << 32
+"""curta_host_advance's flag beside the token count: the run has finished."""
 _LOCK = threading.Lock()
 """The library's scratch (its heap, the activation pieces) is the process's: a call at a time."""
 _LOADED: dict[Path, ctypes.CDLL] = {}
@@ -48,8 +49,6 @@ def _load(path: Path) -> ctypes.CDLL:
         lib.curta_host_advance.argtypes = [ctypes.c_void_p]
         lib.curta_host_token.restype = ctypes.c_uint32
         lib.curta_host_token.argtypes = [ctypes.c_void_p, ctypes.c_uint32]
-        lib.curta_host_state.restype = ctypes.c_uint32
-        lib.curta_host_state.argtypes = [ctypes.c_void_p]
         lib.curta_host_close.restype = None
         lib.curta_host_close.argtypes = [ctypes.c_void_p]
         _LOADED[path] = lib
@@ -118,14 +117,14 @@ class NativeModel:
             known = len(plan.prompt_ids)
             while True:
                 with _LOCK:
-                    count = lib.curta_host_advance(run)
-                    new = [lib.curta_host_token(run, i) for i in range(known, max(count, known))]
-                    finished = lib.curta_host_state(run) & 0xFF == _RUN_FINISHED
-                if count < 0:
-                    raise RuntimeError("the program's phase could not run")
+                    advanced = lib.curta_host_advance(run)
+                    if advanced < 0:
+                        raise RuntimeError("a phase of the program could not run")
+                    count = advanced & (_FINISHED - 1)
+                    new = [lib.curta_host_token(run, i) for i in range(known, count)]
                 known = max(count, known)
                 yield from new
-                if finished:  # a stop token, or the plan's last token
+                if advanced & _FINISHED:  # a stop token, or the plan's last token
                     return
         finally:
             lib.curta_host_close(run)

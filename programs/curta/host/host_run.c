@@ -14,6 +14,7 @@
 #include "../inference.h"
 
 #define HOST_BUDGET (1UL << 62) /* more than any phase costs: every phase runs whole */
+#define EXPORT __attribute__((visibility("default"))) /* the build hides everything else */
 
 typedef struct {
   Step step;
@@ -23,8 +24,9 @@ typedef struct {
 /* Open a run of `prompt_tokens` ids (ids < vocab, 1 <= prompt_tokens < capacity <= context,
  * checked by the caller) over the artifact at `artifact` (8-aligned). NULL when out of
  * memory. */
-HostRun *curta_host_open(const uint8_t *artifact, const uint32_t *prompt, uint32_t prompt_tokens,
-                         uint32_t capacity, uint32_t temperature, uint32_t top_p, uint64_t seed) {
+EXPORT HostRun *curta_host_open(const uint8_t *artifact, const uint32_t *prompt,
+                                uint32_t prompt_tokens, uint32_t capacity, uint32_t temperature,
+                                uint32_t top_p, uint64_t seed) {
   const uint32_t *config = (const uint32_t *)(artifact + ART_CONFIG);
   Run header = {0};
   header.dim = config[0];
@@ -74,9 +76,10 @@ HostRun *curta_host_open(const uint8_t *artifact, const uint32_t *prompt, uint32
 }
 
 /* Run phases until the run's position or token count moves, or it finishes: one position
- * (or more, where the program batches them). Returns the tokens the run holds, or -1 when
- * a phase could not run (a guard: the budget holds any phase and every section is there). */
-int64_t curta_host_advance(HostRun *h) {
+ * (or more, where the program batches them). Returns the tokens the run holds, plus 2^32
+ * once it is finished, or -1 when a phase could not run (a guard: the budget holds any
+ * phase, and every section is there). */
+EXPORT int64_t curta_host_advance(HostRun *h) {
   Step *s = &h->step;
   Run *run = h->run;
   uint32_t position = run->position, count = run->token_count;
@@ -90,20 +93,15 @@ int64_t curta_host_advance(HostRun *h) {
       return -1;
     }
   }
-  return run->token_count;
+  return (int64_t)run->token_count | (int64_t)(run->state == RUN_FINISHED) << 32;
 }
 
 /* Token `index` of the run (index < its token count). */
-uint32_t curta_host_token(const HostRun *h, uint32_t index) {
+EXPORT uint32_t curta_host_token(const HostRun *h, uint32_t index) {
   return ((const uint32_t *)((const uint8_t *)h->run + h->run->regions[REGION_TOKENS]))[index];
 }
 
-/* The run's state (RunState) and finish reason (FinishReason), as state | reason << 8. */
-uint32_t curta_host_state(const HostRun *h) {
-  return (uint32_t)h->run->state | (uint32_t)h->run->finish_reason << 8;
-}
-
-void curta_host_close(HostRun *h) {
+EXPORT void curta_host_close(HostRun *h) {
   if (h) {
     free(h->run);
     free(h);
