@@ -412,9 +412,11 @@ def against_llama2c(args: argparse.Namespace) -> None:
     rows = llama2c_rows(results)
     summary = (
         f"stories15M's shapes (synthetic weights, seed 15), `-n {args.n} -t {args.temperature} "
-        f"-p {args.top_p} -s {args.seed}` for each (run.c makes -n tokens, curta-chain one fewer at the context's end: it keeps every token in the context); whole processes in turn, the median of "
-        f"{args.rounds} rounds after one unmeasured. `curta-chain run` computes the chain's "
-        "integers (the program's C, built for this machine); run.c computes float32. Each "
+        f"-p {args.top_p} -s {args.seed}` for each (at the context's end run.c makes -n tokens "
+        "and curta-chain one fewer: it keeps every token in the context); whole processes in "
+        f"turn, the median of {args.rounds} rounds after one unmeasured. `curta-chain run` "
+        "computes the chain's integers (the program's C, built for this machine); run.c "
+        "computes float32. Each "
         "prints its tokens a second, counted alike: every token after the first, over the time "
         "since the first. The ratios are to run.c -Ofast -march=native: above 1, curta-chain "
         "is faster."
