@@ -107,7 +107,7 @@ def decode_artifact(data: bytes, source: str = "<bytes>") -> Artifact:
     return Artifact(
         config=config,
         data=data,
-        sections=tuple(data[start : start + n] for start, n in zip(starts, sections, strict=True)),
+        section_lengths=tuple(sections),
         matrices=descriptors,
         blocks=blocks,
         inv_sqrt_head_size=inv_sqrt,
@@ -377,8 +377,8 @@ def _tokenizer(
         )
     _expect_zero(data, strings_end, length0, "section zero padding", fail)
     ids = np.frombuffer(data, dtype="<u4", count=vocab, offset=blocks[5])
-    tokens = [data[o : o + n] for o, n in zip(offsets.tolist(), lengths.tolist(), strict=True)]
-    if not is_sorted_token_ids(ids.tolist(), tokens):
+    if not is_sorted_token_ids(ids, data, offsets, lengths):
+        tokens = [data[o : o + n] for o, n in zip(offsets.tolist(), lengths.tolist(), strict=True)]
         want = sorted_token_ids(tokens)  # the sort names the first wrong slot
         slot = int(np.argmax(ids != want))
         fail(
