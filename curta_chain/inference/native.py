@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from curta_chain.artifact import Artifact, ModelConfig
-from curta_chain.errors import BuildError
+from curta_chain.errors import BuildError, PromptError
+from curta_chain.inference.forward import check_tokens
 from curta_chain.inference.host_build import library
 from curta_chain.inference.model import IntModel
 from curta_chain.inference.run import RunPlan
@@ -67,15 +68,15 @@ class NativeModel:
     config: ModelConfig
     library: Path
     _lib: ctypes.CDLL = field(repr=False)
-    _data: object = field(repr=False)  # the bytes at _address, kept alive with the model
+    _data: bytes = field(repr=False)  # the bytes at _address, kept alive with the model
     _address: int = field(repr=False)
 
     @classmethod
     def from_artifact(cls, artifact: Artifact, path: Path) -> "NativeModel":
         """Bind a decoded (so checked) artifact to the library at ``path``.
 
-        The program reads its rows and tables in place, 8-aligned: the artifact's bytes are
-        used where they are when they are aligned, else copied once.
+        The program reads the artifact's rows and tables in place, as on chain: CPython
+        keeps a ``bytes`` object's data 16-aligned, and the sections start 8-aligned in it.
 
         Raises:
             BuildError: the library does not load.
@@ -84,24 +85,29 @@ class NativeModel:
             lib = _load(path)
         except OSError as exc:
             raise BuildError(f"{path}: does not load: {exc}") from exc
-        data: object = artifact.data
         address = ctypes.cast(ctypes.c_char_p(artifact.data), ctypes.c_void_p).value or 0
         if address % 8:
-            words = (ctypes.c_uint64 * (-(-len(artifact.data) // 8)))()
-            ctypes.memmove(words, artifact.data, len(artifact.data))
-            data, address = words, ctypes.addressof(words)
-        return cls(artifact.config, path, lib, data, address)
+            raise BuildError(f"the artifact's bytes sit at {address:#x}, not 8-aligned")
+        return cls(artifact.config, path, lib, artifact.data, address)
 
     def generate(self, plan: RunPlan, settings: SamplingSettings) -> Iterator[int]:
         """Yield the generated ids one at a time, as ``inference.generate`` does.
 
         Raises:
+            PromptError: the plan's ids or length do not fit the model (the program reads
+                what it is given: a plan not made by ``plan_run`` is checked here).
             MemoryError: the run account cannot be allocated.
             RuntimeError: a phase of the program could not run (a guard, not a path).
         """
         lib = self._lib
-        prompt = (ctypes.c_uint32 * len(plan.prompt_ids))(*plan.prompt_ids)
         capacity = len(plan.prompt_ids) + plan.max_tokens
+        check_tokens(self.config, plan.prompt_ids)
+        if plan.max_tokens < 1 or capacity > self.config.seq_len:
+            raise PromptError(
+                f"{plan.max_tokens} new tokens after {len(plan.prompt_ids)}: expected 1 to "
+                f"{self.config.seq_len - len(plan.prompt_ids)} (the context)"
+            )
+        prompt = (ctypes.c_uint32 * len(plan.prompt_ids))(*plan.prompt_ids)
         run = lib.curta_host_open(
             self._address,
             prompt,

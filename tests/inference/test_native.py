@@ -25,7 +25,7 @@ from curta_chain.artifact.synthetic import (
 )
 from curta_chain.cli import main
 from curta_chain.demo import DEMO_MODEL, DEMO_TOKENIZER
-from curta_chain.errors import BuildError
+from curta_chain.errors import BuildError, PromptError
 from curta_chain.inference import (
     IntModel,
     SamplingSettings,
@@ -37,6 +37,7 @@ from curta_chain.inference import (
 )
 from curta_chain.inference.host_build import LIBRARY, build_key, cache_root, compiler, library
 from curta_chain.inference.native import NativeModel, fastest_model
+from curta_chain.inference.run import RunPlan
 from curta_chain.reporting import NullReporter
 
 PROMPT = "Once upon a time"
@@ -118,6 +119,23 @@ def test_the_programs_own_kernels_give_the_same_tokens(stories260k, shape15m, wi
         for settings in (GREEDY, NUCLEUS):
             want, got = both(artifact, native_path, settings, tokens)
             assert got == want
+
+
+@pytest.mark.parametrize(
+    ("ids", "tokens", "message"),
+    [
+        ((1, 512), 4, "token 1 is 512, outside the vocabulary 0 to 511"),
+        ((), 4, "no tokens to run"),
+        ((1, 2), 511, "511 new tokens after 2: expected 1 to 510"),
+        ((1,), 0, "0 new tokens after 1: expected 1 to 511"),
+    ],
+)
+def test_a_plan_that_does_not_fit_is_refused_before_the_c_reads_it(
+    stories260k, native_path, ids, tokens, message
+):
+    model = NativeModel.from_artifact(stories260k, native_path)
+    with pytest.raises(PromptError, match=message):
+        next(generate(model, RunPlan(ids, tokens), GREEDY))
 
 
 def run_cli(capsys, *args: str) -> tuple[dict, str]:
