@@ -437,10 +437,13 @@ def against_llama2c(args: argparse.Namespace) -> None:
     if args.record:
         from numbers_page import record
 
-        command = " ".join([".venv/bin/python scripts/bench_run.py", *sys.argv[1:]])
+        # The checkout's path is this machine's: the command names it LLAMA2C.
+        words = ["LLAMA2C" if Path(word) == args.llama2c else word for word in sys.argv[1:]]
+        command = " ".join([".venv/bin/python scripts/bench_run.py", *words])
         notes = (
             f"Target: `curta-chain run` at least 1.0x run.c -Ofast -march=native by both "
-            f"measures: {verdict}. The compiler: `{shutil.which(os.environ.get('CC', 'cc'))}`."
+            f"measures: {verdict}. LLAMA2C is a checkout of github.com/karpathy/llama2.c, or "
+            f"its run.c; the compiler `{shutil.which(os.environ.get('CC', 'cc'))}`."
         )
         record(
             "llama2c",
