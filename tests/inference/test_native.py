@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from curta_chain.artifact import Artifact, convert_llama2c
+from curta_chain.artifact import Artifact, ModelConfig, convert_llama2c
 from curta_chain.artifact.convert import convert_llama2c_bytes
 from curta_chain.artifact.synthetic import (
     STORIES15M,
@@ -94,6 +94,27 @@ def both(
 def test_the_c_gives_numpys_tokens(request, native_path, name, tokens, settings):
     want, got = both(request.getfixturevalue(name), native_path, settings, tokens)
     assert got == want and (len(got) == tokens or got[-1] in (1, 2))
+
+
+ODD_SHAPES = [
+    # Head size 10 (2 mod 4: the attention kernels' scalar pair), one key/value head for
+    # two; rows of 24 and 40 columns (8 past a multiple of 16: the half-width load).
+    ModelConfig(dim=20, hidden_dim=40, n_layers=2, n_heads=2, n_kv_heads=1, vocab_size=300,
+                seq_len=64),
+    # Head size 18: a block of 16, then the pair.
+    ModelConfig(dim=36, hidden_dim=52, n_layers=1, n_heads=2, n_kv_heads=2, vocab_size=301,
+                seq_len=40),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("config", ODD_SHAPES, ids=["head10", "head18"])
+def test_odd_shapes_take_every_edge_of_the_kernels(config, native_path):
+    checkpoint = llama2c_checkpoint_bytes(config, seed=config.dim)
+    tokenizer = llama2c_tokenizer_bytes(config.vocab_size, seed=config.dim)
+    artifact = convert_llama2c_bytes(checkpoint, tokenizer, "odd.bin", "tok.bin")
+    for settings in (GREEDY, NUCLEUS):
+        want, got = both(artifact, native_path, settings, None, steps=0)  # to the context end
+        assert got == want
 
 
 def test_the_largest_shapes_saturate_to_the_same_tokens(widest, native_path):
