@@ -57,6 +57,8 @@ from curta_chain.artifact.synthetic import (
     synthetic_artifact,
 )
 from curta_chain.constants import LAMPORTS_PER_SOL
+from curta_chain.errors import BuildError
+from curta_chain.inference.host_build import compiler
 from curta_chain.localnet import LocalnetHandle, ManualClock, start_in_thread
 from curta_chain.localnet.current_bank import reuse_freed_memory
 
@@ -104,6 +106,19 @@ NATIVE_CACHE = Path(tempfile.gettempdir()) / f"curta-chain-tests-{os.getuid()}" 
 every test and process (its key is the sources' hash), not once for each HOME."""
 
 
+def _c_compiler() -> bool:
+    try:
+        compiler()
+    except BuildError:
+        return False
+    return True
+
+
+C_COMPILER = _c_compiler()
+"""Without one, ``run`` would open every test's stderr with a note that it runs numpy
+(tests/inference/test_native.py tests that note): the tests ask for numpy instead."""
+
+
 @pytest.fixture(autouse=True)
 def own_home(tmp_path_factory, monkeypatch) -> Path:
     """Every test (and every process it starts) gets an empty HOME of its own.
@@ -115,6 +130,8 @@ def own_home(tmp_path_factory, monkeypatch) -> Path:
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.setenv("XDG_CACHE_HOME", str(NATIVE_CACHE))
+    if not C_COMPILER:
+        monkeypatch.setenv("CURTA_CHAIN_NATIVE", "0")
     return home
 
 

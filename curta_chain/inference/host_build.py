@@ -10,8 +10,8 @@ It is built on first use, or by ``scripts/setup.sh`` (``python -m
 curta_chain.inference.host_build``), into ``${XDG_CACHE_HOME:-~/.cache}/curta-chain/native/
 <key>/``, where the key hashes the compiler, the flags and every source byte: a changed
 source builds a new library, and a library never runs older C than the checkout holds.
-The compiler is ``$CC`` (words split as a shell would), else ``cc``, ``gcc`` or ``clang``
-on ``PATH``. Compiling takes a few seconds of one core; nothing is installed elsewhere.
+The compiler is ``$CC`` (words split as a shell would), else ``cc``, ``gcc``, ``clang`` or
+``clang-14`` on ``PATH``. Compiling takes a few seconds of one core; nothing is installed elsewhere.
 """
 
 import contextlib
@@ -42,7 +42,8 @@ RENAMED = {
     "src/attend.c": ("key_dots", "value_sums"),
 }
 """The program's kernels that host/host_kernels.c takes over, and the files that define them."""
-COMPILERS = ("cc", "gcc", "clang")
+COMPILERS = ("cc", "gcc", "clang", "clang-14")
+"""Looked for on PATH in this order; clang-14 is the one that builds the program itself."""
 _LOG = "build.log"
 
 
@@ -113,6 +114,7 @@ def library(
         BuildError: no sources, no compiler, or a compile or link that failed (the message
             names the log with the compiler's output).
     """
+    sources(program)  # no C here says so before a missing compiler would
     cc = compiler(environ)
     folder = cache_root(environ) / build_key(cc, program)
     target = folder / LIBRARY

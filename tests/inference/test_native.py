@@ -60,8 +60,19 @@ def shape15m() -> Artifact:
     return convert_llama2c_bytes(checkpoint, tokenizer, "15m.bin", "tok.bin")
 
 
+def c_compiler() -> list[str]:
+    """The compiler, or a skip saying there is none (a failure under CI)."""
+    try:
+        return compiler()
+    except BuildError as exc:
+        if os.environ.get("CI"):
+            raise
+        pytest.skip(f"{exc}: the native forward pass cannot be built here")
+
+
 @pytest.fixture
 def native_path() -> Path:
+    c_compiler()
     return library()  # the tests' cache (conftest's own_home): built once, then found
 
 
@@ -210,7 +221,7 @@ def fake_compiler(folder: Path, script: str) -> Path:
 @pytest.mark.parametrize(
     ("case", "says"),
     [
-        ("no compiler", "no C compiler (cc, gcc, clang or $CC) on PATH"),
+        ("no compiler", "no C compiler (cc, gcc, clang, clang-14 or $CC) on PATH"),
         ("CC names nothing", "CC='/nowhere/cc': no such program"),
         ("the build fails", "the C build failed (fakecc: error: no room); the compiler's output"),
         ("the library does not load", "does not load"),
@@ -221,6 +232,7 @@ def test_each_failure_is_one_line_then_numpy(
 ):
     cache = tmp_path / "cache"
     monkeypatch.setenv("XDG_CACHE_HOME", str(cache))
+    monkeypatch.delenv("CURTA_CHAIN_NATIVE", raising=False)
     if case == "no compiler":
         monkeypatch.delenv("CC", raising=False)
         monkeypatch.setenv("PATH", str(tmp_path / "empty"))
@@ -230,7 +242,7 @@ def test_each_failure_is_one_line_then_numpy(
         cc = fake_compiler(tmp_path, "echo 'fakecc: error: no room' >&2; exit 1")
         monkeypatch.setenv("CC", str(cc))
     else:  # a cached library that is not one (a disk that lost it half-written)
-        cc = compiler()
+        cc = c_compiler()
         folder = cache_root() / build_key(cc)
         folder.mkdir(parents=True)
         (folder / LIBRARY).write_bytes(b"not a shared object")
@@ -249,6 +261,7 @@ def test_each_failure_is_one_line_then_numpy(
 
 
 def test_a_fresh_cache_builds_once_then_finds_it(monkeypatch, tmp_path, capsys, stories260k):
+    c_compiler()
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     notes: list[str] = []
 
@@ -270,7 +283,7 @@ def test_a_fresh_cache_builds_once_then_finds_it(monkeypatch, tmp_path, capsys, 
 def test_a_changed_source_is_a_new_build(tmp_path):
     program = tmp_path / "curta"
     shutil.copytree(host_build.PROGRAM_DIR, program)
-    cc = compiler()
+    cc = c_compiler()
     before = build_key(cc, program)
     forward = program / "src" / "forward.c"
     forward.write_text(forward.read_text() + "\n")
