@@ -42,7 +42,11 @@ from curta_chain.artifact.llama2c import is_checkpoint
 from curta_chain.artifact.model import Artifact
 from curta_chain.artifact.tables import exp_table, inv_sqrt_head_size, rotary_table, silu_table
 from curta_chain.artifact.tezw import MAGIC as TEZW_MAGIC
-from curta_chain.artifact.tokenizer import scores_from_keys, sorted_token_ids
+from curta_chain.artifact.tokenizer import (
+    is_sorted_token_ids,
+    scores_from_keys,
+    sorted_token_ids,
+)
 from curta_chain.constants import MAX_SECTION_SIZE, MAX_SECTIONS
 from curta_chain.errors import ArtifactError
 
@@ -103,7 +107,7 @@ def decode_artifact(data: bytes, source: str = "<bytes>") -> Artifact:
     return Artifact(
         config=config,
         data=data,
-        sections=tuple(data[start : start + n] for start, n in zip(starts, sections, strict=True)),
+        section_lengths=tuple(sections),
         matrices=descriptors,
         blocks=blocks,
         inv_sqrt_head_size=inv_sqrt,
@@ -373,9 +377,9 @@ def _tokenizer(
         )
     _expect_zero(data, strings_end, length0, "section zero padding", fail)
     ids = np.frombuffer(data, dtype="<u4", count=vocab, offset=blocks[5])
-    tokens = [data[o : o + n] for o, n in zip(offsets.tolist(), lengths.tolist(), strict=True)]
-    want = sorted_token_ids(tokens)
-    if (ids != want).any():
+    if not is_sorted_token_ids(ids, data, offsets, lengths):
+        tokens = [data[o : o + n] for o, n in zip(offsets.tolist(), lengths.tolist(), strict=True)]
+        want = sorted_token_ids(tokens)  # the sort names the first wrong slot
         slot = int(np.argmax(ids != want))
         fail(
             f"byte {blocks[5] + 4 * slot:,} (sorted token id {slot}): {ids[slot]}, expected "
