@@ -22,11 +22,10 @@ from pathlib import Path
 try:
     import gen_layout
     import gen_schedule
-    from sbpf_alu32 import SignExtensionError
-    from sbpf_link import link
+    from sbpf_linker import SignExtensionError, link
 except ModuleNotFoundError as missing:  # the venv lacks setup.sh's path file
     raise SystemExit(
-        f"{missing}: programs/curta is not on this environment's path; run bash scripts/setup.sh"
+        f"{missing}: programs/ is not on this environment's path; run bash scripts/setup.sh"
     ) from missing
 
 from curta_chain.errors import BuildError, InputError
@@ -87,7 +86,7 @@ def build_one(build: ProgramBuild, extra_flags: tuple[str, ...] = ()) -> tuple[b
     """Compile every source for ``build`` and link them; return the bytes and the -mcpu used.
 
     Every source starts at the build's first ``-mcpu``. When the v3 link refuses a source's
-    ALU32 code (a sign-extended 32-bit result read as 64 bits: ``sbpf_alu32``), that source
+    ALU32 code (a sign-extended 32-bit result read as 64 bits: ``sbpf_linker.alu32``), that source
     alone is compiled again with the next ``-mcpu`` and the link retried, so the sources the
     proof accepts keep their v3 code. ``extra_flags`` go to clang after the usual ones
     (``-DCALIBRATE`` for the build that logs every phase's compute units:
