@@ -50,6 +50,7 @@ from curta_chain.localnet.features import BEFORE_AGAVE_4, Features
 from curta_chain.localnet.ledger import Ledger
 from curta_chain.localnet.outcomes import SendOutcome
 from curta_chain.localnet.parsed import GENESIS_ACCOUNTS
+from curta_chain.localnet.persistence import restore
 from curta_chain.program.builds import find_program_binary
 
 FAUCET_SEED = b"curta-chain localnet faucet"
@@ -152,8 +153,6 @@ class Localnet(BlockProduction):
             genesis_hash = hashlib.sha256(Keypair().secret()).digest()
             self.clock = SlotClock(genesis_hash, genesis_time(), slot_duration, now)
         else:
-            from curta_chain.localnet.persistence import restore
-
             meta = self.ledger.meta
             self.clock = SlotClock(meta.genesis_hash, meta.genesis_time, slot_duration, now)
             try:
