@@ -5,9 +5,10 @@
 commitment level reads (``BankHistory``), the transaction history (``TransactionHistory``)
 and an index of accounts by owner. It is built in layers, each a module: the current bank
 (``current_bank``: sysvars, reads, the owner index), execution and its results
-(``execution``), the busy mode's sending and blocks (``block_production``), and here what
-ties them to time: the slot clock, the faucet, sending. Persistence (ledger replay and
-snapshots) is in ``persistence``; what a send returns is in ``outcomes``.
+(``execution``), simulation (``simulation``), the busy mode's sending and blocks
+(``block_production``), and here what ties them to time: the slot clock, the faucet,
+sending. Persistence (ledger replay and snapshots) is in ``persistence``; what a send
+returns is in ``outcomes``.
 
 LiteSVM is not thread-safe; a ``Localnet`` must be used from one thread (the server's
 event loop).
