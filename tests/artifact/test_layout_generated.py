@@ -13,6 +13,7 @@ import gen_layout
 import gen_schedule
 import pytest
 
+from curta_chain import constants
 from curta_chain.artifact import layout
 from curta_chain.errors import BuildError
 from curta_chain.program.builds import BUILDS
@@ -30,12 +31,17 @@ def test_the_committed_files_are_layout_pys():
 
 
 def test_every_constant_reaches_c_and_typescript_under_its_python_name():
+    """layout.py's constants, and constants.py's limits of the format, under one name each."""
     header = (ROOT / gen_layout.HEADER_PATH).read_text()
     module = (ROOT / gen_layout.MODULE_PATH).read_text()
     assert "ROW_PREFIX" in CONSTANTS and "TAG" in CONSTANTS
     for name in CONSTANTS:
         assert re.search(rf"^#define {name} ", header, re.M), name
         assert re.search(rf"^export const {name} = ", module, re.M), name
+    for name in gen_layout.CHAIN_LIMITS:
+        assert f"#define {name} {getattr(constants, name)}UL\n" in header
+    for name in gen_layout.SDK_LIMITS:
+        assert f"export const {name} = {getattr(constants, name)};\n" in module
     tag = re.search(r"^#define TAG 0x([0-9a-f]{16})UL$", header, re.M)
     assert tag and bytes.fromhex(tag[1])[::-1] == layout.TAG
     for name, byte, low, high in layout.CONFIG_FIELDS:
