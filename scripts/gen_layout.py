@@ -66,15 +66,15 @@ def _documented(module_path: Path) -> list[tuple[str, str]]:
     body = ast.parse(module_path.read_text()).body
     out = []
     for at, node in enumerate(body):
-        if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
-            name = node.target.id
-            if not name.isupper():
+        targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+        for target in targets:
+            if not isinstance(target, ast.Name) or not target.id.isupper():
                 continue
             follows = body[at + 1] if at + 1 < len(body) else None
             doc = ""
             if isinstance(follows, ast.Expr) and isinstance(follows.value, ast.Constant):
                 doc = " ".join(str(follows.value.value).split())
-            out.append((name, doc))
+            out.append((target.id, doc))
     return out
 
 
