@@ -236,6 +236,7 @@ def ts_module() -> str:
         "export const BLOCK_NAMES = [",
         *(f'  "{name}",' for _, name in layout.BLOCKS),
         "] as const;",
+        *(f"export const BLOCK_{ident} = {i};" for i, (ident, _) in enumerate(layout.BLOCKS)),
         "",
         "/** The matrix table's first entries, before every layer's. */",
         "export const MODEL_MATRIX_NAMES = [",

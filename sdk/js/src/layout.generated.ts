@@ -72,6 +72,13 @@ export const BLOCK_NAMES = [
   "sorted token ids",
   "token strings",
 ] as const;
+export const BLOCK_NORM = 0;
+export const BLOCK_ROTARY = 1;
+export const BLOCK_EXP = 2;
+export const BLOCK_SILU = 3;
+export const BLOCK_TOKEN_ENTRIES = 4;
+export const BLOCK_SORTED_IDS = 5;
+export const BLOCK_TOKEN_STRINGS = 6;
 
 /** The matrix table's first entries, before every layer's. */
 export const MODEL_MATRIX_NAMES = [
