@@ -186,7 +186,7 @@ static uint64_t check_tokenizer(const uint8_t *s0, uint64_t length) {
   const uint32_t *entries = u32s(s0, blocks[BLOCK_TOKEN_ENTRIES]);
   const uint32_t *sorted = u32s(s0, blocks[BLOCK_SORTED_IDS]);
   for (uint64_t id = 0; id < vocab; id++) {
-    const uint32_t *e = entries + 4 * id;
+    const uint32_t *e = entries + TOKEN_ENTRY_SIZE / sizeof(uint32_t) * id;
     if (e[1] > MAX_TOKEN_LENGTH || !inside(e[2], e[1], length) || sorted[id] >= vocab) {
       return REFUSE(ERR_BAD_ARTIFACT, "BadArtifact: a token entry lies outside section zero, "
                                       "or a sorted id outside the vocabulary");
