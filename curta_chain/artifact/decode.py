@@ -16,6 +16,7 @@ from curta_chain.artifact.layout import (
     BLOCK_OFFSETS_OFFSET,
     CONFIG_FIELDS,
     CONFIG_OFFSET,
+    DESCRIPTOR_FORMAT,
     DESCRIPTOR_SIZE,
     HEADER_FIELDS_END,
     HEADER_SIZE,
@@ -254,7 +255,7 @@ def _matrix_table(
     count = config.matrix_count
     got = [
         MatrixDescriptor(
-            *struct.unpack_from("<IIIIQ", data, MATRIX_TABLE_OFFSET + DESCRIPTOR_SIZE * i)
+            *struct.unpack_from(DESCRIPTOR_FORMAT, data, MATRIX_TABLE_OFFSET + DESCRIPTOR_SIZE * i)
         )
         for i in range(count)
     ]
