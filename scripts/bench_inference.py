@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 from build_program import CFLAGS, CLANG, PROGRAM_DIR, WARNINGS
-from sbpf_link import link
+from sbpf_linker import link
 from solders.account import Account
 from solders.compute_budget import set_compute_unit_limit
 from solders.instruction import AccountMeta, Instruction

@@ -57,6 +57,7 @@ ORDER = (
     "deploy",
     "localnet",
     "inference",
+    "llama2c",
     "agreement",
     "busy_localnet",
     "cluster",

@@ -19,12 +19,19 @@ python3 -m venv .venv
 if $all; then
     .venv/bin/python -m pip install -q -r scripts/train_demo_model.requirements.txt
 fi
-# The program's build tools are not part of the package: its linker beside the C source
-# (programs/curta/sbpf_*.py) and the build script (scripts/build_program.py). A path
-# configuration file lets this environment's scripts and tests import them (`from sbpf_link
-# import link`, `from build_program import CFLAGS`) without editing sys.path.
+# The program's build tools are not part of the package: the SBPF linker, a package beside
+# the C source (programs/sbpf_linker), and the build script (scripts/build_program.py). A
+# path configuration file lets this environment's scripts and tests import them (`from
+# sbpf_linker import link`, `from build_program import CFLAGS`) without editing sys.path.
 site=$(.venv/bin/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
-printf '%s\n' "$PWD/programs/curta" "$PWD/scripts" > "$site/curta_chain_build_tools.pth"
+printf '%s\n' "$PWD/programs" "$PWD/scripts" > "$site/curta_chain_build_tools.pth"
+# `curta-chain run`'s forward pass: the program's C built for this machine, once, into the
+# per-user cache (docs/dependencies.md), so that the first run does not wait for it. Without
+# a C compiler this says so, and `run` computes the same tokens in numpy.
+.venv/bin/python -m curta_chain.inference.host_build
+# The package's bytecode, as a wheel's install writes it: a command then starts without
+# compiling its modules (an editable install leaves that to the first run that may write).
+.venv/bin/python -m compileall -q curta_chain >/dev/null
 # The Node suites pytest drives, where npm is present: the second runtime (tests/litesvm_node:
 # npm litesvm 1.5, Agave 4.3), the localnet's JavaScript clients (tests/localnet/js), and the
 # TypeScript SDK with its build tools (sdk/js, also the page's). Without Node their tests

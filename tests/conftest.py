@@ -36,6 +36,7 @@ import socket
 import struct
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -56,6 +57,8 @@ from curta_chain.artifact.synthetic import (
     synthetic_artifact,
 )
 from curta_chain.constants import LAMPORTS_PER_SOL
+from curta_chain.errors import BuildError
+from curta_chain.inference.host_build import compiler
 from curta_chain.localnet import LocalnetHandle, ManualClock, start_in_thread
 from curta_chain.localnet.current_bank import reuse_freed_memory
 
@@ -98,15 +101,37 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     return TierScheduling(config, log)
 
 
+NATIVE_CACHE = Path(tempfile.gettempdir()) / f"curta-chain-tests-{os.getuid()}" / "cache"
+"""The tests' per-user cache: ``run`` builds the program's C for the host there once for
+every test and process (its key is the sources' hash), not once for each HOME."""
+
+
+def _c_compiler() -> bool:
+    try:
+        compiler()
+    except BuildError:
+        return False
+    return True
+
+
+C_COMPILER = _c_compiler()
+"""Without one, ``run`` would open every test's stderr with a note that it runs numpy
+(tests/inference/test_native.py tests that note): the tests ask for numpy instead."""
+
+
 @pytest.fixture(autouse=True)
 def own_home(tmp_path_factory, monkeypatch) -> Path:
     """Every test (and every process it starts) gets an empty HOME of its own.
 
     Chain commands read the Solana CLI config in ``~/.config/solana/cli`` (where ``deploy``
-    records program ids): a test must never read or write the real one.
+    records program ids): a test must never read or write the real one. The per-user cache
+    is the tests' own too (``NATIVE_CACHE``).
     """
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(NATIVE_CACHE))
+    if not C_COMPILER:
+        monkeypatch.setenv("CURTA_CHAIN_NATIVE", "0")
     return home
 
 

@@ -26,6 +26,8 @@ def test_the_wheel_builds_without_deprecations_and_ships_the_programs(tmp_path):
     assert "License-Expression: MIT" in fields.splitlines()
     shipped = {"py.typed", "program/curta.so", "program/curta_v3.so", "program/curta.json"}
     assert {f"curta_chain/{name}" for name in shipped} <= names
+    # The build tools stay out: the SBPF linker (programs/sbpf_linker) and the scripts.
+    assert not any(name.startswith(("sbpf_linker/", "programs/", "scripts/")) for name in names)
 
 
 def test_skipped_tests_are_listed_with_their_reason_even_with_q(tmp_path):

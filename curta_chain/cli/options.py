@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import curta_chain.cli.solana_config as solana_config
 from curta_chain.chain.cluster import is_localnet
-from curta_chain.cli import solana_config
 from curta_chain.cli.console import ConsoleReporter
 from curta_chain.cli.signers import Signers
 from curta_chain.constants import COMMITMENTS, GIVE_UP_AFTER

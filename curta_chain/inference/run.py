@@ -2,6 +2,7 @@
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from curta_chain.constants import DEFAULT_STEPS
 from curta_chain.errors import PromptError
@@ -10,6 +11,9 @@ from curta_chain.inference.model import IntModel
 from curta_chain.inference.sampling import SamplingSettings, Xorshift64Star, sample
 from curta_chain.inference.tokenizer import STOP_TOKENS, Tokenizer
 from curta_chain.reporting import counted
+
+if TYPE_CHECKING:
+    from curta_chain.inference.native import NativeModel
 
 
 @dataclass(frozen=True)
@@ -21,7 +25,7 @@ class RunPlan:
 
 
 def plan_run(
-    model: IntModel,
+    model: "IntModel | NativeModel",
     tokenizer: Tokenizer,
     prompt: str,
     max_tokens: int | None,
@@ -93,12 +97,21 @@ def new_tokens_for_steps(steps: int, prompt_tokens: int, context: int) -> int:
     return new
 
 
-def generate(model: IntModel, plan: RunPlan, settings: SamplingSettings) -> Iterator[int]:
+def generate(
+    model: "IntModel | NativeModel", plan: RunPlan, settings: SamplingSettings
+) -> Iterator[int]:
     """Yield the generated token ids one at a time; stop after token 1 or 2, or the steps.
 
-    The prompt runs as one batch of positions; each new token is sampled from the last
-    position's logits and then run at the next position (the last one is not run).
+    Each new token is sampled from the last position's logits and then run at the next
+    position (the last one is not run). A ``NativeModel`` runs the program's C; an
+    ``IntModel`` runs numpy, the prompt as one batch of positions: the same integers.
     """
+    if isinstance(model, IntModel):
+        return _generate(model, plan, settings)
+    return model.generate(plan, settings)
+
+
+def _generate(model: IntModel, plan: RunPlan, settings: SamplingSettings) -> Iterator[int]:
     cache = KVCache.empty(model)
     rng = Xorshift64Star(settings.seed)
     logits = forward(model, cache, plan.prompt_ids)

@@ -5,9 +5,10 @@
 commitment level reads (``BankHistory``), the transaction history (``TransactionHistory``)
 and an index of accounts by owner. It is built in layers, each a module: the current bank
 (``current_bank``: sysvars, reads, the owner index), execution and its results
-(``execution``), the busy mode's sending and blocks (``block_production``), and here what
-ties them to time: the slot clock, the faucet, sending. Persistence (ledger replay and
-snapshots) is in ``persistence``; what a send returns is in ``outcomes``.
+(``execution``), simulation (``simulation``), the busy mode's sending and blocks
+(``block_production``), and here what ties them to time: the slot clock, the faucet,
+sending. Persistence (ledger replay and snapshots) is in ``persistence``; what a send
+returns is in ``outcomes``.
 
 LiteSVM is not thread-safe; a ``Localnet`` must be used from one thread (the server's
 event loop).
@@ -50,6 +51,7 @@ from curta_chain.localnet.features import BEFORE_AGAVE_4, Features
 from curta_chain.localnet.ledger import Ledger
 from curta_chain.localnet.outcomes import SendOutcome
 from curta_chain.localnet.parsed import GENESIS_ACCOUNTS
+from curta_chain.localnet.persistence import restore
 from curta_chain.program.builds import find_program_binary
 
 FAUCET_SEED = b"curta-chain localnet faucet"
@@ -152,8 +154,6 @@ class Localnet(BlockProduction):
             genesis_hash = hashlib.sha256(Keypair().secret()).digest()
             self.clock = SlotClock(genesis_hash, genesis_time(), slot_duration, now)
         else:
-            from curta_chain.localnet.persistence import restore
-
             meta = self.ledger.meta
             self.clock = SlotClock(meta.genesis_hash, meta.genesis_time, slot_duration, now)
             try:

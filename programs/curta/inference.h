@@ -40,69 +40,9 @@ enum InferenceError {
   ERR_NOTHING_FITS = 6112,
 };
 
-/* ---- The artifact: section zero's header (docs/spec/curta-weight-format.md). ---- */
+/* ---- The artifact: section zero's layout, generated from curta_chain/artifact/layout.py. ---- */
 
-#define ART_TAG 0x3130574154525543UL /* "CURTAW01" little-endian */
-#define ART_HEADER_SIZE 4096
-#define ART_CONFIG 8            /* seven u32: dim, hidden, layers, heads, kv heads, vocab, ctx */
-#define ART_SECTION_COUNT 36
-#define ART_BLOCKS 40           /* seven u32 block offsets, in BLOCK_* order */
-#define ART_INV_SQRT 68
-#define ART_SECTION_TABLE 128   /* one 16-byte entry per section: u64 offset, u64 length */
-#define ART_SECTION_ENTRY_SIZE 16
-#define ART_SECTION_LENGTH 8    /* the length's place in its section table entry */
-#define ART_MATRIX_TABLE 512
-#define ROW_HEADER_SIZE 8       /* a row's u32 scale and 4 zero bytes */
-#define WEIGHT_BIAS 128         /* stored byte = int8 weight + 128 */
-#define MATRICES_PER_LAYER 7
-#define TOKEN_ENTRY_SIZE 16
-#define MAX_TOKEN_LENGTH 128
-#define TABLE_ENTRIES 4097
-
-enum Block {
-  BLOCK_NORM = 0,
-  BLOCK_ROTARY = 1,
-  BLOCK_EXP = 2,
-  BLOCK_SILU = 3,
-  BLOCK_TOKEN_ENTRIES = 4,
-  BLOCK_SORTED_IDS = 5,
-  BLOCK_TOKEN_STRINGS = 6,
-  BLOCK_COUNT = 7,
-};
-
-/* The spec's bounds on the configuration. */
-#define MAX_DIM 512
-#define MAX_HIDDEN 2048
-#define MAX_LAYERS 16
-#define MAX_HEADS 16
-#define MIN_VOCAB 259
-#define MAX_VOCAB 65536
-#define MAX_CONTEXT 512
-#define MAX_HEAD_SIZE 64
-
-typedef struct {
-  uint32_t section;
-  uint32_t columns;
-  uint32_t rows;
-  uint32_t row_bytes;
-  uint64_t offset;
-} MatrixDescriptor;
-
-_Static_assert(sizeof(MatrixDescriptor) == 24, "a matrix descriptor is 24 bytes");
-
-/* Matrix indices: 0 embedding, 1 classifier, then per layer in this order. */
-enum LayerMatrix {
-  MAT_QUERY = 0,
-  MAT_KEY = 1,
-  MAT_VALUE = 2,
-  MAT_OUTPUT = 3,
-  MAT_GATE = 4,
-  MAT_DOWN = 5,
-  MAT_UP = 6,
-};
-#define MAT_EMBEDDING 0
-#define MAT_CLASSIFIER 1
-#define layer_matrix(layer, kind) (2 + MATRICES_PER_LAYER * (layer) + (kind))
+#include "layout.h"
 
 /* ---- The run account. ---- */
 
@@ -212,7 +152,7 @@ _Static_assert(sizeof(Run) == RUN_HEADER_SIZE, "the run header is 512 bytes");
 /* ---- Fixed point (docs/inference.md). ---- */
 
 #define ACT_BITS 16
-#define SCALE_BITS 24
+#define SCALE_BITS FRACTION_BITS /* row scales, norm weights, rotary, 1/sqrt(head size) */
 #define I32_MIN (-2147483648L)
 #define I32_MAX 2147483647L
 
@@ -262,7 +202,7 @@ static inline uint32_t *region_u32(const Step *s, uint64_t region) {
 }
 static inline const uint8_t *block_of(const Step *s, uint64_t block) {
   /* The block table is u32s at a 4-aligned offset of the 8-aligned section zero. */
-  return s->s0 + ((const uint32_t *)(s->s0 + ART_BLOCKS))[block];
+  return s->s0 + ((const uint32_t *)(s->s0 + BLOCK_OFFSETS_OFFSET))[block];
 }
 /* A block's entries: openRun checked each block 4-aligned in the 8-aligned section zero. */
 static inline const uint32_t *block_u32(const Step *s, uint64_t block) {
@@ -273,7 +213,7 @@ static inline const int32_t *block_i32(const Step *s, uint64_t block) {
 }
 static inline const MatrixDescriptor *matrix_of(const uint8_t *s0, uint64_t index) {
   /* The matrix table is 8-aligned in section zero, which is 8-aligned in the account. */
-  return (const MatrixDescriptor *)(s0 + ART_MATRIX_TABLE) + index;
+  return (const MatrixDescriptor *)(s0 + MATRIX_TABLE_OFFSET) + index;
 }
 
 /* Spend `cost` estimated compute units from the step's budget, if it is there. */
@@ -321,7 +261,6 @@ void value_sums(const CacheSpan *values, const int64_t *w, int64_t *out);
 /* forward.c: one token's phases. Each returns false when nothing fit the budget, or (with
  * s->missing set) when its slice needs a section the step was not passed. */
 bool forward_phase(Step *s);
-int64_t exp_weight(uint64_t distance, const uint32_t *table);
 
 /* tokenize.c: the tokenizer's phases and the log of a finished token. */
 bool tokenize_phase(Step *s);
@@ -332,6 +271,10 @@ void log_token(const Step *s, uint64_t previous, uint64_t token);
 bool sample_phase(Step *s);
 uint64_t check_run_owned(const SolInput *in, const SolAccount *account);
 uint64_t check_run_layout(const SolAccount *account);
+
+/* section_zero.c: openRun's checks of the model's section zero, once, so that every later
+ * step reads inside it and inside the matrix sections. */
+uint64_t check_section_zero(const SolAccount *model_account, const SolAccount *weight);
 
 /* Processors. */
 uint64_t process_open_run(SolInput *in);

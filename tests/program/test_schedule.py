@@ -60,6 +60,6 @@ def test_the_build_refuses_a_header_that_is_not_the_tables(monkeypatch, tmp_path
     stale = tmp_path / "schedule.h"
     stale.write_text(c_header().replace("#define COST_ID 14", "#define COST_ID 15"))
     monkeypatch.setattr(build_program, "ROOT", tmp_path)
-    monkeypatch.setattr(build_program, "HEADER_PATH", "schedule.h")
+    monkeypatch.setattr(gen_schedule, "HEADER_PATH", "schedule.h")
     with pytest.raises(BuildError, match=r"^schedule.h differs from curta_chain/program/schedule"):
         build_program.build_one(BUILDS[0])

@@ -10,6 +10,7 @@
  * ends where the mirror says it does).
  */
 #include "../inference.h"
+#include "../softmax.h"
 
 #define ROWS_PER_CHUNK 96 /* row sums kept on the heap at once */
 
@@ -17,12 +18,8 @@
 #define NORM_SQUARE_BITS 26
 #define INV_BITS 61
 #define QK_LIMIT (1L << 27)
-#define EXP_STEP_BITS 8
-#define EXP_LIMIT (TABLE_ENTRIES - 1)
-#define WEIGHT_BITS 22
-#define EXP_FRACTION_BITS 30
 #define SILU_STEP_SHIFT 9
-#define SILU_EDGE (16L << ACT_BITS)
+#define SILU_EDGE ((int64_t)SILU_RANGE << ACT_BITS)
 
 /* ---- Arithmetic. ---- */
 
@@ -82,17 +79,6 @@ static void rmsnorm(const int64_t *x, const int32_t *weight, uint64_t n, int64_t
     int64_t normed = round_shift(x[i] * (int64_t)inverse, out_shift);
     out[i] = round_shift(normed * weight[i], SCALE_BITS);
   }
-}
-
-/* The softmax weight of a distance below the maximum (Q16, >= 0): Q22. */
-int64_t exp_weight(uint64_t distance, const uint32_t *table) {
-  uint64_t i = distance >> EXP_STEP_BITS;
-  if (i >= EXP_LIMIT) {
-    return 0;
-  }
-  uint64_t f = distance & ((1 << EXP_STEP_BITS) - 1);
-  int64_t mixed = (int64_t)(table[i] * ((1 << EXP_STEP_BITS) - f) + table[i + 1] * f);
-  return round_shift(mixed, EXP_FRACTION_BITS + EXP_STEP_BITS - WEIGHT_BITS);
 }
 
 /* SiLU of a Q16 value through the table (Q16 entries, steps of 1/128 from -16). */
@@ -204,7 +190,7 @@ static bool matrix_phase(Step *s, const Rows *r) {
     total += matrix_of(s->s0, r->matrix[i])->rows;
   }
   uint64_t columns = first->columns;
-  uint64_t padded = first->row_bytes - ROW_HEADER_SIZE;
+  uint64_t padded = first->row_bytes - ROW_PREFIX;
   uint64_t per_row = ROW_COST(padded);
   uint64_t fixed = ROWS_FIXED_COST(padded);
   if (s->budget < fixed + per_row || !has_section(s, first)) {
@@ -247,7 +233,7 @@ static bool embed(Step *s) {
   int64_t scale = *(const uint32_t *)row; /* rows are 8-aligned in their section */
   int64_t *x = region_i64(s, REGION_X);
   for (uint64_t i = 0; i < run->dim; i++) {
-    int64_t q = (int64_t)row[ROW_HEADER_SIZE + i] - WEIGHT_BIAS;
+    int64_t q = (int64_t)row[ROW_PREFIX + i] - WEIGHT_BIAS;
     x[i] = round_shift(q * scale, SCALE_BITS - ACT_BITS);
   }
   next_phase(s);
@@ -297,9 +283,9 @@ static void attend(const Step *s, uint64_t layer, uint64_t head) {
   uint64_t offset = head / (run->heads / run->kv_heads) * head_size;
   uint64_t positions = run->position + 1;
   const int64_t *q = region_i64(s, REGION_Q) + head * head_size;
-  int64_t inv_sqrt = read_u32(s->s0 + ART_INV_SQRT);
+  int64_t inv_sqrt = read_u32(s->s0 + INV_SQRT_OFFSET);
   int64_t *weights = (int64_t *)SCRATCH; /* a position's dot, then its score, then weight */
-  int64_t *sums = weights + MAX_CONTEXT;
+  int64_t *sums = weights + MAX_SEQ_LEN;
   CacheSpan span = {cache_row(s, REGION_KEYS, layer, 0) + offset, kv_dim, positions, head_size};
   key_dots(&span, q, weights);
   int64_t largest = 0;

@@ -98,12 +98,12 @@ static int64_t sums1(const uint8_t *w0, const int64_t *x, uint64_t n) {
 void row_sums(const uint8_t *rows, uint64_t row_bytes, uint64_t count, const int64_t *x,
               int64_t *out) {
   /* A row is at least 16 bytes (8 of header, 1 to 8 columns): n >= 8 and a multiple of 8. */
-  uint64_t n = row_bytes - ROW_HEADER_SIZE;
+  uint64_t n = row_bytes - ROW_PREFIX;
   uint64_t r = 0;
   for (; r + 3 <= count; r += 3) {
-    sums3(rows + r * row_bytes + ROW_HEADER_SIZE, row_bytes, x, n, out + r);
+    sums3(rows + r * row_bytes + ROW_PREFIX, row_bytes, x, n, out + r);
   }
   for (; r < count; r++) {
-    out[r] = sums1(rows + r * row_bytes + ROW_HEADER_SIZE, x, n);
+    out[r] = sums1(rows + r * row_bytes + ROW_PREFIX, x, n);
   }
 }

@@ -14,15 +14,28 @@
 
 import type { Artifact } from "./decode.js";
 import { tokenBytes } from "./decode.js";
-import { headSize, kvDim, ROW_PREFIX, type MatrixDescriptor } from "./layout.js";
+import {
+  BLOCK_EXP,
+  BLOCK_NORM,
+  BLOCK_ROTARY,
+  BLOCK_SILU,
+  headSize,
+  kvDim,
+  MATRICES_PER_LAYER,
+  ROW_PREFIX,
+  SILU_RANGE,
+  TABLE_ENTRIES,
+  WEIGHT_BIAS,
+  type MatrixDescriptor,
+} from "./layout.js";
 
 const TWO24 = 2 ** 24;
 const TWO16 = 2 ** 16;
 const I32_MIN = -(2 ** 31);
 const I32_MAX = 2 ** 31 - 1;
 const QK_LIMIT = 2 ** 27;
-const EXP_LIMIT = 4096;
-const SILU_EDGE = 16 * TWO16;
+const EXP_LIMIT = TABLE_ENTRIES - 1;
+const SILU_EDGE = SILU_RANGE * TWO16;
 /** float64 holds every integer of magnitude below this exactly. */
 export const EXACT_LIMIT = 2 ** 53;
 
@@ -88,7 +101,7 @@ function matvec(m: Matrix, x: Float64Array, out: Float64Array, outOffset = 0): v
   const { bytes, rowBytes, columns } = m;
   let sumX = 0;
   for (let j = 0; j < columns; j++) sumX += x[j];
-  const bias = 128 * sumX;
+  const bias = WEIGHT_BIAS * sumX;
   const n4 = columns - (columns % 4);
   for (let r = 0; r < m.rows; r++) {
     const p = m.base + r * rowBytes + ROW_PREFIX;
@@ -206,12 +219,13 @@ export class IntModel {
     };
     this.embedding = matrix(a, a.matrices[0]);
     this.classifier = matrix(a, a.matrices[1]);
-    this.layers = Array.from({ length: c.layers }, (_, l) => Array.from({ length: 7 }, (_, k) => matrix(a, a.matrices[2 + 7 * l + k])));
-    const norm = int32(0, (2 * c.layers + 1) * c.dim);
+    this.layers = Array.from({ length: c.layers }, (_, l) =>
+      Array.from({ length: MATRICES_PER_LAYER }, (_, k) => matrix(a, a.matrices[2 + MATRICES_PER_LAYER * l + k])));
+    const norm = int32(BLOCK_NORM, (2 * c.layers + 1) * c.dim);
     this.norms = Array.from({ length: 2 * c.layers + 1 }, (_, i) => norm.subarray(i * c.dim, (i + 1) * c.dim));
-    this.rotary = int32(1, c.contextLength * headSize(c));
-    this.exp = new Uint32Array(int32(2, 4097).buffer);
-    this.siluTable = int32(3, 4097);
+    this.rotary = int32(BLOCK_ROTARY, c.contextLength * headSize(c));
+    this.exp = new Uint32Array(int32(BLOCK_EXP, TABLE_ENTRIES).buffer);
+    this.siluTable = int32(BLOCK_SILU, TABLE_ENTRIES);
     this.invSqrtHigh = Math.floor(a.invSqrtHeadSize / 4096);
     this.invSqrtLow = a.invSqrtHeadSize % 4096;
     const kv = kvDim(c);
@@ -240,7 +254,7 @@ export class IntModel {
     const { x, xn, q, o, t } = this;
     const e = this.embedding;
     const row = e.base + token * e.rowBytes + ROW_PREFIX;
-    for (let j = 0; j < n; j++) x[j] = Math.floor(((e.bytes[row + j] - 128) * e.scale[token] + 128) / 256);
+    for (let j = 0; j < n; j++) x[j] = Math.floor(((e.bytes[row + j] - WEIGHT_BIAS) * e.scale[token] + 128) / 256);
     const group = c.heads / c.kvHeads;
     for (let l = 0; l < c.layers; l++) {
       const [wq, wk, wv, wo, wg, wd, wu] = this.layers[l];

@@ -4,12 +4,12 @@
 export const SHIPPED_BUILDS = [
   {
     "name": "sbpf-v0",
-    "sha256": "fbe5b1d78f380022a663e3c0760b16ee0a43b3be6a658daca6cbfad7116d5a7e",
-    "length": 58488
+    "sha256": "45ab968666267eb6a3530dbfc7e941f7eccc6bc829fb1f8c6e76721660f19403",
+    "length": 58400
   },
   {
     "name": "sbpf-v3",
-    "sha256": "2aebfb79ed85f3113287ffd88ff842a16e1ed037528ee5c7d445b9dcd26f52f2",
-    "length": 56552
+    "sha256": "f676e5ea6a40b9a9c937bedf926fe22e19b5c09fe55de438c4f6979b6286ec02",
+    "length": 56480
   }
 ] as const;

@@ -37,31 +37,23 @@ SIMD-0377 eBPF ISA compatibility; solana-sbpf 0.23 ``src/elf.rs``
   register in the destination field (clang-14 puts it in the immediate, as v0 wants).
 * JMP32 is allowed. ALU32 ``add``/``sub``/``mul`` results are sign-extended to 64 bits
   (``Interpreter::sign_extension``; only v2 zero-extends), while clang's ``-mcpu=v3``
-  code assumes eBPF's zero extension, so ``sbpf_alu32.check_upper_halves`` proves that no
+  code assumes eBPF's zero extension, so ``alu32.check_upper_halves`` proves that no
   such upper half is ever read as 64 bits before the link succeeds.
 
-The linker's parts, one module each beside this one: ``sbpf_objects`` reads the objects,
-``sbpf_relocate`` places their sections and applies the relocations, ``sbpf_write`` writes
-the ELF; ``sbpf_elf`` holds the constants they share.
-
-Usage: ``python sbpf_link.py [--sbpf-version 0|3] output.so input.o [input.o ...]``.
+The linker's parts, one module each beside this one: ``objects`` reads the objects,
+``relocate`` places their sections and applies the relocations, ``write`` writes
+the ELF; ``elf`` holds the constants they share; ``__main__`` is the command line.
 """
 
 from __future__ import annotations
 
-import argparse
-import sys
-from pathlib import Path
+from curta_chain.errors import BuildError
+from sbpf_linker.elf import SBPF_V0, SBPF_V3, SBPF_VERSIONS, SYSCALLS, murmur3_32
+from sbpf_linker.objects import parse_object
+from sbpf_linker.relocate import plan_layout, resolve
+from sbpf_linker.write import write_v0, write_v3
 
-from sbpf_elf import SBPF_V0, SBPF_V3, SBPF_VERSIONS, SYSCALLS, murmur3_32
-from sbpf_objects import parse_object
-from sbpf_relocate import plan_layout, resolve
-from sbpf_write import write_v0, write_v3
-
-from curta_chain.errors import BuildError, InputError
-from curta_chain.fsutil import atomic_write
-
-__all__ = ["SBPF_V0", "SBPF_V3", "SBPF_VERSIONS", "SYSCALLS", "link", "main", "murmur3_32"]
+__all__ = ["SBPF_V0", "SBPF_V3", "SBPF_VERSIONS", "SYSCALLS", "link", "murmur3_32"]
 
 
 def link(objects: list[bytes], origins: list[str] | None = None, version: int = SBPF_V0) -> bytes:
@@ -93,28 +85,3 @@ def link(objects: list[bytes], origins: list[str] | None = None, version: int = 
     linked = resolve(parsed, names, layout)
     origin = ", ".join(names)
     return write_v0(linked, origin) if version == SBPF_V0 else write_v3(linked, origin)
-
-
-def main(argv: list[str]) -> int:
-    """Link the BPF objects named on the command line into an SBPF program."""
-    parser = argparse.ArgumentParser(prog="sbpf_link.py", description=main.__doc__)
-    parser.add_argument("--sbpf-version", type=int, choices=SBPF_VERSIONS, default=SBPF_V0)
-    parser.add_argument("output", type=Path)
-    parser.add_argument("inputs", type=Path, nargs="+")
-    args = parser.parse_args(argv[1:])
-    try:
-        objects = [path.read_bytes() for path in args.inputs]
-    except OSError as exc:
-        print(f"error: {exc.filename}: {exc.strerror}", file=sys.stderr)
-        return 1
-    try:
-        program = link(objects, [str(p) for p in args.inputs], args.sbpf_version)
-        atomic_write(args.output, program)
-    except (BuildError, InputError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv))

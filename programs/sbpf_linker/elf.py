@@ -1,8 +1,8 @@
 """What the SBPF linker's parts share: ELF64 and SBPF constants, record layouts, syscalls.
 
-The linker reads clang's relocatable objects (``sbpf_objects``), places their sections and
-applies their relocations (``sbpf_relocate``), and writes the program's ELF
-(``sbpf_write``); ``sbpf_link`` joins them and states each SBPF version's rules with the
+The linker reads clang's relocatable objects (``objects``), places their sections and
+applies their relocations (``relocate``), and writes the program's ELF
+(``write``); ``link`` joins them and states each SBPF version's rules with the
 solana-sbpf source for each.
 """
 

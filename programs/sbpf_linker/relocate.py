@@ -1,10 +1,10 @@
 """Relocating: where each kept input section lands, and every relocation applied there.
 
 ``plan_layout`` places the objects' ``.text`` and ``.rodata*`` sections in the output file
-and gives each block its virtual address (v0 and v3 differ: see ``sbpf_link``);
+and gives each block its virtual address (v0 and v3 differ: see ``link``);
 ``resolve`` copies them into place, resolves symbols across objects, applies each
 relocation, and checks the code against what the version forbids (v0: JMP32; v3: calls the
-``LocalVerifier`` refuses, ALU32 results ``sbpf_alu32`` cannot prove exact).
+``LocalVerifier`` refuses, ALU32 results ``alu32`` cannot prove exact).
 """
 
 from __future__ import annotations
@@ -12,8 +12,9 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass, field
 
-from sbpf_alu32 import SignExtensionError, check_upper_halves
-from sbpf_elf import (
+from curta_chain.errors import BuildError
+from sbpf_linker.alu32 import SignExtensionError, check_upper_halves
+from sbpf_linker.elf import (
     BPF_CLASS_JMP32,
     CALL_SOURCE_LOCAL,
     EHDR,
@@ -41,9 +42,7 @@ from sbpf_elf import (
     align,
     murmur3_32,
 )
-from sbpf_objects import ObjectFile, Section, Symbol, kept_sections
-
-from curta_chain.errors import BuildError
+from sbpf_linker.objects import ObjectFile, Section, Symbol, kept_sections
 
 
 @dataclass

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sbpf_elf import (
+from curta_chain.errors import BuildError
+from sbpf_linker.elf import (
     DT_NULL,
     DT_REL,
     DT_RELENT,
@@ -50,9 +51,7 @@ from sbpf_elf import (
     SYM,
     align,
 )
-from sbpf_relocate import Linked
-
-from curta_chain.errors import BuildError
+from sbpf_linker.relocate import Linked
 
 
 class _StringTable:

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from sbpf_elf import (
+from curta_chain.errors import BuildError
+from sbpf_linker.elf import (
     EHDR,
     EM_BPF,
     ET_REL,
@@ -21,8 +22,6 @@ from sbpf_elf import (
     SHT_SYMTAB,
     SYM,
 )
-
-from curta_chain.errors import BuildError
 
 
 @dataclass
