@@ -14,6 +14,7 @@ import base64
 import json
 import re
 import struct
+import subprocess
 import time
 from pathlib import Path
 from urllib.parse import urlencode
@@ -31,6 +32,7 @@ from curta_chain.program.run_account import Region, RunAccount, RunState
 from curta_chain.web import start_web_server
 
 WALLET_JS = Path(__file__).parent / "test_wallet.js"
+SDK_RUN = Path(__file__).parent / "sdk_chain_run.mjs"
 WAIT_MS = 120_000
 """How long a page may take to reach a state (a run of 12 tokens lands in seconds)."""
 PROMPT, STEPS = "Once upon a time", 12
@@ -178,6 +180,33 @@ def test_the_chain_s_tokens_are_the_cli_s_and_the_run_is_closed(page, web, world
     # The wallet's transactions in the newest version it declares (the localnet takes v1).
     version = {"declares-v1": 1, "v0-only": 0}.get(kind, "legacy")
     assert transaction(world.url, got["signatures"][0][1])["version"] == version
+
+
+def test_a_count_that_falls_short_is_finished_one_step_at_a_time_and_topped_up(sdk, world,
+                                                                              stories):  # fmt: skip
+    """The SDK under Node, as the page runs it: a count of steps short of the chain's (a
+    program that cuts its steps otherwise) and a session key funded for that count alone.
+    Past the count the steps go one at a time until the chain says the run is finished; the
+    session key, empty, is topped up by one more request: three in all."""
+    model, path = stories
+    wallet = funded(world.url, 2)
+    client = Client(world.url)
+    before = balance(client, wallet.pubkey())
+    done = subprocess.run(
+        ["node", str(SDK_RUN), world.url, model, str(path), bytes(wallet)[:32].hex(),
+         str(wallet.pubkey()), bytes(wallet.pubkey()).hex(), "6"],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-3000:]
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    assert "error" not in got, got
+    assert got["tokens"] == cli_tokens(path)
+    assert got["requests"] == [1, 1, 1]  # open, top-up, close
+    assert got["landed"].count("step") == got["counted"]
+    assert got["landed"][0] == "open" and "top-up" in got["landed"] and got["landed"][-1] == "close"
+    assert got["kept"] == 0 and gone(client, got["run"])
+    net = before - balance(client, wallet.pubkey())
+    assert 0 < net <= MAX_NET
 
 
 def test_the_page_sends_straight_to_a_node_that_is_not_its_server_s(page, world, stories):
