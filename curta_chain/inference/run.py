@@ -2,8 +2,9 @@
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
+from curta_chain.artifact import ModelConfig
 from curta_chain.constants import DEFAULT_STEPS
 from curta_chain.errors import PromptError
 from curta_chain.inference.forward import KVCache, forward
@@ -11,9 +12,6 @@ from curta_chain.inference.model import IntModel
 from curta_chain.inference.sampling import SamplingSettings, Xorshift64Star, sample
 from curta_chain.inference.tokenizer import STOP_TOKENS, Tokenizer
 from curta_chain.reporting import counted
-
-if TYPE_CHECKING:
-    from curta_chain.inference.native import NativeModel
 
 
 @dataclass(frozen=True)
@@ -24,8 +22,21 @@ class RunPlan:
     max_tokens: int
 
 
+class PlanRunner(Protocol):
+    """A forward pass that runs a whole plan itself (``native.NativeModel``, the program's C)."""
+
+    @property
+    def config(self) -> ModelConfig:
+        """The model's configuration."""
+        ...
+
+    def generate(self, plan: RunPlan, settings: SamplingSettings) -> Iterator[int]:
+        """Yield the plan's generated token ids one at a time."""
+        ...
+
+
 def plan_run(
-    model: "IntModel | NativeModel",
+    model: IntModel | PlanRunner,
     tokenizer: Tokenizer,
     prompt: str,
     max_tokens: int | None,
@@ -98,12 +109,12 @@ def new_tokens_for_steps(steps: int, prompt_tokens: int, context: int) -> int:
 
 
 def generate(
-    model: "IntModel | NativeModel", plan: RunPlan, settings: SamplingSettings
+    model: IntModel | PlanRunner, plan: RunPlan, settings: SamplingSettings
 ) -> Iterator[int]:
     """Yield the generated token ids one at a time; stop after token 1 or 2, or the steps.
 
     Each new token is sampled from the last position's logits and then run at the next
-    position (the last one is not run). A ``NativeModel`` runs the program's C; an
+    position (the last one is not run). A ``PlanRunner`` (the program's C) runs it; an
     ``IntModel`` runs numpy, the prompt as one batch of positions: the same integers.
     """
     if isinstance(model, IntModel):

@@ -260,10 +260,10 @@ AVX2 static void rows_avx2(const uint8_t *rows, uint64_t row_bytes, uint64_t cou
                            int64_t *out) {
   uint64_t r = 0;
   for (; r + 4 <= count; r += 4) {
-    rows4(rows + r * row_bytes + ROW_HEADER_SIZE, row_bytes, n, out + r);
+    rows4(rows + r * row_bytes + ROW_PREFIX, row_bytes, n, out + r);
   }
   for (; r < count; r++) {
-    out[r] = rows1(rows + r * row_bytes + ROW_HEADER_SIZE, n);
+    out[r] = rows1(rows + r * row_bytes + ROW_PREFIX, n);
   }
 }
 
@@ -272,7 +272,7 @@ AVX2 static void rows_avx2(const uint8_t *rows, uint64_t row_bytes, uint64_t cou
 void row_sums(const uint8_t *rows, uint64_t row_bytes, uint64_t count, const int64_t *x,
               int64_t *out) {
 #if defined(__x86_64__)
-  uint64_t n = row_bytes - ROW_HEADER_SIZE;
+  uint64_t n = row_bytes - ROW_PREFIX;
   if (has_avx2() && n <= MAX_COLUMNS && cut_pieces(x, n)) {
     rows_avx2(rows, row_bytes, count, n, out);
     return;

@@ -27,7 +27,7 @@ typedef struct {
 EXPORT HostRun *curta_host_open(const uint8_t *artifact, const uint32_t *prompt,
                                 uint32_t prompt_tokens, uint32_t capacity, uint32_t temperature,
                                 uint32_t top_p, uint64_t seed) {
-  const uint32_t *config = (const uint32_t *)(artifact + ART_CONFIG);
+  const uint32_t *config = (const uint32_t *)(artifact + CONFIG_OFFSET);
   Run header = {0};
   header.dim = config[0];
   header.hidden_dim = config[1];
@@ -63,14 +63,14 @@ EXPORT HostRun *curta_host_open(const uint8_t *artifact, const uint32_t *prompt,
   run->state = RUN_RUNNING;
 
   Step *s = &h->step;
-  uint64_t sections = read_u32(artifact + ART_SECTION_COUNT);
+  uint64_t sections = read_u32(artifact + SECTION_COUNT_OFFSET);
   for (uint64_t i = 0; i < sections && i < MAX_SECTIONS; i++) {
-    s->sections[i] = artifact + read_u64(artifact + ART_SECTION_TABLE + ART_SECTION_ENTRY_SIZE * i);
+    s->sections[i] = artifact + read_u64(artifact + SECTION_TABLE_OFFSET + SECTION_ENTRY_SIZE * i);
   }
   s->run = run;
   s->data = data;
   s->s0 = s->sections[0];
-  s->s0_length = read_u64(artifact + ART_SECTION_TABLE + ART_SECTION_LENGTH);
+  s->s0_length = read_u64(artifact + SECTION_TABLE_OFFSET + SECTION_LENGTH_OFFSET);
   h->run = run;
   return h;
 }
