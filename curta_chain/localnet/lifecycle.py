@@ -30,7 +30,7 @@ from curta_chain.localnet.clock import SLOT_SECONDS
 from curta_chain.localnet.features import unknown_feature_warning
 from curta_chain.localnet.node import DEFAULT_SNAPSHOT_BYTES, Localnet
 from curta_chain.localnet.pubsub import PubSub
-from curta_chain.localnet.server import MAX_REQUEST_BYTES, RpcServer
+from curta_chain.localnet.server import MAX_REQUEST_BYTES, RpcServer, cors
 from curta_chain.reporting import NullReporter, Reporter, counted
 
 
@@ -159,8 +159,9 @@ async def _serve(
     """
     pubsub = PubSub(localnet)
     server = RpcServer(localnet, reporter, stop.set, pubsub)
-    app = web.Application(client_max_size=MAX_REQUEST_BYTES)
+    app = web.Application(client_max_size=MAX_REQUEST_BYTES, middlewares=[cors])
     app.router.add_post("/", server.handle)
+    app.router.add_route("OPTIONS", "/", server.handle)  # answered by the cors middleware
     app.router.add_get("/health", _health)
     runner = web.AppRunner(app, access_log=None, handle_signals=False)
     ws_app = web.Application()

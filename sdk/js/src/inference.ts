@@ -486,6 +486,16 @@ export class Tokenizer {
     }
   }
 
+  /** The lowest id whose bytes are `piece`, or null. */
+  lookup(piece: Uint8Array): number | null {
+    return this.lowest.get(latin1(piece)) ?? null;
+  }
+
+  /** A token's merge score key (its score as an order-preserving u32). */
+  key(id: number): number {
+    return this.keys[id];
+  }
+
   /** The token ids of `text`, the opening token first. */
   encode(text: string): number[] {
     if (!text.isWellFormed()) throw new PromptError("the prompt is not valid UTF-8 (it holds a lone surrogate)");

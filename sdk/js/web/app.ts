@@ -6,6 +6,7 @@ import {
   decodeArtifact, describeDifference, fetchRun, generate, IntModel, planRun, q16, Tokenizer, toHex,
   verifyModel, weightsCommitment, ONE, type Artifact, type SlotInfo, type VerifyReport,
 } from "../src/index.js";
+import { installChainRun, modelLoaded } from "./chainrun.js";
 
 const $ = <T extends HTMLElement = HTMLElement>(id: string) => document.getElementById(id) as T;
 const input = (id: string) => $<HTMLInputElement>(id);
@@ -22,6 +23,8 @@ interface ServerConfig {
 
 let server: ServerConfig = { url: null, model: null, relay: null, artifact: null, demo: false };
 let loaded: { artifact: Artifact; model: string | null } | null = null;
+/** The model as verified from the chain, for a run on chain (chainrun.ts). */
+let verified: { report: VerifyReport; slots: SlotInfo[]; artifact: Artifact; url: string } | null = null;
 let busy = false;
 
 /** Where to send `url`'s JSON-RPC: this page's relay when it is the server's cluster. */
@@ -131,13 +134,17 @@ async function verifyFromChain(url: string, model: string, file?: { name: string
   setVerdict(`reading model ${model} from ${url}`, true);
   let sealed = false;
   let chainArtifact: Artifact | null = null;
+  let slots: SlotInfo[] = [];
+  verified = null;
   const started = performance.now();
   try {
     const report = await verifyModel(rpcFor(url), model, {
       artifact: file?.artifact,
       onModel: (m) => (sealed = m.state === "sealed"),
-      onSlots: (s: SlotInfo[]) =>
-        showSections(s.map((x) => x.length), s.map((x) => (sealed ? "sealed" : x.frozen ? "frozen" : "uploading"))),
+      onSlots: (s: SlotInfo[]) => {
+        slots = s;
+        showSections(s.map((x) => x.length), s.map((x) => (sealed ? "sealed" : x.frozen ? "frozen" : "uploading")));
+      },
       onProgress: (p) => showProgress(p.phase, p.done, p.total),
       onArtifact: (decoded) => (chainArtifact = decoded), // null: the report says why
     });
@@ -145,6 +152,7 @@ async function verifyFromChain(url: string, model: string, file?: { name: string
     $("verdict").dataset.seconds = ((performance.now() - started) / 1000).toFixed(6);
     showReport(report, file?.name ?? null);
     if (chainArtifact) showConfig(chainArtifact);
+    if (chainArtifact) verified = { report, slots, artifact: chainArtifact, url };
     setLoaded(chainArtifact ?? file?.artifact ?? null, model);
   } catch (e) {
     setVerdict(`NOT verified ${model}: ${await reason(e, url)}`, false);
@@ -156,6 +164,7 @@ function setLoaded(artifact: Artifact | null, model: string | null): void {
   loaded = artifact ? { artifact, model } : null;
   $<HTMLButtonElement>("generate").disabled = !artifact;
   $<HTMLButtonElement>("run-load").disabled = !artifact;
+  modelLoaded(!!artifact);
 }
 
 async function dropped(file: File): Promise<void> {
@@ -306,6 +315,15 @@ async function replay(): Promise<void> {
 }
 
 async function start(): Promise<void> {
+  let configured = (): void => undefined;
+  installChainRun({
+    ready: new Promise<void>((resolve) => (configured = resolve)),
+    verified: () => verified,
+    rpcFor,
+    settings,
+    plan: (artifact) => planRun(new IntModel(artifact), new Tokenizer(artifact), input("prompt").value, Number(input("steps").value.trim())),
+    url: () => input("url").value.trim(),
+  });
   try {
     const answer = await fetch("config.json");
     if (answer.ok) server = await answer.json();
@@ -315,6 +333,7 @@ async function start(): Promise<void> {
   const query = new URLSearchParams(location.search);
   input("url").value = query.get("url") ?? server.url ?? "";
   input("model").value = query.get("model") ?? server.model ?? "";
+  configured();
   $("load-form").addEventListener("submit", (event) => {
     event.preventDefault();
     const url = input("url").value.trim(), model = input("model").value.trim();
