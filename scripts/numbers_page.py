@@ -67,6 +67,7 @@ ORDER = (
     "pipelined_runs",
     "browser",
     "demo_model",
+    "demo_model_training",
     "history",
     "cli_startup",
 )
