@@ -13,10 +13,11 @@ measured figures to docs/numbers.md (generated from its records), linked, not co
   repository, or whose name ends in an extension the repository uses (``.py``, ``.md``,
   ``.c``...), is found among the repository's files, whole or as the tail of a path
   (``src/matvec.c``); a dotted name under the package (``curta_chain.chain.rpc``,
-  ``program.run_mirror``) names a module, and its last parts names defined there;
+  ``program.run_mirror``, ``BusyOptions.busy``) names a module or class of the package, and
+  the names after it are defined there;
 - the README quotes at most two measured figures. A measured figure is a number followed by
-  a unit of time, money, size or rate (``MEASURED_UNITS``) in the README's prose; protocol
-  limits are given in bytes, MiB or KiB and do not count.
+  a unit of time, money, size or rate (``MEASURED_UNITS``) in the README's prose. Counts
+  (writes, tokens) and protocol limits (given in bytes, MiB or KiB) are not measured figures.
 
 The docs/spec/ copies of the format specs are law for bytes and are not checked here.
 """
@@ -76,7 +77,7 @@ EXTENSIONS = frozenset(
     {"py", "md", "c", "h", "ts", "mjs", "js", "json", "jsonl", "sh", "toml", "txt", "so", "png"}
     | {"yml", "yaml", "lock", "html", "css", "cfg", "ini"}
 )
-FILE_EXTENSIONS = EXTENSIONS | {"bin", "rs", "log", "curta", "elf", "o", "mjs", "cjs"}
+FILE_EXTENSIONS = EXTENSIONS | {"bin", "rs", "log", "curta", "elf", "o", "cjs"}
 """What ends a file name that is not a dotted Python name (``model.bin``, ``rpc.rs``)."""
 MONTHS = "January|February|March|April|May|June|July|August|September|October|November|December"
 
