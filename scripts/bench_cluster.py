@@ -526,8 +526,7 @@ def record_cluster(rounds: list[dict[str, list[Row]]], versions: list[str], seed
         )
     notes.append(
         "The localnet's seed fixes which transactions it loses; each round had its own "
-        f"(seeds {seed} to {seed + count - 1}). docs/reliability.md has the sender's times "
-        "before its overdue rules."
+        f"(seeds {seed} to {seed + count - 1})."
     )
     if "limits" in rounds[0]:
         notes.append(

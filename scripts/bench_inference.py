@@ -387,7 +387,7 @@ def print_inference(record_them: bool = False) -> None:
     }
     summaries = {
         "inference_cu_matvec": "In solders' LiteSVM, the program's build (sha256 "
-        f"{digest}...); compute units do not depend on the machine. Every step checked "
+        f"`{digest}`...); compute units do not depend on the machine. Every step checked "
         "against the mirror (`program.run_mirror`).",
         "inference_cu_instructions": "",
         "inference_cu_tokens": "stories260K with its real weights; the stories15M shape with "
