@@ -11,6 +11,7 @@ checked it.
 import json
 import re
 import shlex
+import shutil
 import socket
 import stat
 import subprocess
@@ -404,3 +405,68 @@ def test_a_run_s_story_ends_its_line_when_stdout_and_stderr_share_a_file(
     )  # fmt: skip
     story = done.stdout.split("Run: ")[0]
     assert story.lstrip().startswith("hi") and story.count("\n") == 1 and story.endswith("\n")
+
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def readme_workflow() -> list[str]:
+    """The lines of the README's localnet workflow (its second block: the first starts a node)."""
+    text = (REPO / "README.md").read_text()
+    section = text.split("## The workflow on the localnet", 1)[1].split("\n## ", 1)[0]
+    _, workflow = re.findall(r"```bash\n(.*?)```", section, re.DOTALL)
+    return [line for line in workflow.splitlines() if line.strip()]
+
+
+def test_the_readme_workflow_leaves_nothing_for_git_add(localnet, tmp_path):
+    # A checkout of the files the workflow touches: the README, .gitignore, the demo model.
+    checkout = tmp_path / "checkout"
+    for name in ("README.md", ".gitignore", "curta_chain/demo/model.bin",
+                 "curta_chain/demo/tokenizer.bin"):  # fmt: skip
+        (checkout / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(REPO / name, checkout / name)
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(checkout)]
+    subprocess.run(["git", "init", "-q", str(checkout)], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "checkout"], check=True)
+    # Each line as a person runs it from the checkout (`-u l` is this test's localnet).
+    here, model, said = checkout, None, ""
+    for line in readme_workflow():
+        for words in split_commands(shlex.split(line, comments=True)):
+            if words[0] == "cd":
+                here = here / words[1]
+                continue
+            if words[0] == "curta-chain":
+                words = [sys.executable, "-m", "curta_chain", *words[1:]]
+                words = [localnet.url if w == "l" and p == "-u" else w
+                         for p, w in zip(["", *words[:-1]], words, strict=True)]  # fmt: skip
+                words = [model if w == "ADDRESS" else w for w in words]
+            done = subprocess.run(words, cwd=here, capture_output=True, text=True, timeout=300)
+            assert done.returncode == 0, (line, done.stderr)
+            said = done.stdout + done.stderr
+            found = re.search(r"^Model: (\w+)$", done.stdout, re.MULTILINE)
+            model = found[1] if found else model
+    # The last line is the promised 12-token run on chain.
+    assert re.search(r"^run \w+: 12 tokens, finished by capacity", said, re.MULTILINE), said
+    status = subprocess.run([*git, "status", "--porcelain"], capture_output=True,
+                            text=True, check=True)  # fmt: skip
+    assert status.stdout == ""
+    assert (here / "id.json").is_file() and (here / "demo.curta").is_file()
+    # Where `localnet --validator` puts its ledger (test-ledger in the folder it runs in).
+    for folder in (checkout, here):
+        ledger = folder / "test-ledger" / "validator.log"
+        ledger.parent.mkdir()
+        ledger.write_text("")
+    status = subprocess.run([*git, "status", "--porcelain"], capture_output=True, text=True)
+    assert status.stdout == ""
+
+
+def split_commands(words: list[str]) -> list[list[str]]:
+    """``a b && c d`` as ``[[a, b], [c, d]]``."""
+    commands: list[list[str]] = [[]]
+    for word in words:
+        if word == "&&":
+            commands.append([])
+        else:
+            commands[-1].append(word)
+    return [c for c in commands if c]
