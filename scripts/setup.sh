@@ -1,23 +1,28 @@
 #!/usr/bin/env bash
 # Create .venv and install curta-chain with its test tools, at the exact versions in
 # constraints.txt. Safe to rerun.
-#   --all  also the demo model's training tools (torch, sentencepiece: 2.6 GB with torch's
-#          CUDA libraries, which its only Linux wheel on the package index loads even on a
-#          CPU), so that the suite runs the training script's test too (what .ci/run does)
+#   --all      also the demo model's training tools (torch and sentencepiece, with the CUDA
+#              libraries PyPI's torch loads even on a CPU; which ones:
+#              scripts/train_demo_model.requirements.txt), so that the suite runs the
+#              training script's test too (what .ci/run does)
+#   --no-node  no `npm ci` for the Node suites (scripts/demo.sh needs none of them)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 all=false
+node=true
 for arg in "$@"; do
     case "$arg" in
         --all) all=true ;;
-        *) echo "setup.sh: unknown option $arg (expected --all)" >&2; exit 2 ;;
+        --no-node) node=false ;;
+        *) echo "setup.sh: unknown option $arg (expected --all or --no-node)" >&2; exit 2 ;;
     esac
 done
 python3 -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null
 .venv/bin/python -m pip install -q -c constraints.txt -e ".[test]"
 if $all; then
-    .venv/bin/python -m pip install -q -r scripts/train_demo_model.requirements.txt
+    # The list pins every package: installed as it stands, without what it leaves out.
+    .venv/bin/python -m pip install -q --no-deps -r scripts/train_demo_model.requirements.txt
 fi
 # The program's build tools are not part of the package: the SBPF linker, a package beside
 # the C source (programs/sbpf_linker), and the build script (scripts/build_program.py). A
@@ -36,10 +41,10 @@ printf '%s\n' "$PWD/programs" "$PWD/scripts" > "$site/curta_chain_build_tools.pt
 # npm litesvm 1.5, Agave 4.3), the localnet's JavaScript clients (tests/localnet/js), and the
 # TypeScript SDK with its build tools (sdk/js, also the page's). Without Node their tests
 # skip saying so; with Node but without these packages they fail (tests/node_packages.py).
-if command -v npm >/dev/null; then
+if $node && command -v npm >/dev/null; then
     for suite in tests/litesvm_node tests/localnet/js sdk/js; do
         (cd "$suite" && npm ci --no-audit --no-fund --loglevel=error)
     done
-else
+elif $node; then
     echo "npm is not installed: the SDK, page and JavaScript-client tests will skip" >&2
 fi

@@ -65,3 +65,18 @@ def test_every_dependency_is_pinned_in_the_constraints():
     for requirement in [*project["project"]["dependencies"], *extras]:
         name, version = requirement.split("==")
         assert pins[name] == version, name
+
+
+def test_the_editable_install_of_setup_sh_says_no_build_backend_warning(tmp_path):
+    # scripts/setup.sh's install, into a folder of its own (this venv's stays as it is).
+    site = tmp_path / "site"
+    out = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--no-deps", "--target", str(site),
+         "-e", str(REPO)],
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "BuildBackendWarning" not in out.stdout + out.stderr, out.stderr
+    # The checkout's root is on the path, as a plain entry: it holds curta_chain.
+    (pth,) = site.glob("__editable__*.pth")
+    assert pth.read_text().split() == [str(REPO)]

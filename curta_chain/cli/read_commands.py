@@ -27,6 +27,8 @@ from curta_chain.cli.options import (
 from curta_chain.reporting import counted, sol
 
 if TYPE_CHECKING:
+    from solders.pubkey import Pubkey
+
     from curta_chain.chain.model_status import ModelStatus
     from curta_chain.chain.session import Connection
     from curta_chain.chain.verify import VerifyReport
@@ -288,6 +290,23 @@ def _print_status(reporter: "Reporter", status: "ModelStatus", after: str) -> No
     reporter.line(f"{'Next:':<15} {after}")
 
 
+def _own_address(target: Cluster) -> "Pubkey":
+    """The -k keypair's address: whose models ``models`` lists unless told otherwise.
+
+    Raises:
+        KeypairError: the keypair cannot be read; the message names the other choices.
+    """
+    from curta_chain.errors import KeypairError
+
+    try:
+        return target.keypair().pubkey()
+    except KeypairError as exc:
+        raise KeypairError(
+            f"{exc}; or list another address's models with --authority ADDRESS, or every "
+            "model with --all"
+        ) from exc
+
+
 def _models(args: argparse.Namespace) -> int:
     reporter = make_reporter(args)
     target = resolve(args, reporter)
@@ -299,7 +318,7 @@ def _models(args: argparse.Namespace) -> int:
         authority = None
         if not args.all:
             authority = (
-                target.keypair().pubkey()
+                _own_address(target)
                 if args.authority is None
                 else target.signers.pubkey(args.authority, "--authority")
             )
@@ -328,6 +347,8 @@ def _models(args: argparse.Namespace) -> int:
         whose = f"of {authority}" if authority else "of every authority"
         if not rows:
             reporter.line(f"no models {whose} on {target.url}")
+            if authority and args.authority is None:
+                reporter.line("--authority ADDRESS lists another address's, --all every model")
             return 0
         # The balance is the model's and its weight accounts': what closing it gives back.
         reporter.line(f"{'Model':<44}  {'State':<9}  {'Sections':>8}  {'Balance SOL':>13}")

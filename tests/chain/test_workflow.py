@@ -292,7 +292,7 @@ def test_an_unreachable_node_gives_up_with_a_one_line_error(capsys, tmp_path, ar
     assert code == 1
     assert err == (
         "error: http://127.0.0.1:9: connection refused: no RPC node is listening there "
-        "(start one with `curta-chain localnet`)\n"
+        "(start one with `curta-chain localnet --port 9`)\n"
     )
     assert len(err.strip().splitlines()) == 1
 

@@ -3,6 +3,7 @@
 import json
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import urllib.request
@@ -127,3 +128,51 @@ def test_with_nothing_named_the_page_opens_the_demo_model(world):
     finally:
         process.send_signal(signal.SIGINT)
         assert process.wait(timeout=30) == 0
+
+
+def test_with_no_node_the_page_serves_the_demo_and_says_so(page):
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{probe.getsockname()[1]}"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "curta_chain", "web", "--port", "0", "-u", dead],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        line = process.stdout.readline()
+        assert line.startswith("Serving the page at http://127.0.0.1:"), process.stderr.read()
+        note = process.stderr.readline()
+        assert note.startswith(f"{dead}: connection refused: no RPC node is listening there")
+        assert note.endswith("the page serves anyway (a file runs without a node) and reads "
+                             "the chain once one answers\n")  # fmt: skip
+        url = line.split()[4]
+        with urllib.request.urlopen(url) as answer:
+            assert answer.status == 200 and b'id="node"' in answer.read()
+        page.goto(url)
+        page.wait_for_selector("#node[data-checked='true']", timeout=60_000)
+        said = page.text_content("#node")
+        assert said.startswith(f"no node answers at {dead} (cannot connect to {dead}: "
+                               "connection refused"), said  # fmt: skip
+        # The demo opens from its file all the same, hashed and ready to run.
+        page.wait_for_function(
+            "() => document.getElementById('computed-hash').textContent !== ''", timeout=60_000
+        )
+        assert page.text_content("#verdict").startswith("demo.curta is a valid artifact")
+        assert page.is_enabled("#generate")
+        assert "Error" not in page.inner_text("body") + line + note
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+        assert "Error" not in process.stderr.read()
+
+
+def test_a_node_that_answers_leaves_no_note_on_the_page(page, world):
+    from curta_chain.web import start_web_server
+
+    server = start_web_server(world.url)
+    try:
+        page.goto(f"{server.url}?url={world.url}")
+        page.wait_for_selector("#node[data-checked='true']", state="attached", timeout=60_000)
+        assert page.is_hidden("#node") and page.text_content("#node") == ""
+    finally:
+        server.stop()

@@ -33,18 +33,32 @@ function rpcFor(url: string): string {
   return url;
 }
 
+/** Why no node answers `url` (what the relay or the browser says), or null when one does. */
+async function unreachable(url: string): Promise<string | null> {
+  try {
+    const answer = await fetch(rpcFor(url), { method: "POST", headers: { "content-type": "application/json" }, body: '{"jsonrpc":"2.0","id":1,"method":"getVersion"}' });
+    return answer.ok ? null : (await answer.text()).split("\n")[0] || `HTTP ${answer.status}`;
+  } catch {
+    return "no answer (the node is down, or it does not let this page's origin call it)";
+  }
+}
+
 /** One line saying why reading `url` failed: the SDK's own message, or what the node said. */
 async function reason(e: unknown, url: string): Promise<string> {
   if (e instanceof AccountError || e instanceof ProgramCheckError || e instanceof ArtifactError || e instanceof PromptError) return e.message;
-  const target = server.relay && url === server.url ? new URL(server.relay, location.href).href : url;
-  try {
-    const answer = await fetch(target, { method: "POST", headers: { "content-type": "application/json" }, body: '{"jsonrpc":"2.0","id":1,"method":"getVersion"}' });
-    if (!answer.ok) return `cannot reach ${url}: ${(await answer.text()).split("\n")[0] || `HTTP ${answer.status}`}`;
-  } catch {
-    return `cannot reach ${url}: no answer (the node is down, or it does not let this page's origin call it)`;
-  }
+  const why = await unreachable(url);
+  if (why) return `cannot reach ${url}: ${why}`;
   const text = e instanceof Error ? e.message : String(e);
   return `reading ${url} failed: ${text.split("\n")[0]}`;
+}
+
+/** Say on the page when no node answers `url`: a file (the demo, a dropped one) still runs. */
+async function showNode(url: string): Promise<void> {
+  const why = await unreachable(url);
+  const note = $("node");
+  note.textContent = why ? `no node answers at ${url} (${why}); a file, the demo or one dropped here, still opens and runs` : "";
+  note.hidden = !why;
+  note.dataset.checked = "true";
 }
 
 /** The verdict line: ok (green), bad (red), or "info" (neither: nothing was checked yet). */
@@ -359,6 +373,7 @@ async function start(): Promise<void> {
   $("run-load").addEventListener("click", () => void replay());
   document.body.dataset.ready = "true";
   const url = input("url").value.trim(), model = input("model").value.trim();
+  if (url) void showNode(url);
   // The server's file is checked against a named model, except the page's own demo: a
   // model named with no file of the user's is verified from the chain alone, as
   // verifyModel does without an artifact.
