@@ -8,6 +8,7 @@ __all__ = [
     "cluster",
     "context",
     "deploy",
+    "deploy_transactions",
     "features",
     "fees",
     "fetch",

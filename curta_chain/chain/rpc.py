@@ -24,7 +24,7 @@ from solders.message import Message, MessageV1, to_bytes_versioned
 from solders.pubkey import Pubkey
 
 from curta_chain.chain.jsonrpc import JsonRpc, Transport
-from curta_chain.constants import MAX_SIGNATURE_STATUSES
+from curta_chain.constants import MAX_PRIORITIZATION_ADDRESSES, MAX_SIGNATURE_STATUSES
 from curta_chain.errors import ChainError, RpcCallError, RpcError
 
 MAX_ACCOUNTS_PER_CALL = 100
@@ -33,8 +33,6 @@ SIGNATURES_PER_PAGE = 1_000
 """getSignaturesForAddress's most signatures an answer."""
 ACCOUNT_SLICE = 1 << 20
 """Bytes of account data read per request: keeps each JSON answer small."""
-MAX_PRIORITIZATION_ADDRESSES = 128
-"""getRecentPrioritizationFees takes at most 128 accounts."""
 
 
 @dataclass(frozen=True)

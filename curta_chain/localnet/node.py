@@ -32,8 +32,6 @@ from solders.system_program import ID as SYSTEM_PROGRAM_ID
 from solders.system_program import TransferParams, transfer
 from solders.transaction import VersionedTransaction
 
-from curta_chain.chain.loader import LOADER_V3, encode_program_data, programdata_address
-from curta_chain.compute_budget import priority_fee, transaction_fee
 from curta_chain.constants import (
     FINALIZED_DEPTH,
     LAMPORTS_PER_SOL,
@@ -50,7 +48,10 @@ from curta_chain.localnet.features import BEFORE_AGAVE_4, Features
 from curta_chain.localnet.ledger import Ledger
 from curta_chain.localnet.outcomes import SendOutcome
 from curta_chain.localnet.parsed import GENESIS_ACCOUNTS
+from curta_chain.localnet.programs import program_data
 from curta_chain.program.builds import find_program_binary
+from curta_chain.protocol.compute_budget import priority_fee, transaction_fee
+from curta_chain.protocol.loader import LOADER_V3, programdata_address
 
 FAUCET_SEED = b"curta-chain localnet faucet"
 IDENTITY_SEED = b"curta-chain localnet identity"
@@ -187,7 +188,7 @@ class Localnet(BlockProduction):
             # As solana-test-validator (agave 4.2) loads --bpf-program: upgradeable (v3), a
             # 36-byte program account and its program data, deployed at slot 0 with the
             # default address as upgrade authority (LiteSVM writes its own slot and none).
-            data = encode_program_data(0, Pubkey.default(), program, len(program))
+            data = program_data(0, Pubkey.default(), program)
             lamports = svm.minimum_balance_for_rent_exemption(len(data))
             svm.set_account(
                 programdata_address(self.program_id),

@@ -15,10 +15,11 @@ from solders.pubkey import Pubkey
 
 from curta_chain.artifact import Artifact
 from curta_chain.chain import loader
+from curta_chain.chain.deploy_transactions import DeployTransactions
 from curta_chain.chain.keys import default_program_keypair
 from curta_chain.chain.plan import differing_pieces
 from curta_chain.chain.rent import rent_exempt_minimum
-from curta_chain.chain.specs import Budget, DeployTransactions
+from curta_chain.chain.specs import Budget
 from curta_chain.cli import keypairs, solana_config
 from curta_chain.constants import LOCALNET_GENESIS_HASH, LOCALNET_PROGRAM_ID
 from curta_chain.program import shipped_program

@@ -22,6 +22,7 @@ from solders.transaction import Transaction, VersionedTransaction
 from curta_chain.artifact import Artifact
 from curta_chain.chain import loader
 from curta_chain.chain.deploy import deploy, plan_deploy
+from curta_chain.chain.deploy_transactions import BUFFER_WRITE_CU, DeployTransactions
 from curta_chain.chain.features import (
     ENABLE_TX_V1,
     FEATURE_IDS,
@@ -32,14 +33,7 @@ from curta_chain.chain.features import (
 from curta_chain.chain.plan import NewAccount, WritePiece
 from curta_chain.chain.publish import plan_publish, publish
 from curta_chain.chain.run_onchain import check_opening_size
-from curta_chain.chain.specs import (
-    BUFFER_WRITE_CU,
-    WRITE_CU,
-    Budget,
-    DeployTransactions,
-    Transactions,
-    sign,
-)
+from curta_chain.chain.specs import WRITE_CU, Budget, Transactions, sign
 from curta_chain.cli import main
 from curta_chain.cli.cluster_runner import TX_VERSIONS
 from curta_chain.cli.keypairs import write_keypair

@@ -85,8 +85,8 @@ from solders.transaction import Transaction, VersionedTransaction
 
 from curta_chain.chain.loader import LOADER_V3
 from curta_chain.cli.keypairs import write_keypair
-from curta_chain.compute_budget import LAMPORTS_PER_SIGNATURE
 from curta_chain.program.idl import load_idl
+from curta_chain.protocol.compute_budget import LAMPORTS_PER_SIGNATURE
 
 _KINDS = {ix.discriminator: ix.name for ix in load_idl().instructions}
 _WRITE_ARGS = struct.Struct("<II")
