@@ -234,7 +234,7 @@ async def plan_deploy(
     kinds = _fee_kinds(
         payer, program, buffer_keypair(payer, genesis_hash, program_id, build), plan, budget
     )
-    fees = await estimate_fees(client, payer.pubkey(), kinds)
+    fees = await estimate_fees(client, payer.pubkey(), kinds, ctx.reporter)
     return replace(plan, fee_lamports=fees)
 
 

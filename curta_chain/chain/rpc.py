@@ -138,9 +138,12 @@ class RpcClient(JsonRpc):
         """Return the fee the cluster charges for ``message`` (legacy or v1)."""
         encoded = base64.b64encode(to_bytes_versioned(message)).decode()
         result = await self.call("getFeeForMessage", [encoded, {"commitment": self.commitment}])
-        if result["value"] is None:
+        value = result.get("value") if isinstance(result, dict) else "no context"
+        if value is None:
             raise RpcError(f"{self.url}: getFeeForMessage: the blockhash is unknown to the node")
-        return int(result["value"])
+        if not _is_u64(value):
+            raise RpcError(f"{self.url}: getFeeForMessage: {value!r} is not a fee in lamports")
+        return int(value)
 
     async def accounts(
         self, pubkeys: Sequence[Pubkey], head: int = 4096
@@ -297,7 +300,10 @@ class RpcClient(JsonRpc):
         result = await self.call("getRecentPrioritizationFees", [keys])
         if not isinstance(result, list):
             raise RpcError(f"{self.url}: getRecentPrioritizationFees: expected a list")
-        return [int(item["prioritizationFee"]) for item in result if isinstance(item, dict)]
+        prices = [item.get("prioritizationFee") for item in result if isinstance(item, dict)]
+        if not all(_is_u64(price) for price in prices):
+            raise RpcError(f"{self.url}: getRecentPrioritizationFees: a price is not a u64")
+        return [int(price) for price in prices]
 
     async def compute_units(self, signatures: Sequence[str]) -> list[int]:
         """Return the compute units each landed transaction consumed (getTransaction).
@@ -448,3 +454,8 @@ def _account(value: dict[str, Any] | None) -> AccountInfo | None:
         data=base64.b64decode(data),
         executable=bool(value.get("executable")),
     )
+
+
+def _is_u64(value: object) -> bool:
+    """Whether a node's number is a JSON integer 0 to 2^64 - 1 (lamports, prices)."""
+    return type(value) is int and 0 <= value < 2**64

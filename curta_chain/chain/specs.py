@@ -145,7 +145,8 @@ class AutoPrice:
     """``--with-compute-unit-price auto``: a percentile of recent prices, at most ``cap``.
 
     The prices are what recent blocks paid to write the command's accounts
-    (getRecentPrioritizationFees); ``fees.priced`` reads them.
+    (getRecentPrioritizationFees); ``fees.priced`` reads them. ``cap`` is the user's
+    ``--max-compute-unit-price``; None: the default cap, above which nothing is sent.
     """
 
     percentile: int = 75
