@@ -59,12 +59,11 @@ MAX_SECTIONS: Final = 18
 # The weights hash: one SHA-256 chain over chunks of at most 64 KiB, cut at each section's end.
 HASH_CHUNK_SIZE: Final = 65_536
 
-# The embedded localnet. Its program id is an address off the ed25519 curve, so no keypair
-# exists for it and nobody can deploy there on any cluster; the localnet preloads the program
-# at it (so does scripts/start-test-validator.sh). Its genesis hash is fixed: that is how
-# curta-chain tells the embedded localnet from any other cluster, whatever its URL.
+# The localnet. Its program id is an address off the ed25519 curve, so no keypair exists for
+# it and nobody can deploy there on any cluster; the embedded localnet and `localnet
+# --validator` preload the program at it. A local test cluster is known by the genesis hash it
+# recorded when it started (``curta_chain.user_data``), never by a fixed one.
 LOCALNET_PROGRAM_ID: Final = "CurtaLoca1netProgram111111111111111111111111"
-LOCALNET_GENESIS_HASH: Final = "CurtaLoca1netGenesis111111111111111111111111"
 LOCALNET_PORT: Final = 8899
 
 # Talking to a node.

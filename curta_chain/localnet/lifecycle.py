@@ -24,7 +24,7 @@ from aiohttp import web
 from solders.pubkey import Pubkey
 
 from curta_chain.constants import LOCALNET_PORT
-from curta_chain.errors import LocalnetError
+from curta_chain.errors import CurtaError, LocalnetError
 from curta_chain.localnet.busy import NOT_BUSY, BusyOptions
 from curta_chain.localnet.clock import SLOT_SECONDS
 from curta_chain.localnet.features import unknown_feature_warning
@@ -32,6 +32,7 @@ from curta_chain.localnet.node import DEFAULT_SNAPSHOT_BYTES, Localnet
 from curta_chain.localnet.pubsub import PubSub
 from curta_chain.localnet.server import MAX_REQUEST_BYTES, RpcServer
 from curta_chain.reporting import NullReporter, Reporter, counted
+from curta_chain.user_data import record_local_cluster
 
 
 @dataclass(frozen=True)
@@ -142,6 +143,23 @@ def _check_port_free(host: str, port: int) -> None:
             raise LocalnetError(_cannot_listen(host, port, exc)) from exc
 
 
+def _record(localnet: Localnet, url: str, reporter: Reporter) -> None:
+    """Record the chain's genesis hash as a local test cluster of this user's, before serving.
+
+    A client treats the node as one (no spend prompt, the preloaded program by default) only
+    once it is recorded; a record that cannot be written leaves it a real cluster to them.
+    """
+    try:
+        record = record_local_cluster(localnet.genesis_hash, "curta-chain localnet", url)
+    except CurtaError as exc:
+        reporter.line(
+            f"warning: {exc}: chain commands will treat this localnet as a real cluster "
+            "(--program-id and --yes needed)"
+        )
+        return
+    reporter.line(f"Genesis hash {localnet.genesis_hash} (recorded in {record})")
+
+
 async def _health(request: web.Request) -> web.Response:
     return web.Response(text="ok")
 
@@ -190,7 +208,9 @@ async def _serve(
             f"{host}:{bound}",
             f"{host}:{ws_bound}" if ws_bound is not None else None,
         )
-        ready(localnet, f"http://{host}:{bound}", ws_url)
+        url = f"http://{host}:{bound}"
+        _record(localnet, url, reporter)
+        ready(localnet, url, ws_url)
         if localnet.leader is not None:
             blocks = asyncio.ensure_future(server.produce_blocks())
         await stop.wait()
@@ -249,7 +269,8 @@ def serve(
 class LocalnetHandle:
     """A localnet serving from a background thread: its ``url``, ``ws_url`` and ``stop()``.
 
-    ``ws_url`` is its PubSub websocket (None if that port could not be had).
+    ``ws_url`` is its PubSub websocket (None if that port could not be had); ``genesis_hash``
+    the chain's, as getGenesisHash answers it (recorded as this user's local cluster).
 
     Args:
         options: how to run it (``port=0``: free ports).
@@ -261,6 +282,7 @@ class LocalnetHandle:
     def __init__(self, options: LocalnetOptions):
         self.url = ""
         self.ws_url: str | None = None
+        self.genesis_hash = ""
         self._localnet: Localnet | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop: asyncio.Event | None = None
@@ -283,6 +305,7 @@ class LocalnetHandle:
 
         def on_ready(localnet: Localnet, url: str, ws_url: str | None) -> None:
             self.url, self.ws_url, self._localnet = url, ws_url, localnet
+            self.genesis_hash = localnet.genesis_hash
             self._ready.set()
 
         try:

@@ -35,7 +35,6 @@ from solders.transaction import VersionedTransaction
 from curta_chain.constants import (
     FINALIZED_DEPTH,
     LAMPORTS_PER_SOL,
-    LOCALNET_GENESIS_HASH,
     LOCALNET_PROGRAM_ID,
     MAX_COMPUTE_UNITS,
 )
@@ -150,22 +149,23 @@ class Localnet(BlockProduction):
         self._track([*self._genesis, self.faucet.pubkey()])
 
         if self.ledger is None:
-            genesis_hash = hashlib.sha256(Keypair().secret()).digest()
-            self.clock = SlotClock(genesis_hash, genesis_time(), slot_duration, now)
+            seed = hashlib.sha256(Keypair().secret()).digest()
+            self.clock = SlotClock(seed, genesis_time(), slot_duration, now)
         else:
             from curta_chain.localnet.persistence import restore
 
-            meta = self.ledger.meta
-            self.clock = SlotClock(meta.genesis_hash, meta.genesis_time, slot_duration, now)
+            seed = self.ledger.meta.genesis_hash
+            genesis = self.ledger.meta.genesis_time
+            self.clock = SlotClock(seed, genesis, slot_duration, now)
             try:
                 restore(self, self.ledger)
             except BaseException:
                 self.ledger.close()
                 raise
-        # Every embedded localnet reports this one genesis hash: it is how clients tell the
-        # embedded localnet from any other cluster. Blockhashes are seeded per chain (the
-        # ledger's own seed), so two localnets never share them.
-        self.genesis_hash = LOCALNET_GENESIS_HASH
+        # Each chain's own, random, and kept by its ledger across restarts: what the user's
+        # record of the localnets they started names (``curta_chain.user_data``), so that no
+        # other process can pass for one of them. It also seeds every blockhash.
+        self.genesis_hash = str(Hash(seed))
         self._observed = True  # replayed transactions are history, not news
         self.banks.clear()  # what was restored reads the same at every level
         self.tick()
