@@ -91,6 +91,11 @@ class VerifyReport:
     """Per section, the differing bytes in each of ``DIFFERENCE_BINS`` equal parts of it."""
 
     @property
+    def artifact_compared(self) -> bool:
+        """Whether an artifact was compared (False: the chain was checked alone)."""
+        return self.artifact_hash is not None
+
+    @property
     def ok(self) -> bool:
         """True when the chain holds exactly the artifact, sealed.
 
@@ -112,6 +117,7 @@ class VerifyReport:
             "declared_hash": self.declared_hash.hex(),
             "chain_hash": self.chain_hash.hex() if self.chain_hash else None,
             "artifact_hash": self.artifact_hash.hex() if self.artifact_hash else None,
+            "artifact_compared": self.artifact_compared,
             "differences": [d.to_json() for d in self.differences],
             "differing_ranges": self.differing_ranges,
             "differing_ranges_listed": self.listed_ranges,

@@ -154,8 +154,8 @@ def _publish(args: argparse.Namespace) -> int:
         client, payer = ctx.client, ctx.payer
         with reporter.waiting(f"{target.url} to show what it holds of this model"):
             plan = await plan_publish(ctx, artifact)
-            auto = ctx.budget.auto_price is not None
-            if auto:
+            auto = ctx.budget.auto_price
+            if auto is not None:
                 # The price of writing these accounts, then the plan's cost at that price.
                 writable = [plan.model, *plan.weight_accounts]
                 ctx = replace(ctx, budget=await priced(client, ctx.budget, writable))
@@ -276,7 +276,7 @@ def _seal(args: argparse.Namespace) -> int:
         client = ctx.client
         held = await require_model(client, chain.program_id, address)
         if held.state == ModelState.SEALED:
-            after = next_command(args, "verify", address, *artifact_words)
+            after = next_command(args, "verify", address, *(artifact_words or ["--chain-only"]))
             if not emit(
                 args,
                 {"model": str(address), "state": "sealed", "transactions": 0, "next": after},
@@ -313,7 +313,7 @@ def _seal(args: argparse.Namespace) -> int:
         result = await seal(ctx, address, artifact, before_sending=before_sending)
         sealed = result.state == ModelState.SEALED
         after = (
-            next_command(args, "verify", address, *artifact_words)
+            next_command(args, "verify", address, *(artifact_words or ["--chain-only"]))
             if sealed
             else next_command(args, "publish", args.artifact or "ARTIFACT")
         )
