@@ -303,7 +303,7 @@ class RpcClient(JsonRpc):
         prices = [item.get("prioritizationFee") for item in result if isinstance(item, dict)]
         if not all(_is_u64(price) for price in prices):
             raise RpcError(f"{self.url}: getRecentPrioritizationFees: a price is not a u64")
-        return [int(price) for price in prices]
+        return [price for price in prices if isinstance(price, int)]
 
     async def compute_units(self, signatures: Sequence[str]) -> list[int]:
         """Return the compute units each landed transaction consumed (getTransaction).
