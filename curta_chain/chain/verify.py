@@ -24,6 +24,7 @@ from solders.pubkey import Pubkey
 from curta_chain.artifact import Artifact, decode_artifact, weights_hash
 from curta_chain.chain.accounts import (
     ZERO_KEY,
+    binding_problem,
     read_model_account,
     read_section,
     read_weight_head,
@@ -31,7 +32,7 @@ from curta_chain.chain.accounts import (
 from curta_chain.chain.program_check import DeployedProgram, check_program, read_program
 from curta_chain.chain.rpc import AccountInfo, RpcClient
 from curta_chain.errors import AccountError, ArtifactError, NodeMismatchError, ProgramCheckError
-from curta_chain.program import ModelAccount, ModelState
+from curta_chain.program import ModelAccount, ModelState, SectionSlot
 
 LISTED_RANGES = 10
 """Differing byte ranges a report lists by default (all are counted); None lists all."""
@@ -372,7 +373,7 @@ async def _read_sections(
             found.append(Difference("account", str(exc), index))
             digests[str(account)] = f"unreadable: {exc}"
             return None
-        if (header.model, header.section_index, header.section_length) != (address, index, length):
+        if binding_problem(address, index, SectionSlot(account, length), header) is not None:
             found.append(
                 Difference(
                     "account",
