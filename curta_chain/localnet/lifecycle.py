@@ -51,6 +51,8 @@ class LocalnetOptions:
     """The busy-cluster behaviours (blocks, loss, limits, providers); none by default."""
     deactivate_features: tuple[Pubkey, ...] = ()
     """Feature ids deactivated at genesis (``--deactivate-feature``); all active by default."""
+    genesis_seed: bytes | None = None
+    """A memory-only chain's genesis seed (``Localnet``'s): random by default."""
 
 
 Ready = Callable[[Localnet, str, str | None], None]
@@ -74,6 +76,7 @@ def open_localnet(options: LocalnetOptions, reporter: Reporter) -> Localnet:
         now=options.now,
         busy=options.busy,
         deactivate_features=options.deactivate_features,
+        genesis_seed=options.genesis_seed,
     )
     # What solana-test-validator prints (or logs) for the same flags.
     if localnet.deactivation_ignored:
@@ -342,19 +345,30 @@ def start_in_thread(
     now: Callable[[], float] = time.time,
     busy: BusyOptions = NOT_BUSY,
     deactivate_features: tuple[Pubkey, ...] = (),
+    genesis_seed: bytes | None = None,
 ) -> LocalnetHandle:
     """Start a localnet in a daemon thread and return once it accepts requests.
 
     ``port=0`` picks a free port; the handle's ``url`` names it. ``now`` is the clock
     (pass a ``ManualClock`` to move time by hand); ``busy`` turns on the busy-cluster
     behaviours (``BusyOptions``: blocks, loss, limits, providers); ``deactivate_features``
-    starts it with those feature gates off.
+    starts it with those feature gates off; ``genesis_seed`` gives a memory-only chain the
+    genesis of another (``Localnet``).
 
     Raises:
         LocalnetError: the localnet could not start.
     """
     return LocalnetHandle(
         LocalnetOptions(
-            port, host, ledger, reset, slot_duration, snapshot_bytes, now, busy, deactivate_features
+            port,
+            host,
+            ledger,
+            reset,
+            slot_duration,
+            snapshot_bytes,
+            now,
+            busy,
+            deactivate_features,
+            genesis_seed,
         )
     )

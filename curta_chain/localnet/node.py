@@ -81,6 +81,9 @@ class Localnet(BlockProduction):
         deactivate_features: feature ids to deactivate at genesis, as
             ``solana-test-validator --deactivate-feature`` takes them; an existing ledger
             keeps the set it was started with.
+        genesis_seed: the 32 bytes a memory-only chain's genesis hash and blockhashes come
+            from (random by default; a ledger keeps its own). Two chains given one derive the
+            same addresses for one authority, so tests compare them account for account.
 
     Raises:
         LocalnetError: the ledger cannot be opened or replayed, or the program not loaded.
@@ -96,6 +99,7 @@ class Localnet(BlockProduction):
         now: Callable[[], float] = time.time,
         busy: BusyOptions = NOT_BUSY,
         deactivate_features: Iterable[Pubkey] = (),
+        genesis_seed: bytes | None = None,
     ):
         binary = program_binary if program_binary is not None else find_program_binary()
         program = binary.read_bytes() if binary is not None else None
@@ -149,7 +153,7 @@ class Localnet(BlockProduction):
         self._track([*self._genesis, self.faucet.pubkey()])
 
         if self.ledger is None:
-            seed = hashlib.sha256(Keypair().secret()).digest()
+            seed = genesis_seed or hashlib.sha256(Keypair().secret()).digest()
             self.clock = SlotClock(seed, genesis_time(), slot_duration, now)
         else:
             from curta_chain.localnet.persistence import restore

@@ -143,6 +143,9 @@ def test_v1_where_the_cluster_has_not_activated_it_is_refused_naming_the_feature
 # On the chain.
 
 
+GENESIS_SEED = bytes(range(32))
+
+
 def accounts_of(node: LocalnetTransport, keys: list[Pubkey]) -> list[bytes]:
     return [bytes(node.localnet.svm.get_account(key).data) for key in keys]
 
@@ -151,10 +154,11 @@ def funded(authority: Keypair, deactivate: tuple[Pubkey, ...] = ()) -> LocalnetT
     """A localnet (every feature active, as agave 4.3's, but ``deactivate``) where
     ``authority`` holds 100 SOL.
 
-    Every localnet has the same genesis hash and program, so one authority's derived
-    addresses are the same on two of them, and their accounts compare byte for byte.
+    Each chain has a genesis hash of its own; these share one (``GENESIS_SEED``), so that one
+    authority's derived addresses are the same on two of them and their accounts compare
+    byte for byte.
     """
-    node = LocalnetTransport(deactivate_features=deactivate)
+    node = LocalnetTransport(deactivate_features=deactivate, genesis_seed=GENESIS_SEED)
     node.localnet.airdrop(authority.pubkey(), 10**11)
     return node
 
