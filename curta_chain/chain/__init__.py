@@ -33,5 +33,6 @@ __all__ = [
     "specs",
     "transport",
     "verify",
+    "verify_report",
     "watch",
 ]

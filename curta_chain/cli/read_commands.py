@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from curta_chain.chain.model_status import ModelStatus
     from curta_chain.chain.rpc import RpcClient
     from curta_chain.chain.session import Connection
-    from curta_chain.chain.verify import VerifyReport
+    from curta_chain.chain.verify_report import VerifyReport
     from curta_chain.reporting import Reporter
 
 
