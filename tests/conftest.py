@@ -17,6 +17,12 @@
   manual clock).
 - ``funded_keypair``: ``fund(localnet.url)`` for the ``localnet`` fixture.
 - ``own_home`` (every test): ``HOME`` is an empty folder of the test's own.
+- The per-user data folder (``XDG_DATA_HOME``), where each localnet records its genesis hash
+  as this user's local cluster when it starts (``curta_chain.user_data``), is one folder of
+  this test process's own, set before any fixture starts a localnet (a module's localnet
+  serves tests with different HOMEs) and inherited by every process a test starts; the
+  user's own is never written. The validator the user built there is put on ``PATH`` first,
+  so the validator tier still finds it.
 - ``sdk``: ``sdk/js`` with its npm packages, built once a session (``dist/``); skipped
   without node (failed under ``CI``), failed without the packages (``node_packages``).
 
@@ -29,8 +35,10 @@ Data, session-scoped and never modified (the reference files are copied first):
   checkpoint of the largest model the spec allows converted (18 sections, 79 MB).
 """
 
+import atexit
 import fcntl
 import os
+import shutil
 import signal
 import socket
 import struct
@@ -61,9 +69,17 @@ from curta_chain.errors import BuildError
 from curta_chain.inference.host_build import compiler
 from curta_chain.localnet import LocalnetHandle, ManualClock, start_in_thread
 from curta_chain.localnet.current_bank import reuse_freed_memory
+from curta_chain.validator import find_validator
 
 # The tests' own LiteSVMs (tests/program) run in this process too: as the localnet's do.
 reuse_freed_memory()
+
+_validator = find_validator()
+if _validator is not None:
+    os.environ["PATH"] = f"{_validator.parent}{os.pathsep}{os.environ.get('PATH', '')}"
+_DATA_HOME = tempfile.mkdtemp(prefix="curta-data-")
+os.environ["XDG_DATA_HOME"] = _DATA_HOME
+atexit.register(shutil.rmtree, _DATA_HOME, ignore_errors=True)
 
 READY_TIMEOUT = 120.0
 """Seconds a localnet subprocess may take to replay its ledger and listen."""

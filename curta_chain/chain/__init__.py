@@ -8,6 +8,7 @@ __all__ = [
     "cluster",
     "context",
     "deploy",
+    "deploy_transactions",
     "features",
     "fees",
     "fetch",
@@ -32,5 +33,6 @@ __all__ = [
     "specs",
     "transport",
     "verify",
+    "verify_report",
     "watch",
 ]

@@ -242,7 +242,9 @@ async def _open(
     check_opening_size(spec, flow.ctx.payer, len(prompt))
     section_zero = flow.model_account.sections[0].weight_account
     step = flow.ctx.transactions.step(flow.address, flow.model, [section_zero], 0)
-    fees = await estimate_fees(flow.ctx.client, payer, [(spec, 1), (step, steps)])
+    fees = await estimate_fees(
+        flow.ctx.client, payer, [(spec, 1), (step, steps)], flow.ctx.reporter
+    )
     await require_funds(
         flow.ctx.client,
         payer,

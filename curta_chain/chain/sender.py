@@ -56,7 +56,6 @@ from curta_chain.chain.signature_statuses import (
 )
 from curta_chain.chain.signature_statuses import wait_for_signature as wait_for_signature
 from curta_chain.chain.specs import TxSpec, sign
-from curta_chain.compute_budget import LAMPORTS_PER_SIGNATURE
 from curta_chain.constants import COMMITMENT_RANK
 from curta_chain.errors import (
     ChainError,
@@ -66,6 +65,7 @@ from curta_chain.errors import (
     SendGaveUpError,
 )
 from curta_chain.program import preflight_error, transaction_error
+from curta_chain.protocol.compute_budget import LAMPORTS_PER_SIGNATURE
 from curta_chain.reporting import NullReporter, Progress, Reporter, counted, sol
 
 FRESH_BLOCKHASH_WAIT = 60.0

@@ -30,7 +30,6 @@ from solders.pubkey import Pubkey
 from solders.transaction import VersionedTransaction
 from solders.transaction_metadata import FailedTransactionMetadata, TransactionMetadata
 
-from curta_chain.compute_budget import compute_budget, priority_fee, transaction_fee
 from curta_chain.localnet.busy import transaction_cost
 from curta_chain.localnet.codec import AnyMessage, transaction_error_json
 from curta_chain.localnet.current_bank import CurrentBank, less_lamports
@@ -41,6 +40,7 @@ from curta_chain.localnet.loaded_data import loaded_data_size
 from curta_chain.localnet.outcomes import Landed, Refused, TransactionAccounts, writable_keys
 from curta_chain.localnet.parsed import memo_of, token_balances
 from curta_chain.localnet.tx_history import TransactionDetails, TransactionHistory
+from curta_chain.protocol.compute_budget import compute_budget, priority_fee, transaction_fee
 
 
 class Execution(CurrentBank):

@@ -16,12 +16,12 @@ from solders.pubkey import Pubkey
 from solders.transaction import VersionedTransaction
 from solders.transaction_metadata import FailedTransactionMetadata
 
-from curta_chain.compute_budget import compute_budget
 from curta_chain.localnet.codec import AnyMessage, transaction_error_json
 from curta_chain.localnet.current_bank import less_lamports
 from curta_chain.localnet.execution import Execution, unpaid_priority
 from curta_chain.localnet.outcomes import Simulation
 from curta_chain.localnet.parsed import token_balances
+from curta_chain.protocol.compute_budget import compute_budget
 
 
 class Simulator(Execution):

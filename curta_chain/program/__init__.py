@@ -27,14 +27,12 @@ from curta_chain.program.errors import (
 )
 from curta_chain.program.idl import IDL_PATH, load_idl
 from curta_chain.program.instructions import (
-    MAX_WRITE_PAYLOAD,
     begin_sealing,
     bind_weight_account,
     close_model,
     close_run,
     close_weight_account,
     create_model,
-    max_write_payload,
     open_run,
     reopen,
     seal_step,
@@ -51,6 +49,7 @@ from curta_chain.program.run_account import (
     run_account_size,
     run_layout,
 )
+from curta_chain.program.write_payload import MAX_WRITE_PAYLOAD, max_write_payload
 
 __all__ = [
     "BUILDS",

@@ -8,7 +8,8 @@ every run sees the same slots, and nothing sleeps or reads a wall clock. A statu
 confirmed from the request after the one that landed it.
 
 With ``busy`` (``BusyOptions``) it is the busy-cluster mode: blocks, the leader's order,
-its limits, loss; ``deactivate_features`` are off at its genesis (``--deactivate-feature``).
+its limits, loss; ``deactivate_features`` are off at its genesis (``--deactivate-feature``);
+``genesis_seed`` gives it another chain's genesis (its derived addresses are then the same).
 Faults are injected by subclasses that override ``forward`` (one request in, its answer
 out), as ``tests/reliability/fault_proxy.py`` does over HTTP.
 """
@@ -50,10 +51,14 @@ class LocalnetTransport:
         tick: float = SLOT_SECONDS,
         busy: BusyOptions | None = None,
         deactivate_features: tuple[Pubkey, ...] = (),
+        genesis_seed: bytes | None = None,
     ):
         self.clock = ManualClock(GENESIS_TIME)
         self.localnet = Localnet(
-            now=self.clock, busy=busy or BusyOptions(), deactivate_features=deactivate_features
+            now=self.clock,
+            busy=busy or BusyOptions(),
+            deactivate_features=deactivate_features,
+            genesis_seed=genesis_seed,
         )
         self.tick = tick
         self.methods: list[str] = []

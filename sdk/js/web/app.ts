@@ -117,16 +117,18 @@ function showSections(lengths: number[], states: string[]): void {
 }
 
 function showReport(report: VerifyReport, against: string | null): void {
+  // Worded as `curta-chain verify --chain-only` words a verdict that compared no artifact.
+  const alone = report.artifact_compared ? "" : " (no artifact was compared)";
   if (report.ok)
     setVerdict(
-      `verified ${report.model}: sealed, ${against ? `every byte matches ${against}` : "the chain's bytes hash to its declared hash (no artifact was compared)"}`,
+      `verified ${report.model}: sealed, ${report.artifact_compared ? `every byte matches ${against}` : `the chain's bytes hash to its declared hash${alone}`}`,
       true,
     );
   else {
     const causes = report.differences.filter((d) => d.kind !== "bytes");
     const first = causes[0] ?? report.differences[0];
     const more = report.differences.length - 1 + (report.differing_ranges - report.differing_ranges_listed);
-    setVerdict(`NOT verified ${report.model}: ${describeDifference(first)}${more > 0 ? ` (and ${more} more)` : ""}`, false);
+    setVerdict(`NOT verified ${report.model}: ${describeDifference(first)}${more > 0 ? ` (and ${more} more)` : ""}${alone}`, false);
   }
   const p = report.program;
   $("program").textContent = p.program_id;

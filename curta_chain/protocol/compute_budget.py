@@ -10,7 +10,10 @@ KiB or not a multiple of 1 KiB; nothing is charged. Bytes after the value are ig
 decoder does not check that it consumed the whole instruction).
 
 The fee is 5,000 lamports a signature plus the priority fee: the price times the limit,
-rounded up to whole lamports. Without SetComputeUnitLimit the limit is, as Agave 4 reckons it
+rounded up to whole lamports. The signatures paid for are the transaction's own and those
+its precompile instructions verify (Ed25519, secp256k1, secp256r1: the first byte of each
+one's data, as agave's ``get_precompile_signature_details`` counts them). Without
+SetComputeUnitLimit the limit is, as Agave 4 reckons it
 (SIMD-0170, ``calculate_default_compute_unit_limit``), 3,000 units per instruction of a
 builtin program (compute-budget instructions included) and 200,000 per other instruction, at
 most 1,400,000. Every transaction curta-chain sends sets its limit; the default matters for
@@ -21,8 +24,8 @@ compute-budget instructions configure nothing: as Agave 4.3 reads it, an unset c
 limit is 0, an unset loaded-data limit 0, an unset heap 32 KiB, and its priority fee is a
 total in lamports, not a price.
 
-This module sits below both ``curta_chain.chain`` (the client) and ``curta_chain.localnet``
-(which charges fees as a validator does), so neither imports the other for it.
+The client computes every fee it shows and checks from here (never from a node's
+getFeeForMessage), and the localnet charges its fees from here as a validator does.
 """
 
 from dataclasses import dataclass
@@ -32,7 +35,7 @@ from solders.instruction import Instruction
 from solders.message import Message, MessageV0, MessageV1
 from solders.pubkey import Pubkey
 
-from curta_chain.constants import MAX_COMPUTE_UNITS, MAX_LOADED_ACCOUNTS_DATA_SIZE
+from curta_chain.protocol.limits import MAX_COMPUTE_UNITS, MAX_LOADED_ACCOUNTS_DATA_SIZE
 
 __all__ = [
     "BUILTIN_INSTRUCTION_COMPUTE_UNITS",
@@ -41,11 +44,13 @@ __all__ = [
     "DEFAULT_INSTRUCTION_COMPUTE_UNITS",
     "LAMPORTS_PER_SIGNATURE",
     "MICRO_LAMPORTS_PER_LAMPORT",
+    "PRECOMPILE_PROGRAM_IDS",
     "ComputeBudget",
     "compute_budget",
     "priority_fee",
     "priority_lamports",
     "set_loaded_accounts_data_size_limit",
+    "signature_count",
     "transaction_fee",
 ]
 
@@ -72,6 +77,16 @@ BUILTIN_PROGRAM_IDS: Final = frozenset(
 The vote program is there only until its core-BPF migration feature, which the test validator
 activates at genesis; stake, config and address lookup tables are core BPF programs now."""
 MICRO_LAMPORTS_PER_LAMPORT: Final = 1_000_000
+PRECOMPILE_PROGRAM_IDS: Final = frozenset(
+    Pubkey.from_string(key)
+    for key in (
+        "Ed25519SigVerify111111111111111111111111111",
+        "KeccakSecp256k11111111111111111111111111111",
+        "Secp256r1SigVerify1111111111111111111111111",
+    )
+)
+"""The precompiles: each signature one of their instructions verifies is charged as one of
+the transaction's own."""
 
 # The instructions by tag, with the length of their value. Tag 0 is retired: it decodes to
 # an unused variant that the runtime refuses like anything else it does not know.
@@ -208,12 +223,26 @@ def priority_fee(message: Message | MessageV0 | MessageV1) -> int:
     return 0 if budget is None else budget.priority_lamports
 
 
+def signature_count(message: Message | MessageV0 | MessageV1) -> int:
+    """Return the signatures ``message`` pays for: its signers', then its precompiles'."""
+    keys = message.account_keys
+    count = message.header.num_required_signatures
+    for instruction in message.instructions:
+        index = instruction.program_id_index
+        if index < len(keys) and keys[index] in PRECOMPILE_PROGRAM_IDS:
+            data = bytes(instruction.data)
+            count += data[0] if data else 0
+    return count
+
+
 def transaction_fee(message: Message | MessageV0 | MessageV1, priority: int | None = None) -> int:
-    """Return the whole fee of ``message``: signatures plus priority (computed if None)."""
-    signatures = message.header.num_required_signatures
+    """Return the whole fee of ``message``: signatures plus priority (computed if None).
+
+    Exact for a legacy, v0 or v1 message: what a validator charges, whatever a node says.
+    """
     if priority is None:
         priority = priority_fee(message)
-    return LAMPORTS_PER_SIGNATURE * signatures + priority
+    return LAMPORTS_PER_SIGNATURE * signature_count(message) + priority
 
 
 def set_loaded_accounts_data_size_limit(limit: int) -> Instruction:

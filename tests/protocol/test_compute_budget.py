@@ -1,4 +1,4 @@
-"""The compute budget and fees as Agave reads them (curta_chain/compute_budget.py).
+"""The compute budget and fees as Agave reads them (curta_chain/protocol/compute_budget.py).
 
 Agave's rule (``ComputeBudgetInstructionDetails::process_instruction``): each kind of
 compute-budget instruction may appear once; a second one fails the transaction with
@@ -14,21 +14,26 @@ from solders.compute_budget import (
     set_compute_unit_limit,
     set_compute_unit_price,
 )
+from solders.hash import Hash
 from solders.instruction import AccountMeta, Instruction
 from solders.keypair import Keypair
-from solders.message import Message
+from solders.litesvm import LiteSVM
+from solders.message import Message, MessageV0, MessageV1, TransactionConfig
+from solders.pubkey import Pubkey
 from solders.system_program import TransferParams, transfer
+from solders.transaction import Transaction
 
-from curta_chain.compute_budget import (
+from curta_chain.constants import MAX_COMPUTE_UNITS, MAX_LOADED_ACCOUNTS_DATA_SIZE
+from curta_chain.localnet.loaded_data import loaded_accounts_data_size_limit
+from curta_chain.protocol.compute_budget import (
     COMPUTE_BUDGET_PROGRAM_ID,
     ComputeBudget,
     compute_budget,
     priority_fee,
     set_loaded_accounts_data_size_limit,
+    signature_count,
     transaction_fee,
 )
-from curta_chain.constants import MAX_COMPUTE_UNITS, MAX_LOADED_ACCOUNTS_DATA_SIZE
-from curta_chain.localnet.loaded_data import loaded_accounts_data_size_limit
 
 MIB = 1024 * 1024
 PAYER = Keypair().pubkey()
@@ -112,3 +117,47 @@ def test_the_priority_fee_is_price_times_limit_rounded_up_to_a_lamport():
     assert priority_fee(message) == 4  # 3,000,010 micro-lamports
     assert transaction_fee(message) == 5_004
     assert transaction_fee(message, priority=0) == 5_000
+
+
+@pytest.mark.parametrize(
+    "precompile",
+    [
+        "Ed25519SigVerify111111111111111111111111111",
+        "KeccakSecp256k11111111111111111111111111111",
+        "Secp256r1SigVerify1111111111111111111111111",
+    ],
+)
+def test_a_precompiles_signatures_are_charged_as_the_runtime_charges_them(precompile: str):
+    # Three signatures claimed in the instruction's first byte: the runtime charges them
+    # with the transaction's own, whether or not they verify (these do not).
+    payer = Keypair()
+    claim = Instruction(Pubkey.from_string(precompile), bytes([3, 0]) + bytes(42), [])
+    message = Message([claim], payer.pubkey())
+    assert signature_count(message) == 4
+    assert transaction_fee(message) == 20_000
+    svm = LiteSVM()
+    svm.airdrop(payer.pubkey(), 10**9)
+    before = svm.get_balance(payer.pubkey())
+    tx = Transaction([payer], message, svm.latest_blockhash())
+    svm.send_transaction(tx)
+    assert before - (svm.get_balance(payer.pubkey()) or 0) == transaction_fee(message)
+
+
+def test_an_empty_precompile_instruction_claims_no_signature():
+    empty = Instruction(Pubkey.from_string("Ed25519SigVerify111111111111111111111111111"), b"", [])
+    assert signature_count(Message([empty, CALL], PAYER)) == 1
+
+
+@pytest.mark.parametrize("version", ["legacy", "v0", "v1"])
+def test_the_fee_is_exact_for_every_transaction_version(version: str):
+    price = (set_compute_unit_limit(40_000), set_compute_unit_price(250_000))
+    if version == "legacy":
+        message: Message | MessageV0 | MessageV1 = Message([*price, CALL], PAYER)
+    elif version == "v0":
+        message = MessageV0.try_compile(PAYER, [*price, CALL], [], Hash.default())
+    else:
+        # A v1 message's compute-budget instructions configure nothing: its config does.
+        config = TransactionConfig(priority_fee=777, compute_unit_limit=40_000)
+        message = MessageV1.try_compile(PAYER, [*price, CALL], Hash.default(), config)
+    expected = 5_000 + (777 if version == "v1" else 10_000)
+    assert transaction_fee(message) == expected
