@@ -4,7 +4,7 @@
   compiled with the program's flags and linked with a harness entrypoint, run in LiteSVM
   on rows of 288 and 768 columns; the marginal cost of the rows added between two sizes.
 - openRun, a step, closeRun, and the step transactions per token, from runs of the shipped
-  program in LiteSVM, each step checked against the mirror (``program.run_mirror``).
+  program in LiteSVM, each step checked against the mirror (``onchain.mirror``).
 
 The ratio printed beside CU/MAC is against 25 CU/MAC, a published Rust INT8 matvec's.
 """
@@ -43,15 +43,20 @@ from curta_chain.constants import (
     MAX_COMPUTE_UNITS,
     WEIGHT_HEADER_SIZE,
 )
-from curta_chain.program import (
-    MODEL_ACCOUNT_SIZE,
-    PROGRAM_BINARY,
+from curta_chain.onchain.mirror import RunMirror
+from curta_chain.onchain.run_account import (
     RUN_HEADER_SIZE,
-    ModelAccount,
-    ModelState,
     PromptKind,
     RunAccount,
     RunState,
+    run_account_size,
+)
+from curta_chain.onchain.schedule import STEP_BUDGET
+from curta_chain.program import (
+    MODEL_ACCOUNT_SIZE,
+    PROGRAM_BINARY,
+    ModelAccount,
+    ModelState,
     SectionSlot,
     WeightHeader,
     begin_sealing,
@@ -59,12 +64,9 @@ from curta_chain.program import (
     close_run,
     create_model,
     open_run,
-    run_account_size,
     seal_step,
     step,
 )
-from curta_chain.program.run_mirror import RunMirror
-from curta_chain.program.schedule import STEP_BUDGET
 
 PROGRAM_ID = Pubkey.from_string(LOCALNET_PROGRAM_ID)
 ROOT = Path(__file__).resolve().parent.parent
@@ -388,7 +390,7 @@ def print_inference(record_them: bool = False) -> None:
     summaries = {
         "inference_cu_matvec": "In solders' LiteSVM, the program's build (sha256 "
         f"{digest}...); compute units do not depend on the machine. Every step checked "
-        "against the mirror (`program.run_mirror`).",
+        "against the mirror (`onchain.mirror`).",
         "inference_cu_instructions": "",
         "inference_cu_tokens": "stories260K with its real weights; the stories15M shape with "
         "synthetic weights and the real 32,000-token vocabulary. A late token: the run moved "

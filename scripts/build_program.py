@@ -90,7 +90,7 @@ def build_one(build: ProgramBuild, extra_flags: tuple[str, ...] = ()) -> tuple[b
     schedule = ROOT / HEADER_PATH
     if not schedule.exists() or schedule.read_text() != c_header():
         raise BuildError(
-            f"{HEADER_PATH} differs from curta_chain/program/schedule.py's table: "
+            f"{HEADER_PATH} differs from curta_chain/onchain/schedule.py's table: "
             "run python scripts/gen_schedule.py"
         )
     sources = sorted(p.relative_to(PROGRAM_DIR) for p in (PROGRAM_DIR / "src").glob("*.c"))

@@ -41,16 +41,6 @@ from curta_chain.program.instructions import (
     step,
     write_weights,
 )
-from curta_chain.program.run_account import (
-    RUN_HEADER_SIZE,
-    FinishReason,
-    PromptKind,
-    Region,
-    RunAccount,
-    RunState,
-    run_account_size,
-    run_layout,
-)
 
 __all__ = [
     "BUILDS",
@@ -58,15 +48,9 @@ __all__ = [
     "MAX_WRITE_PAYLOAD",
     "MODEL_ACCOUNT_SIZE",
     "PROGRAM_BINARY",
-    "RUN_HEADER_SIZE",
-    "FinishReason",
     "ModelAccount",
     "ModelState",
     "ProgramBuild",
-    "PromptKind",
-    "Region",
-    "RunAccount",
-    "RunState",
     "SectionSlot",
     "ShippedProgram",
     "WeightHeader",
@@ -83,8 +67,6 @@ __all__ = [
     "preflight_error",
     "program_error",
     "reopen",
-    "run_account_size",
-    "run_layout",
     "seal_step",
     "shipped_program",
     "shipped_program_for",

@@ -5,9 +5,9 @@
  * A run is one generation from one sealed model: openRun binds a fresh account to the
  * model and lays out its regions, `step` (anyone may crank) advances the forward pass by
  * a bounded slice, closeRun returns the rent to the opener. The arithmetic is the integer
- * forward pass of docs/inference.md; curta_chain/program/run_mirror mirrors every step in
+ * forward pass of docs/inference.md; curta_chain/onchain/mirror mirrors every step in
  * Python, schedule.h is generated from the step schedule's one table
- * (curta_chain/program/schedule.py), and the layouts here are the IDL's `Run` account
+ * (curta_chain/onchain/schedule.py), and the layouts here are the IDL's `Run` account
  * (tests compare them).
  */
 #ifndef INFERENCE_H

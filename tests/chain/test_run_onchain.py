@@ -23,8 +23,6 @@ from curta_chain.chain.keys import ClusterScope, run_keypair
 from curta_chain.chain.plan import NewAccount
 from curta_chain.chain.rent import rent_exempt_minimum
 from curta_chain.chain.rpc import RpcClient
-from curta_chain.chain.run_onchain import run_on_chain
-from curta_chain.chain.run_pipeline import PIPELINE_BLOCKS
 from curta_chain.chain.sender import Sender
 from curta_chain.chain.specs import TxSpec
 from curta_chain.chain.transport import HttpTransport
@@ -33,8 +31,9 @@ from curta_chain.cli.keypairs import load_keypair, write_keypair
 from curta_chain.constants import LOCALNET_PROGRAM_ID, MAX_COMPUTE_UNITS
 from curta_chain.errors import ProgramError
 from curta_chain.inference import IntModel, SamplingSettings, Tokenizer, generate, plan_run
-from curta_chain.program import RunAccount
-from curta_chain.program.run_account import opened_run_data
+from curta_chain.onchain.pipeline import PIPELINE_BLOCKS
+from curta_chain.onchain.run import run_on_chain
+from curta_chain.onchain.run_account import RunAccount, opened_run_data
 
 PROMPT = "Once upon a time"
 STEPS = 32

@@ -31,7 +31,6 @@ from curta_chain.chain.features import (
 )
 from curta_chain.chain.plan import NewAccount, WritePiece
 from curta_chain.chain.publish import plan_publish, publish
-from curta_chain.chain.run_onchain import check_opening_size
 from curta_chain.chain.specs import (
     BUFFER_WRITE_CU,
     WRITE_CU,
@@ -51,6 +50,7 @@ from curta_chain.constants import (
 from curta_chain.errors import ChainError, InputError, ProgramCheckError
 from curta_chain.inference import SamplingSettings
 from curta_chain.localnet import start_in_thread
+from curta_chain.onchain.run import check_opening_size
 
 AUTHORITY, PAYER = Keypair(), Keypair()
 BUDGETS = [

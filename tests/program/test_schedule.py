@@ -9,9 +9,9 @@ import pytest
 from gen_schedule import HEADER_PATH, c_header
 
 from curta_chain.errors import BuildError
-from curta_chain.program import schedule
+from curta_chain.onchain import schedule
+from curta_chain.onchain.schedule import FORMULAS
 from curta_chain.program.builds import BUILDS
-from curta_chain.program.schedule import FORMULAS
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -61,5 +61,5 @@ def test_the_build_refuses_a_header_that_is_not_the_tables(monkeypatch, tmp_path
     stale.write_text(c_header().replace("#define COST_ID 14", "#define COST_ID 15"))
     monkeypatch.setattr(build_program, "ROOT", tmp_path)
     monkeypatch.setattr(build_program, "HEADER_PATH", "schedule.h")
-    with pytest.raises(BuildError, match=r"^schedule.h differs from curta_chain/program/schedule"):
+    with pytest.raises(BuildError, match=r"^schedule.h differs from curta_chain/onchain/schedule"):
         build_program.build_one(BUILDS[0])

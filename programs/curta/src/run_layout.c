@@ -1,6 +1,6 @@
 /*
  * run_layout.c: where a run's regions sit, from its configuration, capacity and prompt.
- * curta_chain/program/run_account.py computes the same offsets (tests compare them).
+ * curta_chain/onchain/run_account.py computes the same offsets (tests compare them).
  */
 #include "../inference.h"
 

@@ -17,8 +17,8 @@ from curta_chain.artifact import Artifact
 from curta_chain.artifact.layout import ROW_PREFIX
 from curta_chain.inference.model import IntModel
 from curta_chain.inference.tokenizer import Tokenizer
-from curta_chain.program.run_account import RUN_HEADER_SIZE, Region, RunAccount, RunState
-from curta_chain.program.schedule import (
+from curta_chain.onchain.run_account import RUN_HEADER_SIZE, Region, RunAccount, RunState
+from curta_chain.onchain.schedule import (
     STEP_BUDGET,
     TOKENIZE_PHASES,
     Phase,

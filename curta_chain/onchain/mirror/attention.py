@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from curta_chain.inference.forward import attention
-from curta_chain.program.run_account import Region
-from curta_chain.program.run_mirror.machine import Step, Stop
-from curta_chain.program.schedule import COST_ATTENTION, HEAD_COST
+from curta_chain.onchain.mirror.machine import Step, Stop
+from curta_chain.onchain.run_account import Region
+from curta_chain.onchain.schedule import COST_ATTENTION, HEAD_COST
 
 
 def attention_phase(s: Step, layer: int) -> bool:

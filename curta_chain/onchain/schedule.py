@@ -2,7 +2,7 @@
 
 A ``step`` runs a run's phases in a fixed order, each cut into slices by a cost model in
 estimated compute units, and reads the weight sections its phases name. That schedule is
-a protocol between ``programs/curta`` and ``curta_chain.program.run_mirror``: both must cut
+a protocol between ``programs/curta`` and ``curta_chain.onchain.mirror``: both must cut
 every step at the same place. It is written once, here: the phase enums, the phase order
 and what each phase is sliced by, the phase-to-section rule, the step's budget, the
 ``COST_*`` constants and the cost formulas built from them. A slice depends on the run's
@@ -19,8 +19,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from curta_chain.program.cost_formula import Const, Formula, Num, Param
-from curta_chain.program.run_account import HIST_HIGH, HIST_LOW
+from curta_chain.onchain.cost_formula import Const, Formula, Num, Param
+from curta_chain.onchain.run_account import HIST_HIGH, HIST_LOW
 
 # -- the cost model's constants (estimated compute units, each a little above what the
 # calibration build measures: scripts/bench_program_cu.py --calibrate fits them) --

@@ -13,11 +13,11 @@ import numpy as np
 
 from curta_chain.inference.fixed import ACT_BITS, rmsnorm, rotate, round_shift, sat32, silu
 from curta_chain.inference.model import Matrix
-from curta_chain.program.run_account import Region
-from curta_chain.program.run_mirror.attention import attention_phase
-from curta_chain.program.run_mirror.machine import Step, Stop
-from curta_chain.program.run_mirror.sampling import sample_phase
-from curta_chain.program.schedule import (
+from curta_chain.onchain.mirror.attention import attention_phase
+from curta_chain.onchain.mirror.machine import Step, Stop
+from curta_chain.onchain.mirror.sampling import sample_phase
+from curta_chain.onchain.run_account import Region
+from curta_chain.onchain.schedule import (
     EMBED_COST,
     MAT_EMBEDDING,
     NORM_COST,
