@@ -20,6 +20,7 @@ from collections import Counter
 from pathlib import Path
 
 try:
+    import gen_kernel
     from gen_schedule import HEADER_PATH, c_header
     from sbpf_alu32 import SignExtensionError
     from sbpf_link import link
@@ -92,6 +93,12 @@ def build_one(build: ProgramBuild, extra_flags: tuple[str, ...] = ()) -> tuple[b
         raise BuildError(
             f"{HEADER_PATH} differs from curta_chain/onchain/schedule.py's table: "
             "run python scripts/gen_schedule.py"
+        )
+    kernel = ROOT / gen_kernel.HEADER_PATH
+    if not kernel.exists() or kernel.read_text() != gen_kernel.c_header():
+        raise BuildError(
+            f"{gen_kernel.HEADER_PATH} differs from scripts/gen_kernel.py's: "
+            "run python scripts/gen_kernel.py"
         )
     sources = sorted(p.relative_to(PROGRAM_DIR) for p in (PROGRAM_DIR / "src").glob("*.c"))
     if not sources:

@@ -16,6 +16,9 @@ from curta_chain.fsutil import atomic_write
 from curta_chain.onchain.schedule import (
     COSTS,
     FORMULAS,
+    KERNEL_CHUNK_ROUNDS,
+    KERNEL_STEP,
+    KERNEL_WIDE,
     LAYER_PHASES,
     STEP_BUDGET,
     TOKENIZE_PHASES,
@@ -90,6 +93,11 @@ def c_header() -> str:
             f"{_comment(c.note)}"
             for c in COSTS
         ),
+        "",
+        "/* The matvec kernel's column rounds (src/matvec.c, kernel_asm.h unroll to them). */",
+        f"#define KERNEL_WIDE {KERNEL_WIDE}",
+        f"#define KERNEL_STEP {KERNEL_STEP}",
+        f"#define KERNEL_CHUNK_ROUNDS {KERNEL_CHUNK_ROUNDS}",
         "",
         "/* The cost formulas. */",
         *(line for f in FORMULAS for line in (f"/* {f.doc} */", *_wrapped(f.c()))),

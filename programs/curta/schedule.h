@@ -36,23 +36,40 @@ enum TokenizePhase {
 
 /* What a step may spend, in estimated compute units. */
 #ifndef STEP_BUDGET
-#define STEP_BUDGET 1200000UL
+#define STEP_BUDGET 1390000UL
 #endif
 
 /* The cost model: estimated compute units, each a little above what the calibration
  * build measures (scripts/bench_program_cu.py --calibrate fits them). */
 #define COST_EMBED 100
 #define COST_EMBED_ELEMENT 12
-#define COST_NORM 900
-#define COST_NORM_ELEMENT 38
+#define COST_NORM 1100
+#define COST_NORM_ELEMENT 39
 #define COST_ROPE 100
 #define COST_ROPE_ELEMENT 26
 #define COST_SWIGLU 100
 #define COST_SWIGLU_ELEMENT 40
-#define COST_ROWS 800 /* a slice of rows: the sum of x, the remainder rows... */
-#define COST_ROWS_COLUMN 10 /* ...per weight byte of a row */
-#define COST_ROW 45 /* a row beyond its MACs: the scale, the store */
-#define COST_MAC_TWENTIETHS 69 /* a multiply-accumulate of the kernel: 3.45 */
+#define COST_QUAD_COLUMN 13 /* the kernel, 4 rows: a column's 4 MACs... */
+#define COST_QUAD_ROUND 2 /* ...a round's test... */
+#define COST_QUAD_CHUNK 28 /* ...and a chunk's start and end */
+#define COST_TRIPLE_COLUMN 10 /* the kernel in C, 3 rows: a column... */
+#define COST_TRIPLE_LOOP 5 /* ...a round of 8 columns... */
+#define COST_TRIPLE_CALL 30 /* ...and its start and end */
+#define COST_COPY_HALVES 5 /* a call: a wide column into the frame (halves)... */
+#define COST_CALL 120 /* ...the call... */
+#define COST_CALL_CHUNK 30 /* ...a chunk... */
+#define COST_CALL_TAIL 60 /* ...the columns past the rounds... */
+#define COST_CALL_TAIL_COLUMN 3 /* ...and each of them */
+#define COST_REMAINDER_TENTHS 24 /* a matrix's last 1 to 3 rows of a slice, in C: per column... */
+#define COST_REMAINDER 60 /* ...and for them */
+#define COST_ROWS 800 /* a slice of rows, one lane: the sum of x... */
+#define COST_ROWS_COLUMN 3 /* ...per weight byte of a row */
+#define COST_ROW 31 /* a row beyond its MACs: the scale, the store */
+#define COST_BATCH 800 /* a slice of rows, two lanes: the plan... */
+#define COST_BATCH_COLUMN 30 /* ...per weight byte of a row */
+#define COST_BATCH_ROW 90 /* a row of two lanes beyond its MACs */
+#define COST_SEGMENT 20 /* a row's segment: its lanes unpacked */
+#define ROWS_PER_CALL 96 /* a batch's rows a kernel call takes at most */
 #define COST_ATTENTION 200
 #define COST_HEAD 300
 #define COST_HEAD_ELEMENT 32 /* per element of the head: its division */
@@ -72,6 +89,11 @@ enum TokenizePhase {
 #define COST_FINISH 500
 #define COST_BYTE 4
 
+/* The matvec kernel's column rounds (src/matvec.c, kernel_asm.h unroll to them). */
+#define KERNEL_WIDE 96
+#define KERNEL_STEP 8
+#define KERNEL_CHUNK_ROUNDS 3
+
 /* The cost formulas. */
 /* embed */
 #define EMBED_COST(dim) (COST_EMBED + COST_EMBED_ELEMENT * (dim))
@@ -81,10 +103,26 @@ enum TokenizePhase {
 #define ROPE_COST(dim, kv_dim) (COST_ROPE + COST_ROPE_ELEMENT * ((dim) + (kv_dim)))
 /* SwiGLU */
 #define SWIGLU_COST(hidden) (COST_SWIGLU + COST_SWIGLU_ELEMENT * (hidden))
-/* a slice of rows of `padded` weight bytes (the artifact's row length less its header) */
-#define ROWS_FIXED_COST(padded) (COST_ROWS + COST_ROWS_COLUMN * (padded))
+/* a row of a kernel call */
+#define KERNEL_ROW(columns) \
+  ((COST_QUAD_COLUMN * ((columns) / 96 * 96) + COST_QUAD_ROUND * ((columns) / 96 * 96 / 96) + COST_QUAD_CHUNK * (((columns) / 96 * 96 + 287) / 288) + 3) / 4 + (COST_TRIPLE_COLUMN * ((columns) - (columns) / 96 * 96) + COST_TRIPLE_LOOP * (((columns) - (columns) / 96 * 96) / 8) + COST_TRIPLE_CALL * (((columns) - (columns) / 96 * 96 + 96 - 1) / 96) + 2) / 3)
+/* a kernel call */
+#define KERNEL_CALL(columns) \
+  (COST_COPY_HALVES * ((columns) / 96 * 96) / 2 + COST_CALL + COST_CALL_CHUNK * (((columns) / 96 * 96 + 287) / 288) + COST_CALL_TAIL * (((columns) - (columns) / 96 * 96 + 96 - 1) / 96) + COST_CALL_TAIL_COLUMN * ((columns) - (columns) / 96 * 96))
+/* a call's last 1 to 3 rows in C, beyond their share */
+#define KERNEL_REMAINDER(columns) ((COST_REMAINDER_TENTHS * (columns) + 9) / 10 + COST_REMAINDER)
+/* a slice of rows of `padded` weight bytes (the artifact's row length less its header) of `matrices` stacked matrices: a call each */
+#define ROWS_FIXED_COST(padded, matrices) \
+  (COST_ROWS + COST_ROWS_COLUMN * (padded) + (matrices) * (COST_COPY_HALVES * ((padded) / 96 * 96) / 2 + COST_CALL + COST_CALL_CHUNK * (((padded) / 96 * 96 + 287) / 288) + COST_CALL_TAIL * (((padded) - (padded) / 96 * 96 + 96 - 1) / 96) + COST_CALL_TAIL_COLUMN * ((padded) - (padded) / 96 * 96) + ((COST_REMAINDER_TENTHS * (padded) + 9) / 10 + COST_REMAINDER)))
 /* each row of it */
-#define ROW_COST(padded) ((padded) * COST_MAC_TWENTIETHS / 20 + COST_ROW)
+#define ROW_COST(padded) \
+  ((COST_QUAD_COLUMN * ((padded) / 96 * 96) + COST_QUAD_ROUND * ((padded) / 96 * 96 / 96) + COST_QUAD_CHUNK * (((padded) / 96 * 96 + 287) / 288) + 3) / 4 + (COST_TRIPLE_COLUMN * ((padded) - (padded) / 96 * 96) + COST_TRIPLE_LOOP * (((padded) - (padded) / 96 * 96) / 8) + COST_TRIPLE_CALL * (((padded) - (padded) / 96 * 96 + 96 - 1) / 96) + 2) / 3 + COST_ROW)
+/* a slice of a batch's rows of `padded` weight bytes: the plan of its lanes */
+#define BATCH_FIXED_COST(padded) (COST_BATCH + COST_BATCH_COLUMN * (padded))
+/* then, by the plan (a row's calls and their last rows), a call of each matrix */
+#define BATCH_SLICE_COST(call, remainder, matrices) ((matrices) * ((call) + (remainder)))
+/* and each row, by the plan: its kernel units and segments */
+#define BATCH_ROW_COST(kernel, segments) ((kernel) + COST_SEGMENT * (segments) + COST_BATCH_ROW)
 /* an attention head over `positions` cached positions (a slice also pays COST_ATTENTION) */
 #define HEAD_COST(head_size, positions) \
   (COST_HEAD + COST_HEAD_ELEMENT * (head_size) + (positions) * (COST_POSITION + COST_POSITION_ELEMENT * (head_size)))

@@ -14,10 +14,14 @@ import numpy as np
 from curta_chain.inference.fixed import ACT_BITS, rmsnorm, rotate, round_shift, sat32, silu
 from curta_chain.inference.model import Matrix
 from curta_chain.onchain.mirror.attention import attention_phase
+from curta_chain.onchain.mirror.batch import plan_batch
 from curta_chain.onchain.mirror.machine import Step, Stop
 from curta_chain.onchain.mirror.sampling import sample_phase
 from curta_chain.onchain.run_account import Region
 from curta_chain.onchain.schedule import (
+    BATCH_FIXED_COST,
+    BATCH_ROW_COST,
+    BATCH_SLICE_COST,
     EMBED_COST,
     MAT_EMBEDDING,
     NORM_COST,
@@ -39,6 +43,16 @@ class Rows(enum.Enum):
     LOGITS = "the logits, and the running maximum"
     RESIDUAL = "added to x, from xb"
     RESIDUAL_HIDDEN = "added to x, from the hidden vector"
+
+
+_MATRICES = {
+    Rows.QKV: 3,
+    Rows.GATE_UP: 2,
+    Rows.LOGITS: 1,
+    Rows.RESIDUAL: 1,
+    Rows.RESIDUAL_HIDDEN: 1,
+}
+"""How many matrices each kind of rows phase stacks."""
 
 
 def forward_phase(s: Step) -> bool:
@@ -77,26 +91,25 @@ def forward_phase(s: Step) -> bool:
 
 
 def _embed(s: Step) -> bool:
-    c = s.config
-    s.spend(EMBED_COST(dim=c.dim))
+    c, lanes = s.config, s.lanes
+    s.spend(lanes * EMBED_COST(dim=c.dim))
     s.need(MAT_EMBEDDING)
-    if s.dry:
-        s.next_phase()
-        return True
-    token = int(s.u32(Region.TOKENS, 1, s.run.position)[0])
-    s.i64(Region.X, c.dim)[:] = s.model.model.embed(np.array([token]))[0]
+    if not s.dry:
+        for lane in range(lanes):
+            token = int(s.u32(Region.TOKENS, 1, s.lane_position(lane))[0])
+            s.lane(Region.X, c.dim, lane)[:] = s.model.model.embed(np.array([token]))[0]
     s.next_phase()
     return True
 
 
 def _norm(s: Step, index: int) -> bool:
-    c = s.config
-    s.spend(NORM_COST(dim=c.dim))
-    if s.dry:
-        s.next_phase()
-        return True
-    x = s.i64(Region.X, c.dim).copy()
-    s.i64(Region.XB, c.dim)[:] = rmsnorm(x[None, :], s.model.model.norm[index])[0]
+    c, lanes = s.config, s.lanes
+    s.spend(lanes * NORM_COST(dim=c.dim))
+    if not s.dry:
+        for lane in range(lanes):
+            x = s.lane(Region.X, c.dim, lane).copy()
+            xn = rmsnorm(x[None, :], s.model.model.norm[index])[0]
+            s.lane(Region.XB, c.dim, lane)[:] = xn
     s.next_phase()
     return True
 
@@ -105,82 +118,104 @@ def _rows(s: Step, matrix: Matrix, rows: Rows, phase: Phase) -> bool:
     """Rows [cursor, cursor + n) of the phase's stacked matrices, n as the budget allows.
 
     The cost counts the first matrix's row length as the artifact gives it, padding
-    included, as the program reads it; a slice that fits reads that matrix's section.
+    included, as the program reads it; a slice that fits reads that matrix's section. A
+    batch of two pays for the plan of its lanes first, then per row by that plan.
     """
-    run = s.run
+    run, lanes = s.run, s.lanes
     total = matrix.weights.shape[0]
     first = phase.matrix()
     assert first is not None  # a rows phase: the table names its first matrix
     padded = s.model.padded(first)
-    per_row = ROW_COST(padded=padded)
-    fixed = ROWS_FIXED_COST(padded=padded)
-    if s.budget < fixed + per_row:
-        raise Stop
-    s.need(first)
-    n = min((s.budget - fixed) // per_row, total - run.cursor)
-    s.budget -= fixed + n * per_row
+    matrices = _MATRICES[rows]
+    if lanes == 1:
+        per_row = ROW_COST(padded=padded)
+        fixed = ROWS_FIXED_COST(padded=padded, matrices=matrices)
+        if s.budget < fixed + per_row:
+            raise Stop
+        s.need(first)
+        s.budget -= fixed
+    else:
+        s.spend(BATCH_FIXED_COST(padded=padded))
+        s.need(first)
+        source = Region.HB if rows == Rows.RESIDUAL_HIDDEN else Region.XB
+        length = s.config.hidden_dim if source == Region.HB else s.config.dim
+        x0, x1 = (np.zeros(padded, np.int64) for _ in range(2))
+        x0[:length], x1[:length] = s.lane(source, length, 0), s.lane(source, length, 1)
+        plan = plan_batch(x0, x1)
+        per_row = BATCH_ROW_COST(kernel=plan.kernel, segments=plan.segments)
+        slice_cost = BATCH_SLICE_COST(call=plan.call, remainder=plan.remainder, matrices=matrices)
+        if s.budget < slice_cost + per_row:
+            raise Stop  # the plan's cost stays spent: the step ends here
+        s.budget -= slice_cost
+    n = min(s.budget // per_row, total - run.cursor)
+    s.budget -= n * per_row
     start, end = run.cursor, run.cursor + n
     if not s.dry:
-        _apply(s, matrix, rows, phase, start, end)
+        for lane in range(lanes):
+            _apply(s, matrix, rows, phase, start, end, lane)
     run.cursor = end
     if end == total:
         s.next_phase()
     return True
 
 
-def _apply(s: Step, matrix: Matrix, rows: Rows, phase: Phase, start: int, end: int) -> None:
-    """Rows [start, end) of the phase's matrices times its input, stored where they go."""
+def _apply(
+    s: Step, matrix: Matrix, rows: Rows, phase: Phase, start: int, end: int, lane: int
+) -> None:
+    """Rows [start, end) of the phase's matrices times a lane's input, stored where they go."""
     c, run = s.config, s.run
     columns = matrix.weights.shape[1]
     source = Region.HB if rows == Rows.RESIDUAL_HIDDEN else Region.XB
-    x = s.i64(source, columns).copy()
+    x = s.lane(source, columns, lane).copy()
     piece = Matrix(matrix.weights[start:end], matrix.scales[start:end], matrix.row_l1)
     y = piece.apply(x[None, :])[0]
     if rows == Rows.QKV:
-        q = s.i64(Region.Q, c.dim)
-        k = s.cache(Region.KEYS, phase.layer, run.position)
-        v = s.cache(Region.VALUES, phase.layer, run.position)
+        position = s.lane_position(lane)
+        q = s.lane(Region.Q, c.dim, lane)
+        k = s.cache(Region.KEYS, phase.layer, position)
+        v = s.cache(Region.VALUES, phase.layer, position)
         stacked = np.concatenate([q, k, v])
         stacked[start:end] = y
         q[:], k[:], v[:] = np.split(stacked, [c.dim, c.dim + c.kv_dim])
     elif rows == Rows.GATE_UP:
-        gate, up = s.i64(Region.HB, c.hidden_dim), s.i64(Region.HB2, c.hidden_dim)
+        gate = s.lane(Region.HB, c.hidden_dim, lane)
+        up = s.lane(Region.HB2, c.hidden_dim, lane)
         stacked = np.concatenate([gate, up])
         stacked[start:end] = y
         gate[:], up[:] = stacked[: c.hidden_dim], stacked[c.hidden_dim :]
     elif rows == Rows.LOGITS:
-        s.i64(Region.LOGITS, c.vocab_size)[start:end] = y
+        if run.temperature:  # greedy keeps no logit: the running maximum is all it needs
+            s.i64(Region.LOGITS, c.vocab_size)[start:end] = y
         best = int(np.argmax(y))
         if start == 0 or int(y[best]) > run.best_logit:
             run.best_logit, run.best_token = int(y[best]), start + best
     else:
-        out = s.i64(Region.X, c.dim)
+        out = s.lane(Region.X, c.dim, lane)
         out[start:end] = sat32(out[start:end] + y)
 
 
 def _rope(s: Step, layer: int) -> bool:
-    c, run = s.config, s.run
-    s.spend(ROPE_COST(dim=c.dim, kv_dim=c.kv_dim))
-    if s.dry:
-        s.next_phase()
-        return True
-    cos = s.model.model.cos[run.position : run.position + 1]
-    sin = s.model.model.sin[run.position : run.position + 1]
-    q = s.i64(Region.Q, c.dim)
-    q[:] = rotate(q.reshape(1, c.n_heads, c.head_size), cos, sin).reshape(-1)
-    k = s.cache(Region.KEYS, layer, run.position)
-    k[:] = rotate(k.reshape(1, c.n_kv_heads, c.head_size), cos, sin).reshape(-1)
+    c, lanes = s.config, s.lanes
+    s.spend(lanes * ROPE_COST(dim=c.dim, kv_dim=c.kv_dim))
+    if not s.dry:
+        for lane in range(lanes):
+            position = s.lane_position(lane)
+            cos = s.model.model.cos[position : position + 1]
+            sin = s.model.model.sin[position : position + 1]
+            q = s.lane(Region.Q, c.dim, lane)
+            q[:] = rotate(q.reshape(1, c.n_heads, c.head_size), cos, sin).reshape(-1)
+            k = s.cache(Region.KEYS, layer, position)
+            k[:] = rotate(k.reshape(1, c.n_kv_heads, c.head_size), cos, sin).reshape(-1)
     s.next_phase()
     return True
 
 
 def _swiglu(s: Step) -> bool:
-    c = s.config
-    s.spend(SWIGLU_COST(hidden=c.hidden_dim))
-    if s.dry:
-        s.next_phase()
-        return True
-    gate, up = s.i64(Region.HB, c.hidden_dim), s.i64(Region.HB2, c.hidden_dim)
-    gate[:] = sat32(round_shift(silu(gate.copy(), s.model.model.silu) * up, ACT_BITS))
+    c, lanes = s.config, s.lanes
+    s.spend(lanes * SWIGLU_COST(hidden=c.hidden_dim))
+    if not s.dry:
+        for lane in range(lanes):
+            gate, up = s.lane(Region.HB, c.hidden_dim, lane), s.lane(Region.HB2, c.hidden_dim, lane)
+            gate[:] = sat32(round_shift(silu(gate.copy(), s.model.model.silu) * up, ACT_BITS))
     s.next_phase()
     return True

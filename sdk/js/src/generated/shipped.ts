@@ -4,12 +4,12 @@
 export const SHIPPED_BUILDS = [
   {
     "name": "sbpf-v0",
-    "sha256": "fbe5b1d78f380022a663e3c0760b16ee0a43b3be6a658daca6cbfad7116d5a7e",
-    "length": 58488
+    "sha256": "6f417b6f1a1e20ff6bb30b36fb3da437b2d040208a71ea94c731956ceee7548d",
+    "length": 97368
   },
   {
     "name": "sbpf-v3",
-    "sha256": "2aebfb79ed85f3113287ffd88ff842a16e1ed037528ee5c7d445b9dcd26f52f2",
-    "length": 56552
+    "sha256": "a1d19b65d6069a80d23cca65ae0a5ac96ca1faaa0911237137e01dbc76851f9b",
+    "length": 95416
   }
 ] as const;
