@@ -8,7 +8,7 @@
  * phase function spends from the step's budget with the cost model of schedule.h and
  * returns false when not even its smallest slice fits (the mirror reads the same table: a
  * step ends where the mirror says it does). While two prompt positions run as a batch
- * (inference.h: lanes), every phase does its work for each lane.
+ * (inference.h, batch_lanes), every phase does its work for each of them.
  */
 #include "../inference.h"
 

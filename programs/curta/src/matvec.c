@@ -24,7 +24,8 @@
  *
  * The columns past the last whole round, and the rows past the last four, go through C:
  * three rows share each activation load from a pointer (1 + 3 x 3 instructions a column
- * and a round of 8 columns, as below). schedule.py's KERNEL_COST counts both.
+ * and a round of 8 columns, as below). The step schedule's KERNEL_ROW and KERNEL_CALL
+ * (schedule.h) count both.
  *
  * The C loops are shaped for clang: the build schedules in source order (-pre-RA-sched=
  * source in scripts/build_program.py), and OPAQUE(v), an empty asm statement, tells clang

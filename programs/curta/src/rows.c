@@ -1,5 +1,6 @@
 /*
- * rows.c: a phase's matrix rows (docs/inference.md, "Row times vector" and "Batches").
+ * rows.c: a phase's matrix rows (docs/inference.md, "Row times vector", "Two positions at
+ * once").
  *
  * A phase's rows are up to three matrices stacked (query, key, value; gate, up), sliced
  * by rows as the step's budget allows (schedule.h's cost model). Every row is the kernel's
@@ -13,11 +14,11 @@
  * window of 2^32: a stored byte is 128 + w with w in -128..127, so over a span of
  * columns a lane's sum is 128 S + (a sum of w x within +-128 L), S its sum of x and L of
  * |x| there: it lies in [128 (S - L), 128 (S + L)], a window of 2^32 when 256 L < 2^32.
- * The plan cuts the columns into segments
- * where it holds for both lanes (a group of 8 columns where it cannot runs each lane on
- * its own, the plain kernel), and a row's lanes are the sums of its segments. The bits
- * are a single position's, whatever the activations; the plan (and with it the cost of a
- * row) depends on them, which the mirror computes the same way.
+ * The plan cuts the columns into segments where that holds for both lanes (a group of 8
+ * columns where it cannot runs each lane on its own, the plain kernel), and a row's lanes
+ * are the sums of its segments. The bits are a single position's, whatever the
+ * activations; the plan (and with it the cost of a row) depends on them, and the mirror
+ * plans the same way (curta_chain/onchain/mirror/batch.py).
  */
 #include "../inference.h"
 
