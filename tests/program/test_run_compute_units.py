@@ -55,20 +55,23 @@ def test_a_stories15m_token_takes_at_most_40_transactions_and_3_5_units_a_mac(
 
 
 @clang
-def test_every_phase_costs_at_most_its_estimate_and_a_step_at_most_its_ceiling(stories260k):
+def test_every_phase_costs_at_most_its_estimate_and_a_step_at_most_its_ceiling(
+    stories260k: Artifact, stories260k_bytes: bytes, tok512_bytes: bytes, stories15m: Artifact
+):
     """The calibration build: every phase's real units against the cost model's estimate.
 
-    A greedy and a nucleus-sampled run of stories260K (the tokenizer, batches, sampling), and
-    a loud stories15M-shaped prompt (plain segments, saturated rows) with every section named.
-    What a step spends besides its phases, measured with the accounts a step needs and with
-    all ten of the stories15M shape's, stays within STEP_OVERHEAD at the 20 a step may name.
+    stories260K greedy from a text (the tokenizer, batches), stories260K loud and sampled
+    (plain segments, saturated rows, the nucleus's passes), and a stories15M-shaped batch and
+    token. What a step spends besides its phases, measured with the accounts a step needs
+    and with all ten of the stories15M shape's, stays within STEP_OVERHEAD at the 20 a step
+    may name.
     """
     program, _ = build_one(BUILDS[0], ("-DCALIBRATE",))
-    loud = bench_inference.loud_stories15m(64, 100)
+    loud = bench_inference.loud(stories260k_bytes, tok512_bytes, 25, 20)
     runs = (
         (stories260k, b"Once upon a time there was", 24, (0, 0, 0)),
-        (stories260k, b"Once upon a time", 20, (58_982, 58_982, 7)),
-        (loud, [1, 300, 400], 4, (0, 0, 0)),
+        (loud, b"Once upon a time", 20, (58_982, 58_982, 7)),
+        (stories15m, [1, 300, 400], 4, (0, 0, 0)),
     )
     for artifact, prompt, capacity, sampling in runs:
         logs: list[list[str]] = []
@@ -76,7 +79,7 @@ def test_every_phase_costs_at_most_its_estimate_and_a_step_at_most_its_ceiling(s
         layers = artifact.config.n_layers
         ratios = bench_inference.calibration_ratios(logs, layers, stats.prompt_tokens)
         assert max(ratio for ratio, _ in ratios.values()) <= 1, ratios
-    overhead = bench_inference.step_overheads(program, bench_inference.stories15m())
+    overhead = bench_inference.step_overheads(program, stories15m)
     (few, least), (most, largest) = sorted(overhead.items())
     assert most == 10 and few < most
     assert largest + (20 - most) * (largest - least) / (most - few) <= STEP_OVERHEAD, overhead
