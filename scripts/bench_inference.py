@@ -562,7 +562,7 @@ def step_overheads(program: bytes, artifact: Artifact) -> dict[int, int]:
 
 
 def print_calibration() -> int:
-    """Build with -DCALIBRATE, run both models (greedy, sampled, late), print the ratios.
+    """Build with -DCALIBRATE, run both models (greedy, sampled, late, loud), print the ratios.
 
     Returns 1 when a phase ever cost more than its estimate: the cost model needs a refit.
     """
@@ -581,6 +581,7 @@ def print_calibration() -> int:
         (large, PROMPT_13, 14, greedy, 0),  # batches of two through the prompt
         (large, [1], 3, nucleus, 0),
         (large, [1] * 255, 256, greedy, 254),
+        (loud_stories15m(64, 100), [1, 300, 400], 5, nucleus, 0),  # plain, saturated rows
     ):
         logs: list[list[str]] = []
         stats = run_stats(artifact, prompt, capacity, position, program, logs, sampling)
