@@ -20,6 +20,7 @@ from collections import Counter
 from pathlib import Path
 
 try:
+    import gen_kernel
     import gen_layout
     import gen_schedule
     from sbpf_linker import SignExtensionError, link
@@ -46,8 +47,9 @@ CFLAGS = [
 ]  # fmt: skip
 """How every object is compiled (then ``-mcpu``): the build's and the linker tests' code."""
 GENERATED_HEADERS = (
-    (gen_schedule, "curta_chain/program/schedule.py's table"),
+    (gen_schedule, "curta_chain/onchain/schedule.py's table"),
     (gen_layout, "curta_chain/artifact/layout.py"),
+    (gen_kernel, "scripts/gen_kernel.py's assembly"),
 )
 """The headers generated from Python, each with its generator; a build refuses a stale one."""
 WARNINGS = ["-Wall", "-Wextra", "-Werror"]

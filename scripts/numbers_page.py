@@ -48,6 +48,8 @@ ORDER = (
     "inference_cu_matvec",
     "inference_cu_instructions",
     "inference_cu_tokens",
+    "inference_cu_runs",
+    "onchain_run",
     "largest_model",
     "write_size",
     "runtimes_cu",

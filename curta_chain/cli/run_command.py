@@ -35,9 +35,9 @@ from curta_chain.reporting import counted, sol
 
 if TYPE_CHECKING:
     from curta_chain.artifact import Artifact
-    from curta_chain.chain.run_onchain import OnChainRun
     from curta_chain.chain.session import Connection
     from curta_chain.inference import SamplingSettings
+    from curta_chain.onchain.pipeline import OnChainRun
 
 
 def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -234,8 +234,8 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _run_on_chain(args: argparse.Namespace, settings: "SamplingSettings") -> int:
-    from curta_chain.chain.run_onchain import run_on_chain
     from curta_chain.errors import ConfigError
+    from curta_chain.onchain.run import run_on_chain
 
     try:
         address = parse_pubkey(args.source, "SOURCE")

@@ -39,16 +39,6 @@ from curta_chain.program.instructions import (
     step,
     write_weights,
 )
-from curta_chain.program.run_account import (
-    RUN_HEADER_SIZE,
-    FinishReason,
-    PromptKind,
-    Region,
-    RunAccount,
-    RunState,
-    run_account_size,
-    run_layout,
-)
 from curta_chain.program.write_payload import MAX_WRITE_PAYLOAD, max_write_payload
 
 __all__ = [
@@ -57,15 +47,9 @@ __all__ = [
     "MAX_WRITE_PAYLOAD",
     "MODEL_ACCOUNT_SIZE",
     "PROGRAM_BINARY",
-    "RUN_HEADER_SIZE",
-    "FinishReason",
     "ModelAccount",
     "ModelState",
     "ProgramBuild",
-    "PromptKind",
-    "Region",
-    "RunAccount",
-    "RunState",
     "SectionSlot",
     "ShippedProgram",
     "WeightHeader",
@@ -82,8 +66,6 @@ __all__ = [
     "preflight_error",
     "program_error",
     "reopen",
-    "run_account_size",
-    "run_layout",
     "seal_step",
     "shipped_program",
     "shipped_program_for",

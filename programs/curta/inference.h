@@ -5,9 +5,9 @@
  * A run is one generation from one sealed model: openRun binds a fresh account to the
  * model and lays out its regions, `step` (anyone may crank) advances the forward pass by
  * a bounded slice, closeRun returns the rent to the opener. The arithmetic is the integer
- * forward pass of docs/inference.md; curta_chain/program/run_mirror mirrors every step in
+ * forward pass of docs/inference.md; curta_chain/onchain/mirror mirrors every step in
  * Python, schedule.h is generated from the step schedule's one table
- * (curta_chain/program/schedule.py), and the layouts here are the IDL's `Run` account
+ * (curta_chain/onchain/schedule.py), and the layouts here are the IDL's `Run` account
  * (tests compare them).
  */
 #ifndef INFERENCE_H
@@ -69,7 +69,7 @@ enum Region {
   REGION_PROMPT = 0, /* the prompt's text bytes, or its token ids (u32) */
   REGION_WORK = 1,   /* while tokenizing: u32 tokens, pair ids, pair score keys */
   REGION_TOKENS = 2, /* u32 token ids: capacity */
-  REGION_X = 3,      /* i64 activations, Q16: the residual stream (dim) */
+  REGION_X = 3,      /* i64 activations, Q16: the residual stream (dim), a vector a lane */
   REGION_XB = 4,     /* the normalized input of a matrix, or the attention's output (dim) */
   REGION_Q = 5,      /* the query (dim) */
   REGION_HB = 6,     /* the feed-forward gate, then the hidden vector (hidden) */
@@ -187,6 +187,9 @@ typedef struct {
   const uint8_t *sections[MAX_SECTIONS]; /* the passed sections' bytes, 0 when not passed */
   uint64_t budget;                       /* estimated compute units left */
   bool missing; /* a phase that fit the budget needs a section that was not passed */
+#ifdef CALIBRATE
+  uint64_t plan[4]; /* the calibration build logs a batch's plan after its rows phase */
+#endif
 } Step;
 
 /* Typed views of the run's regions and of section zero. */
@@ -199,6 +202,10 @@ static inline uint64_t *region_u64(const Step *s, uint64_t region) {
 }
 static inline uint32_t *region_u32(const Step *s, uint64_t region) {
   return (uint32_t *)(s->data + s->run->regions[region]); /* 8-aligned, as above */
+}
+/* Lane `lane` of a vector region: each holds MAX_LANES vectors of round8(length) i64. */
+static inline int64_t *lane_i64(const Step *s, uint64_t region, uint64_t length, uint64_t lane) {
+  return region_i64(s, region) + lane * round8(length);
 }
 static inline const uint8_t *block_of(const Step *s, uint64_t block) {
   /* The block table is u32s at a 4-aligned offset of the 8-aligned section zero. */
@@ -231,6 +238,19 @@ uint64_t rng_seed(uint64_t seed);
 /* Positions a run computes: every token but the last, which is sampled and never run. */
 static inline uint64_t run_positions(const Run *run) { return (uint64_t)run->capacity - 1; }
 
+/* A batch: the prompt's positions run two at a time (docs/inference.md, "Batches"). The
+ * run's `position` is the batch's first; lane 0 computes its last position and lane 1
+ * (in a batch of two) the one before. A batch has two lanes while the position after
+ * `position` is still the prompt's: so the prompt's last position is always a lane 0, and
+ * every other position of the run a batch of one. */
+#define MAX_LANES 2
+static inline uint64_t batch_lanes(const Run *run) {
+  return (uint64_t)run->position + 1 < run->prompt_tokens ? 2 : 1;
+}
+static inline uint64_t lane_position(const Run *run, uint64_t lanes, uint64_t lane) {
+  return (uint64_t)run->position + lanes - 1 - lane;
+}
+
 /* Entries of each of the tokenizer's work arrays: the opening token, the space, a byte each. */
 static inline uint64_t work_entries(const Run *run) { return (uint64_t)run->prompt_length + 2; }
 
@@ -241,9 +261,18 @@ void run_layout(Run *run);
  * shapes the hot loops (matvec.c says how). Both SBPF builds take it. */
 #define OPAQUE(v) __asm__("" : "+r"(v))
 
-/* matvec.c: out[r] = sum of stored byte x x over the row's row_bytes - 8 weight bytes. */
-void row_sums(const uint8_t *rows, uint64_t row_bytes, uint64_t count, const int64_t *x,
-              int64_t *out);
+/* `count` rows `row_bytes` apart, each from `rows` on (a row's weight bytes, or a span of
+ * them) over `columns` (a multiple of 8) weight bytes. */
+typedef struct {
+  const uint8_t *rows;
+  uint64_t row_bytes;
+  uint64_t count;
+  uint64_t columns;
+  uint64_t init; /* where each row's sum starts (-128 x the sum of x folds the bias in) */
+} RowSpan;
+
+/* matvec.c: out[r] = init + the sum over the span of stored byte x x, modulo 2^64. */
+void row_sums(const RowSpan *span, const uint64_t *x, uint64_t *out);
 
 /* A head's keys or values in the cache: `positions` rows `stride` i64 apart, each
  * starting with the head's `head_size` (even) elements. */
@@ -258,9 +287,39 @@ typedef struct {
 void key_dots(const CacheSpan *keys, const int64_t *q, int64_t *dots);
 void value_sums(const CacheSpan *values, const int64_t *w, int64_t *out);
 
+/* The section a phase's rows (or embedding row) are in, when the step was passed it; else
+ * the step is refused (step.c). A phase's matrices share one section (openRun checks it). */
+static inline bool has_section(Step *s, const MatrixDescriptor *m) {
+  s->missing = !s->sections[m->section];
+  return !s->missing;
+}
+
+/* Up to three matrices whose rows a phase runs as one list, and where each row goes. */
+enum RowsKind {
+  ROWS_STORE = 0,    /* dst = row */
+  ROWS_RESIDUAL = 1, /* dst = sat32(dst + row) */
+  ROWS_LOGITS = 2,   /* dst = row, and the run's running maximum and its lowest id */
+  ROWS_ARGMAX = 3,   /* the running maximum and its lowest id alone (greedy: no logit kept) */
+};
+
+typedef struct {
+  uint64_t count; /* matrices */
+  uint64_t matrix[3];
+  uint64_t lanes;
+  int64_t *dst[MAX_LANES][3]; /* each lane's destination of each matrix's first row */
+  const int64_t *x[MAX_LANES];
+  uint64_t kind; /* RowsKind */
+} Rows;
+
+/* rows.c: the phase's rows as far as the budget allows (false when none fit, or with
+ * s->missing set when the step was not passed their section). */
+bool matrix_phase(Step *s, const Rows *r);
+
 /* forward.c: one token's phases. Each returns false when nothing fit the budget, or (with
- * s->missing set) when its slice needs a section the step was not passed. */
+ * s->missing set) when its slice needs a section the step was not passed. next_phase: the
+ * phase is done, on to the next. */
 bool forward_phase(Step *s);
+void next_phase(Step *s);
 
 /* tokenize.c: the tokenizer's phases and the log of a finished token. */
 bool tokenize_phase(Step *s);

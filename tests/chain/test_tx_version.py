@@ -32,7 +32,6 @@ from curta_chain.chain.features import (
 )
 from curta_chain.chain.plan import NewAccount, WritePiece
 from curta_chain.chain.publish import plan_publish, publish
-from curta_chain.chain.run_onchain import check_opening_size
 from curta_chain.chain.specs import WRITE_CU, Budget, Transactions, sign
 from curta_chain.cli import main
 from curta_chain.cli.cluster_runner import TX_VERSIONS
@@ -45,6 +44,7 @@ from curta_chain.constants import (
 from curta_chain.errors import ChainError, InputError, ProgramCheckError
 from curta_chain.inference import SamplingSettings
 from curta_chain.localnet import start_in_thread
+from curta_chain.onchain.run import check_opening_size
 
 AUTHORITY, PAYER = Keypair(), Keypair()
 BUDGETS = [

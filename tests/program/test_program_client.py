@@ -331,7 +331,6 @@ def test_all_is_complete():
         "BUILDS",
         "MAX_WRITE_PAYLOAD",
         "MODEL_ACCOUNT_SIZE",
-        "RUN_HEADER_SIZE",
     }
     assert set(program.__all__) == public
     assert program.PROGRAM_BINARY.is_file()

@@ -18,8 +18,8 @@ from solders.pubkey import Pubkey
 from curta_chain.artifact import Artifact
 from curta_chain.artifact.layout import ModelConfig
 from curta_chain.artifact.synthetic import synthetic_artifact
-from curta_chain.program.run_account import PromptKind, opened_run_data, run_layout
-from curta_chain.program.run_mirror import RunMirror
+from curta_chain.onchain.run_account import PromptKind, opened_run_data, run_layout
+from curta_chain.onchain.mirror import RunMirror
 
 SCRIPT = Path(__file__).parent / "count_steps.mjs"
 REPO = Path(__file__).resolve().parents[2]
@@ -92,7 +92,7 @@ def test_the_generated_schedule_module_is_current():
         [sys.executable, str(script), "--check"], capture_output=True, text=True, timeout=60
     )
     assert done.returncode == 0, done.stderr
-    assert "matches curta_chain/program/schedule.py" in done.stdout
+    assert "matches curta_chain/onchain/schedule.py" in done.stdout
 
 
 def test_a_stale_schedule_module_is_named(tmp_path):

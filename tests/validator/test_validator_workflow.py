@@ -25,8 +25,8 @@ from curta_chain.artifact import Artifact
 from curta_chain.artifact.layout import ModelConfig
 from curta_chain.artifact.synthetic import synthetic_artifact
 from curta_chain.constants import HASH_CHUNK_SIZE, LOCALNET_PROGRAM_ID, WEIGHT_HEADER_SIZE
+from curta_chain.onchain.run_account import RunAccount
 from curta_chain.program.accounts import ModelAccount, WeightHeader
-from curta_chain.program.run_account import RunAccount
 
 PROGRAM = ("--program-id", LOCALNET_PROGRAM_ID)
 FEE = 5_000

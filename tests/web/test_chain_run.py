@@ -28,7 +28,7 @@ from solders.pubkey import Pubkey
 from web_helpers import cli, cli_json, funded
 
 from curta_chain.cli.keypairs import write_keypair
-from curta_chain.program.run_account import Region, RunAccount, RunState
+from curta_chain.onchain.run_account import Region, RunAccount, RunState
 from curta_chain.web import start_web_server
 
 WALLET_JS = Path(__file__).parent / "test_wallet.js"

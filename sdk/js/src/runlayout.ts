@@ -1,6 +1,6 @@
 /**
  * The run account's layout: its 512-byte header, then its regions
- * (curta_chain/program/run_account.py's `run_layout`, programs/curta/src/run_layout.c).
+ * (curta_chain/onchain/run_account.py's `run_layout`, programs/curta/src/run_layout.c).
  * A client creates the account with `runAccountSize` bytes before openRun; the program
  * refuses any other size. tests/sdk/test_sdk_steps.py holds this to the Python layout.
  */

@@ -1,7 +1,7 @@
 /**
  * How many step transactions an on-chain run takes, counted before it opens: the program's
  * step schedule (`schedule.ts`, generated from the table programs/curta/schedule.h is) run
- * dry, as the CLI's mirror counts (curta_chain/program/run_mirror: `steps_to_finish`,
+ * dry, as the CLI's mirror counts (curta_chain/onchain/mirror: `steps_to_finish`,
  * `token_steps`). A step's slices depend on the run's arithmetic only through the tokens it
  * chooses, so given those tokens (the page's integer core computes them) dry steps cut the
  * same slices without the arithmetic; the tokenizer's phases run in full (they are cheap).

@@ -4,12 +4,12 @@
 export const SHIPPED_BUILDS = [
   {
     "name": "sbpf-v0",
-    "sha256": "45ab968666267eb6a3530dbfc7e941f7eccc6bc829fb1f8c6e76721660f19403",
-    "length": 58400
+    "sha256": "ccbc83edf09a37ea3c086915d87d20cc34a18881bb5c40a3c6aa6a5a79e9451e",
+    "length": 97280
   },
   {
     "name": "sbpf-v3",
-    "sha256": "f676e5ea6a40b9a9c937bedf926fe22e19b5c09fe55de438c4f6979b6286ec02",
-    "length": 56480
+    "sha256": "18b89be2f9ff72e08d9f73a17a67432f3abad97d08ada7e67a59fd6fa25ccebc",
+    "length": 95344
   }
 ] as const;

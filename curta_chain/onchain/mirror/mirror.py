@@ -1,7 +1,7 @@
 """``RunMirror``: the run account's expected bytes after every step, and their comparison.
 
 A step's slice is a function of the run's state alone (its budget, its phases, the
-section limit: ``curta_chain.program.schedule``), so the run account after k landed steps
+section limit: ``curta_chain.onchain.schedule``), so the run account after k landed steps
 is a function of the run's arguments and k, whoever cranks and in whatever order. The
 mirror therefore plans ahead on copies of its state: ``steps_to_finish`` counts every
 step left, ``plan_ahead`` gives the next steps (each with the sections it reads, for a
@@ -22,16 +22,16 @@ from curta_chain.inference.model import IntModel
 from curta_chain.inference.run import RunPlan, generate
 from curta_chain.inference.sampling import SamplingSettings
 from curta_chain.inference.tokenizer import Tokenizer
-from curta_chain.program.run_account import (
+from curta_chain.onchain.mirror.machine import Logged, MirrorModel, Step, phase_name
+from curta_chain.onchain.mirror.step import take_step
+from curta_chain.onchain.run_account import (
     RUN_HEADER_SIZE,
     PromptKind,
     Region,
     RunAccount,
     RunState,
 )
-from curta_chain.program.run_mirror.machine import Logged, MirrorModel, Step, phase_name
-from curta_chain.program.run_mirror.step import take_step
-from curta_chain.program.schedule import STEP_BUDGET
+from curta_chain.onchain.schedule import STEP_BUDGET
 
 
 @dataclass

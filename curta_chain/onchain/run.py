@@ -10,10 +10,10 @@ Order-free and pipelined. A step means "advance this run by its next slice": the
 refuses a step that lacks a weight account its slice needs (MissingWeightAccount, nothing
 changed), so **the run account after step k is a function of the run's arguments and k
 alone**, whoever cranks and in whatever order the leader puts the steps. The resume and
-the pipeline rely on that. The mirror (``program.run_mirror``) computes the states from
+the pipeline rely on that. The mirror (``onchain.mirror``) computes the states from
 openRun on, so the client knows how many steps the run still takes (``steps_to_finish``)
 and sends exactly that many, each a distinct transaction (its label), keeping in flight
-as many as the per-account compute limit lets land in a few blocks (``run_pipeline``).
+as many as the per-account compute limit lets land in a few blocks (``onchain.pipeline``).
 Every state the chain is seen in (read at a slot the chain has reached:
 ``RpcClient.account_at``) is compared with the mirror's at that step count (``observe``);
 a difference names the position, the phase and the region. A step that lands after the
@@ -41,15 +41,15 @@ from curta_chain.chain.fetch import fetch_artifact
 from curta_chain.chain.keys import ClusterScope, run_keypair
 from curta_chain.chain.rent import plan_new_accounts, require_funds
 from curta_chain.chain.rpc import RpcClient
-from curta_chain.chain.run_pipeline import OnChainRun, RunFlow, crank, landed_steps
 from curta_chain.chain.sender import wait_for_signature
 from curta_chain.chain.specs import TxSpec, sign
 from curta_chain.constants import ACCOUNT_CU_LIMIT, MAX_V1_TRANSACTION_SIZE
 from curta_chain.errors import AccountError, InputError, MirrorMismatchError
 from curta_chain.inference import IntModel, SamplingSettings, Tokenizer, plan_run
-from curta_chain.program import ModelState, Region, RunAccount, RunState
-from curta_chain.program.run_account import opened_run_data
-from curta_chain.program.run_mirror import RunMirror
+from curta_chain.onchain.mirror import RunMirror
+from curta_chain.onchain.pipeline import OnChainRun, RunFlow, crank, landed_steps
+from curta_chain.onchain.run_account import Region, RunAccount, RunState, opened_run_data
+from curta_chain.program import ModelState
 from curta_chain.reporting import counted, sol
 
 

@@ -38,8 +38,9 @@ from curta_chain.chain.specs import STEP_CU, TxSpec, sign
 from curta_chain.chain.watch import round_sender, while_watching
 from curta_chain.constants import MAX_LOADED_ACCOUNTS_DATA_SIZE
 from curta_chain.errors import AccountError, ProgramError, RpcError
-from curta_chain.program import FinishReason, ModelAccount, Region, RunState, transaction_error
-from curta_chain.program.run_mirror import Logged, RunMirror, phase_name
+from curta_chain.onchain.mirror import Logged, RunMirror, phase_name
+from curta_chain.onchain.run_account import FinishReason, Region, RunState
+from curta_chain.program import ModelAccount, transaction_error
 from curta_chain.reporting import Progress
 
 SETTLED = ("RunFinished", "MissingWeightAccount")

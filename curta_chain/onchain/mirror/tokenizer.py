@@ -11,9 +11,9 @@ from __future__ import annotations
 import numpy as np
 
 from curta_chain.inference.tokenizer import BOS
-from curta_chain.program.run_account import FinishReason, Region, RunState, work_entries
-from curta_chain.program.run_mirror.machine import Step, Stop
-from curta_chain.program.schedule import (
+from curta_chain.onchain.mirror.machine import Step, Stop
+from curta_chain.onchain.run_account import FinishReason, Region, RunState, work_entries
+from curta_chain.onchain.schedule import (
     CHAR_COST,
     FINISH_COST,
     LOOKUP_COST,

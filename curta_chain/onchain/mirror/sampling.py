@@ -13,7 +13,8 @@ import numpy as np
 from curta_chain.inference.fixed import ACT_BITS, exp_weights
 from curta_chain.inference.sampling import Xorshift64Star
 from curta_chain.inference.tokenizer import STOP_TOKENS
-from curta_chain.program.run_account import (
+from curta_chain.onchain.mirror.machine import Logged, Step, Stop
+from curta_chain.onchain.run_account import (
     HIST_HIGH,
     HIST_LOW,
     HIST_SHIFT,
@@ -23,8 +24,7 @@ from curta_chain.program.run_account import (
     RunState,
     SamplePass,
 )
-from curta_chain.program.run_mirror.machine import Logged, Step, Stop
-from curta_chain.program.schedule import (
+from curta_chain.onchain.schedule import (
     COST_BUCKETS,
     COST_CHOOSE,
     COST_ID,

@@ -5,10 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from curta_chain.errors import StepPlanError
-from curta_chain.program.run_account import RUN_HEADER_SIZE, RunState
-from curta_chain.program.run_mirror.forward import forward_phase
-from curta_chain.program.run_mirror.machine import MirrorModel, Step, Stop, phase_name
-from curta_chain.program.run_mirror.tokenizer import tokenize_phase
+from curta_chain.onchain.mirror.forward import forward_phase
+from curta_chain.onchain.mirror.machine import MirrorModel, Step, Stop, phase_name
+from curta_chain.onchain.mirror.tokenizer import tokenize_phase
+from curta_chain.onchain.run_account import RUN_HEADER_SIZE, RunState
 
 
 def take_step(

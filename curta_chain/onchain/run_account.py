@@ -81,6 +81,19 @@ class SamplePass(enum.IntEnum):
     DRAW = 2
 
 
+MAX_LANES = 2
+"""A batch computes up to two prompt positions at once; vector regions hold a vector each."""
+
+
+def batch_lanes(position: int, prompt_tokens: int) -> int:
+    """The positions a run's batch computes at ``position`` (``batch_lanes`` in inference.h).
+
+    Two while the position after it is still the prompt's: every other position of the
+    run (the prompt's last among them) is a batch of one.
+    """
+    return 2 if position + 1 < prompt_tokens else 1
+
+
 HIST_SHIFT = 11
 """The nucleus histograms: weight sums by ``weight >> 11``, then by ``weight & 2,047``."""
 HIST_HIGH = (1 << (22 - HIST_SHIFT)) + 1
@@ -104,8 +117,8 @@ def run_layout(
     """Return the offset of every region and, last, the account's size (``Region`` order).
 
     Vectors are i64, zero past their length up to a multiple of 8 (the matvec kernel reads
-    whole groups of 8); keys and values have a row per position run (``capacity - 1``: the
-    last token is sampled, never run).
+    whole groups of 8), one a lane of a batch (``MAX_LANES``); keys and values have a row
+    per position run (``capacity - 1``: the last token is sampled, never run).
 
     Args:
         config: the model's shape.
@@ -114,7 +127,8 @@ def run_layout(
         prompt_length: the prompt's bytes, or its count of token ids.
     """
     text = prompt_kind == PromptKind.TEXT
-    vector = 8 * _round8(config.dim)
+    vector = 8 * MAX_LANES * _round8(config.dim)
+    hidden = 8 * MAX_LANES * _round8(config.hidden_dim)
     cache_bytes = 8 * config.n_layers * (capacity - 1) * config.kv_dim
     sizes = (
         _round8(prompt_length if text else 4 * prompt_length),
@@ -123,8 +137,8 @@ def run_layout(
         vector,
         vector,
         vector,
-        8 * _round8(config.hidden_dim),
-        8 * _round8(config.hidden_dim),
+        hidden,
+        hidden,
         8 * _round8(config.vocab_size),
         8 * (HIST_HIGH + HIST_LOW),
         cache_bytes,

@@ -2,7 +2,7 @@
 
 A ``step`` runs a run's phases in a fixed order, each cut into slices by a cost model in
 estimated compute units, and reads the weight sections its phases name. That schedule is
-a protocol between ``programs/curta`` and ``curta_chain.program.run_mirror``: both must cut
+a protocol between ``programs/curta`` and ``curta_chain.onchain.mirror``: both must cut
 every step at the same place. It is written once, here: the phase enums, the phase order
 and what each phase is sliced by, the phase-to-section rule, the step's budget, the
 ``COST_*`` constants and the cost formulas built from them. A slice depends on the run's
@@ -19,24 +19,43 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from curta_chain.program.cost_formula import Const, Formula, Num, Param
-from curta_chain.program.run_account import HIST_HIGH, HIST_LOW
+from curta_chain.onchain.cost_formula import Const, Expr, Formula, Num, Param
+from curta_chain.onchain.run_account import HIST_HIGH, HIST_LOW
 
 # -- the cost model's constants (estimated compute units, each a little above what the
 # calibration build measures: scripts/bench_program_cu.py --calibrate fits them) --
 
 COST_EMBED = Const("COST_EMBED", 100)
 COST_EMBED_ELEMENT = Const("COST_EMBED_ELEMENT", 12)
-COST_NORM = Const("COST_NORM", 900)
-COST_NORM_ELEMENT = Const("COST_NORM_ELEMENT", 38)
+COST_NORM = Const("COST_NORM", 1100)
+COST_NORM_ELEMENT = Const("COST_NORM_ELEMENT", 39)
 COST_ROPE = Const("COST_ROPE", 100)
 COST_ROPE_ELEMENT = Const("COST_ROPE_ELEMENT", 26)
 COST_SWIGLU = Const("COST_SWIGLU", 100)
 COST_SWIGLU_ELEMENT = Const("COST_SWIGLU_ELEMENT", 40)
-COST_ROWS = Const("COST_ROWS", 800, "a slice of rows: the sum of x, the remainder rows...")
-COST_ROWS_COLUMN = Const("COST_ROWS_COLUMN", 10, "...per weight byte of a row")
-COST_ROW = Const("COST_ROW", 45, "a row beyond its MACs: the scale, the store")
-COST_MAC_TWENTIETHS = Const("COST_MAC_TWENTIETHS", 69, "a multiply-accumulate of the kernel: 3.45")
+COST_QUAD_COLUMN = Const("COST_QUAD_COLUMN", 13, "the kernel, 4 rows: a column's 4 MACs...")
+COST_QUAD_ROUND = Const("COST_QUAD_ROUND", 2, "...a round's test...")
+COST_QUAD_CHUNK = Const("COST_QUAD_CHUNK", 28, "...and a chunk's start and end")
+COST_TRIPLE_COLUMN = Const("COST_TRIPLE_COLUMN", 10, "the kernel in C, 3 rows: a column...")
+COST_TRIPLE_LOOP = Const("COST_TRIPLE_LOOP", 5, "...a round of 8 columns...")
+COST_TRIPLE_CALL = Const("COST_TRIPLE_CALL", 30, "...and its start and end")
+COST_COPY_HALVES = Const("COST_COPY_HALVES", 5, "a call: a wide column into the frame (halves)...")
+COST_CALL = Const("COST_CALL", 120, "...the call...")
+COST_CALL_CHUNK = Const("COST_CALL_CHUNK", 30, "...a chunk...")
+COST_CALL_TAIL = Const("COST_CALL_TAIL", 60, "...the columns past the rounds...")
+COST_CALL_TAIL_COLUMN = Const("COST_CALL_TAIL_COLUMN", 3, "...and each of them")
+COST_REMAINDER_TENTHS = Const(
+    "COST_REMAINDER_TENTHS", 24, "a matrix's last 1 to 3 rows of a slice, in C: per column..."
+)
+COST_REMAINDER = Const("COST_REMAINDER", 60, "...and for them")
+COST_ROWS = Const("COST_ROWS", 800, "a slice of rows, one lane: the sum of x...")
+COST_ROWS_COLUMN = Const("COST_ROWS_COLUMN", 3, "...per weight byte of a row")
+COST_ROW = Const("COST_ROW", 31, "a row beyond its MACs: the scale, the store")
+COST_BATCH = Const("COST_BATCH", 800, "a slice of rows, two lanes: the plan...")
+COST_BATCH_COLUMN = Const("COST_BATCH_COLUMN", 30, "...per weight byte of a row")
+COST_BATCH_ROW = Const("COST_BATCH_ROW", 90, "a row of two lanes beyond its MACs")
+COST_SEGMENT = Const("COST_SEGMENT", 20, "a row's segment: its lanes unpacked")
+ROWS_PER_CALL = Const("ROWS_PER_CALL", 96, "a batch's rows a kernel call takes at most")
 COST_ATTENTION = Const("COST_ATTENTION", 200)
 COST_HEAD = Const("COST_HEAD", 300)
 COST_HEAD_ELEMENT = Const("COST_HEAD_ELEMENT", 32, "per element of the head: its division")
@@ -63,7 +82,11 @@ COST_BYTE = Const("COST_BYTE", 4)
 
 COSTS = (
     COST_EMBED, COST_EMBED_ELEMENT, COST_NORM, COST_NORM_ELEMENT, COST_ROPE, COST_ROPE_ELEMENT,
-    COST_SWIGLU, COST_SWIGLU_ELEMENT, COST_ROWS, COST_ROWS_COLUMN, COST_ROW, COST_MAC_TWENTIETHS,
+    COST_SWIGLU, COST_SWIGLU_ELEMENT, COST_QUAD_COLUMN, COST_QUAD_ROUND, COST_QUAD_CHUNK,
+    COST_TRIPLE_COLUMN, COST_TRIPLE_LOOP, COST_TRIPLE_CALL, COST_COPY_HALVES, COST_CALL,
+    COST_CALL_CHUNK, COST_CALL_TAIL, COST_CALL_TAIL_COLUMN, COST_REMAINDER_TENTHS, COST_REMAINDER,
+    COST_ROWS, COST_ROWS_COLUMN, COST_ROW, COST_BATCH, COST_BATCH_COLUMN, COST_BATCH_ROW,
+    COST_SEGMENT, ROWS_PER_CALL,
     COST_ATTENTION, COST_HEAD, COST_HEAD_ELEMENT, COST_POSITION, COST_POSITION_ELEMENT,
     COST_PASS, COST_WEIGHT, COST_ID, COST_CHOOSE, COST_BUCKETS,
     COST_CHAR, COST_PAIR, COST_PROBE, COST_PROBE_BYTE, COST_SCAN, COST_SHIFT, COST_FINISH,
@@ -78,6 +101,50 @@ _dim, _kv_dim, _hidden = Param("dim"), Param("kv_dim"), Param("hidden")
 _padded, _head_size, _positions = Param("padded"), Param("head_size"), Param("positions")
 _probes, _length, _lookup = Param("probes"), Param("length"), Param("lookup")
 _count, _shifted = Param("count"), Param("shifted")
+_columns, _segments, _matrices = Param("columns"), Param("segments"), Param("matrices")
+_kernel_units, _call, _remainder = Param("kernel"), Param("call"), Param("remainder")
+
+KERNEL_WIDE, KERNEL_STEP = 96, 8
+"""The kernel's column rounds (``src/matvec.c``): 96 columns a round, then 8."""
+KERNEL_CHUNK_ROUNDS = 3
+"""Rounds the kernel unrolls from its stack frame at a time (``scripts/gen_kernel.py``)."""
+
+
+def _split(columns: Expr) -> tuple[Expr, Expr, Expr, Expr]:
+    """A kernel call's columns: those in whole rounds, the rest, the chunks, and 1 if rest."""
+    wide = columns // KERNEL_WIDE * KERNEL_WIDE
+    rest = columns - wide
+    chunks = (wide + (KERNEL_CHUNK_ROUNDS * KERNEL_WIDE - 1)) // (KERNEL_CHUNK_ROUNDS * KERNEL_WIDE)
+    return wide, rest, chunks, (rest + KERNEL_WIDE - 1) // KERNEL_WIDE
+
+
+def _kernel_row(columns: Expr) -> Expr:
+    """A row's share of a kernel call over `columns`, each part rounded up.
+
+    Its quad's (4 rows) over the whole rounds, and its triple's (3 rows, in C) past them.
+    """
+    wide, rest, chunks, tail = _split(columns)
+    quad = COST_QUAD_COLUMN * wide + COST_QUAD_ROUND * (wide // KERNEL_WIDE)
+    triple = COST_TRIPLE_COLUMN * rest + COST_TRIPLE_LOOP * (rest // KERNEL_STEP)
+    return (quad + COST_QUAD_CHUNK * chunks + 3) // 4 + (triple + COST_TRIPLE_CALL * tail + 2) // 3
+
+
+def _kernel_remainder(columns: Expr) -> Expr:
+    """A call's last 1 to 3 rows, which go through C over every column, beyond their share."""
+    return (COST_REMAINDER_TENTHS * columns + 9) // 10 + COST_REMAINDER
+
+
+def _kernel_call(columns: Expr) -> Expr:
+    """A kernel call over `columns`, beyond its rows: the copies into the frame, the rest."""
+    wide, rest, chunks, tail = _split(columns)
+    return (
+        COST_COPY_HALVES * wide // 2
+        + COST_CALL
+        + COST_CALL_CHUNK * chunks
+        + COST_CALL_TAIL * tail
+        + COST_CALL_TAIL_COLUMN * rest
+    )
+
 
 EMBED_COST = Formula("EMBED_COST", ("dim",), COST_EMBED + COST_EMBED_ELEMENT * _dim, "embed")
 NORM_COST = Formula("NORM_COST", ("dim",), COST_NORM + COST_NORM_ELEMENT * _dim, "a norm")
@@ -87,14 +154,41 @@ ROPE_COST = Formula(
 SWIGLU_COST = Formula(
     "SWIGLU_COST", ("hidden",), COST_SWIGLU + COST_SWIGLU_ELEMENT * _hidden, "SwiGLU"
 )
+KERNEL_ROW = Formula("KERNEL_ROW", ("columns",), _kernel_row(_columns), "a row of a kernel call")
+KERNEL_CALL = Formula("KERNEL_CALL", ("columns",), _kernel_call(_columns), "a kernel call")
+KERNEL_REMAINDER = Formula(
+    "KERNEL_REMAINDER",
+    ("columns",),
+    _kernel_remainder(_columns),
+    "a call's last 1 to 3 rows in C, beyond their share",
+)
 ROWS_FIXED_COST = Formula(
     "ROWS_FIXED_COST",
-    ("padded",),
-    COST_ROWS + COST_ROWS_COLUMN * _padded,
-    "a slice of rows of `padded` weight bytes (the artifact's row length less its header)",
+    ("padded", "matrices"),
+    COST_ROWS
+    + COST_ROWS_COLUMN * _padded
+    + _matrices * (_kernel_call(_padded) + _kernel_remainder(_padded)),
+    "a slice of rows of `padded` weight bytes (the artifact's row length less its header) "
+    "of `matrices` stacked matrices: a call each",
 )
-ROW_COST = Formula(
-    "ROW_COST", ("padded",), _padded * COST_MAC_TWENTIETHS // 20 + COST_ROW, "each row of it"
+ROW_COST = Formula("ROW_COST", ("padded",), _kernel_row(_padded) + COST_ROW, "each row of it")
+BATCH_FIXED_COST = Formula(
+    "BATCH_FIXED_COST",
+    ("padded",),
+    COST_BATCH + COST_BATCH_COLUMN * _padded,
+    "a slice of a batch's rows of `padded` weight bytes: the plan of its lanes",
+)
+BATCH_SLICE_COST = Formula(
+    "BATCH_SLICE_COST",
+    ("call", "remainder", "matrices"),
+    _matrices * (_call + _remainder),
+    "then, by the plan (a row's calls and their last rows), a call of each matrix",
+)
+BATCH_ROW_COST = Formula(
+    "BATCH_ROW_COST",
+    ("kernel", "segments"),
+    _kernel_units + COST_SEGMENT * _segments + COST_BATCH_ROW,
+    "and each row, by the plan: its kernel units and segments",
 )
 HEAD_COST = Formula(
     "HEAD_COST",
@@ -137,8 +231,14 @@ FORMULAS = (
     NORM_COST,
     ROPE_COST,
     SWIGLU_COST,
+    KERNEL_ROW,
+    KERNEL_CALL,
+    KERNEL_REMAINDER,
     ROWS_FIXED_COST,
     ROW_COST,
+    BATCH_FIXED_COST,
+    BATCH_SLICE_COST,
+    BATCH_ROW_COST,
     HEAD_COST,
     LOOKUP_COST,
     CHAR_COST,
@@ -156,8 +256,15 @@ def lookup_probes(vocab: int) -> int:
 
 # -- the step --
 
-STEP_BUDGET = 1_200_000
+STEP_BUDGET = 1_390_000
 """What a step may spend, in estimated compute units."""
+STEP_OVERHEAD = 6_000
+"""A step's compute units besides its phases' (which the budget bounds): parsing its input of
+up to 20 accounts, their checks, the loop from phase to phase (tests measure it)."""
+BUDGET_INSTRUCTION_UNITS = 150
+"""What each compute-budget instruction of a step's transaction (its limit, its price) costs.
+A step's transaction, at most two of them and the step, stays within 1,400,000 units:
+``STEP_BUDGET + STEP_OVERHEAD + 2 x BUDGET_INSTRUCTION_UNITS`` (tests check it)."""
 
 
 # -- the phases --

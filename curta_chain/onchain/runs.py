@@ -16,9 +16,8 @@ from curta_chain.chain.context import ChainContext
 from curta_chain.chain.fees import estimate_fees
 from curta_chain.chain.rpc import RpcClient
 from curta_chain.errors import AccountError
-from curta_chain.program import FinishReason, RunAccount, RunState
+from curta_chain.onchain.run_account import RUN_HEADER_SIZE, FinishReason, RunAccount, RunState
 from curta_chain.program.idl import DISCRIMINATOR_SIZE, coder
-from curta_chain.program.run_account import RUN_HEADER_SIZE
 
 RUN_OPENER_OFFSET = DISCRIMINATOR_SIZE + 32
 """Where a run account's opener starts: after the discriminator and the model (32 bytes)."""

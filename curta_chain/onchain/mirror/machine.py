@@ -17,8 +17,14 @@ from curta_chain.artifact import Artifact
 from curta_chain.artifact.layout import ROW_PREFIX
 from curta_chain.inference.model import IntModel
 from curta_chain.inference.tokenizer import Tokenizer
-from curta_chain.program.run_account import RUN_HEADER_SIZE, Region, RunAccount, RunState
-from curta_chain.program.schedule import (
+from curta_chain.onchain.run_account import (
+    RUN_HEADER_SIZE,
+    Region,
+    RunAccount,
+    RunState,
+    batch_lanes,
+)
+from curta_chain.onchain.schedule import (
     STEP_BUDGET,
     TOKENIZE_PHASES,
     Phase,
@@ -35,6 +41,10 @@ class Logged:
     position: int
     token: int
     piece: bytes
+
+
+def _round8(value: int) -> int:
+    return -(-value // 8) * 8
 
 
 class Stop(Exception):
@@ -97,8 +107,25 @@ class Step:
 
     @property
     def dry(self) -> bool:
-        """A dry step: the schedule only, the tokens from the oracle."""
-        return self.oracle is not None
+        """A dry step: the schedule only, the tokens from the oracle.
+
+        Not while a batch of two is under way: its rows' cost depends on its activations
+        (the plan of its lanes), so a dry step computes them then.
+        """
+        return self.oracle is not None and self.lanes == 1
+
+    @property
+    def lanes(self) -> int:
+        """The positions the run's batch computes (``batch_lanes`` in inference.h)."""
+        return batch_lanes(self.run.position, self.run.prompt_tokens)
+
+    def lane_position(self, lane: int) -> int:
+        """The position lane ``lane`` computes: lane 0 the batch's last."""
+        return self.run.position + self.lanes - 1 - lane
+
+    def lane(self, region: Region, length: int, lane: int) -> np.ndarray:
+        """A writable view of lane ``lane``'s vector of ``length`` i64 in a vector region."""
+        return self.i64(region, length, lane * _round8(length))
 
     def i64(self, region: Region, count: int, start: int = 0) -> np.ndarray:
         """A writable view of ``count`` i64 of a region from element ``start``."""
@@ -135,15 +162,18 @@ class Step:
     def next_phase(self) -> None:
         """The phase is done: on to the next.
 
-        After a prompt token's last layer, on to the next position: it samples nothing.
+        After a batch's last layer, on to the position after it while that is still the
+        prompt's (the batch samples nothing); else to the final norm of its last position.
         """
         run = self.run
         run.cursor = 0
         ahead = Phase.of(run.phase + 1, self.config.n_layers)
-        if ahead.token == TokenPhase.FINAL_NORM and run.position + 1 < run.prompt_tokens:
-            run.position += 1
-            run.phase = 0
-            return
+        if ahead.token == TokenPhase.FINAL_NORM:
+            last = self.lane_position(0)
+            if last + 1 < run.prompt_tokens:
+                run.position, run.phase = last + 1, 0
+                return
+            run.position = last
         run.phase += 1
 
 
