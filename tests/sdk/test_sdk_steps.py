@@ -18,8 +18,8 @@ from solders.pubkey import Pubkey
 from curta_chain.artifact import Artifact
 from curta_chain.artifact.layout import ModelConfig
 from curta_chain.artifact.synthetic import synthetic_artifact
-from curta_chain.onchain.run_account import PromptKind, opened_run_data, run_layout
 from curta_chain.onchain.mirror import RunMirror
+from curta_chain.onchain.run_account import PromptKind, opened_run_data, run_layout
 
 SCRIPT = Path(__file__).parent / "count_steps.mjs"
 REPO = Path(__file__).resolve().parents[2]
