@@ -29,8 +29,9 @@ from pathlib import Path
 
 from curta_chain.errors import BuildError
 
-PROGRAM_DIR = Path(__file__).resolve().parents[2] / "programs" / "curta"
-"""The program's C: present in a checkout (the editable install scripts/setup.sh makes)."""
+PROGRAM_DIR = Path(__file__).resolve().parents[1] / "program" / "c"
+"""The program's C: in a checkout a link to ``programs/curta``, in a wheel its package data
+(the headers and the ``src`` and ``host`` sources)."""
 LIBRARY = "libcurta_host.so"
 CFLAGS = (
     "-O2", "-std=gnu11", "-fPIC", "-fvisibility=hidden", "-fno-strict-aliasing",
@@ -54,8 +55,8 @@ def sources(program: Path = PROGRAM_DIR) -> list[Path]:
     The program's files the host replaces (``REPLACED``) are left out.
 
     Raises:
-        BuildError: the program's C is not there (an installed wheel carries only the
-            built program).
+        BuildError: the program's C is not there (a copy of the package that lost its
+            package data, or a ``program`` folder that is not the program's).
     """
     found = sorted(p.relative_to(program) for p in (program / "src").glob("*.c"))
     if not found:
