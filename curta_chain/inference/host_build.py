@@ -1,10 +1,12 @@
 """Build the on-chain program's C for this machine, once, into the per-user cache.
 
-The library (``libcurta_host.so``) is every source of ``programs/curta/src`` compiled as it
-is, plus ``programs/curta/host``: the syscalls and heap the host gives it (``host.h``,
-``host_sdk.c``), its matrix-vector products with AVX2 (``host_kernels.c``; the program's
-own ``row_sums``, ``key_dots`` and ``value_sums`` are renamed ``sbpf_*`` and remain its
-fallback) and the run it exports (``host_run.c``). ``native.py`` loads it.
+The library (``libcurta_host.so``) is the sources of ``programs/curta/src`` compiled as
+they are, but for ``src/matvec.c`` (its kernel is SBPF assembly), plus
+``programs/curta/host``: the syscalls and heap the host gives the program (``host.h``,
+``host_sdk.c``), ``row_sums`` in place of ``matvec.c``'s (``host_matvec.c``: AVX2, or
+portable C), attention's products with AVX2 (``host_attend.c``; the program's own
+``key_dots`` and ``value_sums`` are renamed ``sbpf_*`` and remain its fallback) and the run
+it exports (``host_run.c``). ``native.py`` loads it.
 
 It is built on first use, or by ``scripts/setup.sh`` (``python -m
 curta_chain.inference.host_build``), into ``${XDG_CACHE_HOME:-~/.cache}/curta-chain/native/
@@ -27,8 +29,9 @@ from pathlib import Path
 
 from curta_chain.errors import BuildError
 
-PROGRAM_DIR = Path(__file__).resolve().parents[2] / "programs" / "curta"
-"""The program's C: present in a checkout (the editable install scripts/setup.sh makes)."""
+PROGRAM_DIR = Path(__file__).resolve().parents[1] / "program" / "c"
+"""The program's C: in a checkout a link to ``programs/curta``, in a wheel its package data
+(the headers and the ``src`` and ``host`` sources)."""
 LIBRARY = "libcurta_host.so"
 CFLAGS = (
     "-O2", "-std=gnu11", "-fPIC", "-fvisibility=hidden", "-fno-strict-aliasing",
@@ -37,11 +40,10 @@ CFLAGS = (
 """How every source is compiled. No -march: the AVX2 kernels are chosen at run time, so the
 library runs on any x86-64 that shares the cache. Hidden symbols: calls between the
 program's files are direct; host_run.c exports its functions by name."""
-RENAMED = {
-    "src/matvec.c": ("row_sums",),
-    "src/attend.c": ("key_dots", "value_sums"),
-}
-"""The program's kernels that host/host_kernels.c takes over, and the files that define them."""
+REPLACED = {"src/matvec.c": "host/host_matvec.c"}
+"""The program's sources the host cannot compile (SBPF assembly), and what stands in for each."""
+RENAMED = {"src/attend.c": ("key_dots", "value_sums")}
+"""The program's kernels that host/host_attend.c takes over, and the file that defines them."""
 COMPILERS = ("cc", "gcc", "clang", "clang-14")
 """Looked for on PATH in this order; clang-14 is the one that builds the program itself."""
 _LOG = "build.log"
@@ -50,14 +52,17 @@ _LOG = "build.log"
 def sources(program: Path = PROGRAM_DIR) -> list[Path]:
     """The C files of the library, relative to ``program``: the program's, then the host's.
 
+    The program's files the host replaces (``REPLACED``) are left out.
+
     Raises:
-        BuildError: the program's C is not there (an installed wheel carries only the
-            built program).
+        BuildError: the program's C is not there (a copy of the package that lost its
+            package data, or a ``program`` folder that is not the program's).
     """
     found = sorted(p.relative_to(program) for p in (program / "src").glob("*.c"))
     if not found:
         raise BuildError(f"{program / 'src'}: the program's C sources are not here")
-    return [*found, *sorted(p.relative_to(program) for p in (program / "host").glob("*.c"))]
+    host = sorted(p.relative_to(program) for p in (program / "host").glob("*.c"))
+    return [*(name for name in found if str(name) not in REPLACED), *host]
 
 
 def compiler(environ: Mapping[str, str] = os.environ) -> list[str]:
@@ -90,7 +95,9 @@ def build_key(cc: list[str], program: Path = PROGRAM_DIR) -> str:
     """A hash of the compiler (its path, size and time), the flags and every source byte."""
     digest = hashlib.sha256()
     stat = os.stat(cc[0])
-    digest.update(f"{cc}\0{stat.st_size}\0{stat.st_mtime_ns}\0{CFLAGS}\0{RENAMED}\0".encode())
+    digest.update(
+        f"{cc}\0{stat.st_size}\0{stat.st_mtime_ns}\0{CFLAGS}\0{RENAMED}\0{REPLACED}\0".encode()
+    )
     headers = sorted(p.relative_to(program) for p in program.rglob("*.h"))
     for name in [*sources(program), *headers]:
         digest.update(f"{name}\0".encode())

@@ -3,11 +3,15 @@
  * (curta_chain/inference/native.py calls these through ctypes).
  *
  * A run is what openRun makes of a token prompt (src/open_run.c): the run account's
- * header and regions (run_layout), the prompt's ids in the token region, the generator
+ * header and regions (run_layout: five activation regions of two vectors each, one a
+ * position of a batch), the prompt's ids in the prompt and token regions, the generator
  * from the seed. Then the program's own phases (forward_phase: the forward pass, the
  * sampler) advance it with a budget no phase reaches, so each call runs a phase whole:
- * the same integers as any slicing of them on chain. The artifact is the caller's, already
- * checked against the spec (decode_artifact), and section i is at its table's offset.
+ * the same integers as any slicing of them on chain. The prompt's positions run as on
+ * chain, two a batch (inference.h's batch_lanes): on the host that is as fast as one at a
+ * time or faster (docs/inference.md), and it is the program's path, unchanged. The
+ * artifact is the caller's, already checked against the spec (decode_artifact), and
+ * section i is at its table's offset.
  */
 #include <stdlib.h>
 
@@ -29,13 +33,13 @@ EXPORT HostRun *curta_host_open(const uint8_t *artifact, const uint32_t *prompt,
                                 uint32_t top_p, uint64_t seed) {
   const uint32_t *config = (const uint32_t *)(artifact + CONFIG_OFFSET);
   Run header = {0};
-  header.dim = config[0];
-  header.hidden_dim = config[1];
-  header.layers = config[2];
-  header.heads = config[3];
-  header.kv_heads = config[4];
-  header.vocab = config[5];
-  header.context = config[6];
+  header.dim = config[CONFIG_DIM];
+  header.hidden_dim = config[CONFIG_HIDDEN_DIM];
+  header.layers = config[CONFIG_N_LAYERS];
+  header.heads = config[CONFIG_N_HEADS];
+  header.kv_heads = config[CONFIG_N_KV_HEADS];
+  header.vocab = config[CONFIG_VOCAB_SIZE];
+  header.context = config[CONFIG_SEQ_LEN];
   header.capacity = capacity;
   header.prompt_kind = PROMPT_TOKENS;
   header.prompt_length = prompt_tokens;
@@ -75,8 +79,8 @@ EXPORT HostRun *curta_host_open(const uint8_t *artifact, const uint32_t *prompt,
   return h;
 }
 
-/* Run phases until the run's position or token count moves, or it finishes: one position
- * (or more, where the program batches them). Returns the tokens the run holds, plus 2^32
+/* Run phases until the run's position or token count moves, or it finishes: a batch of
+ * the prompt's positions (two, or the last one alone), or a generated token. Returns the tokens the run holds, plus 2^32
  * once it is finished, or -1 when a phase could not run (a guard: the budget holds any
  * phase, and every section is there). */
 EXPORT int64_t curta_host_advance(HostRun *h) {

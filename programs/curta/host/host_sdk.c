@@ -1,5 +1,6 @@
 /*
- * host_sdk.c: the syscalls of curta_sdk.h for the host build, and its heap.
+ * host_sdk.c: the syscalls of curta_sdk.h for the host build, its heap, and whether its
+ * kernels use AVX2.
  *
  * The off-chain run calls only the forward pass, the sampler and the token log: memset
  * and memcpy are libc's, the token log is dropped (the caller decodes the tokens it reads
@@ -47,4 +48,30 @@ void sol_log_64_(uint64_t a, uint64_t b, uint64_t c, uint64_t d, uint64_t e) {
 uint64_t sol_get_clock_sysvar(SolClock *out) {
   (void)out;
   abort();
+}
+
+static int avx2 = -1; /* unknown until the first call */
+
+int host_avx2(void) {
+  if (avx2 < 0) {
+#if defined(__x86_64__)
+    __builtin_cpu_init();
+    avx2 = __builtin_cpu_supports("avx2") ? 1 : 0;
+#else
+    avx2 = 0;
+#endif
+  }
+  return avx2;
+}
+
+/* The portable kernels (0: host_matvec.c's C row_sums, src/attend.c's own loops) or, where
+ * the CPU has AVX2, the AVX2 ones (1): the tests compare the two. Returns whether AVX2
+ * kernels now run. */
+__attribute__((visibility("default"))) int curta_host_use_avx2(int on) {
+  avx2 = -1;
+  if (on && host_avx2()) {
+    return 1;
+  }
+  avx2 = 0;
+  return 0;
 }
