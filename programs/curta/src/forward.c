@@ -112,22 +112,6 @@ static const int32_t *norm_weights(const Step *s, uint64_t index) {
   return block_i32(s, BLOCK_NORM) + index * s->run->dim;
 }
 
-/* The phase is done: on to the next. After the last layer of a batch whose next position
- * is still the prompt's, on to that position; else to the final norm of the batch's last
- * position (lane 0). */
-void next_phase(Step *s) {
-  Run *run = s->run;
-  run->cursor = 0;
-  if (run->phase + 1 == phase_final_norm(run->layers)) {
-    uint64_t last = lane_position(run, batch_lanes(run), 0);
-    run->position = (uint32_t)(last + 1 < run->prompt_tokens ? last + 1 : last);
-    if (last + 1 < run->prompt_tokens) {
-      run->phase = PH_EMBED;
-      return;
-    }
-  }
-  run->phase += 1;
-}
 
 static bool embed(Step *s) {
   Run *run = s->run;

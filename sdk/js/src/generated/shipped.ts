@@ -4,12 +4,12 @@
 export const SHIPPED_BUILDS = [
   {
     "name": "sbpf-v0",
-    "sha256": "ccbc83edf09a37ea3c086915d87d20cc34a18881bb5c40a3c6aa6a5a79e9451e",
-    "length": 97280
+    "sha256": "1fd7385746b191799fbd5db064c2a1c1f6c9669e60ffb343e0166eb6ff554b84",
+    "length": 96200
   },
   {
     "name": "sbpf-v3",
-    "sha256": "18b89be2f9ff72e08d9f73a17a67432f3abad97d08ada7e67a59fd6fa25ccebc",
-    "length": 95344
+    "sha256": "4c4705177536b468beb3d1cfd30948aa6351091f79097bde24140a78bf3ae991",
+    "length": 94248
   }
 ] as const;
