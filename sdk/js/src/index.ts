@@ -18,6 +18,7 @@ export * from "./inference.js";
 export * from "./runlayout.js";
 export * from "./steps.js";
 export * from "./batch.js";
+export * from "./fees.js";
 export * from "./rpc.js";
 export * from "./transactions.js";
 export * from "./wallet.js";

@@ -125,7 +125,9 @@ function showCost(p: RunPlan): void {
     `Fees: ${lamports(p.fees.total)} (opening ${lamports(p.fees.open)}, ${p.count.steps} steps at ${lamports(p.fees.step)}, ` +
     `closing ${lamports(p.fees.close)}). Locked until the close at the end, then returned: the run account's rent, ` +
     `${lamports(p.rent)} (${p.runSize.toLocaleString("en-US")} bytes), and ${lamports(p.funding)} for a session key ` +
-    `that pays the steps. The wallet is asked twice: to open the run and to close it.`;
+    `that pays the steps. The wallet is asked twice: to open the run and to close it.` +
+    (p.nodeFees === null ? "" : ` The node says these transactions cost ${lamports(p.nodeFees)} in fees (getFeeForMessage); ` +
+      `computed from their messages, as validators charge them: ${lamports(p.fees.total)}, which is what this counts.`);
   Object.assign(cost.dataset, {
     steps: String(p.count.steps), fees: String(p.fees.total), rent: String(p.rent), session: String(p.funding),
   });
