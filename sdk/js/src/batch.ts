@@ -11,6 +11,8 @@
  * port to the Python's, segment for segment.
  */
 
+import type { Artifact } from "./decode.js";
+import { IntModel, type RowsInput } from "./inference.js";
 import { KERNEL_CALL, KERNEL_REMAINDER, KERNEL_ROW, KERNEL_STEP, ROWS_PER_CALL } from "./schedule.js";
 
 /** A lane's largest sum of |x| over a packed segment: (2^32 - 1) / 256. */
@@ -32,6 +34,23 @@ export interface BatchPlan {
 export function groupSums(x: ArrayLike<number>, length: number): Float64Array {
   const out = new Float64Array(Math.ceil(length / KERNEL_STEP));
   for (let j = 0; j < length; j++) out[Math.floor(j / KERNEL_STEP)] += Math.abs(x[j]); // < 2^34: exact
+  return out;
+}
+
+/** Prompt positions' rows' inputs as group sums (`groupSums`), by position, layer and kind. */
+export type Activations = Record<RowsInput, Float64Array>[][];
+
+/**
+ * Positions 0..count-1 of `ids` run by the integer core, each layer's rows' inputs taken as
+ * group sums: all a batch's plans read (the batch's values are the single positions').
+ */
+export function promptActivations(artifact: Artifact, ids: number[], count: number): Activations {
+  const model = new IntModel(artifact), out: Activations = [];
+  for (let pos = 0; pos < count; pos++) {
+    const layers = Array.from({ length: artifact.config.layers }, () => ({}) as Record<RowsInput, Float64Array>);
+    model.forward(ids[pos], pos, (layer, rows, x, length) => (layers[layer][rows] = groupSums(x, length)));
+    out.push(layers);
+  }
   return out;
 }
 

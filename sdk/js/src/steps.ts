@@ -15,9 +15,9 @@
  */
 
 import type { Artifact } from "./decode.js";
-import { groupSums, planBatch, type BatchPlan } from "./batch.js";
+import { planBatch, promptActivations, type Activations, type BatchPlan } from "./batch.js";
 import { headSize, kvDim, ROW_PREFIX } from "./layout.js";
-import { BOS, EOS, IntModel, type RowsInput, type Tokenizer } from "./inference.js";
+import { BOS, EOS, type RowsInput, type Tokenizer } from "./inference.js";
 import { batchLanes, workEntries } from "./runlayout.js";
 import {
   BATCH_FIXED_COST, BATCH_ROW_COST, BATCH_SLICE_COST, CHAR_COST, COST_ATTENTION, COST_BUCKETS, COST_CHOOSE, COST_ID,
@@ -52,24 +52,6 @@ export interface StepCount {
   sections: number[][];
 }
 
-/** Each layer's rows' inputs by kind, in the order `RowsInput` names them. */
-const ROWS_INPUTS: RowsInput[] = ["qkv", "output", "gateUp", "down"];
-
-/**
- * Every prompt position's rows' inputs as group sums of |x| (`groupSums`), by position,
- * layer and kind: what a batch's plans read. The integer core runs positions 0..count-1.
- */
-function promptActivations(artifact: Artifact, ids: number[], count: number): Float64Array[][][] {
-  const model = new IntModel(artifact), layers = artifact.config.layers;
-  const out: Float64Array[][][] = [];
-  for (let pos = 0; pos < count; pos++) {
-    const sums: Float64Array[][] = Array.from({ length: layers }, () => []);
-    model.forward(ids[pos], pos, (layer, rows, x, length) => (sums[layer][ROWS_INPUTS.indexOf(rows)] = groupSums(x, length)));
-    out.push(sums);
-  }
-  return out;
-}
-
 /** The next slice does not fit what is left of the step's budget. */
 class Stop extends Error {}
 
@@ -91,7 +73,7 @@ class DryMachine {
   readonly layers: number;
   readonly probes: number;
   /** The prompt's activations (group sums), computed when the first batch's rows need them. */
-  private activations: Float64Array[][][] | null = null;
+  private activations: Activations | null = null;
   private readonly plans = new Map<string, BatchPlan>();
 
   constructor(readonly artifact: Artifact, readonly tokenizer: Tokenizer, readonly shape: RunShape, readonly tokens: number[],
@@ -272,19 +254,19 @@ class DryMachine {
       case LayerPhase.FFN_NORM:
         return this.whole(s, NORM_COST(c.dim));
       case LayerPhase.QKV:
-        return this.rows(s, first(matrix!), c.dim + 2 * kvDim(c), 3, [layer, 0]);
+        return this.rows(s, first(matrix!), c.dim + 2 * kvDim(c), 3, [layer, "qkv"]);
       case LayerPhase.ROPE:
         return this.whole(s, ROPE_COST(c.dim, kvDim(c)));
       case LayerPhase.ATTENTION:
         return this.attention(s);
       case LayerPhase.OUTPUT:
-        return this.rows(s, first(matrix!), c.dim, 1, [layer, 1]);
+        return this.rows(s, first(matrix!), c.dim, 1, [layer, "output"]);
       case LayerPhase.GATE_UP:
-        return this.rows(s, first(matrix!), 2 * c.hiddenDim, 2, [layer, 2]);
+        return this.rows(s, first(matrix!), 2 * c.hiddenDim, 2, [layer, "gateUp"]);
       case LayerPhase.SWIGLU:
         return this.whole(s, SWIGLU_COST(c.hiddenDim));
       default:
-        return this.rows(s, first(matrix!), c.dim, 1, [layer, 3]);
+        return this.rows(s, first(matrix!), c.dim, 1, [layer, "down"]);
     }
   }
 
@@ -328,9 +310,9 @@ class DryMachine {
    * Rows from the cursor of the phase's `matrices` stacked matrices (`total` rows), as many
    * as the budget allows. The cost counts the first matrix's row length, padding included.
    * A batch of two pays for its plan first (`BATCH_FIXED_COST`, then the phase reads the
-   * section), then per row by the plan of its lanes' inputs, `input` ([layer, kind]).
+   * section), then per row by the plan of its lanes' inputs, `input` (a layer's rows').
    */
-  private rows(s: DryStep, matrix: number, total: number, matrices: number, input: [number, number] | null): boolean {
+  private rows(s: DryStep, matrix: number, total: number, matrices: number, input: [number, RowsInput] | null): boolean {
     const padded = this.artifact.matrices[matrix].rowBytes - ROW_PREFIX;
     let perRow: number;
     if (this.lanes === 1) {
@@ -354,8 +336,8 @@ class DryMachine {
     return this.cursor === total ? this.next() : true;
   }
 
-  /** The batch's plan of the rows reading `[layer, kind]`'s input: its two lanes' activations. */
-  private plan([layer, kind]: [number, number], padded: number): BatchPlan {
+  /** The batch's plan of a layer's rows: from its two lanes' inputs to them. */
+  private plan([layer, kind]: [number, RowsInput], padded: number): BatchPlan {
     const key = `${this.position}:${layer}:${kind}:${padded}`;
     let plan = this.plans.get(key);
     if (!plan) {
