@@ -389,9 +389,12 @@ def _start_and_hold(page, web, world, model, wallet):
 
 def _open_and_leave(page, web, world, model, wallet) -> str:
     """Start a run and close the tab mid-run, its first generated token landed; what the
-    tab had not sent yet never reaches the node."""
+    tab had not sent yet never reaches the node, and the session key stays kept."""
     run, _, drop = _start_and_hold(page, web, world, model, wallet)
     drop()
+    # The page stops when its sends fail (its sweep of the session key fails too); closed
+    # only then, so that no request the tab began is let through as the tab goes.
+    page.wait_for_selector("#chain-tokens[data-done='true']", timeout=WAIT_MS)
     page.close()
     assert RunAccount.from_bytes(_account(Client(world.url), run)).state != RunState.FINISHED
     return run
@@ -448,7 +451,7 @@ def test_a_run_left_by_a_closed_tab_is_finished_and_closed_by_the_replay(
         assert got["tokens"] == cli_tokens(path)
         assert gone(client, run)
         # One request: the close (the kept session key paid the rest of the steps).
-        assert len(got["requests"]) == 1
+        assert len(got["requests"]) == 1, (got["signatures"], got["status"])
         assert 0 < before - balance(client, wallet.pubkey()) <= MAX_NET
     finally:
         tab.close()
@@ -468,7 +471,31 @@ def test_a_run_left_by_a_closed_tab_is_closed_by_the_cli(browser_context, web, w
     assert code == 0, text
     out = json.JSONDecoder().raw_decode(text)[0]
     assert out["closed"] is True and out["lamports_returned"] > 0
-    assert gone(Client(world.url), run)
+    client = Client(world.url)
+    assert gone(client, run)
+    # The session key this browser kept still holds the steps' margin and its floor: the
+    # page, reopened, sends it back to the wallet (the key pays; no request) and forgets it.
+    before = balance(client, wallet.pubkey())
+    tab = browser_context.new_page()
+    try:
+        with_wallet(tab, wallet)
+        open_verified(tab, web, world.url, model)
+        assert run in tab.text_content("#chain-status")
+        tab.fill("#run-address", run)
+        tab.click("#run-finish")
+        tab.wait_for_selector("#chain-tokens[data-done='true']", timeout=WAIT_MS)
+        got = state(tab)
+        assert got["status"] == (
+            f"run {run} does not exist (closed already?); the session key this page kept for "
+            f"it sent what it held back to {wallet.pubkey()}"
+        )
+        assert [kind for kind, _ in got["signatures"]] == ["return"] and got["requests"] == []
+        assert balance(client, wallet.pubkey()) - before > 890_880  # more than its floor
+        tab.reload()
+        tab.wait_for_function("() => document.getElementById('verdict').textContent")
+        assert run not in tab.text_content("#chain-status")
+    finally:
+        tab.close()
 
 
 def test_a_step_that_disagrees_stops_the_run_naming_it(page, web, world, stories):

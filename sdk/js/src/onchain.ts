@@ -271,8 +271,8 @@ export async function runOnChain(plan: RunPlan, wallet: ConnectedWallet, store: 
   return closeWith(plan, { ...plan, run: plan.run.address }, wallet, store, hooks, view, lifetime, 2);
 }
 
-/** Crank with `session` (which may spend `budget`), topping it up once if the count was short. */
-async function steps(m: ModelOnChain, session: KeyPairSigner, budget: bigint, expected: ExpectedRun, count: StepCount, slot: number, wallet: ConnectedWallet | null, hooks: RunHooks): Promise<RunView> {
+/** Crank with `session` (which may spend `budget`), the wallet topping it up once if it runs dry. */
+async function steps(m: ModelOnChain, session: KeyPairSigner, budget: bigint, expected: ExpectedRun, count: StepCount, slot: number, wallet: ConnectedWallet, hooks: RunHooks): Promise<RunView> {
   const stepFee = stepFeeOf(m, session, expected.address);
   let spent = 0n, toppedUp = false;
   const start = await readRun(m.rpc, expected.address, m.programId, slot);
@@ -294,15 +294,16 @@ async function steps(m: ModelOnChain, session: KeyPairSigner, budget: bigint, ex
     try {
       return await crank(c, view);
     } catch (e) {
-      if (!(e instanceof SessionEmpty) || toppedUp || !wallet) throw e;
+      if (!(e instanceof SessionEmpty) || toppedUp) throw e;
       toppedUp = true;
-      const more = BigInt(64) * stepFee;
-      hooks.status("the run needs more steps than counted: asking the wallet to top the session key up");
+      view = (await readRun(m.rpc, expected.address, m.programId))!;
+      // The steps the count says are left, and 64 more (a count that proved short).
+      const more = BigInt(Math.max(count.steps - Number(view.header.steps), 0) + 64) * stepFee;
+      hooks.status("the session key cannot pay the steps left: asking the wallet to top it up");
       const lifetime = await walletLifetime(wallet, m.rpc);
       const tx = buildTransaction(wallet.version(false), wallet.address, lifetime, 1_000, [transferInstruction(wallet.address, session.address, more)]);
       hooks.landed("top-up", (await walletLands(wallet, m.rpc, tx, lifetime, "the top-up")).signature);
       budget += more;
-      view = (await readRun(m.rpc, expected.address, m.programId))!;
     }
   }
 }
@@ -376,7 +377,7 @@ export async function returnSession(m: ModelOnChain, session: KeyPairSigner, own
  */
 export async function finishRun(m: ModelOnChain, runAddress: string, wallet: ConnectedWallet, store: SessionStore, hooks: RunHooks): Promise<RunOutcome> {
   const start = await readRun(m.rpc, runAddress, m.programId);
-  if (!start) throw new RunRefused(`run ${runAddress} does not exist (closed already?)`);
+  if (!start) throw new RunRefused(`run ${runAddress} does not exist (closed already?)${await sweepKept(m, runAddress, store, hooks)}`);
   const h = start.header;
   if (h.model !== m.model) throw new RunRefused(`run ${runAddress} is a run of model ${h.model}, not of ${m.model}`);
   const expected = await expectedOf(m, runAddress, start);
@@ -388,20 +389,23 @@ export async function finishRun(m: ModelOnChain, runAddress: string, wallet: Con
   if (h.state !== RunState.Finished) {
     const stepFee = stepFeeOf(m, session ?? (await generateKeyPairSigner()), runAddress);
     const rentFloor = rentExemptMinimum(0);
-    const need = BigInt(Math.max(count.steps - Number(h.steps), 1) + FEE_MARGIN_STEPS) * stepFee;
-    let budget = session ? (await m.rpc.balance(session.address)).lamports - rentFloor : 0n;
-    if (!session || budget < need) {
+    // A kept session key pays the steps with what it holds beyond its floor; the wallet funds
+    // them only when there is none or it cannot pay a step (one request), and tops it up
+    // should it run dry on the way (one request).
+    const held = session ? (await m.rpc.balance(session.address, "processed")).lamports : 0n;
+    let budget = held - rentFloor;
+    if (!session || budget < stepFee) {
+      const need = BigInt(Math.max(count.steps - Number(h.steps), 1) + FEE_MARGIN_STEPS) * stepFee;
       const seed = kept?.seed ?? crypto.getRandomValues(new Uint8Array(32));
       session ??= await createKeyPairSignerFromPrivateKeyBytes(seed);
       store.save(runAddress, seed, wallet.address);
-      const top = need - (budget > 0n ? budget : 0n) + (budget > 0n ? 0n : rentFloor);
       hooks.status(`waiting for the wallet to fund the steps of run ${runAddress}`);
       const lifetime = await walletLifetime(wallet, m.rpc);
-      const tx = buildTransaction(version, wallet.address, lifetime, 1_000, [transferInstruction(wallet.address, session.address, top)]);
+      const tx = buildTransaction(version, wallet.address, lifetime, 1_000, [transferInstruction(wallet.address, session.address, rentFloor + need - held)]);
       hooks.landed("top-up", (await walletLands(wallet, m.rpc, tx, lifetime, "funding the steps")).signature);
       budget = need;
     }
-    view = await steps(m, session, budget, expected, count, start.slot, null, hooks);
+    view = await steps(m, session, budget, expected, count, start.slot, wallet, hooks);
   } else hooks.progress(view, new RunChecker(expected).check(view).fresh); // finished already: its tokens, checked
   if (h.opener !== wallet.address) {
     if (session) await returnSession(m, session, wallet.address, store, runAddress, hooks);
@@ -410,6 +414,21 @@ export async function finishRun(m: ModelOnChain, runAddress: string, wallet: Con
   }
   session ??= await createKeyPairSignerFromPrivateKeyBytes(crypto.getRandomValues(new Uint8Array(32)));
   return closeWith(m, { version, programId: m.programId, run: runAddress, session }, wallet, store, hooks, view, await walletLifetime(wallet, m.rpc), wallet.requests + 1);
+}
+
+/**
+ * A run closed elsewhere (`curta-chain close-run`) whose session key this page kept: what the
+ * key holds goes back to the run's opener (the key signs and pays; no wallet request), and
+ * the key is forgotten. Returns a clause saying so, or "".
+ */
+async function sweepKept(m: ModelOnChain, runAddress: string, store: SessionStore, hooks: RunHooks): Promise<string> {
+  const kept = store.load(runAddress);
+  if (!kept) return "";
+  const session = await createKeyPairSignerFromPrivateKeyBytes(kept.seed);
+  const signature = await sweepSession(m.rpc, session, address(kept.owner));
+  if (signature) hooks.landed("return", signature);
+  store.drop(runAddress);
+  return signature ? `; the session key this page kept for it sent what it held back to ${kept.owner}` : "";
 }
 
 /** What a run read from the chain must hold: its own settings, and the integer core's tokens. */
