@@ -111,6 +111,7 @@ def state(page) -> dict:
         run: document.getElementById('chain-run').textContent,
         status: document.getElementById('chain-status').textContent,
         cost: {...document.getElementById('chain-cost').dataset},
+        cost_text: document.getElementById('chain-cost').textContent,
         requests: window.__walletRequests.filter(r => r.method !== 'connect'),
         signatures: [...document.querySelectorAll('#chain-signature-list li')].map(
             li => [li.dataset.kind, li.querySelector('a, code').textContent]),
@@ -188,6 +189,58 @@ def test_the_chain_s_tokens_are_the_cli_s_and_the_run_is_closed(page, web, world
     # The wallet's transactions in the newest version it declares (the localnet takes v1).
     version = {"declares-v1": 1, "v0-only": 0}.get(kind, "legacy")
     assert transaction(world.url, got["signatures"][0][1])["version"] == version
+
+
+def lying(page, method: str, result) -> None:
+    """The page's relay answers ``method`` with ``result`` (a node that lies), all else true."""
+
+    def relay(route, request):
+        body = json.loads(request.post_data or "{}")
+        if body.get("method") != method:
+            route.continue_()
+            return
+        answer = {"jsonrpc": "2.0", "id": body.get("id"), "result": result}
+        route.fulfill(status=200, content_type="application/json", body=json.dumps(answer))
+
+    page.route("**/rpc", relay)
+
+
+def test_a_node_s_fee_quotes_are_a_cross_check_only(page, web, world, stories):
+    """A node that says every message costs 1 SOL changes neither the cost nor what is paid:
+    the page computes the fees from the messages and names the node's figure beside them."""
+    model, path = stories
+    wallet = funded(world.url, 1)
+    client = Client(world.url)
+    before = balance(client, wallet.pubkey())
+    lying(page, "getFeeForMessage", {"context": {"slot": 1}, "value": 10**9})
+    with_wallet(page, wallet)
+    open_verified(page, web, world.url, model)
+    connect(page, wallet)
+    got = run_on_chain(page)
+    assert got["outcome"] == "closed", got["status"]
+    assert got["tokens"] == cli_tokens(path)
+    net = before - balance(client, wallet.pubkey())
+    assert net == int(got["cost"]["fees"]) == fees(world.url, [sig for _, sig in got["signatures"]])
+    steps = int(got["cost"]["steps"])
+    node = (steps + 2) * 10**9 / 10**9
+    assert f"The node says these transactions cost {node:g} SOL in fees" in got["cost_text"]
+
+
+def test_a_node_that_asks_more_rent_than_the_runtime_is_refused(page, web, world, stories):
+    model, _ = stories
+    wallet = funded(world.url, 1)
+    lying(page, "getMinimumBalanceForRentExemption", 10**12)
+    with_wallet(page, wallet)
+    open_verified(page, web, world.url, model)
+    connect(page, wallet)
+    got = run_on_chain(page)
+    assert got["outcome"] == "refused"
+    assert re.fullmatch(
+        r"\S+/rpc asks 1,000,000,000,000 lamports to make [\d,]+ bytes rent-exempt; the "
+        r"runtime's formula gives [\d,]+: refusing a node that asks for more; nothing was signed",
+        got["status"],
+    ), got["status"]
+    assert got["requests"] == [] and got["run"] == ""
 
 
 def test_a_count_that_falls_short_is_finished_one_step_at_a_time_and_topped_up(sdk, world,
