@@ -2,7 +2,10 @@
 // add_init_script), as a browser extension injects one: Ed25519 through WebCrypto, the key
 // from window.__testWalletConfig (set by an init script before this one):
 //   { seed: base64 of 32 bytes, address: base58, name, versions: ["legacy", 0],
-//     signAndSend: false, reject: [signing requests to decline, counted from 1],
+//     signTransaction: true (false: the wallet does not offer solana:signTransaction),
+//     signAndSend: false (true: it offers solana:signAndSendTransaction, and sends what it
+//       signs to `rpc`, its own cluster's URL, preflight and all, as a wallet does),
+//     rpc: URL, reject: [signing requests to decline, counted from 1],
 //     tamper: false (true: change the message's last byte, as a wallet that edits) }
 // It registers through the standard's events (wallet-standard:register-wallet and
 // app-ready), grants one account on connect, signs what it is asked and records every
@@ -24,7 +27,8 @@
   const keyPromise = crypto.subtle.importKey("pkcs8", pkcs8, { name: "Ed25519" }, false, ["sign"]);
   const publicKey = fromBase58(config.address);
   const chains = ["solana:mainnet", "solana:devnet", "solana:testnet", "solana:localnet"];
-  const features = ["solana:signTransaction", ...(config.signAndSend ? ["solana:signAndSendTransaction"] : [])];
+  const signs = config.signTransaction ?? true;
+  const features = [...(signs ? ["solana:signTransaction"] : []), ...(config.signAndSend ? ["solana:signAndSendTransaction"] : [])];
   const account = Object.freeze({ address: config.address, publicKey, chains, features, label: "test", icon: undefined });
   let connected = false;
   const listeners = new Set();
@@ -86,6 +90,25 @@
     }));
   }
 
+  /** Send a signed wire transaction to the wallet's own cluster, as a wallet does (preflight). */
+  async function send(wire) {
+    let text = "";
+    for (const b of wire) text += String.fromCharCode(b);
+    const body = { jsonrpc: "2.0", id: 1, method: "sendTransaction", params: [btoa(text), { encoding: "base64" }] };
+    const answer = await (await fetch(config.rpc, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) })).json();
+    if (answer.error) throw new Error(`the wallet's cluster refused the transaction: ${answer.error.message}`);
+  }
+
+  async function signAndSend(inputs) {
+    const signed = await request("signAndSendTransaction", inputs);
+    return Promise.all(signed.map(async ({ signedTransaction }) => {
+      if (!inputs[0].chain) throw new Error("signAndSendTransaction needs a chain");
+      await send(signedTransaction);
+      const { signaturesAt } = layout(signedTransaction);
+      return { signature: signedTransaction.slice(signaturesAt, signaturesAt + 64) };
+    }));
+  }
+
   const wallet = {
     version: "1.0.0",
     name: config.name ?? "Test Wallet",
@@ -112,20 +135,21 @@
           return () => listeners.delete(listener);
         },
       },
-      "solana:signTransaction": {
-        version: "1.0.0",
-        supportedTransactionVersions: config.versions ?? ["legacy", 0],
-        signTransaction: (...inputs) => request("signTransaction", inputs),
-      },
+      ...(signs
+        ? {
+            "solana:signTransaction": {
+              version: "1.0.0",
+              supportedTransactionVersions: config.versions ?? ["legacy", 0],
+              signTransaction: (...inputs) => request("signTransaction", inputs),
+            },
+          }
+        : {}),
       ...(config.signAndSend
         ? {
             "solana:signAndSendTransaction": {
               version: "1.0.0",
               supportedTransactionVersions: config.versions ?? ["legacy", 0],
-              signAndSendTransaction: async (...inputs) => {
-                requests.push({ method: "signAndSendTransaction", inputs: inputs.length });
-                throw new Error("this test wallet does not send: the page sends to its own cluster");
-              },
+              signAndSendTransaction: (...inputs) => signAndSend(inputs),
             },
           }
         : {}),

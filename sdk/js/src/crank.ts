@@ -13,6 +13,7 @@
 
 import { getSignatureFromTransaction, type KeyPairSigner, type Transaction } from "@solana/kit";
 import { CURTA_ERROR__MISSING_WEIGHT_ACCOUNT, CURTA_ERROR__RUN_FINISHED, getCurtaErrorMessage, type CurtaError } from "./generated/index.js";
+import { transactionFee } from "./fees.js";
 import type { JsonRpc } from "./rpc.js";
 import { readRun, type RunChecker, type RunView } from "./runcheck.js";
 import { buildTransaction, MAX_LOADED_DATA, signWith, STEP_UNITS, stepInstruction, transferInstruction, wireBase64, type Lifetime } from "./transactions.js";
@@ -209,15 +210,18 @@ async function settle(c: Cranking, flights: Map<string, Flight>): Promise<number
 }
 
 /**
- * Send what the session key holds back to `owner`, the session paying the fee itself:
- * used when no close follows (the run was stopped, or the wallet declined to close).
+ * Send what the session key holds back to `owner`, the session paying the fee itself (as
+ * its message says: `fees.ts`): used when no close follows (the run was stopped, or the
+ * wallet declined to close).
  *
  * @returns the signature, or null when it holds no more than the fee.
  */
-export async function sweepSession(rpc: JsonRpc, session: KeyPairSigner, owner: Address, fee: bigint): Promise<string | null> {
+export async function sweepSession(rpc: JsonRpc, session: KeyPairSigner, owner: Address): Promise<string | null> {
   const { lamports } = await rpc.balance(session.address, "processed");
-  if (lamports <= fee) return null;
   const lifetime = await rpc.blockhash();
-  const tx = await signWith([session], buildTransaction("legacy", session.address, lifetime, 1_000, [transferInstruction(session.address, owner, lamports - fee)]));
+  const sweep = (amount: bigint) => buildTransaction("legacy", session.address, lifetime, 1_000, [transferInstruction(session.address, owner, amount)]);
+  const fee = transactionFee(sweep(0n).messageBytes);
+  if (lamports <= fee) return null;
+  const tx = await signWith([session], sweep(lamports - fee));
   return (await land(rpc, tx, lifetime, "returning the session key's lamports")).signature;
 }

@@ -17,6 +17,8 @@ export { createNoopSigner, createSolanaRpc } from "@solana/kit";
 export * from "./inference.js";
 export * from "./runlayout.js";
 export * from "./steps.js";
+export * from "./batch.js";
+export * from "./fees.js";
 export * from "./rpc.js";
 export * from "./transactions.js";
 export * from "./wallet.js";

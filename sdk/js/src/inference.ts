@@ -181,6 +181,15 @@ function roundShiftBig(a: bigint, bits: bigint): bigint {
   return (a + (1n << (bits - 1n))) >> bits;
 }
 
+/** The input of a layer's rows: to the query, key and value rows, output, gate and up, down. */
+export type RowsInput = "qkv" | "output" | "gateUp" | "down";
+
+/**
+ * Shown each layer's rows' input vector as a position runs (its first `length` values are
+ * the vector; it is the model's own buffer, read it before returning).
+ */
+export type ActivationTap = (layer: number, rows: RowsInput, x: Float64Array, length: number) => void;
+
 /** A model ready to run: its matrices, tables and a key/value cache for one run. */
 export class IntModel {
   readonly config: Artifact["config"];
@@ -245,8 +254,11 @@ export class IntModel {
     this.logits = new Float64Array(c.vocabSize);
   }
 
-  /** Run `token` at position `pos` (positions 0..pos-1 already run); return its Q16 logits. */
-  forward(token: number, pos: number): Float64Array {
+  /**
+   * Run `token` at position `pos` (positions 0..pos-1 already run); return its Q16 logits.
+   * `tap` is shown every layer's rows' input (what an on-chain batch's plan reads).
+   */
+  forward(token: number, pos: number, tap?: ActivationTap): Float64Array {
     const c = this.config;
     const n = c.dim, d = headSize(c), kv = kvDim(c), F = c.hiddenDim;
     if (!(token >= 0 && token < c.vocabSize)) throw new PromptError(`token ${token} is outside the vocabulary 0 to ${c.vocabSize - 1}`);
@@ -259,6 +271,7 @@ export class IntModel {
     for (let l = 0; l < c.layers; l++) {
       const [wq, wk, wv, wo, wg, wd, wu] = this.layers[l];
       rmsnorm(x, this.norms[2 * l], n, xn);
+      tap?.(l, "qkv", xn, n);
       matvec(wq, xn, q);
       matvec(wk, xn, this.kv);
       matvec(wv, xn, this.kv, kv);
@@ -273,9 +286,11 @@ export class IntModel {
         this.valuesLow[at + i] = v - high * TWO16;
       }
       for (let h = 0; h < c.heads; h++) this.attend(l, h, Math.floor(h / group), pos, d, kv);
+      tap?.(l, "output", o, n);
       matvec(wo, o, t);
       for (let j = 0; j < n; j++) x[j] = sat32(x[j] + t[j]);
       rmsnorm(x, this.norms[2 * l + 1], n, xn);
+      tap?.(l, "gateUp", xn, n);
       matvec(wg, xn, this.gate);
       matvec(wu, xn, this.up);
       const hidden = this.xn;
@@ -286,6 +301,7 @@ export class IntModel {
         const high = Math.floor(u / TWO16);
         hidden[i] = sat32(s * high + Math.floor((s * (u - high * TWO16) + 2 ** 15) / TWO16));
       }
+      tap?.(l, "down", hidden, F);
       matvec(wd, hidden, t);
       for (let j = 0; j < n; j++) x[j] = sat32(x[j] + t[j]);
     }

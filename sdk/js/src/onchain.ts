@@ -13,9 +13,11 @@
  * `curta-chain close-run` closes it too.
  *
  * Before anything is signed: the run's tokens are computed by the page's integer core, its
- * steps counted by the schedule run dry (`steps.ts`), its cost priced from the node's fees
- * and rent (`planChainRun`), the wallet's balance checked and the opening simulated. While
- * it runs, every state seen is checked (`runcheck.ts`).
+ * steps counted by the schedule run dry (`steps.ts`, a prompt's batches planned from the
+ * core's activations), its cost priced from the messages and the account's size as the CLI
+ * prices them (`fees.ts`; the node's quotes only a cross-check), the wallet's balance
+ * checked and the opening simulated. While it runs, every state seen is checked
+ * (`runcheck.ts`).
  */
 
 import {
@@ -24,9 +26,10 @@ import {
 } from "@solana/kit";
 import type { Artifact } from "./decode.js";
 import { crank, land, SessionEmpty, sweepSession, type Cranking } from "./crank.js";
+import { rentExemptMinimum, transactionFee } from "./fees.js";
 import { RunState } from "./generated/index.js";
 import { generate, IntModel, Tokenizer, type SamplingSettings } from "./inference.js";
-import type { JsonRpc, SolanaChainId } from "./rpc.js";
+import { RpcError, type JsonRpc, type SolanaChainId } from "./rpc.js";
 import { readRun, RunChecker, type ExpectedRun, type RunView } from "./runcheck.js";
 import { MAX_ACCOUNT_SIZE, runAccountSize } from "./runlayout.js";
 import { countSteps, type StepCount } from "./steps.js";
@@ -82,6 +85,8 @@ export interface RunPlan extends RunRequest {
   /** What the opening sends the session key: its floor and every step's fee, with margin. */
   funding: bigint;
   fees: { open: bigint; step: bigint; close: bigint; total: bigint };
+  /** Where the node's getFeeForMessage disagrees with the fees computed: its total (else null). */
+  nodeFees: bigint | null;
   run: KeyPairSigner;
   session: KeyPairSigner;
   sessionSeed: Uint8Array;
@@ -105,16 +110,39 @@ export interface RunOutcome {
   closed: string | null;
 }
 
-/** A node's fee quote is believed up to this (a fee is 5,000 lamports a signature). */
-const MAX_FEE = 1_000_000n;
 /** Steps' fees the session key holds beyond the count: surplus steps, a count one short. */
 const FEE_MARGIN_STEPS = 16;
-/** Rent a byte, at most, a node may quote (3,480 lamports a byte-year, two years, doubled). */
-const MAX_RENT_PER_BYTE = 13_920n;
 
-function bounded(value: bigint, max: bigint, what: string): bigint {
-  if (value < 0n || value > max) throw new RunRefused(`the node says ${what} is ${value} lamports: not believed (at most ${max})`);
-  return value;
+/**
+ * The rent of `size` bytes: the runtime's formula, checked against the node's answer (as the
+ * CLI's `checked_rent`): a node that asks for more is refused, one that asks for less is
+ * believed (a cluster may lower rent; an account funded too low fails the simulation).
+ *
+ * @throws RunRefused the node asks for more than the formula gives.
+ */
+async function checkedRent(rpc: JsonRpc, size: number): Promise<bigint> {
+  const ours = rentExemptMinimum(size);
+  let theirs: bigint;
+  try {
+    theirs = await rpc.rentExempt(size);
+  } catch (e) {
+    if (e instanceof RpcError) return ours; // a cross-check the node will not answer
+    throw e;
+  }
+  if (theirs > ours)
+    throw new RunRefused(`${rpc.url} asks ${theirs.toLocaleString("en-US")} lamports to make ${size.toLocaleString("en-US")} bytes rent-exempt; the runtime's formula gives ${ours.toLocaleString("en-US")}: refusing a node that asks for more; nothing was signed`);
+  return theirs < ours ? theirs : ours;
+}
+
+/** What the node says these messages cost in all (getFeeForMessage), or null if it will not say. */
+async function nodeFees(rpc: JsonRpc, messages: [Transaction, number][]): Promise<bigint | null> {
+  try {
+    const quotes = await Promise.all(messages.map(([tx]) => rpc.feeFor(messageBase64(tx))));
+    return quotes.reduce((sum, fee, i) => sum + fee * BigInt(messages[i][1]), 0n);
+  } catch (e) {
+    if (e instanceof RpcError) return null;
+    throw e;
+  }
 }
 
 /** Whether the cluster takes v1 transactions (its enable_tx_v1 feature is active). */
@@ -125,9 +153,12 @@ async function takesV1(rpc: JsonRpc): Promise<boolean> {
 
 /**
  * Price the run: its tokens (the integer core), its steps (the schedule, dry), its
- * account's size and rent, and every fee, from the node's own quotes. Nothing is signed.
+ * account's size and rent, and every fee, computed from the messages as validators charge
+ * them (the node's quotes a cross-check only: `nodeFees` where they disagree). Nothing is
+ * signed.
  *
- * @throws RunRefused the run does not fit one account or one opening transaction.
+ * @throws RunRefused the run does not fit one account or one opening transaction, or the
+ *   node asks more rent than the runtime's formula gives.
  */
 export async function planChainRun(r: RunRequest, wallet: ConnectedWallet): Promise<RunPlan> {
   const promptBytes = new TextEncoder().encode(r.prompt);
@@ -142,26 +173,23 @@ export async function planChainRun(r: RunRequest, wallet: ConnectedWallet): Prom
   const sessionSeed = crypto.getRandomValues(new Uint8Array(32));
   const run = await generateKeyPairSigner(), session = await createKeyPairSignerFromPrivateKeyBytes(sessionSeed);
   const version = wallet.version(await takesV1(r.rpc));
-  const [rent, sessionRent, lifetime] = await Promise.all([r.rpc.rentExempt(runSize), r.rpc.rentExempt(0), r.rpc.blockhash()]);
+  const [rent, sessionRent, lifetime] = await Promise.all([checkedRent(r.rpc, runSize), checkedRent(r.rpc, 0), r.rpc.blockhash()]);
   const plan: RunPlan = {
-    ...r, promptBytes, capacity, generated, count, runSize, run, session, sessionSeed, version,
-    rent: bounded(rent, BigInt(runSize + 128) * MAX_RENT_PER_BYTE, "the run account's rent"),
-    sessionRent: bounded(sessionRent, 128n * MAX_RENT_PER_BYTE, "an empty account's rent"),
-    funding: sessionRent, fees: { open: 0n, step: 0n, close: 0n, total: 0n },
+    ...r, promptBytes, capacity, generated, count, runSize, run, session, sessionSeed, version, rent, sessionRent,
+    funding: sessionRent, fees: { open: 0n, step: 0n, close: 0n, total: 0n }, nodeFees: null,
   };
   const open = openTransaction(plan, wallet.address, lifetime);
   const { size, limit } = sizeOf(open, version);
   if (size > limit)
     throw new RunRefused(`the prompt is ${promptBytes.length} bytes: the opening carries it in one ${version === "legacy" ? "legacy" : `v${version}`} transaction, which holds at most ${Math.max(promptBytes.length - (size - limit), 0)} prompt bytes`);
-  const [openFee, stepFee, closeFee] = await Promise.all([
-    r.rpc.feeFor(messageBase64(open)),
-    r.rpc.feeFor(messageBase64(stepTransaction(plan, session, run.address, lifetime))),
-    r.rpc.feeFor(messageBase64(closeTransaction({ ...plan, run: run.address }, wallet.address, lifetime, 1n))),
-  ]);
-  const step = bounded(stepFee, MAX_FEE, "a step's fee");
-  plan.fees = { open: bounded(openFee, MAX_FEE, "the opening's fee"), step, close: bounded(closeFee, MAX_FEE, "the closing's fee"), total: 0n };
-  plan.fees.total = plan.fees.open + plan.fees.close + BigInt(count.steps) * step;
-  plan.funding = sessionRent + BigInt(count.steps + FEE_MARGIN_STEPS) * step;
+  const step = stepTransaction(plan, session, run.address, lifetime);
+  const close = closeTransaction({ ...plan, run: run.address }, wallet.address, lifetime, 1n);
+  const fees = { open: transactionFee(open.messageBytes), step: transactionFee(step.messageBytes), close: transactionFee(close.messageBytes), total: 0n };
+  fees.total = fees.open + fees.close + BigInt(count.steps) * fees.step;
+  plan.fees = fees;
+  plan.funding = sessionRent + BigInt(count.steps + FEE_MARGIN_STEPS) * fees.step;
+  const theirs = await nodeFees(r.rpc, [[open, 1], [step, count.steps], [close, 1]]);
+  plan.nodeFees = theirs !== null && theirs !== fees.total ? theirs : null;
   return plan;
 }
 
@@ -208,8 +236,8 @@ export async function runOnChain(plan: RunPlan, wallet: ConnectedWallet, store: 
   const { lamports } = await rpc.balance(wallet.address);
   if (lamports < needed)
     throw new RunRefused(`the wallet ${wallet.address} holds ${sol(lamports)} SOL; opening this run needs ${sol(needed)} SOL (its rent, the session key's funds and the fees)`);
-  let lifetime = await rpc.blockhash();
-  let open = await signWith([plan.run], openTransaction(plan, wallet.address, lifetime));
+  let lifetime = await walletLifetime(wallet, rpc);
+  const open = await signWith([plan.run], openTransaction(plan, wallet.address, lifetime));
   const simulated = await rpc.simulate(wireBase64(open));
   if (simulated.err) {
     const line = [...(simulated.logs ?? [])].reverse().find((l) => /Program log: |failed/.test(l));
@@ -217,16 +245,9 @@ export async function runOnChain(plan: RunPlan, wallet: ConnectedWallet, store: 
   }
   store.save(plan.run.address, plan.sessionSeed, wallet.address);
   hooks.status("waiting for the wallet to approve the opening (request 1 of 2)");
-  try {
-    [open] = await wallet.sign([open]);
-  } catch (e) {
-    store.drop(plan.run.address);
-    throw e;
-  }
-  hooks.status(`opening run ${plan.run.address}`);
   let opened: { signature: string; slot: number };
   try {
-    opened = await land(rpc, open, lifetime, "the opening");
+    opened = await walletLands(wallet, rpc, open, lifetime, "the opening", () => hooks.status(`opening run ${plan.run.address}`));
   } catch (e) {
     store.drop(plan.run.address);
     throw e;
@@ -246,13 +267,13 @@ export async function runOnChain(plan: RunPlan, wallet: ConnectedWallet, store: 
     await returnSession(plan, plan.session, wallet.address, store, plan.run.address, hooks).catch(() => undefined);
     throw e;
   }
-  lifetime = await rpc.blockhash();
+  lifetime = await walletLifetime(wallet, rpc);
   return closeWith(plan, { ...plan, run: plan.run.address }, wallet, store, hooks, view, lifetime, 2);
 }
 
-/** Crank with `session` (which may spend `budget`), topping it up once if the count was short. */
-async function steps(m: ModelOnChain, session: KeyPairSigner, budget: bigint, expected: ExpectedRun, count: StepCount, slot: number, wallet: ConnectedWallet | null, hooks: RunHooks): Promise<RunView> {
-  const stepFee = await stepFeeOf(m, session, expected.address);
+/** Crank with `session` (which may spend `budget`), the wallet topping it up once if it runs dry. */
+async function steps(m: ModelOnChain, session: KeyPairSigner, budget: bigint, expected: ExpectedRun, count: StepCount, slot: number, wallet: ConnectedWallet, hooks: RunHooks): Promise<RunView> {
+  const stepFee = stepFeeOf(m, session, expected.address);
   let spent = 0n, toppedUp = false;
   const start = await readRun(m.rpc, expected.address, m.programId, slot);
   if (!start) throw new RunRefused(`run ${expected.address} does not exist`);
@@ -273,22 +294,24 @@ async function steps(m: ModelOnChain, session: KeyPairSigner, budget: bigint, ex
     try {
       return await crank(c, view);
     } catch (e) {
-      if (!(e instanceof SessionEmpty) || toppedUp || !wallet) throw e;
+      if (!(e instanceof SessionEmpty) || toppedUp) throw e;
       toppedUp = true;
-      const more = BigInt(64) * stepFee;
-      hooks.status("the run needs more steps than counted: asking the wallet to top the session key up");
-      const lifetime = await m.rpc.blockhash();
-      const [tx] = await wallet.sign([buildTransaction(wallet.version(false), wallet.address, lifetime, 1_000, [transferInstruction(wallet.address, session.address, more)])]);
-      hooks.landed("top-up", (await land(m.rpc, tx, lifetime, "the top-up")).signature);
-      budget += more;
       view = (await readRun(m.rpc, expected.address, m.programId))!;
+      // The steps the count says are left, and 64 more (a count that proved short).
+      const more = BigInt(Math.max(count.steps - Number(view.header.steps), 0) + 64) * stepFee;
+      hooks.status("the session key cannot pay the steps left: asking the wallet to top it up");
+      const lifetime = await walletLifetime(wallet, m.rpc);
+      const tx = buildTransaction(wallet.version(false), wallet.address, lifetime, 1_000, [transferInstruction(wallet.address, session.address, more)]);
+      hooks.landed("top-up", (await walletLands(wallet, m.rpc, tx, lifetime, "the top-up")).signature);
+      budget += more;
     }
   }
 }
 
-async function stepFeeOf(m: ModelOnChain, session: KeyPairSigner, run: string): Promise<bigint> {
-  const quote = await m.rpc.feeFor(messageBase64(stepTransaction(m, session, run, await m.rpc.blockhash())));
-  return bounded(quote, MAX_FEE, "a step's fee");
+/** A step's fee, computed from its message (any blockhash: the fee does not depend on it). */
+function stepFeeOf(m: ModelOnChain, session: KeyPairSigner, run: string): bigint {
+  const lifetime = { blockhash: "11111111111111111111111111111111", lastValidBlockHeight: 0n };
+  return transactionFee(stepTransaction(m, session, run, lifetime).messageBytes);
 }
 
 function runSizeOf(m: ModelOnChain, view: RunView): number {
@@ -302,17 +325,11 @@ async function closeWith(m: ModelOnChain, c: Closing, wallet: ConnectedWallet, s
   const unsigned = closeTransaction(c, wallet.address, lifetime, lamports);
   const tx = lamports > 0n ? await signWith([c.session], unsigned) : unsigned;
   hooks.status(`waiting for the wallet to approve closing run ${c.run} (request ${request})`);
-  let signed: Transaction;
-  try {
-    [signed] = await wallet.sign([tx]);
-  } catch (e) {
-    await returnSession(m, c.session, wallet.address, store, c.run, hooks);
-    throw e;
-  }
   let closed: { signature: string };
   try {
-    closed = await land(m.rpc, signed, lifetime, "the closing");
+    closed = await walletLands(wallet, m.rpc, tx, lifetime, "the closing");
   } catch (e) {
+    // Declined, or it did not land: the session key's lamports go back without the wallet.
     await returnSession(m, c.session, wallet.address, store, c.run, hooks).catch(() => undefined);
     throw e;
   }
@@ -321,10 +338,33 @@ async function closeWith(m: ModelOnChain, c: Closing, wallet: ConnectedWallet, s
   return { run: c.run, view, closed: closed.signature };
 }
 
+/**
+ * The blockhash of a transaction the wallet signs: a wallet that sends it simulates it first
+ * at a commitment of its own choosing (agave's default is finalized), which a confirmed
+ * blockhash may be too new for; a finalized one is known at every commitment.
+ */
+function walletLifetime(wallet: ConnectedWallet, rpc: JsonRpc): Promise<Lifetime> {
+  return rpc.blockhash(wallet.sends ? "finalized" : "confirmed");
+}
+
+/**
+ * One wallet request for `tx`, landed: signed by the wallet and sent by the page, or, for a
+ * wallet that only signs and sends, sent by the wallet and by the page alike (the same
+ * bytes, the wallet's signature checked over the page's message), then confirmed from the
+ * chain. `signed` is called once the wallet has signed.
+ *
+ * @throws WalletError the wallet declined or signed something else.
+ * @throws TransactionFailed it was refused, or expired before it landed.
+ */
+async function walletLands(wallet: ConnectedWallet, rpc: JsonRpc, tx: Transaction, lifetime: Lifetime, what: string, signed?: () => void): Promise<{ signature: string; slot: number }> {
+  const [out] = wallet.sends ? [await wallet.signAndSend(tx)] : await wallet.sign([tx]);
+  signed?.();
+  return land(rpc, out, lifetime, what);
+}
+
 /** The session key's lamports back to `owner` without the wallet (the session pays the fee). */
 export async function returnSession(m: ModelOnChain, session: KeyPairSigner, owner: Address, store: SessionStore, run: string, hooks: RunHooks): Promise<void> {
-  const fee = await stepFeeOf(m, session, run);
-  const signature = await sweepSession(m.rpc, session, owner, fee);
+  const signature = await sweepSession(m.rpc, session, owner);
   if (signature) hooks.landed("return", signature);
   store.drop(run);
 }
@@ -337,7 +377,7 @@ export async function returnSession(m: ModelOnChain, session: KeyPairSigner, own
  */
 export async function finishRun(m: ModelOnChain, runAddress: string, wallet: ConnectedWallet, store: SessionStore, hooks: RunHooks): Promise<RunOutcome> {
   const start = await readRun(m.rpc, runAddress, m.programId);
-  if (!start) throw new RunRefused(`run ${runAddress} does not exist (closed already?)`);
+  if (!start) throw new RunRefused(`run ${runAddress} does not exist (closed already?)${await sweepKept(m, runAddress, store, hooks)}`);
   const h = start.header;
   if (h.model !== m.model) throw new RunRefused(`run ${runAddress} is a run of model ${h.model}, not of ${m.model}`);
   const expected = await expectedOf(m, runAddress, start);
@@ -347,30 +387,48 @@ export async function finishRun(m: ModelOnChain, runAddress: string, wallet: Con
   let view = start;
   const version = wallet.version(false);
   if (h.state !== RunState.Finished) {
-    const stepFee = await stepFeeOf(m, session ?? (await generateKeyPairSigner()), runAddress);
-    const rentFloor = await m.rpc.rentExempt(0);
-    const need = BigInt(Math.max(count.steps - Number(h.steps), 1) + FEE_MARGIN_STEPS) * stepFee;
-    let budget = session ? (await m.rpc.balance(session.address)).lamports - rentFloor : 0n;
-    if (!session || budget < need) {
+    const stepFee = stepFeeOf(m, session ?? (await generateKeyPairSigner()), runAddress);
+    const rentFloor = rentExemptMinimum(0);
+    // A kept session key pays the steps with what it holds beyond its floor; the wallet funds
+    // them only when there is none or it cannot pay a step (one request), and tops it up
+    // should it run dry on the way (one request).
+    const held = session ? (await m.rpc.balance(session.address, "processed")).lamports : 0n;
+    let budget = held - rentFloor;
+    if (!session || budget < stepFee) {
+      const need = BigInt(Math.max(count.steps - Number(h.steps), 1) + FEE_MARGIN_STEPS) * stepFee;
       const seed = kept?.seed ?? crypto.getRandomValues(new Uint8Array(32));
       session ??= await createKeyPairSignerFromPrivateKeyBytes(seed);
       store.save(runAddress, seed, wallet.address);
-      const top = need - (budget > 0n ? budget : 0n) + (budget > 0n ? 0n : rentFloor);
       hooks.status(`waiting for the wallet to fund the steps of run ${runAddress}`);
-      const lifetime = await m.rpc.blockhash();
-      const [tx] = await wallet.sign([buildTransaction(version, wallet.address, lifetime, 1_000, [transferInstruction(wallet.address, session.address, top)])]);
-      hooks.landed("top-up", (await land(m.rpc, tx, lifetime, "funding the steps")).signature);
+      const lifetime = await walletLifetime(wallet, m.rpc);
+      const tx = buildTransaction(version, wallet.address, lifetime, 1_000, [transferInstruction(wallet.address, session.address, rentFloor + need - held)]);
+      hooks.landed("top-up", (await walletLands(wallet, m.rpc, tx, lifetime, "funding the steps")).signature);
       budget = need;
     }
-    view = await steps(m, session, budget, expected, count, start.slot, null, hooks);
-  } else new RunChecker(expected).check(view);
+    view = await steps(m, session, budget, expected, count, start.slot, wallet, hooks);
+  } else hooks.progress(view, new RunChecker(expected).check(view).fresh); // finished already: its tokens, checked
   if (h.opener !== wallet.address) {
     if (session) await returnSession(m, session, wallet.address, store, runAddress, hooks);
     hooks.status(`run ${runAddress} is finished; only its opener ${h.opener} can close it`);
     return { run: runAddress, view, closed: null };
   }
   session ??= await createKeyPairSignerFromPrivateKeyBytes(crypto.getRandomValues(new Uint8Array(32)));
-  return closeWith(m, { version, programId: m.programId, run: runAddress, session }, wallet, store, hooks, view, await m.rpc.blockhash(), wallet.requests + 1);
+  return closeWith(m, { version, programId: m.programId, run: runAddress, session }, wallet, store, hooks, view, await walletLifetime(wallet, m.rpc), wallet.requests + 1);
+}
+
+/**
+ * A run closed elsewhere (`curta-chain close-run`) whose session key this page kept: what the
+ * key holds goes back to the run's opener (the key signs and pays; no wallet request), and
+ * the key is forgotten. Returns a clause saying so, or "".
+ */
+async function sweepKept(m: ModelOnChain, runAddress: string, store: SessionStore, hooks: RunHooks): Promise<string> {
+  const kept = store.load(runAddress);
+  if (!kept) return "";
+  const session = await createKeyPairSignerFromPrivateKeyBytes(kept.seed);
+  const signature = await sweepSession(m.rpc, session, address(kept.owner));
+  if (signature) hooks.landed("return", signature);
+  store.drop(runAddress);
+  return signature ? `; the session key this page kept for it sent what it held back to ${kept.owner}` : "";
 }
 
 /** What a run read from the chain must hold: its own settings, and the integer core's tokens. */
@@ -399,5 +457,5 @@ export async function closeOpenRun(m: ModelOnChain, runAddress: string, wallet: 
   if (view.header.opener !== wallet.address) throw new RunRefused(`run ${runAddress} was opened by ${view.header.opener}: only its opener can close it`);
   const kept = store.load(runAddress);
   const session = await createKeyPairSignerFromPrivateKeyBytes(kept?.seed ?? crypto.getRandomValues(new Uint8Array(32)));
-  return closeWith(m, { version: wallet.version(false), programId: m.programId, run: runAddress, session }, wallet, store, hooks, view, await m.rpc.blockhash(), wallet.requests + 1);
+  return closeWith(m, { version: wallet.version(false), programId: m.programId, run: runAddress, session }, wallet, store, hooks, view, await walletLifetime(wallet, m.rpc), wallet.requests + 1);
 }

@@ -64,9 +64,10 @@ export class JsonRpc {
     return GENESIS[await this.call<string>("getGenesisHash")] ?? "solana:localnet";
   }
 
-  async blockhash(): Promise<{ blockhash: string; lastValidBlockHeight: bigint; slot: number }> {
+  /** The latest blockhash at `commitment` (a finalized one is known to every node's preflight). */
+  async blockhash(commitment: "confirmed" | "finalized" = "confirmed"): Promise<{ blockhash: string; lastValidBlockHeight: bigint; slot: number }> {
     const r = await this.call<{ context: { slot: number }; value: { blockhash: string; lastValidBlockHeight: number } }>(
-      "getLatestBlockhash", [{ commitment: "confirmed" }]);
+      "getLatestBlockhash", [{ commitment }]);
     return { blockhash: r.value.blockhash, lastValidBlockHeight: BigInt(r.value.lastValidBlockHeight), slot: r.context.slot };
   }
 

@@ -21,7 +21,18 @@ export const HIST_LOW = 1 << HIST_SHIFT;
 /** The run account's regions, in order (`enum Region` in inference.h). */
 export const Region = { PROMPT: 0, WORK: 1, TOKENS: 2, X: 3, XB: 4, Q: 5, HB: 6, HB2: 7, LOGITS: 8, HIST: 9, KEYS: 10, VALUES: 11, END: 12 } as const;
 
+/** A batch computes up to two prompt positions at once; vector regions hold a vector each. */
+export const MAX_LANES = 2;
+
 const round8 = (value: number): number => Math.ceil(value / 8) * 8;
+
+/**
+ * The positions a run's batch computes at `position` (`batch_lanes` in inference.h): two
+ * while the position after it is still the prompt's; every other position is a batch of one.
+ */
+export function batchLanes(position: number, promptTokens: number): number {
+  return position + 1 < promptTokens ? 2 : 1;
+}
 
 /** Entries of each tokenizer work array: the opening token, the space, one per byte. */
 export function workEntries(promptLength: number): number {
@@ -29,13 +40,16 @@ export function workEntries(promptLength: number): number {
 }
 
 /**
- * The offset of every region and, last, the account's size (`Region` order).
+ * The offset of every region and, last, the account's size (`Region` order). Vectors are
+ * i64, zero past their length up to a multiple of 8, one a lane of a batch (`MAX_LANES`);
+ * keys and values have a row per position run (`capacity - 1`).
  *
  * @param text the prompt is UTF-8 text (else token ids)
  * @param promptLength its bytes, or its count of ids
  */
 export function runLayout(c: ModelConfig, capacity: number, text: boolean, promptLength: number): number[] {
-  const vector = 8 * round8(c.dim);
+  const vector = 8 * MAX_LANES * round8(c.dim);
+  const hidden = 8 * MAX_LANES * round8(c.hiddenDim);
   const cache = 8 * c.layers * (capacity - 1) * kvDim(c);
   const sizes = [
     round8(text ? promptLength : 4 * promptLength),
@@ -44,8 +58,8 @@ export function runLayout(c: ModelConfig, capacity: number, text: boolean, promp
     vector,
     vector,
     vector,
-    8 * round8(c.hiddenDim),
-    8 * round8(c.hiddenDim),
+    hidden,
+    hidden,
     8 * round8(c.vocabSize),
     8 * (HIST_HIGH + HIST_LOW),
     cache,

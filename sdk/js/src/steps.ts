@@ -3,8 +3,11 @@
  * step schedule (`schedule.ts`, generated from the table programs/curta/schedule.h is) run
  * dry, as the CLI's mirror counts (curta_chain/onchain/mirror: `steps_to_finish`,
  * `token_steps`). A step's slices depend on the run's arithmetic only through the tokens it
- * chooses, so given those tokens (the page's integer core computes them) dry steps cut the
- * same slices without the arithmetic; the tokenizer's phases run in full (they are cheap).
+ * chooses and, while a prompt is read two positions at a time (a batch), through the plan
+ * of the batch's activations (`batch.ts`): given the tokens (the page's integer core
+ * computes them) and the prompt positions' activations (the same core, each layer's rows'
+ * input tapped), dry steps cut the same slices without the arithmetic; the tokenizer's
+ * phases run in full (they are cheap).
  *
  * The count prices a run (a fee a step) and sizes what the page sends; it is never what the
  * page checks a step by: the chain's own run account says which step it is at
@@ -12,13 +15,14 @@
  */
 
 import type { Artifact } from "./decode.js";
+import { planBatch, promptActivations, type Activations, type BatchPlan } from "./batch.js";
 import { headSize, kvDim, ROW_PREFIX } from "./layout.js";
-import { BOS, EOS, type Tokenizer } from "./inference.js";
-import { workEntries } from "./runlayout.js";
+import { BOS, EOS, type RowsInput, type Tokenizer } from "./inference.js";
+import { batchLanes, workEntries } from "./runlayout.js";
 import {
-  CHAR_COST, COST_ATTENTION, COST_BUCKETS, COST_CHOOSE, COST_ID, COST_PASS, COST_WEIGHT, EMBED_COST,
-  FINISH_COST, HEAD_COST, LAYER_PHASES, LayerPhase, LOOKUP_COST, MAT_CLASSIFIER, MAT_EMBEDDING,
-  MATRICES_PER_LAYER, MERGE_SCAN_COST, MERGE_SHIFT_COST, NORM_COST, PAIR_COST, PHASES_PER_LAYER,
+  BATCH_FIXED_COST, BATCH_ROW_COST, BATCH_SLICE_COST, CHAR_COST, COST_ATTENTION, COST_BUCKETS, COST_CHOOSE, COST_ID,
+  COST_PASS, COST_WEIGHT, EMBED_COST, FINISH_COST, HEAD_COST, LAYER_PHASES, LayerPhase, LOOKUP_COST, MAT_CLASSIFIER,
+  MAT_EMBEDDING, MATRICES_PER_LAYER, MERGE_SCAN_COST, MERGE_SHIFT_COST, NORM_COST, PAIR_COST, PHASES_PER_LAYER,
   ROPE_COST, ROW_COST, ROWS_FIXED_COST, STEP_BUDGET, SWIGLU_COST, TokenizePhase, TokenPhase,
 } from "./schedule.js";
 
@@ -68,8 +72,12 @@ class DryMachine {
   readonly work: { tokens: number[]; ids: number[]; keys: number[] };
   readonly layers: number;
   readonly probes: number;
+  /** The prompt's activations (group sums), computed when the first batch's rows need them. */
+  private activations: Activations | null = null;
+  private readonly plans = new Map<string, BatchPlan>();
 
-  constructor(readonly artifact: Artifact, readonly tokenizer: Tokenizer, readonly shape: RunShape, readonly tokens: number[]) {
+  constructor(readonly artifact: Artifact, readonly tokenizer: Tokenizer, readonly shape: RunShape, readonly tokens: number[],
+    private readonly onPlan?: (plan: BatchPlan) => void) {
     const n = workEntries(shape.prompt.length);
     this.work = { tokens: new Array(n).fill(0), ids: new Array(n).fill(0), keys: new Array(n).fill(0) };
     this.layers = artifact.config.layers;
@@ -228,14 +236,14 @@ class DryMachine {
   private forward(s: DryStep): boolean {
     const c = this.artifact.config, layers = this.layers;
     if (this.phase === 0) {
-      s.spend(EMBED_COST(c.dim));
+      s.spend(this.lanes * EMBED_COST(c.dim));
       this.need(s, MAT_EMBEDDING);
       return this.next();
     }
     const after = this.phase - PHASES_PER_LAYER * layers;
     if (after >= TokenPhase.FINAL_NORM) {
       if (after === TokenPhase.FINAL_NORM) return this.whole(s, NORM_COST(c.dim));
-      if (after === TokenPhase.CLASSIFIER) return this.rows(s, MAT_CLASSIFIER, c.vocabSize);
+      if (after === TokenPhase.CLASSIFIER) return this.rows(s, MAT_CLASSIFIER, c.vocabSize, 1, null);
       return this.sample(s);
     }
     const layer = Math.floor((this.phase - 1) / PHASES_PER_LAYER), kind = (this.phase - 1) % PHASES_PER_LAYER;
@@ -246,56 +254,118 @@ class DryMachine {
       case LayerPhase.FFN_NORM:
         return this.whole(s, NORM_COST(c.dim));
       case LayerPhase.QKV:
-        return this.rows(s, first(matrix!), c.dim + 2 * kvDim(c));
+        return this.rows(s, first(matrix!), c.dim + 2 * kvDim(c), 3, [layer, "qkv"]);
       case LayerPhase.ROPE:
         return this.whole(s, ROPE_COST(c.dim, kvDim(c)));
       case LayerPhase.ATTENTION:
         return this.attention(s);
       case LayerPhase.OUTPUT:
-        return this.rows(s, first(matrix!), c.dim);
+        return this.rows(s, first(matrix!), c.dim, 1, [layer, "output"]);
       case LayerPhase.GATE_UP:
-        return this.rows(s, first(matrix!), 2 * c.hiddenDim);
+        return this.rows(s, first(matrix!), 2 * c.hiddenDim, 2, [layer, "gateUp"]);
       case LayerPhase.SWIGLU:
         return this.whole(s, SWIGLU_COST(c.hiddenDim));
       default:
-        return this.rows(s, first(matrix!), c.dim);
+        return this.rows(s, first(matrix!), c.dim, 1, [layer, "down"]);
     }
   }
 
-  /** The phase is done: on to the next (after a prompt token's last layer, its next position). */
+  /** The positions the run's batch computes (two while a prompt is read, else one). */
+  private get lanes(): number {
+    return batchLanes(this.position, this.promptTokens);
+  }
+
+  /** The position lane `lane` computes: lane 0 the batch's last. */
+  private lanePosition(lane: number): number {
+    return this.position + this.lanes - 1 - lane;
+  }
+
+  /**
+   * The phase is done: on to the next. After a batch's last layer, on to the position after
+   * it while that is still the prompt's (the batch samples nothing); else to the final norm
+   * of its last position.
+   */
   private next(): boolean {
     this.cursor = 0;
-    if (this.phase + 1 === PHASES_PER_LAYER * this.layers + TokenPhase.FINAL_NORM && this.position + 1 < this.promptTokens) {
-      this.position += 1;
-      this.phase = 0;
-    } else this.phase += 1;
+    if (this.phase + 1 === PHASES_PER_LAYER * this.layers + TokenPhase.FINAL_NORM) {
+      const last = this.lanePosition(0);
+      if (last + 1 < this.promptTokens) {
+        this.position = last + 1;
+        this.phase = 0;
+        return true;
+      }
+      this.position = last;
+    }
+    this.phase += 1;
     return true;
   }
 
+  /** A phase done whole, once a position of the batch. */
   private whole(s: DryStep, cost: number): boolean {
-    s.spend(cost);
+    s.spend(this.lanes * cost);
     return this.next();
   }
 
-  private rows(s: DryStep, matrix: number, total: number): boolean {
+  /**
+   * Rows from the cursor of the phase's `matrices` stacked matrices (`total` rows), as many
+   * as the budget allows. The cost counts the first matrix's row length, padding included.
+   * A batch of two pays for its plan first (`BATCH_FIXED_COST`, then the phase reads the
+   * section), then per row by the plan of its lanes' inputs, `input` (a layer's rows').
+   */
+  private rows(s: DryStep, matrix: number, total: number, matrices: number, input: [number, RowsInput] | null): boolean {
     const padded = this.artifact.matrices[matrix].rowBytes - ROW_PREFIX;
-    const perRow = ROW_COST(padded), fixed = ROWS_FIXED_COST(padded);
-    if (s.budget < fixed + perRow) throw new Stop();
-    this.need(s, matrix);
-    const n = Math.min(Math.floor((s.budget - fixed) / perRow), total - this.cursor);
-    s.budget -= fixed + n * perRow;
+    let perRow: number;
+    if (this.lanes === 1) {
+      perRow = ROW_COST(padded);
+      const fixed = ROWS_FIXED_COST(padded, matrices);
+      if (s.budget < fixed + perRow) throw new Stop();
+      this.need(s, matrix);
+      s.budget -= fixed;
+    } else {
+      s.spend(BATCH_FIXED_COST(padded));
+      this.need(s, matrix);
+      const plan = this.plan(input!, padded);
+      perRow = BATCH_ROW_COST(plan.kernel, plan.segments);
+      const slice = BATCH_SLICE_COST(plan.call, plan.remainder, matrices);
+      if (s.budget < slice + perRow) throw new Stop(); // the plan's cost stays spent: the step ends
+      s.budget -= slice;
+    }
+    const n = Math.min(Math.floor(s.budget / perRow), total - this.cursor);
+    s.budget -= n * perRow;
     this.cursor += n;
     return this.cursor === total ? this.next() : true;
   }
 
+  /** The batch's plan of a layer's rows: from its two lanes' inputs to them. */
+  private plan([layer, kind]: [number, RowsInput], padded: number): BatchPlan {
+    const key = `${this.position}:${layer}:${kind}:${padded}`;
+    let plan = this.plans.get(key);
+    if (!plan) {
+      // Every batch is two prompt positions: the integer core runs the prompt up to its last.
+      this.activations ??= promptActivations(this.artifact, this.tokens, this.promptTokens);
+      const lane = (l: number) => this.activations![this.lanePosition(l)][layer][kind];
+      plan = planBatch(lane(0), lane(1), padded);
+      this.plans.set(key, plan);
+    }
+    this.onPlan?.(plan);
+    return plan;
+  }
+
+  /** Heads from the cursor, each lane's in turn (lane x heads + head), as the budget allows. */
   private attention(s: DryStep): boolean {
-    const c = this.artifact.config;
-    const perHead = HEAD_COST(headSize(c), this.position + 1);
-    if (s.budget < COST_ATTENTION + perHead) throw new Stop();
-    const n = Math.min(Math.floor((s.budget - COST_ATTENTION) / perHead), c.heads - this.cursor);
-    s.budget -= COST_ATTENTION + n * perHead;
-    this.cursor += n;
-    return this.cursor === c.heads ? this.next() : true;
+    const c = this.artifact.config, items = this.lanes * c.heads;
+    let budget = s.budget - COST_ATTENTION, cursor = this.cursor;
+    while (cursor < items) {
+      // A head costs as many positions as its lane attends.
+      const cost = HEAD_COST(headSize(c), this.lanePosition(Math.floor(cursor / c.heads)) + 1);
+      if (budget < cost) break;
+      budget -= cost;
+      cursor += 1;
+    }
+    if (cursor === this.cursor) throw new Stop();
+    s.budget = budget;
+    this.cursor = cursor;
+    return cursor === items ? this.next() : true;
   }
 
   private idsThatFit(s: DryStep, perId: number, fixed: number): number {
@@ -351,9 +421,12 @@ function charLength(text: Uint8Array, i: number): number {
 /**
  * Count the steps of a run opened with `shape` whose tokens (the prompt's, opening token
  * first, then the generated ones) are `tokens`, as the page's integer core chooses them.
+ * `onPlan` is shown the plan of every slice of a batch's rows, in order (as the program
+ * makes one a slice).
  */
-export function countSteps(artifact: Artifact, tokenizer: Tokenizer, shape: RunShape, tokens: number[]): StepCount {
-  const m = new DryMachine(artifact, tokenizer, shape, tokens);
+export function countSteps(artifact: Artifact, tokenizer: Tokenizer, shape: RunShape, tokens: number[],
+  onPlan?: (plan: BatchPlan) => void): StepCount {
+  const m = new DryMachine(artifact, tokenizer, shape, tokens, onPlan);
   const tokenSteps: number[] = [], sections: number[][] = [];
   let chosen = 0;
   while (m.state !== FINISHED) {

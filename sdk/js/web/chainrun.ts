@@ -45,7 +45,7 @@ function storage(): Storage | null {
 /** Sessions kept in this browser until their runs are closed (the seed of a throwaway key). */
 const store: SessionStore = {
   save(run, seed, owner) {
-    storage()?.setItem(KEPT + run, JSON.stringify({ seed: btoa(String.fromCharCode(...seed)), owner }));
+    storage()?.setItem(KEPT + run, JSON.stringify({ seed: btoa(String.fromCharCode(...seed)), owner, at: Date.now() }));
   },
   load(run) {
     const text = storage()?.getItem(KEPT + run);
@@ -63,9 +63,19 @@ const store: SessionStore = {
   },
 };
 
+/** The runs whose session keys this browser keeps, the most recently opened first. */
 function keptRuns(): string[] {
   const kept = storage();
-  return kept ? Object.keys(kept).filter((k) => k.startsWith(KEPT)).map((k) => k.slice(KEPT.length)) : [];
+  if (!kept) return [];
+  const when = (key: string): number => {
+    try {
+      return Number((JSON.parse(kept.getItem(key) ?? "{}") as { at?: number }).at) || 0;
+    } catch {
+      return 0;
+    }
+  };
+  const keys = Object.keys(kept).filter((k) => k.startsWith(KEPT));
+  return keys.sort((a, b) => when(b) - when(a)).map((k) => k.slice(KEPT.length));
 }
 
 function status(text: string, kind: "info" | "bad" | "ok" = "info"): void {
@@ -125,7 +135,9 @@ function showCost(p: RunPlan): void {
     `Fees: ${lamports(p.fees.total)} (opening ${lamports(p.fees.open)}, ${p.count.steps} steps at ${lamports(p.fees.step)}, ` +
     `closing ${lamports(p.fees.close)}). Locked until the close at the end, then returned: the run account's rent, ` +
     `${lamports(p.rent)} (${p.runSize.toLocaleString("en-US")} bytes), and ${lamports(p.funding)} for a session key ` +
-    `that pays the steps. The wallet is asked twice: to open the run and to close it.`;
+    `that pays the steps. The wallet is asked twice: to open the run and to close it.` +
+    (p.nodeFees === null ? "" : ` The node says these transactions cost ${lamports(p.nodeFees)} in fees (getFeeForMessage); ` +
+      `computed from their messages, as validators charge them: ${lamports(p.fees.total)}, which is what this counts.`);
   Object.assign(cost.dataset, {
     steps: String(p.count.steps), fees: String(p.fees.total), rent: String(p.rent), session: String(p.funding),
   });
