@@ -159,6 +159,7 @@ class Localnet(BlockProduction):
             self.clock = SlotClock(seed, genesis_time(), slot_duration, now)
         else:
             meta = self.ledger.meta
+            seed = meta.genesis_hash
             self.clock = SlotClock(meta.genesis_hash, meta.genesis_time, slot_duration, now)
             try:
                 restore(self, self.ledger)
