@@ -20,6 +20,7 @@ names the file, field, offset or account at fault and what was expected. The CLI
     │   ├── StepPlanError           the run mirror cannot plan the step asked of it
     │   ├── InsufficientFundsError  the payer cannot pay what the plan costs
     │   ├── ProgramCheckError       the program id does not hold a shipped build (or is unknown)
+    │   ├── PriceCapError           a compute-unit price is above the cap; nothing was sent
     │   └── NodeMismatchError       a node's answer breaks the runtime's rules or another node's
     ├── RpcError                    the RPC node answered with an error or not at all
     │   ├── RpcCallError            the node answered a call with a JSON-RPC error object
@@ -138,6 +139,10 @@ class InsufficientFundsError(ChainError):
 
 class ProgramCheckError(ChainError):
     """The program id is unknown here, or does not hold a shipped build (or the named hash)."""
+
+
+class PriceCapError(ChainError):
+    """A compute-unit price (read from the node, or given) is above the cap; nothing was sent."""
 
 
 class NodeMismatchError(ChainError):

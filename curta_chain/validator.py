@@ -35,6 +35,7 @@ from solders.pubkey import Pubkey
 from curta_chain.constants import LOCALNET_PROGRAM_ID
 from curta_chain.errors import LocalnetError
 from curta_chain.reporting import NullReporter, Reporter
+from curta_chain.user_data import data_folder, record_local_cluster
 
 __all__ = [
     "EXECUTABLE",
@@ -76,8 +77,7 @@ _STOP_TIMEOUT = 30.0
 
 def install_folder(version: str = PINNED_VERSION, environ: Mapping[str, str] = os.environ) -> Path:
     """The folder scripts/install-test-validator.sh installs ``version``'s binary into."""
-    data = environ.get("XDG_DATA_HOME") or str(Path(environ.get("HOME", "~")) / ".local/share")
-    return Path(data).expanduser() / "curta-chain" / "agave" / version / "bin"
+    return data_folder(environ) / "agave" / version / "bin"
 
 
 def find_validator(environ: Mapping[str, str] = os.environ) -> Path | None:
@@ -273,6 +273,8 @@ class ValidatorProcess:
         self.url = ports.url
         self.ws_url = ports.ws_url
         self.output: collections.deque[str] = collections.deque(maxlen=40)
+        self.genesis_hash = ""
+        """Its genesis hash, once it answers (recorded as this user's local cluster)."""
         try:
             self.process = subprocess.Popen(
                 command,
@@ -319,6 +321,8 @@ class ValidatorProcess:
         node = cls(command, ports, ledger)
         try:
             node.wait_ready(timeout)
+            node.genesis_hash = node.read_genesis_hash()
+            record_local_cluster(node.genesis_hash, "curta-chain localnet --validator", node.url)
         except BaseException:
             node.stop()
             raise
@@ -349,6 +353,21 @@ class ValidatorProcess:
                         f"{timeout:.0f} s (its log: {self.ledger / 'validator.log'})"
                     )
                 time.sleep(_POLL_SECONDS)
+
+    def read_genesis_hash(self) -> str:
+        """The running validator's genesis hash (getGenesisHash).
+
+        Raises:
+            LocalnetError: it does not answer one.
+        """
+        body = {"jsonrpc": "2.0", "id": 1, "method": "getGenesisHash"}
+        try:
+            genesis = httpx.post(self.url, json=body, timeout=30).json().get("result")
+        except (httpx.HTTPError, ValueError, AttributeError) as exc:
+            raise LocalnetError(f"{EXECUTABLE} at {self.url}: no genesis hash: {exc}") from exc
+        if not isinstance(genesis, str):
+            raise LocalnetError(f"{EXECUTABLE} at {self.url}: no genesis hash ({genesis!r:.80})")
+        return genesis
 
     def why_exited(self, when: str) -> str:
         """One line: the exit status and the last thing the validator said."""
@@ -415,7 +434,8 @@ def run_validator(
     try:
         reporter.line(f"Ledger {ledger} (log: {ledger / 'validator.log'})")
         reporter.line(f"Faucet at {ports.faucet_address}")
-        reporter.line(f"Program {LOCALNET_PROGRAM_ID} preloaded: pass --program-id with it")
+        reporter.line(f"Program {LOCALNET_PROGRAM_ID} preloaded")
+        reporter.line(f"Genesis hash {node.genesis_hash} (recorded as this user's local cluster)")
         reporter.line(f"PubSub websocket at {ports.ws_url}")
         reporter.line(f"Validator ready at {ports.url}")
         node.wait()

@@ -34,7 +34,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlencode
 
-from reference_client import Client
 from solders.keypair import Keypair
 from solders.pubkey import Pubkey
 
@@ -47,6 +46,10 @@ from curta_chain.cli.keypairs import write_keypair
 from curta_chain.constants import LAMPORTS_PER_SOL, LOCALNET_PROGRAM_ID
 from curta_chain.localnet import start_in_thread
 from curta_chain.web import start_web_server
+
+# solana-py's reference client, called from plain code: the tests' (tests/reference_client.py).
+sys.path.append(str(Path(__file__).resolve().parents[1] / "tests"))
+from reference_client import Client
 
 CHROMIUM = "/usr/bin/chromium"
 FLAGS = [

@@ -48,7 +48,6 @@ from solders.pubkey import Pubkey
 
 from curta_chain.artifact import Artifact
 from curta_chain.artifact.synthetic import synthetic_artifact
-from curta_chain.chain import run_pipeline
 from curta_chain.chain.context import ChainContext
 from curta_chain.chain.deploy import deploy, plan_deploy
 from curta_chain.chain.effects import Effects
@@ -56,16 +55,17 @@ from curta_chain.chain.features import TxVersionChoice, select_build
 from curta_chain.chain.keys import default_program_keypair
 from curta_chain.chain.publish import plan_publish, publish
 from curta_chain.chain.rpc import RpcClient
-from curta_chain.chain.run_onchain import run_on_chain
 from curta_chain.chain.seal import seal, seal_cost
 from curta_chain.chain.sender import Sender, SendStats, wait_for_signature
 from curta_chain.chain.specs import Budget, TxSpec
 from curta_chain.chain.transport import HttpTransport
 from curta_chain.constants import LAMPORTS_PER_SOL, LOCALNET_PROGRAM_ID
 from curta_chain.inference import IntModel, SamplingSettings, Tokenizer, plan_run
+from curta_chain.onchain import pipeline
+from curta_chain.onchain.mirror import RunMirror
+from curta_chain.onchain.run import run_on_chain
+from curta_chain.onchain.run_account import opened_run_data
 from curta_chain.program import ModelState
-from curta_chain.program.run_account import opened_run_data
-from curta_chain.program.run_mirror import RunMirror
 from curta_chain.reporting import Progress
 
 PROGRAM_ID = Pubkey.from_string(LOCALNET_PROGRAM_ID)
@@ -322,7 +322,7 @@ def main() -> None:
     parser.add_argument(
         "--pipeline-blocks",
         type=int,
-        default=run_pipeline.PIPELINE_BLOCKS,
+        default=pipeline.PIPELINE_BLOCKS,
         help="blocks' worth of a run's steps kept in flight (a deeper queue keeps the "
         "localnet's slots full while its LiteSVM, slower than a slot, makes a block)",
     )
@@ -337,7 +337,7 @@ def main() -> None:
         parser.error("--quick --record compares with the clean scenario: add it to --scenarios")
     if args.record and not args.quick and args.rounds > 1:
         parser.error("--record without --quick records one round: leave --rounds out")
-    run_pipeline.PIPELINE_BLOCKS = args.pipeline_blocks
+    pipeline.PIPELINE_BLOCKS = args.pipeline_blocks
     artifacts = [("stories260K", stories260k())]
     if not args.quick:
         artifacts.append(("stories15M shape", synthetic_artifact()))
@@ -528,8 +528,7 @@ def record_cluster(rounds: list[dict[str, list[Row]]], versions: list[str], seed
         )
     notes.append(
         "The localnet's seed fixes which transactions it loses; each round had its own "
-        f"(seeds {seed} to {seed + count - 1}). docs/reliability.md has the sender's times "
-        "before its overdue rules."
+        f"(seeds {seed} to {seed + count - 1})."
     )
     if "limits" in rounds[0]:
         notes.append(

@@ -126,7 +126,7 @@ def measure(url: str, folder: Path) -> list[list[str]]:
         "--on-chain",
         "-i",
         "Once upon a time",
-        "-n",
+        "--steps",
         str(TOKENS),
         "-t",
         "0",

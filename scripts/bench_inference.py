@@ -4,7 +4,7 @@
   compiled with the program's flags and linked with a harness entrypoint, run in LiteSVM
   on rows of 288 and 768 columns; the marginal cost of the rows added between two sizes.
 - openRun, a step, closeRun, and the step transactions per token, from runs of the shipped
-  program in LiteSVM, each step checked against the mirror (``program.run_mirror``).
+  program in LiteSVM, each step checked against the mirror (``onchain.mirror``).
 
 The ratio printed beside CU/MAC is against 25 CU/MAC, a published Rust INT8 matvec's.
 """
@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 from build_program import CFLAGS, CLANG, PROGRAM_DIR, WARNINGS
-from sbpf_link import link
+from sbpf_linker import link
 from solders.account import Account
 from solders.compute_budget import set_compute_unit_limit
 from solders.instruction import AccountMeta, Instruction
@@ -34,8 +34,10 @@ from solders.pubkey import Pubkey
 from solders.system_program import CreateAccountParams, TransferParams, create_account, transfer
 from solders.transaction import Transaction
 
-from curta_chain.artifact import Artifact, weights_hash
+from curta_chain.artifact import Artifact, ModelConfig, weights_hash
 from curta_chain.artifact.convert import convert_llama2c_bytes
+from curta_chain.artifact.llama2c import HEADER_SIZE as LLAMA2C_HEADER_SIZE
+from curta_chain.artifact.llama2c import parse_header, tensor_shapes
 from curta_chain.artifact.synthetic import STORIES15M, llama2c_checkpoint_bytes
 from curta_chain.constants import (
     HASH_CHUNK_SIZE,
@@ -43,15 +45,21 @@ from curta_chain.constants import (
     MAX_COMPUTE_UNITS,
     WEIGHT_HEADER_SIZE,
 )
-from curta_chain.program import (
-    MODEL_ACCOUNT_SIZE,
-    PROGRAM_BINARY,
+from curta_chain.onchain.mirror import RunMirror
+from curta_chain.onchain.run_account import (
     RUN_HEADER_SIZE,
-    ModelAccount,
-    ModelState,
     PromptKind,
     RunAccount,
     RunState,
+    batch_lanes,
+    run_account_size,
+)
+from curta_chain.onchain.schedule import STEP_BUDGET
+from curta_chain.program import (
+    MODEL_ACCOUNT_SIZE,
+    PROGRAM_BINARY,
+    ModelAccount,
+    ModelState,
     SectionSlot,
     WeightHeader,
     begin_sealing,
@@ -59,30 +67,36 @@ from curta_chain.program import (
     close_run,
     create_model,
     open_run,
-    run_account_size,
     seal_step,
     step,
 )
-from curta_chain.program.run_mirror import RunMirror
-from curta_chain.program.schedule import STEP_BUDGET
 
 PROGRAM_ID = Pubkey.from_string(LOCALNET_PROGRAM_ID)
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "tests" / "data" / "llama2c"
 PUBLISHED_RUST_CU_PER_MAC = 25
+PROMPT_13 = b"Once upon a time there was a little girl named Lily"
+"""A prompt of 13 tokens (the opening token included) in the Llama 2 vocabulary."""
 HARNESS = r"""
 typedef unsigned char uint8_t;
 typedef unsigned long uint64_t;
 typedef long int64_t;
-void row_sums(const uint8_t *rows, uint64_t row_bytes, uint64_t count, const int64_t *x,
-              int64_t *out);
+typedef struct {
+  const uint8_t *rows;
+  uint64_t row_bytes;
+  uint64_t count;
+  uint64_t columns;
+  uint64_t init;
+} RowSpan;
+void row_sums(const RowSpan *span, const uint64_t *x, uint64_t *out);
 /* One account: [u64 rows][u64 row bytes][x: row bytes - 8 i64][the rows][rows i64 out]. */
 uint64_t entrypoint(uint8_t *input) {
   uint8_t *data = input + 8 + 88;
   uint64_t rows = *(uint64_t *)data, row_bytes = *(uint64_t *)(data + 8);
-  int64_t *x = (int64_t *)(data + 16);
+  uint64_t *x = (uint64_t *)(data + 16);
   uint8_t *matrix = data + 16 + 8 * (row_bytes - 8);
-  row_sums(matrix, row_bytes, rows, x, (int64_t *)(matrix + rows * row_bytes));
+  RowSpan span = {matrix + 8, row_bytes, rows, row_bytes - 8, 0};
+  row_sums(&span, x, (uint64_t *)(matrix + rows * row_bytes));
   return 0;
 }
 """
@@ -264,6 +278,30 @@ def stories15m() -> Artifact:
     return convert_llama2c_bytes(checkpoint, tokenizer, "stories15M-shaped", "tokenizer.bin")
 
 
+def loud(checkpoint: bytes, tokenizer: bytes, norm_gain: float, weight_gain: float = 1) -> Artifact:
+    """A llama2.c checkpoint's artifact with its normalization weights times ``norm_gain`` and
+    its matrices times ``weight_gain``: large activations (a batch's plan then cuts its
+    columns into several segments, or runs them plain) and, loud enough, saturated ones."""
+    config, shared = parse_header(checkpoint, "checkpoint")
+    values = np.frombuffer(checkpoint, "<f4", offset=LLAMA2C_HEADER_SIZE).copy()
+    at = 0
+    for name, shape in tensor_shapes(config, shared):
+        size = int(np.prod(shape))
+        if "normalization" in name:
+            values[at : at + size] *= norm_gain
+        elif name != "rotary tables":
+            values[at : at + size] *= weight_gain
+        at += size
+    louder = checkpoint[:LLAMA2C_HEADER_SIZE] + values.tobytes()
+    return convert_llama2c_bytes(louder, tokenizer, "a loud checkpoint", "tokenizer")
+
+
+def loud_stories15m(norm_gain: float, weight_gain: float = 1) -> Artifact:
+    """``stories15m``, loud (``loud``)."""
+    tokenizer = (DATA / "tokenizer.bin").read_bytes()
+    return loud(llama2c_checkpoint_bytes(STORIES15M, seed=15), tokenizer, norm_gain, weight_gain)
+
+
 def per_token(stats: RunStats) -> list[int]:
     """Step transactions of each generated token (the position that chose it)."""
     counts: dict[int, int] = {}
@@ -357,22 +395,57 @@ def inference_tables() -> dict[str, Table]:
     }
 
 
-def prompt_position_transactions() -> int:
-    """Step transactions of a prompt position of the stories15M shape (no classifier)."""
-    stats = run_stats(stories15m(), [1, 1], 3)
-    return sum(1 for position, _, _ in stats.steps if position < stats.prompt_tokens - 1)
+PROMPT_IDS = [1, *range(300, 312)]
+"""Thirteen token ids every vocabulary here has (stories260K's is 512)."""
+GENERATED = 9
+
+
+def macs_a_token(config: ModelConfig) -> int:
+    """A generated token's multiply-accumulates: every layer's matrices, then the classifier."""
+    dim, kv, hidden = config.dim, config.kv_dim, config.hidden_dim
+    layer = dim * (2 * dim + 2 * kv) + 3 * dim * hidden
+    return config.n_layers * layer + config.vocab_size * dim
+
+
+def run_figures(artifact: Artifact) -> list[float]:
+    """A greedy 13-token prompt, then 1 and 9 new tokens: the step transactions a prompt
+    position takes (those before the last, two a batch), those a generated token takes and
+    its compute units a MAC (the 9-token run less the 1-token one, over 8 tokens)."""
+    one = run_stats(artifact, PROMPT_IDS, len(PROMPT_IDS) + 1)
+    nine = run_stats(artifact, PROMPT_IDS, len(PROMPT_IDS) + GENERATED)
+    prompt = sum(1 for position, _, _ in one.steps if position < len(PROMPT_IDS) - 1)
+    tokens = GENERATED - 1
+    units = sum(u for _, u, _ in nine.steps) - sum(u for _, u, _ in one.steps)
+    return [
+        prompt / (len(PROMPT_IDS) - 1),
+        (len(nine.steps) - len(one.steps)) / tokens,
+        units / tokens / macs_a_token(artifact.config),
+    ]
+
+
+def runs_table() -> Table:
+    """Per model, a 13-token prompt and 9 new tokens: transactions and units (``run_figures``)."""
+    rows = []
+    for name, artifact in (("stories15M-shaped", stories15m()), ("stories260K", stories260k())):
+        prompt, token, mac = run_figures(artifact)
+        rows.append([name, f"**{prompt:.2f}**", f"**{token:.2f}**", f"**{mac:.3f}**"])
+    columns = [
+        "model (greedy, a 13-token prompt, 9 new tokens)",
+        "step transactions a prompt position",
+        "a generated token",
+        "CU per MAC over a generated token",
+    ]
+    return columns, rows
 
 
 def print_inference(record_them: bool = False) -> None:
     """Print the inference tables; with ``record_them``, append them to docs/numbers/."""
-    tables = inference_tables()
-    prompt = prompt_position_transactions()
+    tables = {**inference_tables(), "inference_cu_runs": runs_table()}
     for columns, rows in tables.values():
         print("\n| " + " | ".join(columns) + " |")
         print("| --- |" + " ---: |" * (len(columns) - 1))
         for row in rows:
             print("| " + " | ".join(row) + " |")
-    print(f"\na stories15M-shaped prompt position: {prompt} step transactions")
     digest = hashlib.sha256(PROGRAM_BINARY.read_bytes()).hexdigest()[:16]
     print(f"(program sha256 {digest}...; measured in solders' LiteSVM)")
     if not record_them:
@@ -384,21 +457,26 @@ def print_inference(record_them: bool = False) -> None:
         "inference_cu_matvec": "Inference on chain: the matrix kernel",
         "inference_cu_instructions": "Inference on chain: the run's instructions",
         "inference_cu_tokens": "Inference on chain: transactions and units a token",
+        "inference_cu_runs": "Inference on chain: a prompt read in batches, then new tokens",
     }
     summaries = {
         "inference_cu_matvec": "In solders' LiteSVM, the program's build (sha256 "
-        f"{digest}...); compute units do not depend on the machine. Every step checked "
-        "against the mirror (`program.run_mirror`).",
+        f"`{digest}`...); compute units do not depend on the machine. Every step checked "
+        "against the mirror (`onchain.mirror`).",
         "inference_cu_instructions": "",
         "inference_cu_tokens": "stories260K with its real weights; the stories15M shape with "
         "synthetic weights and the real 32,000-token vocabulary. A late token: the run moved "
         "to that position, its earlier keys and values left zero (a step's slices depend on "
         "the position, not the values).",
+        "inference_cu_runs": "Token ids 1 and 300 to 311, greedy. A prompt position: the steps "
+        "before the prompt's last position (its positions two at a time, a batch each), over "
+        "its 12 positions. A generated token: the run with 9 new tokens less the one with 1, "
+        "over 8 tokens; its compute units over its multiply-accumulates (15,187,968 on the "
+        "stories15M shape).",
     }
     notes = {
-        "inference_cu_tokens": "A prompt position costs less (no classifier): "
-        f"{prompt} transactions on the stories15M shape. Attention grows with the position; "
-        "on stories260K (head size 8) it outweighs the matrices late in its 512-token context."
+        "inference_cu_tokens": "Attention grows with the position; on stories260K (head size 8) "
+        "it outweighs the matrices late in its 512-token context."
     }
     for bench, (columns, rows) in tables.items():
         record(
@@ -419,42 +497,72 @@ _LAYER_PHASES = ("norm", "qkv rows", "rotary", "attention", "output rows", "norm
                  "gate/up rows", "SwiGLU", "down rows")  # fmt: skip
 
 
-def _phase_kind(state: int, sample_pass: int, phase: int, layers: int) -> str:
+def _phase_kind(state: int, sample_pass: int, phase: int, layers: int, batch: bool) -> str:
     if state == 0:
         return ("tokenizer characters", "tokenizer pairs", "tokenizer merges")[min(phase, 2)]
     if phase == 0:
         return "embedding"
     if phase <= 9 * layers:
-        return _LAYER_PHASES[(phase - 1) % 9]
+        kind = _LAYER_PHASES[(phase - 1) % 9]
+        return f"{kind}, batch of two" if batch else kind
     kind = ("norm", "classifier rows", "sampling")[min(phase - 1 - 9 * layers, 2)]
     return f"{kind} pass {sample_pass}" if kind == "sampling" else kind
 
 
-def calibration_ratios(logs: list[list[str]], layers: int) -> dict[str, tuple[float, int]]:
+def calibration_ratios(
+    logs: list[list[str]], layers: int, prompt_tokens: int
+) -> dict[str, tuple[float, int]]:
     """Per phase kind: the largest real / estimated compute units, and how many phases.
 
     The calibration build logs, around every phase a step runs, the compute units left
-    (before and after) and its state, phase and estimate (step.c, ``CALIBRATE``).
+    (before and after) and its state, phase and estimate, then a batch's plan (step.c,
+    ``CALIBRATE``).
     """
     out: dict[str, tuple[float, int]] = {}
     for lines in logs:
         left: list[int] = []  # a phase that did not fit logs the first count only
+        plan_next = False  # each phase's line is followed by its plan's
         for line in lines:
             if m := _REMAINING.match(line):
                 left.append(int(m.group(1)))
-            elif line.startswith("Program log: 0x"):
+            elif line.startswith("Program log: 0x") and (plan_next := not plan_next):
                 packed, phase, _, _, estimate = (
                     int(v, 16) for v in line.split(": ")[1].split(", ")
                 )
                 real = left[-2] - left[-1] - LOG_CALL_UNITS
-                kind = _phase_kind((packed >> 8) & 0xFF, packed & 0xFF, phase, layers)
+                state, position = (packed >> 8) & 0xFF, packed >> 16
+                batch = state == 1 and batch_lanes(position, prompt_tokens) == 2
+                kind = _phase_kind(state, packed & 0xFF, phase, layers, batch)
                 ratio, count = out.get(kind, (0.0, 0))
                 out[kind] = (max(ratio, real / estimate), count + 1)
     return out
 
 
+def step_overheads(program: bytes, artifact: Artifact) -> dict[int, int]:
+    """A run's first step, on the calibration build, with the sections it reads and with all:
+    per count of accounts named, the step's units besides its phases' (at most: the logging's
+    own bookkeeping is counted in)."""
+    out = {}
+    for every in (False, True):
+        chain = _Chain.sealed(artifact, program)
+        run, _ = _open_run(chain, artifact, [1, 300], 3, (0, 0, 0))
+        mirror = RunMirror(artifact, bytes(chain.svm.get_account(run.pubkey()).data))
+        sections = range(1, len(chain.weights)) if every else mirror.plan().sections
+        keys = [chain.weights[0], *(chain.weights[i] for i in sections)]
+        ix = step(PROGRAM_ID, run.pubkey(), chain.model, keys, 0)
+        units = chain.send([set_compute_unit_limit(MAX_COMPUTE_UNITS), ix])
+        lines = chain.logs[-1]
+        counts = [int(m.group(1)) for line in lines if (m := _REMAINING.match(line))]
+        phases = sum(
+            counts[i] - counts[i + 1] - LOG_CALL_UNITS for i in range(0, len(counts) - 1, 2)
+        )
+        logs = len(counts) + sum(1 for line in lines if line.startswith("Program log: 0x"))
+        out[2 + len(keys)] = units - phases - LOG_CALL_UNITS * logs
+    return out
+
+
 def print_calibration() -> int:
-    """Build with -DCALIBRATE, run both models (greedy, sampled, late), print the ratios.
+    """Build with -DCALIBRATE, run both models (greedy, sampled, late, loud), print the ratios.
 
     Returns 1 when a phase ever cost more than its estimate: the cost model needs a refit.
     """
@@ -470,12 +578,15 @@ def print_calibration() -> int:
         (small, b"Once upon a time", 40, nucleus, 0),
         (small, [1] * 511, 512, greedy, 510),  # attention at the end of the context
         (large, b"Once upon a time", 8, greedy, 0),
+        (large, PROMPT_13, 14, greedy, 0),  # batches of two through the prompt
         (large, [1], 3, nucleus, 0),
         (large, [1] * 255, 256, greedy, 254),
+        (loud_stories15m(64, 100), [1, 300, 400], 5, nucleus, 0),  # plain, saturated rows
     ):
         logs: list[list[str]] = []
-        run_stats(artifact, prompt, capacity, position, program, logs, sampling)
-        for kind, (ratio, count) in calibration_ratios(logs, artifact.config.n_layers).items():
+        stats = run_stats(artifact, prompt, capacity, position, program, logs, sampling)
+        layers = artifact.config.n_layers
+        for kind, (ratio, count) in calibration_ratios(logs, layers, stats.prompt_tokens).items():
             old_ratio, old_count = ratios.get(kind, (0.0, 0))
             ratios[kind] = (max(old_ratio, ratio), old_count + count)
     print("\n| phase | phases measured | largest real / estimated compute units |")

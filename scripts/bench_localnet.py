@@ -26,11 +26,13 @@ The last line printed is JSON.
 
     .venv/bin/python scripts/bench_localnet.py [--count 2000] [--ledger] [--section-bytes N]
         [--blocks] [--skip-preflight] [--rounds N] [--record]
-    .venv/bin/python scripts/bench_localnet.py --execution-costs
+    .venv/bin/python scripts/bench_localnet.py --execution-costs [--record]
 
 With ``--blocks --record`` it appends the CPU ratios to docs/numbers/busy_localnet.jsonl;
 with ``--record`` alone it runs today's localnet and one serving ``--ledger`` side by side,
-taking turns the same way, and appends both to docs/numbers/localnet.jsonl.
+taking turns the same way, and appends both to docs/numbers/localnet.jsonl; with
+``--execution-costs --record`` it appends the costs to
+docs/numbers/localnet_execution_costs.jsonl.
 """
 
 import argparse
@@ -331,18 +333,47 @@ def record_blocks(
     )
 
 
-def execution_costs(sizes: tuple[int, ...] = (16_384, 262_144, 2_020_000, 10_483_712)) -> None:
+def execution_costs(
+    sizes: tuple[int, ...] = (16_384, 262_144, 2_020_000, 10_483_712), keep: bool = False
+) -> None:
     """Print what one write costs LiteSVM, in-process, by the size of the account written.
 
     For each size: a simulation, a send, a write that runs the program but fails before it
     writes (an offset past the end), applying a simulation's outcome (``post_accounts()``
     and ``set_account`` of the two accounts it wrote), and a plain copy of as many bytes
     (numpy, the baseline), each the mean over 200. Block mode's preflight is the simulation.
+    With ``keep`` the table is appended to docs/numbers/localnet_execution_costs.jsonl.
     """
     print("account bytes | simulate | send | failing write | apply a simulation | memcpy (µs)")
+    rows = []
     for section in sizes:
         costs = write_costs(section)
-        print(f"{WEIGHT_HEADER_SIZE + section:>13,} | " + " | ".join(f"{c:,.0f}" for c in costs))
+        rows.append([f"{WEIGHT_HEADER_SIZE + section:,}", *(f"{c:,.0f}" for c in costs)])
+        print(" | ".join(rows[-1]))
+    if keep:
+        from numbers_page import record
+
+        record(
+            "localnet_execution_costs",
+            "What a write costs LiteSVM, by account size",
+            ".venv/bin/python scripts/bench_localnet.py --execution-costs --record",
+            [
+                "account bytes",
+                "simulate",
+                "send",
+                "a write that fails before writing",
+                "apply a simulation's outcome",
+                "memcpy of as many bytes",
+            ],
+            rows,
+            "µs a write of 1,000 bytes into a weight account, in-process, the mean of 200: "
+            "a simulation (block mode's preflight), a send, a write that runs the program but "
+            "fails before writing, applying a simulation's outcome (`post_accounts()` and "
+            "`set_account`), and numpy copying as many bytes (the baseline).",
+            "The runtime copies an account on the program's first write into it, whole: the "
+            "cost of a write grows with its account, and a write that fails first costs the "
+            "same at any size.",
+        )
 
 
 def write_costs(section: int, count: int = 200) -> tuple[float, ...]:
@@ -455,7 +486,7 @@ def record_throughput(
         ["mode", "tx/s", "server µs CPU a tx", "with `--ledger`: tx/s", "server µs CPU a tx"],
         rows,
         f"sendTransaction over HTTP with preflight, {args.count:,} writes of {size:,} bytes a "
-        f"mode, today's localnet and one with `--ledger` (each transaction fsynced to its log) "
+        f"mode, the default localnet and one with `--ledger` (each transaction fsynced to its log) "
         f"side by side, taking turns mode by mode ({args.rounds} round(s)); then the same "
         "transactions in a bare LiteSVM in this process (sigverify on).",
     )
@@ -490,11 +521,12 @@ def main() -> int:
     parser.add_argument(
         "--record",
         action="store_true",
-        help="with --blocks: append the CPU ratios to docs/numbers/busy_localnet.jsonl",
+        help="append to docs/numbers/: the throughput, with --blocks the CPU ratios, with "
+        "--execution-costs the costs",
     )
     args = parser.parse_args()
     if args.execution_costs:
-        execution_costs()
+        execution_costs(keep=args.record)
         return 0
     if args.record and args.ledger:
         parser.error("--record runs a --ledger localnet beside today's: drop --ledger")

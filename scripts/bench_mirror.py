@@ -15,8 +15,8 @@ import time
 from bench_inference import stories15m, stories260k
 from solders.pubkey import Pubkey
 
-from curta_chain.program.run_account import opened_run_data
-from curta_chain.program.run_mirror import RunMirror
+from curta_chain.onchain.mirror import RunMirror
+from curta_chain.onchain.run_account import opened_run_data
 
 PROMPT = [1, 300, 400, 450, 500, 100]
 """Token ids every vocabulary has (stories260K's is 512)."""

@@ -196,8 +196,6 @@ def step_time() -> int:
             "add about 1 ms a transaction, see the localnet's CPU a transaction). The steps of "
             "a greedy 32-token stories260K run and of a stories15M-shaped token, and 15 seal "
             "steps of a 1 MB section, a transfer timed before each as the baseline.",
-            "Before the upgrade, solders 0.26's LiteSVM took 61 ms for the 1.19 M-unit matvec "
-            "transaction on a quiet machine and 174-500 ms with both cores busy (issue 29).",
         )
     return 0
 

@@ -41,9 +41,9 @@ import sys
 import time
 from collections.abc import Awaitable
 from dataclasses import replace
+from pathlib import Path
 from typing import TypeVar
 
-from reference_client import Client
 from solana.rpc.commitment import Confirmed
 from solana.rpc.models import TxOpts
 from solders.keypair import Keypair
@@ -72,6 +72,10 @@ from curta_chain.constants import (
     WEIGHT_HEADER_SIZE,
 )
 from curta_chain.localnet.current_bank import reuse_freed_memory
+
+# solana-py's reference client, called from plain code: the tests' (tests/reference_client.py).
+sys.path.append(str(Path(__file__).resolve().parents[1] / "tests"))
+from reference_client import Client
 
 PROGRAM_ID = Pubkey.from_string(LOCALNET_PROGRAM_ID)
 T = TypeVar("T")

@@ -1,15 +1,27 @@
-"""Benchmark: the integer pass's speed against float numpy, and its top-1 agreement.
+"""Benchmark: the integer pass's speed against float numpy and llama2.c, and its agreement.
 
     .venv/bin/python scripts/bench_run.py [--tokens N] [--repeat R] [--prompts P]
         [--model demo|stories260K] [--agreement-only] [--record]
+    .venv/bin/python scripts/bench_run.py --llama2c PATH [--rounds 3] [-n 256] [--record]
 
 Speed: a synthetic checkpoint of stories15M's shapes (dim 288, hidden 768, 6 layers,
-vocabulary 32,000, context 256; seed 15, as bench_convert.py) is converted, then both
+vocabulary 32,000, context 256; seed 15, as bench_convert.py) is converted, then the
 passes generate greedily, one token at a time with their key/value caches: the integer
-pass (``curta_chain.inference``) on the artifact, and llama2.c's float32 pass in numpy
-(``FloatReference``) on the checkpoint's own floats, the baseline. They alternate R
-times on one core (BLAS limited to one thread); the best run of each is printed, with
-the ratio.
+pass in numpy (``IntModel``) and in the program's C (``NativeModel``) on the artifact, and
+llama2.c's float32 pass in numpy (``FloatReference``) on the checkpoint's own floats, the
+baseline. They alternate R times on one core (BLAS limited to one thread); the best run
+of each is printed, with the ratios.
+
+Against llama2.c (``--llama2c``, a path to its run.c or to a llama2.c checkout): run.c is
+built twice here, with -O3 (its Makefile's ``make run``) and with -Ofast -march=native
+(``make runfast`` with the README's -march=native), and the same stories15M-shaped
+checkpoint is written as llama2.c's files and as an artifact. Then whole processes, as a
+user types them: ``curta-chain run ARTIFACT`` and each run.c build on the checkpoint, the
+same -n, -t, -p and -s, in turn, for ``--rounds`` rounds after one unmeasured round (page
+cache, the native build). Each prints its tokens a second, which run.c and ``run`` count
+alike (every token after the first, over the time since the first); the table gives the
+median of each, the median wall time of its whole process, and both as ratios to run.c
+-Ofast -march=native (above 1: curta-chain is faster).
 
 Agreement: ``--model demo`` (the default) is the demo model trained here
 (``curta_chain/demo``, docs/demo-model.md) with its own tokenizer; ``--model stories260K``
@@ -26,7 +38,7 @@ upon a time" that are in the corpus generator's vocabulary (docs/demo-model.md).
 
 ``--record`` appends what ran to docs/numbers/ (scripts/numbers_page.py renders it): the
 speed to inference.jsonl, stories260K's agreement to agreement.jsonl, the demo model's
-to demo_model.jsonl.
+to demo_model.jsonl, the side-by-side with llama2.c to llama2c.jsonl.
 """
 
 import os
@@ -36,7 +48,11 @@ for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
 
 import argparse  # noqa: E402
 import re  # noqa: E402
+import shutil  # noqa: E402
+import statistics  # noqa: E402
+import subprocess  # noqa: E402
 import sys  # noqa: E402
+import tempfile  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
@@ -44,6 +60,7 @@ import numpy as np  # noqa: E402
 from cut_tokenizer import cut  # noqa: E402  (scripts/, on the path as the script's folder)
 from demo_corpus import vocabulary  # noqa: E402
 
+from curta_chain.artifact import write_artifact  # noqa: E402
 from curta_chain.artifact.convert import convert_llama2c_bytes  # noqa: E402
 from curta_chain.artifact.llama2c import parse_checkpoint  # noqa: E402
 from curta_chain.artifact.synthetic import (  # noqa: E402
@@ -66,6 +83,9 @@ from curta_chain.inference import (  # noqa: E402
     sample,
     teacher_forcing_logits,
 )
+from curta_chain.inference.host_build import library  # noqa: E402
+from curta_chain.inference.native import NativeModel  # noqa: E402
+from curta_chain.inference.run import RunPlan  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[1] / "tests" / "data" / "llama2c"
 PROMPTS = [
@@ -81,14 +101,16 @@ PROMPTS = [
 POSITIONS = 128
 
 
-def speed(tokens: int, repeat: int) -> tuple[float, float]:
-    """Print and return the best tokens a second of the float and the integer pass."""
+def speed(tokens: int, repeat: int) -> tuple[float, float, float]:
+    """Print and return the best tokens a second of the float pass, the integer pass in
+    numpy and the integer pass in the program's C."""
     checkpoint = llama2c_checkpoint_bytes(STORIES15M, seed=15)
     tokenizer = llama2c_tokenizer_bytes(STORIES15M.vocab_size, seed=15)
     artifact = convert_llama2c_bytes(checkpoint, tokenizer, "15m.bin", "tok.bin")
     start = time.perf_counter()
     model = IntModel.from_artifact(artifact)
     load_s = time.perf_counter() - start
+    native = NativeModel.from_artifact(artifact, library())
     floats = FloatReference(parse_checkpoint(checkpoint, "15m.bin"))
     greedy = SamplingSettings(temperature=0)
 
@@ -101,6 +123,11 @@ def speed(tokens: int, repeat: int) -> tuple[float, float]:
             out.append(token)
         return time.perf_counter() - begin, out
 
+    def native_run() -> tuple[float, list[int]]:
+        begin = time.perf_counter()
+        out = list(generate(native, RunPlan((1,), tokens), greedy))
+        return time.perf_counter() - begin, out
+
     def float_run() -> tuple[float, list[int]]:
         cache, token, out = floats.empty_cache(), 1, []
         begin = time.perf_counter()
@@ -109,23 +136,28 @@ def speed(tokens: int, repeat: int) -> tuple[float, float]:
             out.append(token)
         return time.perf_counter() - begin, out
 
-    integer_s = float_s = float("inf")
+    integer_s = native_s = float_s = float("inf")
     for _ in range(repeat):
         seconds, int_tokens = integer_run()
         integer_s = min(integer_s, seconds)
+        seconds, native_tokens = native_run()
+        native_s = min(native_s, seconds)
         seconds, float_tokens = float_run()
         float_s = min(float_s, seconds)
+    assert native_tokens == int_tokens, "the program's C and numpy disagree"
     same = sum(a == b for a, b in zip(int_tokens, float_tokens, strict=True))
-    int_rate, float_rate = tokens / integer_s, tokens / float_s
+    int_rate, native_rate, float_rate = tokens / integer_s, tokens / native_s, tokens / float_s
     print(
         f"speed: stories15M shapes (synthetic, seed 15), {tokens} greedy tokens, best of {repeat}"
     )
     print(f"  model load      {load_s:.2f} s (artifact to IntModel)")
     print(f"  float numpy     {float_rate:7.1f} tokens/s  (llama2.c's pass in float32, baseline)")
-    print(f"  integer         {int_rate:7.1f} tokens/s  (target >= 50)")
+    print(f"  integer numpy   {int_rate:7.1f} tokens/s  (target >= 50)")
     print(f"  ratio           {int_rate / float_rate:7.2f}  (target >= 0.5)")
+    print(f"  integer C       {native_rate:7.1f} tokens/s  (the same tokens as numpy's)")
+    print(f"  ratio           {native_rate / float_rate:7.2f}")
     print(f"  same greedy tokens as float: {same}/{tokens} (random weights: near-ties abound)")
-    return float_rate, int_rate
+    return float_rate, int_rate, native_rate
 
 
 def continue_float(
@@ -218,7 +250,7 @@ def dictionary_words(tokens: int = 200) -> tuple[int, int]:
 
 def record_results(
     args: argparse.Namespace,
-    rates: tuple[float, float] | None,
+    rates: tuple[float, float, float] | None,
     agreed: list[tuple[str, int, np.ndarray]],
 ) -> None:
     """Append what ran to docs/numbers/ (inference, agreement or demo_model)."""
@@ -226,7 +258,7 @@ def record_results(
 
     command = " ".join([".venv/bin/python scripts/bench_run.py", *sys.argv[1:]])
     if rates is not None:
-        float_rate, int_rate = rates
+        float_rate, int_rate, native_rate = rates
         record(
             "inference",
             "Inference speed",
@@ -234,17 +266,19 @@ def record_results(
             ["pass", "tokens/s"],
             [
                 ["float numpy (baseline)", f"{float_rate:.1f}"],
-                ["integer", f"**{int_rate:.1f}** (target ≥ 50, {met(int_rate >= 50)})"],
+                ["integer, numpy", f"**{int_rate:.1f}** (target ≥ 50, {met(int_rate >= 50)})"],
                 [
                     "ratio",
                     f"**{int_rate / float_rate:.2f}** "
                     f"(target ≥ 0.5, {met(int_rate / float_rate >= 0.5)})",
                 ],
+                ["integer, the program's C", f"**{native_rate:.1f}**"],
+                ["ratio", f"**{native_rate / float_rate:.2f}**"],
             ],
             f"{args.tokens} greedy tokens one at a time on one core, a stories15M-shaped "
             "checkpoint (synthetic weights), against llama2.c's float32 pass in numpy on the "
-            f"checkpoint's own floats (best of {args.repeat}, the two alternating: the shared "
-            "machine's load falls on both).",
+            f"checkpoint's own floats (best of {args.repeat}, the three alternating: the shared "
+            "machine's load falls on all). The program's C gives numpy's tokens.",
         )
     positions = f"{agreed[0][1] // args.prompts:,}"
     labels = {"greedy": "greedy", "sampled T=1.0 top-p 0.9": "sampled, T = 1.0, top-p 0.9"}
@@ -280,6 +314,148 @@ def met(ok: bool) -> str:
     return "met" if ok else "not met"
 
 
+RUN_C_BUILDS = {
+    "run.c -O3": ("-O3",),
+    "run.c -Ofast -march=native": ("-Ofast", "-march=native"),
+}
+"""llama2.c's Makefile's `make run`, and `make runfast` with the README's -march=native."""
+FASTEST = "run.c -Ofast -march=native"
+CURTA = "curta-chain run"
+_RATE = {
+    CURTA: re.compile(r"\(([\d.]+) tokens/s"),
+    **dict.fromkeys(RUN_C_BUILDS, re.compile(r"achieved tok/s: ([\d.]+)")),
+}
+
+
+def run_c_source(path: Path) -> Path:
+    """run.c itself, from its path or a llama2.c checkout's."""
+    source = path / "run.c" if path.is_dir() else path
+    if not source.is_file():
+        raise SystemExit(f"--llama2c {path}: no run.c there")
+    return source
+
+
+def side_by_side(args: argparse.Namespace, folder: Path) -> dict[str, tuple[float, float]]:
+    """Build run.c twice, write the checkpoint both ways, time the three in turn.
+
+    Returns each command's median tokens a second and median wall seconds.
+    """
+    cc = os.environ.get("CC", "cc")
+    commands: dict[str, list[str]] = {}
+    checkpoint = llama2c_checkpoint_bytes(STORIES15M, seed=15)
+    tokenizer = llama2c_tokenizer_bytes(STORIES15M.vocab_size, seed=15)
+    (folder / "15m.bin").write_bytes(checkpoint)
+    (folder / "tok.bin").write_bytes(tokenizer)
+    artifact = folder / "15m.curta"
+    write_artifact(convert_llama2c_bytes(checkpoint, tokenizer, "15m.bin", "tok.bin"), artifact)
+    sampling = ["-n", str(args.n), "-t", args.temperature, "-p", args.top_p, "-s", str(args.seed)]
+    script = Path(sys.executable).parent / "curta-chain"
+    runner = [str(script)] if script.exists() else [sys.executable, "-m", "curta_chain"]
+    commands[CURTA] = [*runner, "run", str(artifact), *sampling]
+    for label, flags in RUN_C_BUILDS.items():
+        binary = folder / label.replace(" ", "_")
+        source = run_c_source(args.llama2c)
+        subprocess.run([cc, *flags, "-o", str(binary), str(source), "-lm"], check=True)
+        commands[label] = [str(binary), str(folder / "15m.bin"), "-z", str(folder / "tok.bin")]
+        commands[label] += sampling
+    rates: dict[str, list[float]] = {label: [] for label in commands}
+    walls: dict[str, list[float]] = {label: [] for label in commands}
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "1"}
+    for round_ in range(args.rounds + 1):  # round 0 warms the page cache and the native build
+        for label, argv in commands.items():
+            begin = time.perf_counter()
+            done = subprocess.run(argv, capture_output=True, text=True, env=env, check=False)
+            wall = time.perf_counter() - begin
+            found = _RATE[label].search(done.stderr)
+            if done.returncode != 0 or not found:
+                raise SystemExit(f"{label}: exit {done.returncode}: {done.stderr.strip()[-300:]}")
+            if round_:
+                rates[label].append(float(found.group(1)))
+                walls[label].append(wall)
+    return {
+        label: (statistics.median(rates[label]), statistics.median(walls[label]))
+        for label in commands
+    }
+
+
+def llama2c_rows(results: dict[str, tuple[float, float]]) -> list[list[str]]:
+    """The table: tokens a second, wall time, and both against run.c -Ofast -march=native."""
+    fast_rate, fast_wall = results[FASTEST]
+    rows = []
+    for label, (rate, wall) in results.items():
+        bold = "**" if label == CURTA else ""
+        rows.append(
+            [
+                f"`{label}`",
+                f"{rate:.1f}",
+                f"{wall:.2f}",
+                f"{bold}{rate / fast_rate:.2f}{bold}",
+                f"{bold}{fast_wall / wall:.2f}{bold}",
+            ]
+        )
+    return rows
+
+
+LLAMA2C_COLUMNS = [
+    "process",
+    "tokens/s (median)",
+    "wall s (median)",
+    "tokens/s ÷ -Ofast's",
+    "speed by wall time ÷ -Ofast's",
+]
+
+
+def against_llama2c(args: argparse.Namespace) -> None:
+    """Print (and with --record append) the side-by-side table against llama2.c's run.c."""
+    with tempfile.TemporaryDirectory(prefix="bench-llama2c-") as tmp:
+        results = side_by_side(args, Path(tmp))
+    rows = llama2c_rows(results)
+    summary = (
+        f"stories15M's shapes (synthetic weights, seed 15), `-n {args.n} -t {args.temperature} "
+        f"-p {args.top_p} -s {args.seed}` for each (at the context's end run.c makes -n tokens "
+        "and curta-chain one fewer: it keeps every token in the context); whole processes in "
+        f"turn, the median of {args.rounds} rounds after one unmeasured. `curta-chain run` "
+        "computes the chain's integers (the program's C, built for this machine); run.c "
+        "computes float32. Each "
+        "prints its tokens a second, counted alike: every token after the first, over the time "
+        "since the first. The ratios are to run.c -Ofast -march=native: above 1, curta-chain "
+        "is faster."
+    )
+    print(summary)
+    widths = [28, 18, 16, 20, 30]
+    for row in [LLAMA2C_COLUMNS, *rows]:
+        print(
+            "  ".join(
+                cell.replace("*", "").replace("`", "").ljust(w)
+                for cell, w in zip(row, widths, strict=True)
+            )
+        )
+    ratio = results[CURTA][0] / results[FASTEST][0]
+    wall_ratio = results[FASTEST][1] / results[CURTA][1]
+    verdict = met(ratio >= 1 and wall_ratio >= 1)
+    print(f"target: curta-chain run at least 1.0x run.c -Ofast -march=native: {verdict}")
+    if args.record:
+        from numbers_page import record
+
+        # The checkout's path is this machine's: the command names it LLAMA2C.
+        words = ["LLAMA2C" if Path(word) == args.llama2c else word for word in sys.argv[1:]]
+        command = " ".join([".venv/bin/python scripts/bench_run.py", *words])
+        notes = (
+            f"Target: `curta-chain run` at least 1.0x run.c -Ofast -march=native by both "
+            f"measures: {verdict}. LLAMA2C is a checkout of github.com/karpathy/llama2.c, or "
+            f"its run.c; the compiler `{shutil.which(os.environ.get('CC', 'cc'))}`."
+        )
+        record(
+            "llama2c",
+            "Off-chain run against llama2.c",
+            command,
+            LLAMA2C_COLUMNS,
+            rows,
+            summary,
+            notes,
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tokens", type=int, default=128)
@@ -288,7 +464,21 @@ def main() -> None:
     parser.add_argument("--model", choices=("demo", "stories260K"), default="demo")
     parser.add_argument("--agreement-only", action="store_true", help="skip the speed runs")
     parser.add_argument("--record", action="store_true", help="append the results to docs/numbers/")
+    parser.add_argument(
+        "--llama2c",
+        type=Path,
+        metavar="PATH",
+        help="run.c, or a llama2.c checkout: only the side-by-side against it",
+    )
+    parser.add_argument("--rounds", type=int, default=3, help="with --llama2c: measured rounds")
+    parser.add_argument("-n", type=int, default=256, help="with --llama2c: run.c's -n, both")
+    parser.add_argument("-t", dest="temperature", default="1.0", help="with --llama2c: both")
+    parser.add_argument("-p", dest="top_p", default="0.9", help="with --llama2c: both")
+    parser.add_argument("-s", dest="seed", type=int, default=1, help="with --llama2c: both")
     args = parser.parse_args()
+    if args.llama2c:
+        against_llama2c(args)
+        return
     rates = None if args.agreement_only else speed(args.tokens, args.repeat)
     agreed = agreement(args.prompts, args.model)
     if args.record:

@@ -305,7 +305,7 @@ def report(nodes: list[Node], version: str, args: argparse.Namespace) -> None:
             columns,
             table,
             summary=(
-                f"{version}, started by the script (free ports, the shipped program "
+                f"`{version}`, started by the script (free ports, the shipped program "
                 f"preloaded), and `curta-chain localnet` as its own process, side by side; "
                 f"the CLI as processes on each, taking turns command by command; "
                 f"`run --on-chain -n {args.steps}`."

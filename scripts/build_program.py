@@ -20,12 +20,13 @@ from collections import Counter
 from pathlib import Path
 
 try:
-    from gen_schedule import HEADER_PATH, c_header
-    from sbpf_alu32 import SignExtensionError
-    from sbpf_link import link
+    import gen_kernel
+    import gen_layout
+    import gen_schedule
+    from sbpf_linker import SignExtensionError, link
 except ModuleNotFoundError as missing:  # the venv lacks setup.sh's path file
     raise SystemExit(
-        f"{missing}: programs/curta is not on this environment's path; run bash scripts/setup.sh"
+        f"{missing}: programs/ is not on this environment's path; run bash scripts/setup.sh"
     ) from missing
 
 from curta_chain.errors import BuildError, InputError
@@ -45,6 +46,12 @@ CFLAGS = [
     "-mllvm", "-pre-RA-sched=source",
 ]  # fmt: skip
 """How every object is compiled (then ``-mcpu``): the build's and the linker tests' code."""
+GENERATED_HEADERS = (
+    (gen_schedule, "curta_chain/onchain/schedule.py's table"),
+    (gen_layout, "curta_chain/artifact/layout.py"),
+    (gen_kernel, "scripts/gen_kernel.py's assembly"),
+)
+"""The headers generated from Python, each with its generator; a build refuses a stale one."""
 WARNINGS = ["-Wall", "-Wextra", "-Werror"]
 """The program's sources (and the tests' stand-in) compile without a warning."""
 
@@ -81,18 +88,19 @@ def build_one(build: ProgramBuild, extra_flags: tuple[str, ...] = ()) -> tuple[b
     """Compile every source for ``build`` and link them; return the bytes and the -mcpu used.
 
     Every source starts at the build's first ``-mcpu``. When the v3 link refuses a source's
-    ALU32 code (a sign-extended 32-bit result read as 64 bits: ``sbpf_alu32``), that source
+    ALU32 code (a sign-extended 32-bit result read as 64 bits: ``sbpf_linker.alu32``), that source
     alone is compiled again with the next ``-mcpu`` and the link retried, so the sources the
     proof accepts keep their v3 code. ``extra_flags`` go to clang after the usual ones
     (``-DCALIBRATE`` for the build that logs every phase's compute units:
     scripts/bench_program_cu.py --calibrate).
     """
-    schedule = ROOT / HEADER_PATH
-    if not schedule.exists() or schedule.read_text() != c_header():
-        raise BuildError(
-            f"{HEADER_PATH} differs from curta_chain/program/schedule.py's table: "
-            "run python scripts/gen_schedule.py"
-        )
+    for generator, source in GENERATED_HEADERS:
+        header = ROOT / generator.HEADER_PATH
+        if not header.exists() or header.read_text() != generator.c_header():
+            raise BuildError(
+                f"{generator.HEADER_PATH} differs from {source}: "
+                f"run python scripts/{generator.__name__}.py"
+            )
     sources = sorted(p.relative_to(PROGRAM_DIR) for p in (PROGRAM_DIR / "src").glob("*.c"))
     if not sources:
         raise BuildError(f"{PROGRAM_DIR / 'src'}: no C sources")

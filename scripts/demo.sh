@@ -3,8 +3,8 @@
 # llama2.c model and tokenizer trained here: docs/demo-model.md), deploy our own program,
 # publish, seal, verify, and let it tell a story: from the file, from the chain, and on
 # chain with the mirror checking every step. Everything it writes goes to ./out/demo (a
-# Solana CLI config of its own included: deploy records the program id there); the
-# localnet stops at the end.
+# Solana CLI config of its own included: deploy records the program id there; git ignores
+# out/); the localnet stops at the end, and the last lines say what to try next.
 #
 #   CURTA_DEMO_PORT  the localnet's port (default: a free one the localnet picks)
 #   CURTA_DEMO_OUT   where it writes (default: out/demo)
@@ -14,7 +14,8 @@ DEMO=curta_chain/demo
 OUT=${CURTA_DEMO_OUT:-out/demo}
 PORT=${CURTA_DEMO_PORT:-0}
 
-[ -x .venv/bin/curta-chain ] || bash scripts/setup.sh
+# The Python environment only: the demo needs none of the Node suites' packages.
+[ -x .venv/bin/curta-chain ] || bash scripts/setup.sh --no-node
 CLI=.venv/bin/curta-chain
 rm -rf "$OUT" && mkdir -p "$OUT"
 
@@ -57,12 +58,22 @@ $CLI publish "$OUT/demo.curta" "${CHAIN[@]}" -k "$OUT/id.json" | tee "$OUT/publi
 MODEL=$(sed -n 's/^Model: //p' "$OUT/publish.log")
 echo "== seal $MODEL"
 $CLI seal "$MODEL" "$OUT/demo.curta" "${CHAIN[@]}" -k "$OUT/id.json"
+echo "== status: what the chain holds, and the next step"
+$CLI status "$MODEL" "${CHAIN[@]}"
 echo "== verify"
 $CLI verify "$MODEL" "$OUT/demo.curta" "${CHAIN[@]}" --require-final
-$CLI status "$MODEL" "${CHAIN[@]}"
 echo "== run: the sealed model read from the chain, the same story as from the file"
 $CLI run "$MODEL" "${CHAIN[@]}" -i "Once upon a time" -n 120 -t 0
 echo "== run --on-chain: the program computes the same tokens, the mirror checks every step"
 $CLI run "$MODEL" "${CHAIN[@]}" -k "$OUT/id.json" --on-chain -i "Once upon a time" --steps 12 -t 0
 echo "== run --on-chain with no prompt: the opening token alone, as llama2.c's run.c with no -i"
 $CLI run "$MODEL" "${CHAIN[@]}" -k "$OUT/id.json" --on-chain -n 6 -t 0
+
+echo "== done: everything it wrote is in $OUT"
+echo "demo.curta (the artifact), id.json (the keypair the faucet funded), config.yml (the"
+echo "program id deploy recorded), ledger/ (the localnet's chain) and localnet.log."
+echo "Next, from $PWD:"
+echo "  $CLI web    # the page: the demo model in the browser, no node needed"
+echo "  $CLI localnet --ledger $OUT/ledger    # this chain again; then, in another terminal,"
+echo "  $CLI web --model $MODEL    # the page verifies the sealed model"
+echo "and the README's \"The workflow on the localnet\": these steps by hand."

@@ -17,6 +17,12 @@
   manual clock).
 - ``funded_keypair``: ``fund(localnet.url)`` for the ``localnet`` fixture.
 - ``own_home`` (every test): ``HOME`` is an empty folder of the test's own.
+- The per-user data folder (``XDG_DATA_HOME``), where each localnet records its genesis hash
+  as this user's local cluster when it starts (``curta_chain.user_data``), is one folder of
+  this test process's own, set before any fixture starts a localnet (a module's localnet
+  serves tests with different HOMEs) and inherited by every process a test starts; the
+  user's own is never written. The validator the user built there is put on ``PATH`` first,
+  so the validator tier still finds it.
 - ``sdk``: ``sdk/js`` with its npm packages, built once a session (``dist/``); skipped
   without node (failed under ``CI``), failed without the packages (``node_packages``).
 
@@ -29,13 +35,16 @@ Data, session-scoped and never modified (the reference files are copied first):
   checkpoint of the largest model the spec allows converted (18 sections, 79 MB).
 """
 
+import atexit
 import fcntl
 import os
+import shutil
 import signal
 import socket
 import struct
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -57,13 +66,23 @@ from curta_chain.artifact.synthetic import (
     synthetic_artifact,
 )
 from curta_chain.constants import LAMPORTS_PER_SOL
+from curta_chain.errors import BuildError
+from curta_chain.inference.host_build import compiler
 from curta_chain.localnet import LocalnetHandle, ManualClock, start_in_thread
 from curta_chain.localnet.current_bank import reuse_freed_memory
+from curta_chain.validator import find_validator
 
 # The tests' own LiteSVMs (tests/program) run in this process too: as the localnet's do.
 reuse_freed_memory()
 # A shell that ignores Ctrl-C passes the ignore on: every child starts with the default.
 processes.default_ctrl_c()
+
+_validator = find_validator()
+if _validator is not None:
+    os.environ["PATH"] = f"{_validator.parent}{os.pathsep}{os.environ.get('PATH', '')}"
+_DATA_HOME = tempfile.mkdtemp(prefix="curta-data-")
+os.environ["XDG_DATA_HOME"] = _DATA_HOME
+atexit.register(shutil.rmtree, _DATA_HOME, ignore_errors=True)
 
 READY_TIMEOUT = 120.0
 """Seconds a localnet subprocess may take to replay its ledger and listen."""
@@ -101,6 +120,24 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     return TierScheduling(config, log)
 
 
+NATIVE_CACHE = Path(tempfile.gettempdir()) / f"curta-chain-tests-{os.getuid()}" / "cache"
+"""The tests' per-user cache: ``run`` builds the program's C for the host there once for
+every test and process (its key is the sources' hash), not once for each HOME."""
+
+
+def _c_compiler() -> bool:
+    try:
+        compiler()
+    except BuildError:
+        return False
+    return True
+
+
+C_COMPILER = _c_compiler()
+"""Without one, ``run`` would open every test's stderr with a note that it runs numpy
+(tests/inference/test_native.py tests that note): the tests ask for numpy instead."""
+
+
 @pytest.fixture(autouse=True)
 def nothing_left_running() -> Iterator[None]:
     """Every process a test started (``tests/processes.py``) is gone when it ends."""
@@ -113,10 +150,14 @@ def own_home(tmp_path_factory, monkeypatch) -> Path:
     """Every test (and every process it starts) gets an empty HOME of its own.
 
     Chain commands read the Solana CLI config in ``~/.config/solana/cli`` (where ``deploy``
-    records program ids): a test must never read or write the real one.
+    records program ids): a test must never read or write the real one. The per-user cache
+    is the tests' own too (``NATIVE_CACHE``).
     """
     home = tmp_path_factory.mktemp("home")
     monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(NATIVE_CACHE))
+    if not C_COMPILER:
+        monkeypatch.setenv("CURTA_CHAIN_NATIVE", "0")
     return home
 
 

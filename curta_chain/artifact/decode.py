@@ -16,6 +16,7 @@ from curta_chain.artifact.layout import (
     BLOCK_OFFSETS_OFFSET,
     CONFIG_FIELDS,
     CONFIG_OFFSET,
+    DESCRIPTOR_FORMAT,
     DESCRIPTOR_SIZE,
     HEADER_FIELDS_END,
     HEADER_SIZE,
@@ -42,7 +43,11 @@ from curta_chain.artifact.llama2c import is_checkpoint
 from curta_chain.artifact.model import Artifact
 from curta_chain.artifact.tables import exp_table, inv_sqrt_head_size, rotary_table, silu_table
 from curta_chain.artifact.tezw import MAGIC as TEZW_MAGIC
-from curta_chain.artifact.tokenizer import scores_from_keys, sorted_token_ids
+from curta_chain.artifact.tokenizer import (
+    is_sorted_token_ids,
+    scores_from_keys,
+    sorted_token_ids,
+)
 from curta_chain.constants import MAX_SECTION_SIZE, MAX_SECTIONS
 from curta_chain.errors import ArtifactError
 
@@ -103,7 +108,7 @@ def decode_artifact(data: bytes, source: str = "<bytes>") -> Artifact:
     return Artifact(
         config=config,
         data=data,
-        sections=tuple(data[start : start + n] for start, n in zip(starts, sections, strict=True)),
+        section_lengths=tuple(sections),
         matrices=descriptors,
         blocks=blocks,
         inv_sqrt_head_size=inv_sqrt,
@@ -250,7 +255,7 @@ def _matrix_table(
     count = config.matrix_count
     got = [
         MatrixDescriptor(
-            *struct.unpack_from("<IIIIQ", data, MATRIX_TABLE_OFFSET + DESCRIPTOR_SIZE * i)
+            *struct.unpack_from(DESCRIPTOR_FORMAT, data, MATRIX_TABLE_OFFSET + DESCRIPTOR_SIZE * i)
         )
         for i in range(count)
     ]
@@ -373,9 +378,9 @@ def _tokenizer(
         )
     _expect_zero(data, strings_end, length0, "section zero padding", fail)
     ids = np.frombuffer(data, dtype="<u4", count=vocab, offset=blocks[5])
-    tokens = [data[o : o + n] for o, n in zip(offsets.tolist(), lengths.tolist(), strict=True)]
-    want = sorted_token_ids(tokens)
-    if (ids != want).any():
+    if not is_sorted_token_ids(ids, data, offsets, lengths):
+        tokens = [data[o : o + n] for o, n in zip(offsets.tolist(), lengths.tolist(), strict=True)]
+        want = sorted_token_ids(tokens)  # the sort names the first wrong slot
         slot = int(np.argmax(ids != want))
         fail(
             f"byte {blocks[5] + 4 * slot:,} (sorted token id {slot}): {ids[slot]}, expected "

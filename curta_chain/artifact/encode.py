@@ -13,6 +13,7 @@ import numpy as np
 from curta_chain.artifact.layout import (
     BLOCK_OFFSETS_OFFSET,
     CONFIG_OFFSET,
+    DESCRIPTOR_FORMAT,
     DESCRIPTOR_SIZE,
     HEADER_SIZE,
     INV_SQRT_OFFSET,
@@ -120,7 +121,7 @@ def encode_parts(parts: ArtifactParts) -> bytes:
         offset += length
     for index, desc in enumerate(descriptors):
         struct.pack_into(
-            "<IIIIQ", header, MATRIX_TABLE_OFFSET + DESCRIPTOR_SIZE * index,
+            DESCRIPTOR_FORMAT, header, MATRIX_TABLE_OFFSET + DESCRIPTOR_SIZE * index,
             desc.section, desc.columns, desc.rows, desc.row_bytes, desc.offset,
         )  # fmt: skip
 

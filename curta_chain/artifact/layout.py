@@ -1,7 +1,11 @@
 """Where everything sits in a CURTAW01 artifact: constants, configuration, canonical layout.
 
 Both the encoder and the decoder take their positions from here, so the file has exactly
-one layout: the decoder compares what a header says with what this module computes.
+one layout: the decoder compares what a header says with what this module computes. The
+other languages read this module's constants through generated files, never by hand:
+``scripts/gen_layout.py`` writes ``programs/curta/layout.h`` (the program's C) and
+``sdk/js/src/layout.generated.ts`` (the TypeScript SDK) from them, each constant under the
+name it has here.
 """
 
 from dataclasses import dataclass
@@ -30,7 +34,12 @@ WEIGHT_BIAS: Final = 128
 """A stored weight byte is the int8 weight plus this."""
 TOKEN_ENTRY_SIZE: Final = 16
 SECTION_ENTRY_SIZE: Final = 16
+"""A section table entry: the section's u64 offset, then its u64 length."""
+SECTION_LENGTH_OFFSET: Final = 8
+"""The length's place in its section table entry."""
 DESCRIPTOR_SIZE: Final = 24
+DESCRIPTOR_FORMAT: Final = "<IIIIQ"
+"""A matrix descriptor's fields (``MatrixDescriptor``'s, in order), little-endian."""
 
 # Header byte offsets.
 CONFIG_OFFSET: Final = 8
@@ -53,25 +62,33 @@ CONFIG_FIELDS: Final = (
 )
 MAX_HEAD_SIZE: Final = 64
 
-BLOCK_NAMES: Final = (
-    "normalization coefficients",
-    "rotary coefficients",
-    "exponential table",
-    "SiLU table",
-    "tokenizer entries",
-    "sorted token ids",
-    "token strings",
+BLOCKS: Final = (
+    # (identifier, name in messages), in the order of the header's block offsets
+    ("NORM", "normalization coefficients"),
+    ("ROTARY", "rotary coefficients"),
+    ("EXP", "exponential table"),
+    ("SILU", "SiLU table"),
+    ("TOKEN_ENTRIES", "tokenizer entries"),
+    ("SORTED_IDS", "sorted token ids"),
+    ("TOKEN_STRINGS", "token strings"),
 )
-LAYER_MATRIX_NAMES: Final = (
-    "query",
-    "key",
-    "value",
-    "attention output",
-    "ffn gate",
-    "ffn down",
-    "ffn up",
+"""Section zero's seven blocks."""
+BLOCK_NAMES: Final = tuple(name for _, name in BLOCKS)
+MODEL_MATRICES: Final = (("EMBEDDING", "token embedding"), ("CLASSIFIER", "classifier"))
+"""The matrix table's first two entries, before every layer's."""
+LAYER_MATRICES: Final = (
+    # (identifier, name in messages), in the matrix table's order within a layer
+    ("QUERY", "query"),
+    ("KEY", "key"),
+    ("VALUE", "value"),
+    ("OUTPUT", "attention output"),
+    ("GATE", "ffn gate"),
+    ("DOWN", "ffn down"),
+    ("UP", "ffn up"),
 )
-MATRICES_PER_LAYER: Final = 7
+"""A layer's matrices: layer ``l``'s matrix ``k`` is entry ``2 + 7 l + k`` of the table."""
+LAYER_MATRIX_NAMES: Final = tuple(name for _, name in LAYER_MATRICES)
+MATRICES_PER_LAYER: Final = len(LAYER_MATRICES)
 
 
 def round_up(value: int, multiple: int) -> int:
@@ -166,11 +183,9 @@ class MatrixDescriptor:
 
 def matrix_name(index: int) -> str:
     """Return a readable name for matrix ``index``, e.g. ``layer 2 key``."""
-    if index == 0:
-        return "token embedding"
-    if index == 1:
-        return "classifier"
-    layer, kind = divmod(index - 2, MATRICES_PER_LAYER)
+    if index < len(MODEL_MATRICES):
+        return MODEL_MATRICES[index][1]
+    layer, kind = divmod(index - len(MODEL_MATRICES), MATRICES_PER_LAYER)
     return f"layer {layer} {LAYER_MATRIX_NAMES[kind]}"
 
 

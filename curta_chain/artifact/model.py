@@ -1,6 +1,7 @@
 """``Artifact``: a decoded, validated CURTAW01 file and typed views of what it holds."""
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -26,7 +27,7 @@ class Artifact:
     Attributes:
         config: the model's shape.
         data: the whole file.
-        sections: each section's bytes, section zero (with the header) first.
+        section_lengths: each section's length, section zero (with the header) first.
         matrices: the matrix table, in table order.
         blocks: the offsets of section zero's seven blocks (``BLOCK_NAMES`` order).
         inv_sqrt_head_size: 1/sqrt(head size) with 24 fractional bits.
@@ -35,11 +36,27 @@ class Artifact:
 
     config: ModelConfig
     data: bytes
-    sections: tuple[bytes, ...]
+    section_lengths: tuple[int, ...]
     matrices: tuple[MatrixDescriptor, ...]
     blocks: tuple[int, ...]
     inv_sqrt_head_size: int
     source: str = field(default="<bytes>", compare=False)
+
+    @cached_property
+    def sections(self) -> tuple[bytes, ...]:
+        """Each section's bytes, section zero first, copied from ``data`` when first read.
+
+        A run from a file reads ``data`` in place and never copies them.
+        """
+        starts = self.section_starts
+        return tuple(
+            self.data[a : a + n] for a, n in zip(starts, self.section_lengths, strict=True)
+        )
+
+    @property
+    def section_starts(self) -> tuple[int, ...]:
+        """Where each section starts in ``data``: they follow one another from byte 0."""
+        return tuple(sum(self.section_lengths[:i]) for i in range(len(self.section_lengths)))
 
     @property
     def tied(self) -> bool:
@@ -89,7 +106,7 @@ class Artifact:
     def stored_rows(self, index: int) -> np.ndarray:
         """Return matrix ``index`` as a (rows, row length) uint8 view of its stored rows."""
         desc = self.matrices[index]
-        start = sum(len(s) for s in self.sections[: desc.section]) + desc.offset
+        start = self.section_starts[desc.section] + desc.offset
         rows = np.frombuffer(self.data, dtype=np.uint8, count=desc.size, offset=start)
         return rows.reshape(desc.rows, desc.row_bytes)
 
@@ -121,9 +138,9 @@ class Artifact:
         config = self.config
         offset = 0
         sections = []
-        for index, section in enumerate(self.sections):
-            sections.append({"index": index, "offset": offset, "length": len(section)})
-            offset += len(section)
+        for index, length in enumerate(self.section_lengths):
+            sections.append({"index": index, "offset": offset, "length": length})
+            offset += length
         return {
             "source": self.source,
             "format": "CURTAW01",

@@ -38,6 +38,44 @@ def sorted_token_ids(tokens: Sequence[bytes]) -> np.ndarray:
     return np.array(order, dtype=np.uint32)
 
 
+def is_sorted_token_ids(
+    ids: np.ndarray, data: bytes, offsets: np.ndarray, lengths: np.ndarray
+) -> bool:
+    """True when ``ids`` is ``sorted_token_ids`` of the tokens, checked without a sort.
+
+    Token ``i`` is ``data[offsets[i] : offsets[i] + lengths[i]]``. ``ids`` must hold every
+    id once, each adjacent pair in order: bytes ascending, ids ascending where the bytes are
+    equal; that is the one sorted order. The bytes are compared as rows padded with zeros,
+    the shorter row first where the padded rows are equal (a proper prefix, or equal
+    strings): the same order as the strings'. Rows go a block at a time, to bound memory.
+    """
+    count = lengths.size
+    if ids.size != count or (np.bincount(ids, minlength=count) != 1).any():
+        return False  # not every id once (an id past the vocabulary makes bincount longer)
+    raw = np.frombuffer(data, dtype=np.uint8)
+    width = int(lengths.max(initial=0))
+    columns = np.arange(width)
+    ids = ids.astype(np.int64)
+    for first in range(0, count - 1, _SORT_BLOCK):
+        pair = ids[first : first + _SORT_BLOCK + 1]  # a block's rows and the next block's first
+        inside = columns < lengths[pair, None]
+        rows = np.where(inside, raw[offsets[pair, None] + np.where(inside, columns, 0)], 0)
+        before, after = rows[:-1], rows[1:]
+        differs = before != after
+        at = differs.argmax(axis=1)
+        step = np.arange(at.size)
+        by_bytes = before[step, at] < after[step, at]
+        shorter, longer = lengths[pair[:-1]], lengths[pair[1:]]
+        by_length = (shorter < longer) | ((shorter == longer) & (pair[:-1] < pair[1:]))
+        if not np.where(differs.any(axis=1), by_bytes, by_length).all():
+            return False
+    return True
+
+
+_SORT_BLOCK = 4_096
+"""Rows compared at once by ``is_sorted_token_ids`` (4,096 x 128 bytes at most)."""
+
+
 @dataclass(frozen=True, eq=False)
 class Vocabulary:
     """Tokens and their float32 merge scores, indexed by id."""

@@ -8,7 +8,7 @@ from solders.pubkey import Pubkey
 from curta_chain.chain.rpc import AccountInfo, RpcClient
 from curta_chain.constants import WEIGHT_HEADER_SIZE
 from curta_chain.errors import AccountError
-from curta_chain.program import MODEL_ACCOUNT_SIZE, ModelAccount, WeightHeader
+from curta_chain.program import MODEL_ACCOUNT_SIZE, ModelAccount, SectionSlot, WeightHeader
 from curta_chain.program.accounts import MODEL_AUTHORITY_OFFSET, model_discriminator
 
 ZERO_KEY = Pubkey.default()
@@ -76,6 +76,23 @@ async def read_weight_head(
         raise AccountError(f"{address} is not a weight account: {exc}") from exc
 
 
+def binding_problem(
+    address: Pubkey, index: int, slot: SectionSlot, header: WeightHeader
+) -> str | None:
+    """Why the weight account of ``address``'s slot ``index`` is not bound to it (None: it is).
+
+    Its header must name this model, this slot and the slot's length: a section is read only
+    where the model and its weight account agree on what it is.
+    """
+    if (header.model, header.section_index, header.section_length) == (address, index, slot.length):
+        return None
+    return (
+        f"weight account {slot.weight_account} is bound to section {header.section_index} of "
+        f"{header.model} ({header.section_length:,} bytes), not to section {index} of "
+        f"{address} ({slot.length:,} bytes)"
+    )
+
+
 async def read_section(client: RpcClient, address: Pubkey, length: int) -> bytes:
     """Return the ``length`` section bytes held after weight account ``address``'s header."""
     return await client.account_data(address, WEIGHT_HEADER_SIZE, length)
@@ -96,16 +113,9 @@ async def read_bound_sections(
         *(read_weight_header(client, program_id, s.weight_account) for s in model.sections)
     )
     for index, (slot, header) in enumerate(zip(model.sections, headers, strict=True)):
-        if (header.model, header.section_index, header.section_length) != (
-            address,
-            index,
-            slot.length,
-        ):
-            raise AccountError(
-                f"weight account {slot.weight_account} is bound to section "
-                f"{header.section_index} of {header.model} ({header.section_length} bytes), "
-                f"not to section {index} of {address} ({slot.length} bytes)"
-            )
+        problem = binding_problem(address, index, slot, header)
+        if problem is not None:
+            raise AccountError(problem)
     return list(
         await asyncio.gather(
             *(read_section(client, s.weight_account, s.length) for s in model.sections)

@@ -78,7 +78,7 @@ async def close_cost(ctx: ChainContext, address: Pubkey) -> int:
     _check_closable(address, model, ctx.authority.pubkey())
     weights, last = ctx.transactions.closes(address, _bound(model))
     kinds = [(last, 1)] + ([(weights[0], len(weights))] if weights else [])
-    return await estimate_fees(ctx.client, ctx.payer.pubkey(), kinds)
+    return await estimate_fees(ctx.client, ctx.payer.pubkey(), kinds, ctx.reporter)
 
 
 async def close(ctx: ChainContext, address: Pubkey, recipient: Pubkey | None = None) -> CloseResult:

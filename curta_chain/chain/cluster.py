@@ -1,13 +1,16 @@
-"""Which cluster a URL or a genesis hash is: the embedded localnet, this machine, or not.
+"""Which cluster a node is: a local test cluster this user started, this machine, mainnet.
 
-A cluster is known by its genesis hash, never by its URL: the embedded localnet reports a
-fixed one. A loopback URL says only that the node runs on this machine (no compute budget
-is needed there, and a refused connection suggests starting a localnet).
+A cluster is known by its genesis hash. A loopback URL says only that the node runs on this
+machine (no compute budget is needed there, and a refused connection suggests starting a
+localnet): another user's process, or a tunnel to a real cluster, may listen there too. So a
+node is a local test cluster (spending without a prompt, the built-in program id) only when
+its URL is loopback and its genesis hash is one this user's own ``curta-chain localnet`` or
+``localnet --validator`` recorded when it started (``user_data``).
 """
 
 from urllib.parse import ParseResult, urlparse
 
-from curta_chain.constants import LOCALNET_GENESIS_HASH
+from curta_chain.user_data import recorded_local_clusters
 
 MAINNET_BETA_GENESIS_HASH = "5eykt4UsFv8P8NJdTREpY1vzqKqZKvdpKuc147dw2N9d"
 """mainnet-beta's genesis hash: real money, and no faucet."""
@@ -18,9 +21,15 @@ def is_mainnet(genesis_hash: str) -> bool:
     return genesis_hash == MAINNET_BETA_GENESIS_HASH
 
 
-def is_localnet(genesis_hash: str) -> bool:
-    """Whether a cluster with this genesis hash is the embedded localnet."""
-    return genesis_hash == LOCALNET_GENESIS_HASH
+def is_local_cluster(url: str, genesis_hash: str) -> bool:
+    """Whether the node at ``url``, answering ``genesis_hash``, is a local test cluster.
+
+    True only for a loopback URL and a genesis hash this user's localnet (or validator)
+    recorded when it started: any other node is a real cluster, whatever it says.
+    """
+    if not is_loopback(url):
+        return False
+    return any(entry["genesis_hash"] == genesis_hash for entry in recorded_local_clusters())
 
 
 def is_loopback(url: str) -> bool:

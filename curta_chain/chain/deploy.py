@@ -26,6 +26,7 @@ from solders.system_program import ID as SYSTEM_PROGRAM_ID
 
 from curta_chain.chain import loader
 from curta_chain.chain.context import ChainContext
+from curta_chain.chain.deploy_transactions import DeployTransactions
 from curta_chain.chain.features import TxVersion, select_tx_version
 from curta_chain.chain.fees import estimate_fees
 from curta_chain.chain.keys import buffer_keypair
@@ -33,7 +34,7 @@ from curta_chain.chain.plan import NewAccount, WritePiece, differing_pieces
 from curta_chain.chain.program_check import DeployedProgram, read_program
 from curta_chain.chain.rent import checked_rent, plan_new_accounts, require_funds
 from curta_chain.chain.rpc import RpcClient
-from curta_chain.chain.specs import Budget, DeployTransactions, TxSpec
+from curta_chain.chain.specs import Budget, TxSpec
 from curta_chain.errors import AccountError, ProgramCheckError
 from curta_chain.program import ShippedProgram
 from curta_chain.reporting import counted, sol
@@ -233,7 +234,7 @@ async def plan_deploy(
     kinds = _fee_kinds(
         payer, program, buffer_keypair(payer, genesis_hash, program_id, build), plan, budget
     )
-    fees = await estimate_fees(client, payer.pubkey(), kinds)
+    fees = await estimate_fees(client, payer.pubkey(), kinds, ctx.reporter)
     return replace(plan, fee_lamports=fees)
 
 

@@ -1,55 +1,40 @@
-"""Which shipped build a cluster takes, from the feature gates it has activated.
+"""Which shipped build a cluster takes, and which transactions, from its feature gates.
 
-A feature gate is an account at the feature's id, owned by the Feature program, whose data
-is bincode ``Feature { activated_at: Option<u64> }``: ``[0]`` while activation is only
-requested, ``[1, slot as u64 LE]`` once active (agave ``feature-gate-interface``). A cluster
-that never heard of a feature has no account there. A validator builds its program runtime
-from these accounts, so reading them tells a client what the cluster will deploy.
+A validator builds its program runtime from its feature accounts (their layout and the ids
+are Solana's: ``curta_chain.protocol.features``), so reading them tells a client what the
+cluster will deploy and take.
 
 Two gates decide which build ``deploy`` takes (``choose_build``):
 
-- ``enable_sbpf_v3_deployment_and_execution`` (SIMD-0178, 0189, 0377): the cluster deploys
-  and runs SBPF v3, so ``deploy`` takes ``sbpf-v3``. Its id here is Agave 4's; Agave 2's
-  id of that name enabled an older, incompatible v3, so a cluster that has only that one
-  gets ``sbpf-v0``.
-- ``disable_sbpf_v0_v1_v2_deployment`` (SIMD-0500): the cluster refuses to deploy v0 (it
-  still runs deployed v0 programs). With v3 not enabled either, no build can be deployed.
+- ``enable_sbpf_v3_deployment_and_execution``: the cluster deploys and runs SBPF v3, so
+  ``deploy`` takes ``sbpf-v3``. A cluster that has only Agave 2's feature of that name (an
+  older, incompatible v3) gets ``sbpf-v0``.
+- ``disable_sbpf_v0_v1_v2_deployment``: the cluster refuses to deploy v0. With v3 not
+  enabled either, no build can be deployed.
 
 A third decides the transactions that gain from room (``choose_tx_version``):
 
-- ``enable_tx_v1`` (SIMD-0385, with SIMD-0296's 4,096 bytes): the cluster takes v1
-  transactions, so writes go as v1 (``--tx-version auto``, the default); a cluster without
-  it refuses them, and gets legacy ones.
-
-Features are named as agave's ``feature-set`` crate names them; ``FEATURE_IDS`` is the one
-place their ids are written.
+- ``enable_tx_v1``: the cluster takes v1 transactions, so writes go as v1 (``--tx-version
+  auto``, the default); a cluster without it refuses them, and gets legacy ones.
 """
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from solders.pubkey import Pubkey
-
 from curta_chain.chain.rpc import AccountInfo, RpcClient
 from curta_chain.errors import ChainError
 from curta_chain.program.builds import ShippedProgram, shipped_program
-
-FEATURE_PROGRAM_ID = Pubkey.from_string("Feature111111111111111111111111111111111111")
-"""The owner of every feature account."""
-ENABLE_SBPF_V3 = "enable_sbpf_v3_deployment_and_execution"
-DISABLE_SBPF_V0 = "disable_sbpf_v0_v1_v2_deployment"
-ENABLE_TX_V1 = "enable_tx_v1"
-FEATURE_IDS: Mapping[str, Pubkey] = {
-    ENABLE_SBPF_V3: Pubkey.from_string("5cC3foj77CWun58pC51ebHFUWavHWKarWyR5UUik7dnC"),
-    DISABLE_SBPF_V0: Pubkey.from_string("B8JJXCy5amZyWG9r7EnUYLwzXSXTxG7GZ1qZ1qggo83g"),
-    ENABLE_TX_V1: Pubkey.from_string("txv1aq4pp281K9um3tnPgkfX8UqtFT6wcVW3hNezGLL"),
-}
-"""Feature name -> id, for the gates this client reads."""
-_SOME_SLOT = struct.Struct("<BQ")
+from curta_chain.protocol.features import (
+    DISABLE_SBPF_V0,
+    ENABLE_SBPF_V3,
+    ENABLE_TX_V1,
+    FEATURE,
+    FEATURE_IDS,
+    FEATURE_PROGRAM_ID,
+)
 
 
 def feature_activation(feature: str, account: AccountInfo | None) -> int | None:
@@ -71,12 +56,12 @@ def feature_activation(feature: str, account: AccountInfo | None) -> int | None:
     data = account.data
     if data[:1] == b"\x00":
         return None
-    if len(data) < _SOME_SLOT.size or data[0] != 1:
+    if len(data) < FEATURE.size or data[0] != 1:
         raise ChainError(
             f"feature {feature} ({FEATURE_IDS[feature]}): account data {data[:9].hex()} is not "
             "a Feature (expected 00, or 01 and a u64 slot)"
         )
-    return _SOME_SLOT.unpack_from(data)[1]
+    return FEATURE.unpack_from(data)[1]
 
 
 @dataclass(frozen=True)
@@ -128,7 +113,7 @@ async def read_activations(rpc: RpcClient) -> dict[str, int | None]:
         Feature name -> activation slot, None where not active.
     """
     names = list(FEATURE_IDS)
-    accounts = await rpc.accounts([FEATURE_IDS[name] for name in names], head=_SOME_SLOT.size)
+    accounts = await rpc.accounts([FEATURE_IDS[name] for name in names], head=FEATURE.size)
     return {
         name: feature_activation(name, account)
         for name, account in zip(names, accounts, strict=True)
@@ -174,7 +159,7 @@ async def select_tx_version(rpc: RpcClient, requested: TxVersionChoice) -> TxVer
     if requested == "legacy":
         return "legacy"
     feature = FEATURE_IDS[ENABLE_TX_V1]
-    (account,) = await rpc.accounts([feature], head=_SOME_SLOT.size)
+    (account,) = await rpc.accounts([feature], head=FEATURE.size)
     return choose_tx_version(requested, feature_activation(ENABLE_TX_V1, account))
 
 

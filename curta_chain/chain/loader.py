@@ -1,45 +1,67 @@
-"""The BPF loaders, as the client sees them: addresses, account states, upgradeable instructions.
+"""The BPF loaders, as the client sees them: account states decoded, upgradeable instructions.
 
-Loader v2 (``BPFLoader2111...``) holds a program's ELF in the program account itself. The
-upgradeable loader (v3, ``BPFLoaderUpgradeab1e...``), which localnets preload with, splits a
-program in two: the program account (36 bytes: its state tag and the address of its program
-data) and the program-data account at ``find_program_address([program_id], loader)``,
-whose 45-byte header holds the slot of the last deploy and the upgrade authority, and
-whose ELF follows, padded with zeros up to the maximum length chosen at deploy time.
-
-States and instructions are bincode, as agave's ``UpgradeableLoaderState`` and
-``UpgradeableLoaderInstruction`` encode them: a u32 tag, then the fields (an
-``Option<Pubkey>`` is one byte, then 32 when present; a ``Vec<u8>`` a u64 length).
+The loaders' ids, layouts and tags are Solana's (``curta_chain.protocol.loader``); this
+module is the client's codec for them: ``decode_state`` reads an upgradeable-loader
+account's header, the builders encode the instructions ``deploy`` sends, and
+``max_write_chunk`` says how many ELF bytes a Write transaction carries. The localnet writes
+the same accounts with its own code, so a bug here is not mirrored by the cluster the tests
+hold this client to.
 """
 
 import struct
 from dataclasses import dataclass
 from functools import cache
 
+from solders.compute_budget import set_compute_unit_limit, set_compute_unit_price
+from solders.hash import Hash
 from solders.instruction import AccountMeta, Instruction
+from solders.message import Message, MessageV0
 from solders.pubkey import Pubkey
 from solders.system_program import ID as SYSTEM_PROGRAM_ID
 from solders.sysvar import CLOCK, RENT
 
 from curta_chain.errors import AccountError
-from curta_chain.program.instructions import largest_payload
+from curta_chain.protocol import sizes
+from curta_chain.protocol.loader import (
+    BUFFER,
+    BUFFER_METADATA_SIZE,
+    DEPLOY_WITH_MAX_DATA_LEN,
+    INITIALIZE_BUFFER,
+    LOADER_V2,
+    LOADER_V3,
+    MAX_WRITE_DATA,
+    PROGRAM,
+    PROGRAM_ACCOUNT_SIZE,
+    PROGRAM_DATA,
+    PROGRAMDATA_METADATA_SIZE,
+    SET_AUTHORITY,
+    UNINITIALIZED,
+    UPGRADE,
+    WRITE,
+    programdata_address,
+)
 
-LOADER_V2 = Pubkey.from_string("BPFLoader2111111111111111111111111111111111")
-LOADER_V3 = Pubkey.from_string("BPFLoaderUpgradeab1e11111111111111111111111")
-BUFFER_METADATA_SIZE = 37
-"""A buffer's header: tag (4) + Option<authority> (33); the ELF follows."""
-PROGRAM_ACCOUNT_SIZE = 36
-"""A program account: tag (4) + the program-data address (32)."""
-PROGRAMDATA_METADATA_SIZE = 45
-"""A program-data header: tag (4) + last deploy slot (8) + Option<upgrade authority> (33)."""
+__all__ = [
+    "BUFFER_METADATA_SIZE",
+    "LOADER_V2",
+    "LOADER_V3",
+    "MAX_WRITE_DATA",
+    "PROGRAMDATA_METADATA_SIZE",
+    "PROGRAM_ACCOUNT_SIZE",
+    "BufferState",
+    "LoaderState",
+    "ProgramDataState",
+    "ProgramState",
+    "decode_state",
+    "deploy_with_max_data_len",
+    "initialize_buffer",
+    "max_write_chunk",
+    "programdata_address",
+    "set_upgrade_authority",
+    "upgrade",
+    "write",
+]
 
-MAX_WRITE_DATA = 1_216
-"""The most ELF bytes one Write instruction carries: the loader reads instruction data of at
-most 1,232 bytes (PACKET_DATA_SIZE, agave's ``limited_deserialize``, whatever the
-transaction's size: anza-xyz/agave#15356), less 16 of tag, offset and length."""
-
-_UNINITIALIZED, _BUFFER, _PROGRAM, _PROGRAM_DATA = 0, 1, 2, 3
-_INITIALIZE_BUFFER, _WRITE, _DEPLOY, _UPGRADE, _SET_AUTHORITY = 0, 1, 2, 3, 4
 _TAG = struct.Struct("<I")
 
 
@@ -79,20 +101,20 @@ def decode_state(data: bytes, what: str) -> LoaderState:
         raise AccountError(f"{what}: {len(data)} bytes, too short for a loader state")
     (tag,) = _TAG.unpack_from(data)
     needs = {
-        _UNINITIALIZED: 4,
-        _BUFFER: BUFFER_METADATA_SIZE,
-        _PROGRAM: PROGRAM_ACCOUNT_SIZE,
-        _PROGRAM_DATA: PROGRAMDATA_METADATA_SIZE,
+        UNINITIALIZED: 4,
+        BUFFER: BUFFER_METADATA_SIZE,
+        PROGRAM: PROGRAM_ACCOUNT_SIZE,
+        PROGRAM_DATA: PROGRAMDATA_METADATA_SIZE,
     }
     if tag not in needs:
         raise AccountError(f"{what}: loader state tag {tag} is unknown")
     if len(data) < needs[tag]:
         raise AccountError(f"{what}: {len(data)} bytes, too short for loader state {tag}")
-    if tag == _UNINITIALIZED:
+    if tag == UNINITIALIZED:
         return None
-    if tag == _BUFFER:
+    if tag == BUFFER:
         return BufferState(_option_pubkey(data, 4))
-    if tag == _PROGRAM:
+    if tag == PROGRAM:
         return ProgramState(Pubkey.from_bytes(data[4:36]))
     (slot,) = struct.unpack_from("<Q", data, 4)
     return ProgramDataState(slot, _option_pubkey(data, 12))
@@ -102,19 +124,6 @@ def _option_pubkey(data: bytes, at: int) -> Pubkey | None:
     return Pubkey.from_bytes(data[at + 1 : at + 33]) if data[at] else None
 
 
-def encode_program_data(slot: int, authority: Pubkey | None, elf: bytes, max_len: int) -> bytes:
-    """A program-data account's bytes: header, ELF, zeros up to ``max_len``."""
-    option = b"\x01" + bytes(authority) if authority is not None else bytes(33)
-    head = _TAG.pack(_PROGRAM_DATA) + struct.pack("<Q", slot) + option
-    return head + elf + bytes(max_len - len(elf))
-
-
-def programdata_address(program_id: Pubkey) -> Pubkey:
-    """The program-data account of upgradeable program ``program_id``."""
-    address, _ = Pubkey.find_program_address([bytes(program_id)], LOADER_V3)
-    return address
-
-
 def _meta(key: Pubkey, signer: bool = False, writable: bool = False) -> AccountMeta:
     return AccountMeta(key, is_signer=signer, is_writable=writable)
 
@@ -122,13 +131,13 @@ def _meta(key: Pubkey, signer: bool = False, writable: bool = False) -> AccountM
 def initialize_buffer(buffer: Pubkey, authority: Pubkey) -> Instruction:
     """InitializeBuffer: ``buffer`` (already allocated, loader-owned) takes ``authority``."""
     return Instruction(
-        LOADER_V3, _TAG.pack(_INITIALIZE_BUFFER), [_meta(buffer, writable=True), _meta(authority)]
+        LOADER_V3, _TAG.pack(INITIALIZE_BUFFER), [_meta(buffer, writable=True), _meta(authority)]
     )
 
 
 def write(buffer: Pubkey, authority: Pubkey, offset: int, data: bytes) -> Instruction:
     """Write ``data`` into ``buffer``'s ELF area at ``offset`` (the authority signs)."""
-    body = _TAG.pack(_WRITE) + struct.pack("<IQ", offset, len(data)) + data
+    body = _TAG.pack(WRITE) + struct.pack("<IQ", offset, len(data)) + data
     return Instruction(
         LOADER_V3, body, [_meta(buffer, writable=True), _meta(authority, signer=True)]
     )
@@ -152,7 +161,9 @@ def deploy_with_max_data_len(
         _meta(SYSTEM_PROGRAM_ID),
         _meta(authority, signer=True),
     ]
-    return Instruction(LOADER_V3, _TAG.pack(_DEPLOY) + struct.pack("<Q", max_data_len), accounts)
+    return Instruction(
+        LOADER_V3, _TAG.pack(DEPLOY_WITH_MAX_DATA_LEN) + struct.pack("<Q", max_data_len), accounts
+    )
 
 
 def upgrade(program_id: Pubkey, buffer: Pubkey, spill: Pubkey, authority: Pubkey) -> Instruction:
@@ -166,7 +177,7 @@ def upgrade(program_id: Pubkey, buffer: Pubkey, spill: Pubkey, authority: Pubkey
         _meta(CLOCK),
         _meta(authority, signer=True),
     ]
-    return Instruction(LOADER_V3, _TAG.pack(_UPGRADE), accounts)
+    return Instruction(LOADER_V3, _TAG.pack(UPGRADE), accounts)
 
 
 def set_upgrade_authority(
@@ -179,11 +190,24 @@ def set_upgrade_authority(
     ]
     if new_authority is not None:
         accounts.append(_meta(new_authority))
-    return Instruction(LOADER_V3, _TAG.pack(_SET_AUTHORITY), accounts)
+    return Instruction(LOADER_V3, _TAG.pack(SET_AUTHORITY), accounts)
 
 
 @cache
 def max_write_chunk(with_compute_budget: bool = False) -> int:
-    """The most ELF bytes one Write transaction (the payer is the buffer authority) carries."""
-    buffer = Pubkey(bytes([2] * 32))
-    return largest_payload(lambda signer, data: write(buffer, signer, 0, data), with_compute_budget)
+    """The most ELF bytes one legacy (or v0) Write transaction carries; the payer writes.
+
+    With ``with_compute_budget`` the transaction also carries SetComputeUnitLimit and
+    SetComputeUnitPrice.
+    """
+    payer, buffer = Pubkey(bytes([1] * 32)), Pubkey(bytes([2] * 32))
+    budget = [set_compute_unit_limit(1), set_compute_unit_price(1)] if with_compute_budget else []
+
+    def legacy(data: bytes) -> Message:
+        return Message([*budget, write(buffer, payer, 0, data)], payer)
+
+    def v0(data: bytes) -> MessageV0:
+        instructions = [*budget, write(buffer, payer, 0, data)]
+        return MessageV0.try_compile(payer, instructions, [], Hash.default())
+
+    return sizes.largest_payload(legacy, v0)

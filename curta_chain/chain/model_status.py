@@ -17,8 +17,8 @@ from solders.pubkey import Pubkey
 
 from curta_chain.artifact import Artifact
 from curta_chain.artifact.hashing import weights_hash
-from curta_chain.chain.accounts import ZERO_KEY, read_model, read_section
-from curta_chain.chain.rpc import RpcClient
+from curta_chain.chain.accounts import ZERO_KEY, binding_problem, read_model, read_section
+from curta_chain.chain.rpc import AccountInfo, RpcClient
 from curta_chain.constants import WEIGHT_HEADER_SIZE
 from curta_chain.errors import AccountError
 from curta_chain.program import ModelAccount, ModelState, WeightHeader
@@ -111,6 +111,15 @@ class ModelStatus:
         }
 
 
+def _header(info: AccountInfo | None, program_id: Pubkey) -> WeightHeader | None:
+    """The weight header ``info`` holds, if it is one of ``program_id``'s that decodes."""
+    if info is None or info.owner != program_id:
+        return None
+    with contextlib.suppress(AccountError):
+        return WeightHeader.from_bytes(info.data)
+    return None
+
+
 def bytes_sealed(model: ModelAccount) -> list[int]:
     """Per section, the bytes the on-chain hash has covered (all of them once sealed)."""
     if model.state == ModelState.SEALED:
@@ -152,6 +161,17 @@ async def read_status(
     same = artifact is not None and [len(s) for s in artifact.sections] == [
         slot.length for slot in model.sections
     ]
+    headers = [
+        _header(infos.get(slot.weight_account), program_id)
+        if slot.weight_account != ZERO_KEY
+        else None
+        for slot in model.sections
+    ]
+    # A section is read only where its weight account agrees it is this slot's, this long.
+    agrees = [
+        header is not None and binding_problem(address, index, slot, header) is None
+        for index, (slot, header) in enumerate(zip(model.sections, headers, strict=True))
+    ]
 
     async def matching(index: int) -> int | None:
         slot = model.sections[index]
@@ -159,6 +179,8 @@ async def read_status(
             return None
         if slot.weight_account == ZERO_KEY:
             return 0
+        if not agrees[index]:
+            return None
         chain = await read_section(client, slot.weight_account, slot.length)
         ours = np.frombuffer(bytes(artifact.sections[index]), dtype=np.uint8)
         return int(np.count_nonzero(np.frombuffer(chain, dtype=np.uint8) == ours))
@@ -170,21 +192,15 @@ async def read_status(
     ):
         account = None if slot.weight_account == ZERO_KEY else slot.weight_account
         info = infos.get(account) if account is not None else None
-        frozen = None
-        if info is not None and info.owner == program_id:
-            with contextlib.suppress(AccountError):
-                frozen = WeightHeader.from_bytes(info.data).frozen
+        header = headers[index]
+        frozen = None if header is None else header.frozen
         sections.append(
             SectionStatus(
                 index, slot.length, account, info.lamports if info else 0, frozen, count, sealed
             )
         )
     chain_hash_matches = None
-    if (
-        artifact is None
-        and model.state == ModelState.UPLOADING
-        and all(s.weight_account is not None for s in sections)
-    ):
+    if artifact is None and model.state == ModelState.UPLOADING and all(agrees):
         # No artifact to compare with: the declared hash says whether the upload is done.
         chain = await asyncio.gather(
             *(read_section(client, s.weight_account, s.length) for s in model.sections)

@@ -8,7 +8,8 @@ with ``--program-hash``). Both loaders a cluster runs programs from are handled:
 - loader v2: the ELF is the program account's data;
 - the upgradeable loader: the program account names its program data, whose ELF follows a
   45-byte header (last deploy slot, upgrade authority) and is padded with zeros up to the
-  maximum length chosen at deploy time.
+  maximum length chosen at deploy time. The address it names must be the one derived from
+  the program id, where the runtime loads it from.
 
 A build matches when the deployed bytes are the build followed only by zeros. The hash
 printed for bytes that match no build covers the ELF as far as its own headers say it
@@ -126,6 +127,14 @@ async def read_program(client: RpcClient, program_id: Pubkey) -> DeployedProgram
     state = _state(info.data, f"program {program_id}")
     if not isinstance(state, loader.ProgramState):
         raise ProgramCheckError(f"program {program_id}: its loader state is not a program")
+    derived = loader.programdata_address(program_id)
+    if state.programdata != derived:
+        # The loader keeps a program's bytes at one address only: a program account (or a
+        # node) naming another would have us hash bytes the runtime never runs.
+        raise ProgramCheckError(
+            f"program {program_id} names {state.programdata} as its program data; the loader "
+            f"keeps it at {derived}"
+        )
     data_info = await client.account(state.programdata)
     if data_info is None or data_info.owner != loader.LOADER_V3:
         raise ProgramCheckError(

@@ -389,4 +389,4 @@ async def _fees(ctx: ChainContext, plan: PublishPlan, artifact: Artifact) -> int
     if plan.reopen_sections:
         (spec,) = txs.reopens(replace(plan, reopen_sections=plan.reopen_sections[:1]))
         kinds.append((spec, len(plan.reopen_sections)))
-    return await estimate_fees(ctx.client, ctx.payer.pubkey(), kinds)
+    return await estimate_fees(ctx.client, ctx.payer.pubkey(), kinds, ctx.reporter)

@@ -28,7 +28,7 @@ from solders.pubkey import Pubkey
 
 from curta_chain.chain.jsonrpc import Transport
 from curta_chain.chain.transaction_reads import TransactionReads
-from curta_chain.constants import MAX_ACCOUNT_SIZE
+from curta_chain.constants import MAX_ACCOUNT_SIZE, MAX_PRIORITIZATION_ADDRESSES
 from curta_chain.errors import ChainError, RpcError
 
 MAX_ACCOUNTS_PER_CALL = 100
@@ -37,8 +37,6 @@ ACCOUNT_SLICE = 1 << 20
 """Bytes of account data read per request: keeps each JSON answer small."""
 READS_AT_ONCE = 8
 """Slices of one account read asked for in one batch."""
-MAX_PRIORITIZATION_ADDRESSES = 128
-"""getRecentPrioritizationFees takes at most 128 accounts."""
 
 
 @dataclass(frozen=True)
@@ -125,9 +123,12 @@ class RpcClient(TransactionReads):
         """Return the fee the cluster charges for ``message`` (legacy or v1)."""
         encoded = base64.b64encode(to_bytes_versioned(message)).decode()
         result = await self.call("getFeeForMessage", [encoded, {"commitment": self.commitment}])
-        if result["value"] is None:
+        value = result.get("value") if isinstance(result, dict) else "no context"
+        if value is None:
             raise RpcError(f"{self.url}: getFeeForMessage: the blockhash is unknown to the node")
-        return int(result["value"])
+        if not _is_u64(value):
+            raise RpcError(f"{self.url}: getFeeForMessage: {value!r} is not a fee in lamports")
+        return int(value)
 
     async def accounts(
         self, pubkeys: Sequence[Pubkey], head: int = 4096
@@ -262,7 +263,10 @@ class RpcClient(TransactionReads):
         result = await self.call("getRecentPrioritizationFees", [keys])
         if not isinstance(result, list):
             raise RpcError(f"{self.url}: getRecentPrioritizationFees: expected a list")
-        return [int(item["prioritizationFee"]) for item in result if isinstance(item, dict)]
+        prices = [item.get("prioritizationFee") for item in result if isinstance(item, dict)]
+        if not all(_is_u64(price) for price in prices):
+            raise RpcError(f"{self.url}: getRecentPrioritizationFees: a price is not a u64")
+        return [price for price in prices if isinstance(price, int)]
 
     async def simulate(self, transaction: bytes, min_context_slot: int = 0) -> Simulation:
         """Simulate a transaction at the latest (processed) state, at least ``min_context_slot``.
@@ -329,3 +333,8 @@ def _account(value: dict[str, Any] | None) -> AccountInfo | None:
         data=base64.b64decode(data),
         executable=bool(value.get("executable")),
     )
+
+
+def _is_u64(value: object) -> bool:
+    """Whether a node's number is a JSON integer 0 to 2^64 - 1 (lamports, prices)."""
+    return type(value) is int and 0 <= value < 2**64

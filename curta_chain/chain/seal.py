@@ -129,7 +129,7 @@ async def seal_cost(ctx: ChainContext, address: Pubkey) -> tuple[int, int]:
     kinds = [(txs.seal_step(address, [model.sections[0].weight_account], 0), steps)]
     if model.state == ModelState.UPLOADING:
         kinds.append((txs.begin_sealing(address), 1))
-    fee = await estimate_fees(ctx.client, ctx.payer.pubkey(), kinds)
+    fee = await estimate_fees(ctx.client, ctx.payer.pubkey(), kinds, ctx.reporter)
     return steps + int(model.state == ModelState.UPLOADING), fee
 
 

@@ -68,7 +68,6 @@ from curta_chain.chain.signature_statuses import wait_for_signature as wait_for_
 from curta_chain.chain.specs import TxSpec, sign
 from curta_chain.chain.timing import Timing
 from curta_chain.chain.wire import Wire
-from curta_chain.compute_budget import LAMPORTS_PER_SIGNATURE, transaction_fee
 from curta_chain.constants import COMMITMENT_RANK
 from curta_chain.errors import (
     ChainError,
@@ -78,6 +77,7 @@ from curta_chain.errors import (
     SendGaveUpError,
 )
 from curta_chain.program import preflight_error
+from curta_chain.protocol.compute_budget import LAMPORTS_PER_SIGNATURE, transaction_fee
 from curta_chain.reporting import NullReporter, Progress, Reporter, counted, sol
 
 WINDOW = 2_048

@@ -1,11 +1,14 @@
 """Connecting to a cluster: which one it is, and checking the program to trust there.
 
 Every chain command starts here, before it sends anything. The cluster is known by its
-genesis hash (never by its URL): the embedded localnet reports a fixed one. Which program
-id to use on it is the caller's to say (the command line takes ``--program-id``, else what
-``deploy`` recorded in the Solana CLI config: ``cli.solana_config.resolve_program_id``).
-Then the program account is read and its bytes must be a shipped build (or a hash the user
-names); anything else is refused with one line.
+genesis hash, and a local test cluster by its loopback URL and the genesis hash this user's
+localnet recorded (``cluster.is_local_cluster``). Which program id to use is the caller's to
+say (the command line takes ``--program-id``, else what ``deploy`` recorded in the Solana
+CLI config, else on a local test cluster the program it preloads:
+``cli.solana_config.resolve_program_id``), or the chain's: ``connect_to_owner`` takes the
+program that owns a given account. Either way the program account is read and its bytes
+must be a shipped build (or a hash the user names); anything else is refused with one
+line.
 """
 
 import re
@@ -13,12 +16,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from solders.pubkey import Pubkey
+from solders.system_program import ID as SYSTEM_PROGRAM_ID
 
-from curta_chain.chain.cluster import is_localnet
+from curta_chain.chain.cluster import is_local_cluster
+from curta_chain.chain.loader import LOADER_V2, LOADER_V3
 from curta_chain.chain.program_check import DeployedProgram, check_program, read_program
 from curta_chain.chain.rpc import RpcClient
 from curta_chain.constants import LOCALNET_PROGRAM_ID
-from curta_chain.errors import ConfigError, ProgramCheckError
+from curta_chain.errors import AccountError, ConfigError, ProgramCheckError
 
 LOCALNET_PROGRAM = Pubkey.from_string(LOCALNET_PROGRAM_ID)
 
@@ -33,9 +38,10 @@ class Connection:
     genesis_hash: str
     program: DeployedProgram
     program_source: str
-    """Where the program id came from (the flag, the config key, the embedded localnet)."""
+    """Where the program id came from (the flag, the config key, the local cluster, the
+    owner of an account)."""
     note: str | None = None
-    """Why the program is not the one first named (the recorded one is not on this ledger)."""
+    """Why the program is not the one first named (the model belongs to another)."""
 
     @property
     def program_id(self) -> Pubkey:
@@ -44,8 +50,8 @@ class Connection:
 
     @property
     def localnet(self) -> bool:
-        """Whether this is the embedded localnet (no real money)."""
-        return is_localnet(self.genesis_hash)
+        """Whether this is a local test cluster this user started (no real money)."""
+        return is_local_cluster(self.client.url, self.genesis_hash)
 
 
 def parse_program_hashes(values: Sequence[str]) -> tuple[str, ...]:
@@ -58,6 +64,15 @@ def parse_program_hashes(values: Sequence[str]) -> tuple[str, ...]:
         if not _HASH.fullmatch(value):
             raise ConfigError(f"--program-hash {value!r}: expected a SHA-256 as 64 hex digits")
     return tuple(v.lower() for v in values)
+
+
+def is_address(text: str) -> bool:
+    """Whether ``text`` is a base58 Solana address."""
+    try:
+        Pubkey.from_string(text)
+    except ValueError:
+        return False
+    return True
 
 
 def parse_address(text: str, what: str) -> Pubkey:
@@ -92,17 +107,6 @@ async def connect(
     genesis_hash = await client.genesis_hash()
     text, source = program_id(genesis_hash)
     address = parse_address(text, "--program-id" if source == "--program-id" else source)
-    note = None
-    if source != "--program-id" and is_localnet(genesis_hash) and address != LOCALNET_PROGRAM:
-        # Every embedded localnet has the same genesis hash, so a program deployed on one
-        # ledger is recorded for all of them; a fresh ledger has only the preloaded one.
-        (info,) = await client.accounts([address], head=0)
-        if info is None:
-            note = (
-                f"program {address} ({source}) is not on this localnet's ledger: using the "
-                f"program it preloads, {LOCALNET_PROGRAM}"
-            )
-            address, source = LOCALNET_PROGRAM, "the embedded localnet"
     try:
         program = await read_program(client, address)
         check_program(program, trusted_hashes)
@@ -110,7 +114,42 @@ async def connect(
         if source == "--program-id":
             raise
         raise ProgramCheckError(f"{exc} (program id from {source})") from exc
-    return Connection(client, genesis_hash, program, source, note)
+    return Connection(client, genesis_hash, program, source)
+
+
+async def connect_to_owner(
+    client: RpcClient, address: Pubkey, trusted_hashes: Sequence[str] = ()
+) -> Connection:
+    """Take the program from the chain: the owner of ``address``, checked as ``connect`` does.
+
+    What verify needs when no program id is named: whoever owns the model is the program
+    to check, and it must be executable and hold a shipped build (or a trusted hash).
+
+    Raises:
+        AccountError: there is no account at ``address``.
+        ProgramCheckError: its owner is not an executable program of a shipped build.
+    """
+    genesis_hash = await client.genesis_hash()
+    (info,) = await client.accounts([address], head=0)
+    if info is None:
+        raise AccountError(f"{address}: no such account on {client.url}")
+    if info.owner == SYSTEM_PROGRAM_ID:
+        raise AccountError(
+            f"{address} is not a curta model: owned by the System Program (a wallet)"
+        )
+    (owner,) = await client.accounts([info.owner], head=0)
+    if owner is None or not owner.executable or owner.owner not in (LOADER_V2, LOADER_V3):
+        raise AccountError(
+            f"{address} is not a curta model: owned by {info.owner}, not by a program a BPF "
+            "loader deployed"
+        )
+    source = f"the owner of {address}"
+    try:
+        program = await read_program(client, info.owner)
+        check_program(program, trusted_hashes)
+    except ProgramCheckError as exc:
+        raise ProgramCheckError(f"{exc} ({source})") from exc
+    return Connection(client, genesis_hash, program, source)
 
 
 async def follow_owner(

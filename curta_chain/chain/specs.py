@@ -3,8 +3,8 @@
 ``TxSpec`` is a transaction before it is signed (instructions, extra signers, the weight
 bytes it carries); ``sign`` signs one; ``Transactions`` builds the curta program's for one
 program, authority, payer and ``Budget`` (publish, seal, close, and a run's open, steps
-and close); ``DeployTransactions`` the upgradeable loader's that ``deploy`` sends. This is
-the one place transactions are built. The sender (``sender.py``) signs and lands them.
+and close); ``deploy_transactions.DeployTransactions`` the upgradeable loader's that
+``deploy`` sends. The sender (``sender.py``) signs and lands them.
 
 Compute units: on a real cluster the scheduler charges each transaction the compute units
 it requests against a per-account budget per block, so a write asking for the default
@@ -21,7 +21,7 @@ the 64 MiB of loaded data a legacy one gets by default; with a price, its priori
 in whole lamports, the price times the limit rounded up, as a legacy one pays.
 """
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from functools import cache
 
@@ -31,7 +31,6 @@ from solders.instruction import Instruction
 from solders.keypair import Keypair
 from solders.message import Message, MessageV1, TransactionConfig
 from solders.pubkey import Pubkey
-from solders.signature import Signature
 from solders.system_program import (
     AllocateParams,
     AssignParams,
@@ -46,10 +45,8 @@ from solders.transaction import Transaction, VersionedTransaction
 
 from curta_chain import program
 from curta_chain.artifact.layout import ModelConfig
-from curta_chain.chain import loader
 from curta_chain.chain.features import TxVersion, TxVersionChoice
 from curta_chain.chain.plan import NewAccount, PublishPlan, WritePiece
-from curta_chain.compute_budget import priority_lamports
 from curta_chain.constants import (
     MAX_COMPUTE_UNITS,
     MAX_LOADED_ACCOUNTS_DATA_SIZE,
@@ -57,6 +54,8 @@ from curta_chain.constants import (
     MAX_V1_TRANSACTION_SIZE,
 )
 from curta_chain.inference import SamplingSettings
+from curta_chain.protocol import sizes
+from curta_chain.protocol.compute_budget import priority_lamports
 
 # Compute units each transaction asks for: what scripts/bench_program_cu.py measures for the
 # largest case (18 sections), plus the compute-budget and system instructions, with margin.
@@ -72,12 +71,6 @@ CLOSE_CU = 5_000
 STEP_CU = MAX_COMPUTE_UNITS
 """A step spends up to its budget (1.2 M estimated units) and asks for the most there is."""
 CLOSE_RUN_CU = 5_000
-# The loader's, measured in LiteSVM (InitializeBuffer 2,520, Write 2,370, create +
-# DeployWithMaxDataLen + SetAuthority 5,040), with margin.
-BUFFER_CU = 10_000
-BUFFER_WRITE_CU = 5_000
-DEPLOY_CU = 50_000
-SET_AUTHORITY_CU = 10_000
 
 
 def open_run_units(config: ModelConfig) -> int:
@@ -147,34 +140,13 @@ def sign(
     return Transaction(list(keys.values()), msg, blockhash)
 
 
-def largest_payload(build: Callable[[bytes], TxSpec], payer: Pubkey) -> int:
-    """The most bytes ``build(data)`` carries within its transaction's size limit.
-
-    Measured by serializing the signed transaction (zero signatures, every signer counted).
-    A v1 transaction writes each length in a fixed-width field, so its size grows by exactly
-    the payload; a legacy one's compact-u16 lengths grow a byte past 127, hence the step down.
-    """
-
-    def size(payload: int) -> int:
-        msg = message(build(bytes(payload)), payer, Hash.default())
-        signatures = [Signature.default()] * msg.header.num_required_signatures
-        if isinstance(msg, MessageV1):
-            return len(bytes(VersionedTransaction.populate(msg, signatures)))
-        return len(bytes(Transaction.populate(msg, signatures)))
-
-    limit = build(b"").size_limit
-    payload = limit - size(0)
-    while size(payload) > limit:
-        payload -= 1
-    return payload
-
-
 @dataclass(frozen=True)
 class AutoPrice:
     """``--with-compute-unit-price auto``: a percentile of recent prices, at most ``cap``.
 
     The prices are what recent blocks paid to write the command's accounts
-    (getRecentPrioritizationFees); ``fees.priced`` reads them.
+    (getRecentPrioritizationFees); ``fees.priced`` reads them. ``cap`` is the user's
+    ``--max-compute-unit-price``; None: the default cap, above which nothing is sent.
     """
 
     percentile: int = 75
@@ -252,12 +224,12 @@ def _v1_write_payload(priced: bool, separate_fee_payer: bool) -> int:
     authority, weight, program_id = (Pubkey(bytes([n] * 32)) for n in (1, 2, 3))
     payer = Pubkey(bytes([4] * 32)) if separate_fee_payer else authority
     budget = Budget(compute_unit_price=0 if priced else None)
-    return largest_payload(
-        lambda data: budget.spec(
-            WRITE_CU, (program.write_weights(program_id, authority, weight, 0, data),), "v1"
-        ),
-        payer,
-    )
+
+    def write(data: bytes) -> MessageV1 | Message:
+        ix = program.write_weights(program_id, authority, weight, 0, data)
+        return message(budget.spec(WRITE_CU, (ix,), "v1"), payer, Hash.default())
+
+    return sizes.largest_payload(write)
 
 
 def new_account(payer: Pubkey, account: NewAccount, owner: Pubkey) -> tuple[Instruction, ...]:
@@ -447,75 +419,3 @@ class Transactions:
         return TxSpec(
             (*self._run_budget(CLOSE_RUN_CU), program.close_run(self.program_id, self.payer, run))
         )
-
-
-@dataclass(frozen=True)
-class DeployTransactions:
-    """The upgradeable loader's transactions of one deploy.
-
-    ``payer`` pays, and is the buffer's and the program's upgrade authority.
-    """
-
-    payer: Pubkey
-    budget: Budget = field(default_factory=Budget)
-
-    def create_buffer(self, buffer: Keypair, funding: NewAccount) -> TxSpec:
-        """Create the buffer (``funding``) and initialize it with the payer as its authority."""
-        create = new_account(self.payer, funding, loader.LOADER_V3)
-        init = loader.initialize_buffer(buffer.pubkey(), self.payer)
-        return TxSpec((*self.budget.instructions(BUFFER_CU), *create, init), (buffer,))
-
-    def write(
-        self, buffer: Pubkey, elf: bytes, piece: WritePiece, version: TxVersion = "legacy"
-    ) -> TxSpec:
-        """Write ``piece`` of the ELF into the buffer, as a ``version`` transaction.
-
-        The loader takes at most ``loader.MAX_WRITE_DATA`` bytes a Write, so a v1 piece goes
-        as consecutive Writes in its one transaction.
-        """
-        end = piece.offset + piece.length
-        ixs = [
-            loader.write(buffer, self.payer, at, elf[at : min(at + loader.MAX_WRITE_DATA, end)])
-            for at in range(piece.offset, end, loader.MAX_WRITE_DATA)
-        ] or [loader.write(buffer, self.payer, piece.offset, b"")]
-        units = BUFFER_WRITE_CU * len(ixs)
-        return self.budget.spec(units, ixs, version, payload_bytes=piece.length)
-
-    def chunk(self, version: TxVersion = "legacy") -> int:
-        """The most ELF bytes one Write transaction carries (the payer is the authority)."""
-        if version == "legacy":
-            return loader.max_write_chunk(self.budget.limit_compute or self.budget.priced)
-        return _v1_write_chunk(self.budget.priced)
-
-    def deploy(
-        self,
-        program_keypair: Keypair,
-        buffer: Pubkey,
-        funding: NewAccount,
-        elf_length: int,
-        final: bool,
-    ) -> TxSpec:
-        """Create the program (``funding``) and deploy the buffer into it (and make it final)."""
-        program_id = program_keypair.pubkey()
-        ixs: list[Instruction] = [
-            *new_account(self.payer, funding, loader.LOADER_V3),
-            loader.deploy_with_max_data_len(self.payer, program_id, buffer, self.payer, elf_length),
-        ]
-        if final:
-            ixs.append(loader.set_upgrade_authority(program_id, self.payer, None))
-        return TxSpec((*self.budget.instructions(DEPLOY_CU), *ixs), (program_keypair,))
-
-    def make_final(self, program_id: Pubkey) -> TxSpec:
-        """Remove a deployed program's upgrade authority: it is never upgradeable again."""
-        final = loader.set_upgrade_authority(program_id, self.payer, None)
-        return TxSpec((*self.budget.instructions(SET_AUTHORITY_CU), final))
-
-
-@cache
-def _v1_write_chunk(priced: bool) -> int:
-    """The ELF bytes of a v1 buffer Write: its size depends on which config fields are set."""
-    payer, buffer = Pubkey(bytes([1] * 32)), Pubkey(bytes([2] * 32))
-    txs = DeployTransactions(payer, Budget(compute_unit_price=0 if priced else None))
-    return largest_payload(
-        lambda data: txs.write(buffer, data, WritePiece(0, 0, len(data)), "v1"), payer
-    )

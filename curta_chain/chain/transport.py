@@ -40,7 +40,7 @@ from urllib.parse import urlparse
 import httpx
 
 from curta_chain.chain.cluster import is_loopback
-from curta_chain.constants import GIVE_UP_AFTER
+from curta_chain.constants import GIVE_UP_AFTER, LOCALNET_PORT
 from curta_chain.errors import RpcError
 from curta_chain.reporting import NullReporter, Reporter, Waiting
 
@@ -333,7 +333,11 @@ class HttpTransport:
                 plain = "http://" + self.url.split("://", 1)[-1]
                 raise RpcError(f"{self.url}: the node speaks HTTP, not HTTPS: try {plain}") from exc
             if isinstance(cause, ConnectionRefusedError) and elapsed >= FIRST_CONTACT_GRACE:
-                hint = " (start one with `curta-chain localnet`)" if is_loopback(self.url) else ""
+                hint = (
+                    f" (start one with `{_start_localnet(self.url)}`)"
+                    if is_loopback(self.url)
+                    else ""
+                )
                 raise RpcError(
                     f"{self.url}: connection refused: no RPC node is listening there{hint}"
                 ) from exc
@@ -341,6 +345,12 @@ class HttpTransport:
     async def aclose(self) -> None:
         """Close the connection pool."""
         await self._client.aclose()
+
+
+def _start_localnet(url: str) -> str:
+    """The command that starts a localnet answering at ``url`` (this machine's)."""
+    port = urlparse(url).port or 80
+    return "curta-chain localnet" + ("" if port == LOCALNET_PORT else f" --port {port}")
 
 
 def _retry_after(response: httpx.Response, fallback: float) -> float:

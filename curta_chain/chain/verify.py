@@ -7,7 +7,8 @@ account, and checks: each account is bound to this model and slot; the section c
 lengths; every byte; the configuration decoded from the chain's own section zero; the
 declared hash against the artifact's; the hash recomputed from the chain's bytes; and that
 the model is sealed with that hash. Each failure is listed with its section, offset and
-length.
+length. The report (``verify_report``: each ``Difference``, the ``VerifyReport``) is what
+the CLI prints and ``--output json`` holds.
 
 What it trusts is the RPC node it reads. With a second node (``cross_check``), every
 account it read (program, program data, model, weight accounts) is read again from that
@@ -24,103 +25,21 @@ from solders.pubkey import Pubkey
 from curta_chain.artifact import Artifact, decode_artifact, weights_hash
 from curta_chain.chain.accounts import (
     ZERO_KEY,
+    binding_problem,
     read_model_account,
     read_section,
     read_weight_head,
 )
 from curta_chain.chain.program_check import DeployedProgram, check_program, read_program
 from curta_chain.chain.rpc import AccountInfo, RpcClient
+from curta_chain.chain.verify_report import Difference, VerifyReport
 from curta_chain.errors import AccountError, ArtifactError, NodeMismatchError, ProgramCheckError
-from curta_chain.program import ModelAccount, ModelState
+from curta_chain.program import ModelAccount, ModelState, SectionSlot
 
 LISTED_RANGES = 10
 """Differing byte ranges a report lists by default (all are counted); None lists all."""
 DIFFERENCE_BINS = 48
 """Equal parts of a section that ``VerifyReport.difference_bins`` counts differing bytes in."""
-
-
-@dataclass(frozen=True)
-class Difference:
-    """One way the chain differs from the artifact."""
-
-    kind: str
-    detail: str
-    section: int | None = None
-    offset: int | None = None
-    length: int | None = None
-
-    def __str__(self) -> str:
-        where = ""
-        if self.section is not None:
-            where = f" section {self.section}"
-            if self.offset is not None:
-                where += f" offset {self.offset} length {self.length}"
-        return f"{self.kind}{where}: {self.detail}"
-
-    def to_json(self) -> dict[str, object]:
-        """The difference as JSON values."""
-        return {
-            "kind": self.kind,
-            "section": self.section,
-            "offset": self.offset,
-            "length": self.length,
-            "detail": self.detail,
-        }
-
-
-@dataclass(frozen=True)
-class VerifyReport:
-    """Everything verify found."""
-
-    model: Pubkey
-    state: str
-    declared_hash: bytes
-    chain_hash: bytes | None
-    artifact_hash: bytes | None
-    """The artifact's hash; None when none was given (the chain was checked alone)."""
-    differences: tuple[Difference, ...]
-    program: DeployedProgram
-    slot: int
-    """The highest slot the node answered a read at."""
-    cross_checked: str | None = None
-    """The second node every account was read again from, if any."""
-    differing_ranges: int = 0
-    """How many byte ranges differ in all (``differences`` lists the first of them)."""
-    differing_bytes: int = 0
-    difference_bins: tuple[tuple[int, ...], ...] = ()
-    """Per section, the differing bytes in each of ``DIFFERENCE_BINS`` equal parts of it."""
-
-    @property
-    def ok(self) -> bool:
-        """True when the chain holds exactly the artifact, sealed.
-
-        Without an artifact: when the chain's bytes hash to the declared hash, sealed.
-        """
-        return not self.differences and not self.differing_ranges
-
-    @property
-    def listed_ranges(self) -> int:
-        """How many of the differing byte ranges ``differences`` lists."""
-        return sum(1 for d in self.differences if d.kind == "bytes")
-
-    def to_json(self) -> dict[str, object]:
-        """The report as JSON values."""
-        return {
-            "model": str(self.model),
-            "ok": self.ok,
-            "state": self.state,
-            "declared_hash": self.declared_hash.hex(),
-            "chain_hash": self.chain_hash.hex() if self.chain_hash else None,
-            "artifact_hash": self.artifact_hash.hex() if self.artifact_hash else None,
-            "differences": [d.to_json() for d in self.differences],
-            "differing_ranges": self.differing_ranges,
-            "differing_ranges_listed": self.listed_ranges,
-            "differing_bytes": self.differing_bytes,
-            "difference_bins": [list(bins) for bins in self.difference_bins],
-            "program": self.program.to_json(),
-            "slot": self.slot,
-            "cross_checked": self.cross_checked,
-        }
 
 
 @dataclass(frozen=True)
@@ -366,7 +285,7 @@ async def _read_sections(
             found.append(Difference("account", str(exc), index))
             digests[str(account)] = f"unreadable: {exc}"
             return None
-        if (header.model, header.section_index, header.section_length) != (address, index, length):
+        if binding_problem(address, index, SectionSlot(account, length), header) is not None:
             found.append(
                 Difference(
                     "account",

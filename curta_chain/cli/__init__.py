@@ -23,18 +23,16 @@ import threading
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
+import curta_chain.cli.artifact_commands as artifact_commands
+import curta_chain.cli.chain_commands as chain_commands
+import curta_chain.cli.deploy_commands as deploy_commands
+import curta_chain.cli.keygen_command as keygen_command
+import curta_chain.cli.localnet_command as localnet_command
+import curta_chain.cli.read_commands as read_commands
+import curta_chain.cli.run_account_commands as run_account_commands
+import curta_chain.cli.run_command as run_command
+import curta_chain.cli.web_command as web_command
 from curta_chain import __version__
-from curta_chain.cli import (
-    artifact_commands,
-    chain_commands,
-    deploy_commands,
-    keygen_command,
-    localnet_command,
-    read_commands,
-    run_account_commands,
-    run_command,
-    web_command,
-)
 from curta_chain.errors import CurtaError
 
 __all__ = ["build_parser", "global_options_last", "main"]

@@ -141,6 +141,7 @@ def _publish(args: argparse.Namespace) -> int:
 
     from curta_chain.chain.fees import priced
     from curta_chain.chain.publish import check_funds, plan_publish, publish
+    from curta_chain.reporting import NullReporter
 
     artifact = read_artifact_file(args.artifact)
     reporter = make_reporter(args)
@@ -153,13 +154,14 @@ def _publish(args: argparse.Namespace) -> int:
         ctx = _context(args, target, chain, hint)
         client, payer = ctx.client, ctx.payer
         with reporter.waiting(f"{target.url} to show what it holds of this model"):
-            plan = await plan_publish(ctx, artifact)
-            auto = ctx.budget.auto_price is not None
-            if auto:
-                # The price of writing these accounts, then the plan's cost at that price.
-                writable = [plan.model, *plan.weight_accounts]
+            auto = ctx.budget.auto_price
+            if auto is not None:
+                # The accounts to write, then their price, then the plan's cost at that price
+                # (its notes, a fee cross-check's, said once: of the plan shown).
+                draft = await plan_publish(replace(ctx, reporter=NullReporter()), artifact)
+                writable = [draft.model, *draft.weight_accounts]
                 ctx = replace(ctx, budget=await priced(client, ctx.budget, writable))
-                plan = await plan_publish(ctx, artifact)
+            plan = await plan_publish(ctx, artifact)
         reporter.line(f"Plan for model {plan.model} ({plan.state}):")
         reporter.line(
             f"  {counted(len(plan.section_lengths), 'section')}, "
@@ -276,7 +278,7 @@ def _seal(args: argparse.Namespace) -> int:
         client = ctx.client
         held = await require_model(client, chain.program_id, address)
         if held.state == ModelState.SEALED:
-            after = next_command(args, "verify", address, *artifact_words)
+            after = next_command(args, "verify", address, *(artifact_words or ["--chain-only"]))
             if not emit(
                 args,
                 {"model": str(address), "state": "sealed", "transactions": 0, "next": after},
@@ -313,7 +315,7 @@ def _seal(args: argparse.Namespace) -> int:
         result = await seal(ctx, address, artifact, before_sending=before_sending)
         sealed = result.state == ModelState.SEALED
         after = (
-            next_command(args, "verify", address, *artifact_words)
+            next_command(args, "verify", address, *(artifact_words or ["--chain-only"]))
             if sealed
             else next_command(args, "publish", args.artifact or "ARTIFACT")
         )

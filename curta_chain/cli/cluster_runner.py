@@ -32,6 +32,9 @@ U64_MAX = 2**64 - 1
 
 AUTO_PERCENTILE = 75
 """``--with-compute-unit-price auto`` pays the 75th percentile of recent prices."""
+DEFAULT_MAX_COMPUTE_UNIT_PRICE = 1_000_000
+"""``chain.fees.DEFAULT_MAX_COMPUTE_UNIT_PRICE``, for the help (this module imports the
+library only inside its functions); a test holds the two equal."""
 
 
 def add_price_option(parser: argparse.ArgumentParser) -> None:
@@ -47,7 +50,10 @@ def add_price_option(parser: argparse.ArgumentParser) -> None:
         "--max-compute-unit-price",
         type=int,
         metavar="MICROLAMPORTS",
-        help="the most --with-compute-unit-price auto pays per compute unit (default: no cap)",
+        help="the most a compute unit may cost: auto pays at most this; a price above it is "
+        "refused (default for auto: refuse recent prices above "
+        f"{DEFAULT_MAX_COMPUTE_UNIT_PRICE:,}, which only a congested cluster or a lying node "
+        "reports)",
     )
 
 
@@ -70,8 +76,12 @@ def add_tx_version_option(parser: argparse.ArgumentParser, what: str) -> None:
 def budget_for(args: argparse.Namespace, url: str) -> "specs.Budget":
     """Compute-budget instructions off loopback; the price ``--with-compute-unit-price``.
 
+    ``auto`` carries the cap (``--max-compute-unit-price``, else the default ``fees.priced``
+    holds it to); a price given outright must not exceed a cap given with it.
+
     Raises:
-        ConfigError: a price that is neither ``auto`` nor a u64, or a cap without ``auto``.
+        ConfigError: a price that is neither ``auto`` nor a u64, a cap without a price, or
+            a price above the cap.
     """
     from curta_chain.chain import specs
     from curta_chain.chain.cluster import is_loopback
@@ -86,18 +96,31 @@ def budget_for(args: argparse.Namespace, url: str) -> "specs.Budget":
     if text == "auto":
         auto = specs.AutoPrice(AUTO_PERCENTILE, cap)
         return specs.Budget(limit_compute=limit, auto_price=auto, tx_version=version)
-    if cap is not None:
-        raise ConfigError("--max-compute-unit-price caps --with-compute-unit-price auto only")
     price = None if text is None else _price(str(text))
+    if cap is not None and price is None:
+        raise ConfigError(
+            "--max-compute-unit-price caps --with-compute-unit-price (auto or a price): give one"
+        )
+    if cap is not None and price is not None and price > cap:
+        raise ConfigError(
+            f"--with-compute-unit-price {price:,} is above --max-compute-unit-price {cap:,}: "
+            "nothing was sent"
+        )
     return specs.Budget(limit_compute=limit, compute_unit_price=price, tx_version=version)
 
 
-def describe_price(budget: "specs.Budget", auto: bool) -> str | None:
-    """The plan's line for a priced budget ("compute-unit price 1,200 micro-lamports ...")."""
+def describe_price(budget: "specs.Budget", auto: "specs.AutoPrice | None") -> str | None:
+    """The plan's line for a priced budget ("compute-unit price 1,200 micro-lamports ...").
+
+    ``auto``: how the price was found (None: it was given).
+    """
     price = budget.compute_unit_price
     if price is None:
         return None
-    how = f" (auto: the {AUTO_PERCENTILE}th percentile of recent blocks')" if auto else ""
+    how = ""
+    if auto is not None:
+        cap = DEFAULT_MAX_COMPUTE_UNIT_PRICE if auto.cap is None else auto.cap
+        how = f" (auto: the {AUTO_PERCENTILE}th percentile of recent blocks', at most {cap:,})"
     return f"  compute-unit price {price:,} micro-lamports{how}, in the fees above"
 
 

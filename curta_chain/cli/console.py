@@ -3,8 +3,9 @@
 ``ConsoleReporter`` is the CLI's ``Reporter`` (``curta_chain.reporting``). On a terminal it
 keeps one live line, fitted to the terminal's width and redrawn on a timer (so a stall shows
 as a stall, not a frozen bar), with a rate and ETA only after a warm-up. Off a terminal it
-prints a plain line every few seconds instead, so a log never goes silent. A note that
-meets text streamed on the same terminal (``run``'s tokens) starts on a line of its own.
+prints a plain line every few seconds instead, so a log never goes silent. A line that
+meets text streamed to the same terminal or file (``run``'s tokens; ``> log 2>&1``) starts
+on a line of its own.
 """
 
 import contextlib
@@ -44,6 +45,17 @@ def _isatty(stream: TextIO) -> bool:
         return stream.isatty()
     except (AttributeError, ValueError):
         return False
+
+
+def _same_file(a: TextIO, b: TextIO) -> bool:
+    """Whether two streams write to one file (``> log 2>&1``, one pipe, one terminal)."""
+    if a is b:
+        return True
+    try:
+        first, second = os.fstat(a.fileno()), os.fstat(b.fileno())
+    except (AttributeError, ValueError, OSError):
+        return False
+    return (first.st_dev, first.st_ino) == (second.st_dev, second.st_ino)
 
 
 def _column_after(column: int, text: str, width: int) -> int:
@@ -122,6 +134,10 @@ class ConsoleReporter:
         """Columns of live text drawn after streamed text on its line (0: none)."""
         self._column = 0
         """Where streamed text stands on the screen stderr shares (0: a line's start)."""
+        self._text_open = False
+        """Streamed text's last line is not ended (on a terminal: its column is not 0)."""
+        self._text_broken = False
+        """A line written since the last text ended the text's line already."""
         self._last_heartbeat = 0.0
         self._thread: threading.Thread | None = None
         self._wake = threading.Event()
@@ -154,7 +170,7 @@ class ConsoleReporter:
             return
         with self._lock:
             self._clear()
-            self._break_text_line()
+            self._break_text_line(self._out)
             print(text, file=self._out, flush=True)
             self._draw()
 
@@ -164,7 +180,7 @@ class ConsoleReporter:
             return
         with self._lock:
             self._clear()
-            self._break_text_line()
+            self._break_text_line(self._err)
             print(text, file=self._err, flush=True)
             self._draw()
 
@@ -181,17 +197,23 @@ class ConsoleReporter:
             self._clear()
             sys.stdout.write(shown)
             sys.stdout.flush()
+            self._text_broken = False
             if self.on_terminal and _isatty(sys.stdout):
                 self._column = _column_after(self._column, shown, self._width() + 1)
+                self._text_open = self._column != 0
+            else:
+                self._text_open = not shown.endswith("\n")
             self._draw()
 
     def end_text(self) -> None:
-        """End the streamed text with a newline (its last line is complete)."""
+        """End the streamed text with a newline, unless a line after it ended it already."""
         with self._lock:
             self._clear()
-            sys.stdout.write("\n")
-            sys.stdout.flush()
+            if not self._text_broken:
+                sys.stdout.write("\n")
+                sys.stdout.flush()
             self._column = 0
+            self._text_open = self._text_broken = False
             self._draw()
 
     def progress(
@@ -231,7 +253,7 @@ class ConsoleReporter:
             with self._lock:
                 self._waits.remove(wait)
                 if not self.on_terminal and wait.printed_at is not None:
-                    self._break_text_line()
+                    self._break_text_line(self._err)
                     print(f"done waiting for {wait.what}", file=self._err, flush=True)
                 self._clear()
                 self._draw()
@@ -301,11 +323,17 @@ class ConsoleReporter:
             self._err.flush()
             self._drawn = False
 
-    def _break_text_line(self) -> None:
-        """Before a full line on stderr: end the streamed text's line, so they do not meet."""
-        if self._column:
-            self._err.write("\n")
+    def _break_text_line(self, stream: TextIO) -> None:
+        """Before a full line on ``stream``: end the streamed text's line where they meet.
+
+        They meet on a terminal and in one file (stdout and stderr to one log): there a
+        line would otherwise run on from the story's last word.
+        """
+        if self._text_open and (self._column or _same_file(stream, sys.stdout)):
+            stream.write("\n")
             self._column = 0
+            self._text_open = False
+            self._text_broken = True
 
     def _heartbeat(self, now: float) -> None:
         wait = self._current_wait(now)
@@ -313,9 +341,11 @@ class ConsoleReporter:
         if self._bars:
             if now - self._last_heartbeat >= HEARTBEAT:
                 self._last_heartbeat = now
+                self._break_text_line(self._err)
                 print(self._bars[-1].plain(now, waiting), file=self._err, flush=True)
         elif wait is not None and (wait.printed_at is None or now - wait.printed_at >= HEARTBEAT):
             wait.printed_at = now
+            self._break_text_line(self._err)
             print(wait.text(now), file=self._err, flush=True)
 
     def _finish(self, bar: ProgressBar) -> None:
@@ -325,12 +355,13 @@ class ConsoleReporter:
                 return
             if self.on_terminal:
                 self._clear()
-                self._break_text_line()
+                self._break_text_line(self._err)
                 self._err.write(bar.render(self._width(), now, None) + "\n")
                 self._err.flush()
             elif self._heartbeats_printed(bar) and bar.fraction() >= 1.0:
                 # Off a terminal, a run long enough to have been reported ends with a line
                 # too; a short or failed one adds none, so an error after it is one line.
+                self._break_text_line(self._err)
                 print(bar.plain(now, None), file=self._err, flush=True)
             self._bars.remove(bar)
             self._draw()

@@ -94,8 +94,8 @@ def _deploy(args: argparse.Namespace) -> int:
             resume_hint=hint,
         )
         plan = await plan_deploy(ctx, program, build, args.final)
-        auto = ctx.budget.auto_price is not None
-        if auto:
+        auto = ctx.budget.auto_price
+        if auto is not None:
             # The price of writing the buffer and the program, then the cost at that price.
             writable = [plan.buffer, plan.program_id]
             ctx = replace(ctx, budget=await priced(client, ctx.budget, writable))

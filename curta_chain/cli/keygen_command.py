@@ -104,11 +104,13 @@ def _outfile(args: argparse.Namespace) -> Path:
     path = args.outfile or signers_for(args).default_path()
     if path.exists() and not args.force:
         raise ConfigError(f"{path}: refusing to overwrite it without --force")
-    if args.outfile is None:  # ~/.config/solana may not exist yet: solana-keygen makes it
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise ConfigError(f"{path.parent}: cannot create the folder: {exc.strerror}") from exc
+    # Missing folders are made, as solana-keygen makes them (~/.config/solana on a new machine).
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except FileExistsError as exc:
+        raise ConfigError(f"{path.parent}: not a folder (a file has that name)") from exc
+    except OSError as exc:
+        raise ConfigError(f"{path.parent}: cannot create the folder: {exc.strerror}") from exc
     return path
 
 

@@ -5,6 +5,8 @@ it exists (never world-readable, not even until a chmod).
 """
 
 import json
+import shlex
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -13,6 +15,9 @@ from curta_chain.fsutil import atomic_write
 
 if TYPE_CHECKING:  # solders is imported when a keypair is read: `--help` stays fast.
     from solders.keypair import Keypair
+
+_KEYPAIR_JSON_MAX = 1024
+"""A keypair file's largest size looked for: 64 numbers of up to three digits take ~320 bytes."""
 
 
 def load_keypair(path: Path) -> "Keypair":
@@ -25,9 +30,7 @@ def load_keypair(path: Path) -> "Keypair":
     try:
         data = path.read_bytes()
     except FileNotFoundError as exc:
-        raise KeypairError(
-            f"{path}: no such keypair file; make one with `curta-chain keygen new -o {path}`"
-        ) from exc
+        raise KeypairError(missing_keypair(path)) from exc
     except OSError as exc:
         raise KeypairError(f"{path}: cannot read the keypair: {exc}") from exc
     try:
@@ -38,6 +41,35 @@ def load_keypair(path: Path) -> "Keypair":
             f"(byte {exc.start:,} is {data[exc.start]:#04x})"
         ) from exc
     return keypair_from_json(text, str(path))
+
+
+def missing_keypair(path: Path, here: Sequence[str] = ()) -> str:
+    """Why ``path`` cannot sign, and the commands that mend it, pasted as they are.
+
+    ``here``: names of keypair files in the current folder (``-k`` would take them).
+    """
+    message = (
+        f"{path}: no such keypair file; make one with "
+        f"`curta-chain keygen new -o {shlex.quote(str(path))}`"
+    )
+    if here:
+        which = "the one" if len(here) == 1 else "one of those"
+        named = ", ".join(f"-k {shlex.quote(name)}" for name in here)
+        message += f", or pass {which} in this folder: {named}"
+    return message
+
+
+def keypair_files(folder: Path) -> list[str]:
+    """The names of the keypair files in ``folder`` (JSON files that hold a keypair)."""
+    found = []
+    for path in sorted(folder.glob("*.json")):
+        try:
+            if path.is_file() and path.stat().st_size <= _KEYPAIR_JSON_MAX:
+                keypair_from_json(path.read_text(encoding="utf-8"), path.name)
+                found.append(path.name)
+        except (OSError, UnicodeDecodeError, KeypairError):
+            continue
+    return found
 
 
 def keypair_from_json(text: str, what: str) -> "Keypair":

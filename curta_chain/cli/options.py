@@ -9,10 +9,10 @@
   ``--program-hash``, ``-C``, ``--rpc-timeout``, ``--rpc-rps``, ``--rpc-batch`` and
   ``--output``, resolved against the
   Solana CLI config into a ``Cluster`` (which resolves signers, see ``signers.py``);
-  ``add_yes_option`` for commands that spend, and ``confirm_spend``, which off the embedded
-  localnet asks ``Spend ...? [y/N]`` on the terminal before the first transaction (the plan
-  and its cost printed first; ``--yes`` skips it; with no terminal and no ``--yes`` the
-  command stops before sending anything).
+  ``add_yes_option`` for commands that spend, and ``confirm_spend``, which off a local test
+  cluster this user started (``cluster.is_local_cluster``) asks ``Spend ...? [y/N]`` on the
+  terminal before the first transaction (the plan and its cost printed first; ``--yes``
+  skips it; with no terminal and no ``--yes`` the command stops before sending anything).
 - ``cluster_runner.py`` runs a command's body against the cluster (``run_on_cluster``).
 
 Nothing here imports solders, httpx or the program client at module level: ``curta-chain
@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from curta_chain.chain.cluster import is_localnet
-from curta_chain.cli import solana_config
+import curta_chain.cli.solana_config as solana_config
+from curta_chain.chain.cluster import is_local_cluster
 from curta_chain.cli.console import ConsoleReporter
 from curta_chain.cli.signers import Signers
 from curta_chain.constants import COMMITMENTS, GIVE_UP_AFTER
@@ -154,7 +154,8 @@ def add_program_options(parser: argparse.ArgumentParser) -> None:
         "--program-id",
         metavar="ADDRESS",
         help="the curta program's address (default: the one `curta-chain deploy` recorded "
-        "for this cluster in the config, or the embedded localnet's)",
+        "for this cluster in the config, or on a localnet this user started, the one it "
+        "preloads)",
     )
     parser.add_argument(
         "--program-hash",
@@ -172,7 +173,8 @@ def add_yes_option(parser: argparse.ArgumentParser) -> None:
         "-y",
         "--yes",
         action="store_true",
-        help="off a localnet, spend without asking for confirmation on the terminal",
+        help="off a localnet this user started, spend without asking for confirmation on "
+        "the terminal",
     )
 
 
@@ -181,12 +183,12 @@ def confirm_spend(
 ) -> None:
     """Return once spending ``lamports`` on ``what`` is confirmed (or needs no confirmation).
 
-    No question is asked on the embedded localnet or with ``--yes``.
+    No question is asked on a local test cluster this user started, or with ``--yes``.
 
     Raises:
         NotConfirmedError: the answer was not yes, or there is no terminal and no ``--yes``.
     """
-    if is_localnet(genesis_hash) or args.yes:
+    if is_local_cluster(url, genesis_hash) or args.yes:
         return
     cost = sol(lamports)
     if not sys.stdin.isatty():

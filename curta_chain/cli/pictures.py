@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from curta_chain.chain.model_status import ModelStatus, SectionStatus
-    from curta_chain.chain.verify import VerifyReport
+    from curta_chain.chain.verify_report import VerifyReport
 
 BAR_COLUMNS = 62
 """Columns of a bar: with its 15-column label and brackets it fits 80 columns."""

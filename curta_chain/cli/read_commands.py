@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from curta_chain.cli.cluster_runner import resolve_url, run_on_cluster
+from curta_chain.cli.cluster_runner import resolve_url, run_on_cluster, run_with_client
 from curta_chain.cli.options import (
     ARTIFACT_HELP,
     MODEL_HELP,
@@ -27,9 +27,12 @@ from curta_chain.cli.options import (
 from curta_chain.reporting import counted, sol
 
 if TYPE_CHECKING:
+    from solders.pubkey import Pubkey
+
     from curta_chain.chain.model_status import ModelStatus
+    from curta_chain.chain.rpc import RpcClient
     from curta_chain.chain.session import Connection
-    from curta_chain.chain.verify import VerifyReport
+    from curta_chain.chain.verify_report import VerifyReport
     from curta_chain.reporting import Reporter
 
 
@@ -37,12 +40,14 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
     """Add verify, status and models."""
     p = subparsers.add_parser(
         "verify",
-        help="prove a model on chain is exactly an artifact (or, without one, sealed and whole)",
+        help="prove a model on chain is exactly an artifact (or, with --chain-only, sealed "
+        "and whole)",
         description="Read the model and its weight accounts and check them against the "
         "artifact: bindings, lengths, every byte, the configuration, both hashes and the "
-        "sealed state. Without an artifact, check the chain alone: the program, bindings, "
-        "the sealed state and the chain's bytes against the declared hash. Exit 0 only if "
-        "all hold.",
+        "sealed state. With --chain-only instead of an artifact, check the chain alone: the "
+        "program, bindings, the sealed state and the chain's bytes against the declared "
+        "hash. The program is the model's owner (checked: executable, a shipped build) "
+        "unless --program-id names one. Exit 0 only if all hold.",
     )
     p.add_argument("model", metavar="MODEL", help=MODEL_HELP)
     p.add_argument(
@@ -50,7 +55,13 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
         type=Path,
         nargs="?",
         metavar="ARTIFACT",
-        help=f"{ARTIFACT_HELP} to compare byte for byte (without it: the chain alone)",
+        help=f"{ARTIFACT_HELP} to compare byte for byte",
+    )
+    p.add_argument(
+        "--chain-only",
+        action="store_true",
+        help="compare no artifact: prove only that the model is sealed and its bytes hash to "
+        "its declared hash (not which file it holds)",
     )
     add_cluster_options(p, keypair=False)
     p.add_argument(
@@ -69,7 +80,7 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
         action="store_true",
         help="list every differing byte range (default: the first 10; all are counted)",
     )
-    p.set_defaults(run=_verify)
+    p.set_defaults(run=_verify, usage_error=p.error)
 
     p = subparsers.add_parser(
         "status",
@@ -97,10 +108,31 @@ def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") 
     p.set_defaults(run=_models)
 
 
+def _verify_usage(args: argparse.Namespace) -> None:
+    """Refuse, as a usage error (exit 2), arguments in the wrong order or no artifact."""
+    from curta_chain.chain.session import is_address
+
+    given = args.artifact
+    if given is not None and not is_address(args.model) and is_address(str(given)):
+        args.usage_error(
+            f"the model comes first, then the artifact: `curta-chain verify {given} "
+            f"{args.model}` (MODEL {args.model!r} is not an address; {str(given)!r} is)"
+        )
+    if given is None and not args.chain_only:
+        args.usage_error(
+            "verify MODEL compares the model with an ARTIFACT: give it, or pass --chain-only "
+            "to check the chain alone (no artifact compared)"
+        )
+    if given is not None and args.chain_only:
+        args.usage_error(f"--chain-only compares no artifact: drop {given} or --chain-only")
+
+
 def _verify(args: argparse.Namespace) -> int:
     from curta_chain.chain.cluster import same_node
+    from curta_chain.chain.session import connect_to_owner
     from curta_chain.chain.verify import LISTED_RANGES, verify
 
+    _verify_usage(args)
     artifact = read_artifact_file(args.artifact) if args.artifact is not None else None
     reporter = make_reporter(args)
     target = resolve(args, reporter)
@@ -114,8 +146,13 @@ def _verify(args: argparse.Namespace) -> int:
             "a cross-check reads every account again from a second, independent node"
         )
 
-    async def body(target: Cluster, chain: "Connection") -> int:
-        chain = await target.follow_owner(chain, address)
+    async def body(target: Cluster, client: "RpcClient") -> int:
+        if target.program_id is not None:
+            chain = await target.connect(client)
+        else:
+            # The chain says which program the model is under; it is checked all the same.
+            with reporter.waiting(f"{target.url} to show model {address} and its program"):
+                chain = await connect_to_owner(client, address, target.program_hashes)
         second = target.client(url=cross_check) if cross_check else None
         try:
             with reporter.waiting(f"model {address} and its weight accounts to be read"):
@@ -137,7 +174,7 @@ def _verify(args: argparse.Namespace) -> int:
             _print_verify(reporter, report, args.artifact, chain.client.url, lengths)
         return 0 if report.ok else 1
 
-    return run_on_cluster(args, body, target=target)
+    return run_with_client(args, body, target=target)
 
 
 def _print_verify(
@@ -155,7 +192,7 @@ def _print_verify(
     """
     from curta_chain.cli.pictures import difference_strips
 
-    if report.ok and artifact is None:
+    if report.ok and not report.artifact_compared:
         reporter.line(
             f"verified {report.model}: sealed, the chain's bytes hash to its declared hash "
             "(no artifact was compared)"
@@ -170,7 +207,8 @@ def _print_verify(
                 f"{counted(report.differing_ranges, 'differing byte range')} "
                 f"({counted(report.differing_bytes, 'byte')})"
             )
-        reporter.line(f"NOT verified {report.model}: {', '.join(found)}")
+        alone = "" if report.artifact_compared else " (no artifact was compared)"
+        reporter.line(f"NOT verified {report.model}: {', '.join(found)}{alone}")
     reporter.line(f"declared hash  {report.declared_hash.hex()}  (the model's, {report.state})")
     if artifact is None or report.artifact_hash is None:
         if report.chain_hash is not None:
@@ -250,7 +288,7 @@ def _status_next(args: argparse.Namespace, status: "ModelStatus") -> str:
     if status.state == ModelState.SEALING:
         return f"{next_command(args, 'seal', address)} (to finish the seal)"
     if status.state == ModelState.SEALED:
-        return next_command(args, "verify", address, *([args.artifact] if args.artifact else []))
+        return next_command(args, "verify", address, args.artifact or "--chain-only")
     return (
         f"{next_command(args, 'publish', artifact)} (reopens it and rewrites what differs), or "
         f"{next_command(args, 'close', address)} (rent back)"
@@ -288,6 +326,23 @@ def _print_status(reporter: "Reporter", status: "ModelStatus", after: str) -> No
     reporter.line(f"{'Next:':<15} {after}")
 
 
+def _own_address(target: Cluster) -> "Pubkey":
+    """The -k keypair's address: whose models ``models`` lists unless told otherwise.
+
+    Raises:
+        KeypairError: the keypair cannot be read; the message names the other choices.
+    """
+    from curta_chain.errors import KeypairError
+
+    try:
+        return target.keypair().pubkey()
+    except KeypairError as exc:
+        raise KeypairError(
+            f"{exc}; or list another address's models with --authority ADDRESS, or every "
+            "model with --all"
+        ) from exc
+
+
 def _models(args: argparse.Namespace) -> int:
     reporter = make_reporter(args)
     target = resolve(args, reporter)
@@ -299,7 +354,7 @@ def _models(args: argparse.Namespace) -> int:
         authority = None
         if not args.all:
             authority = (
-                target.keypair().pubkey()
+                _own_address(target)
                 if args.authority is None
                 else target.signers.pubkey(args.authority, "--authority")
             )
@@ -328,6 +383,8 @@ def _models(args: argparse.Namespace) -> int:
         whose = f"of {authority}" if authority else "of every authority"
         if not rows:
             reporter.line(f"no models {whose} on {target.url}")
+            if authority and args.authority is None:
+                reporter.line("--authority ADDRESS lists another address's, --all every model")
             return 0
         # The balance is the model's and its weight accounts': what closing it gives back.
         reporter.line(f"{'Model':<44}  {'State':<9}  {'Sections':>8}  {'Balance SOL':>13}")

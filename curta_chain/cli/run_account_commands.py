@@ -76,7 +76,7 @@ def _runs(args: argparse.Namespace) -> int:
     target = resolve(args, reporter)
 
     async def body(target: Cluster, chain: "Connection") -> int:
-        from curta_chain.chain.runs import find_runs
+        from curta_chain.onchain.runs import find_runs
 
         opener = (
             target.keypair().pubkey()
@@ -126,8 +126,8 @@ def _close_run(args: argparse.Namespace) -> int:
 
     async def body(target: Cluster, chain: "Connection") -> int:
         from curta_chain.chain.rent import require_funds
-        from curta_chain.chain.runs import close_run, close_run_cost
         from curta_chain.cli.options import confirm_spend
+        from curta_chain.onchain.runs import close_run, close_run_cost
 
         chain = await target.follow_owner(chain, address)
         ctx = _context(args, target, chain, hint)

@@ -35,9 +35,9 @@ from curta_chain.reporting import counted, sol
 
 if TYPE_CHECKING:
     from curta_chain.artifact import Artifact
-    from curta_chain.chain.run_onchain import OnChainRun
     from curta_chain.chain.session import Connection
     from curta_chain.inference import SamplingSettings
+    from curta_chain.onchain.pipeline import OnChainRun
 
 
 def register(subparsers: "argparse._SubParsersAction[argparse.ArgumentParser]") -> None:
@@ -139,12 +139,14 @@ def _settings(args: argparse.Namespace) -> "SamplingSettings":
 
 def _load(args: argparse.Namespace) -> "Artifact":
     from curta_chain.artifact import read_artifact
-    from curta_chain.chain.fetch import fetch_artifact
     from curta_chain.errors import ConfigError
 
     path = Path(args.source)
     if path.exists():
         return read_artifact(path)
+    # The chain's client loads only for an address: a file's run starts sooner without it.
+    from curta_chain.chain.fetch import fetch_artifact
+
     try:
         address = parse_pubkey(args.source, "SOURCE")
     except ConfigError as exc:
@@ -165,17 +167,24 @@ def _load(args: argparse.Namespace) -> "Artifact":
 
 
 def _run(args: argparse.Namespace) -> int:
-    from curta_chain.inference import IntModel, Tokenizer, generate, plan_run
+    if args.on_chain:
+        return _run_on_chain(args, _settings(args))
+    # One core's work, as llama2.c's run.c's: set before numpy loads, so that BLAS starts no
+    # workers to spin idle on the other cores.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    from curta_chain.inference import Tokenizer, generate, plan_run
+    from curta_chain.inference.native import NativeModel, fastest_model
     from curta_chain.inference.tokenizer import STOP_TOKENS
 
     settings = _settings(args)
-    if args.on_chain:
-        return _run_on_chain(args, settings)
     artifact = _load(args)
-    model, tokenizer = IntModel.from_artifact(artifact), Tokenizer.from_artifact(artifact)
+    reporter = make_reporter(args, lines_to_stderr=True)
+    # The program's C built for this machine, or numpy's pass where it cannot be: the same
+    # integers either way.
+    model, tokenizer = fastest_model(artifact, reporter), Tokenizer.from_artifact(artifact)
     plan = plan_run(model, tokenizer, args.prompt, args.steps, steps=args.run_c_steps)
     text_mode = not is_json(args)
-    show = _TextShown(make_reporter(args, lines_to_stderr=True), text_mode)
+    show = _TextShown(reporter, text_mode)
     prompt_bytes = tokenizer.decode(plan.prompt_ids[1:])
     show(prompt_bytes)
     generated: list[int] = []
@@ -218,14 +227,15 @@ def _run(args: argparse.Namespace) -> int:
         "sampling": settings.to_json(),
         "first_token_seconds": round(first - start, 6),
         "tokens_per_second": rate,
+        "forward_pass": "native" if isinstance(model, NativeModel) else "numpy",
     }
     emit(args, result)
     return 0
 
 
 def _run_on_chain(args: argparse.Namespace, settings: "SamplingSettings") -> int:
-    from curta_chain.chain.run_onchain import run_on_chain
     from curta_chain.errors import ConfigError
+    from curta_chain.onchain.run import run_on_chain
 
     try:
         address = parse_pubkey(args.source, "SOURCE")

@@ -23,7 +23,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import parse_qs, urlparse
 
-from curta_chain.cli.keypairs import keypair_from_json, load_keypair
+from curta_chain.cli.keypairs import (
+    keypair_files,
+    keypair_from_json,
+    load_keypair,
+    missing_keypair,
+)
 from curta_chain.cli.solana_config import CliConfig, keypair_path
 from curta_chain.errors import KeypairError
 
@@ -101,6 +106,9 @@ class Signers:
         """
         key = spec or str(self.default_path())
         if key not in self._resolved:
+            if spec is None and not Path(key).exists():
+                # No -k and no default keypair: a keypair in this folder is the likely one.
+                raise KeypairError(missing_keypair(Path(key), keypair_files(Path.cwd())))
             self._resolved[key] = self._load(key, what)
         return self._resolved[key]
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
-from curta_chain.chain.cluster import is_localnet
+from curta_chain.chain.cluster import is_local_cluster, is_loopback
 from curta_chain.constants import (
     COMMITMENTS,
     LOCALNET_PORT,
@@ -131,8 +131,9 @@ def resolve_program_id(
     """Return the program id to use on this cluster, and where it came from.
 
     ``--program-id``, else the config's ``curta_program_ids`` entry for this genesis hash,
-    else, on the embedded localnet only, the program it preloads. No other cluster has a
-    built-in id: anyone could deploy at one.
+    else, on a local test cluster this user started (``curta-chain localnet``, or
+    ``--validator``: both preload it), the program it preloads. No other cluster has a
+    built-in id.
 
     Raises:
         ConfigError: none of those gives an id.
@@ -142,10 +143,16 @@ def resolve_program_id(
     recorded = dict(config.program_ids).get(genesis_hash)
     if recorded:
         return recorded, f"{PROGRAM_IDS_KEY} in {config.path}"
-    if is_localnet(genesis_hash):
-        return LOCALNET_PROGRAM_ID, "the embedded localnet"
+    if is_local_cluster(url, genesis_hash):
+        return LOCALNET_PROGRAM_ID, "the local cluster's preloaded program"
+    why = ""
+    if is_loopback(url):
+        why = (
+            "; it runs on this machine, but no `curta-chain localnet` of this user recorded its "
+            "genesis hash, so it is treated as a real cluster"
+        )
     raise ConfigError(
-        f"no curta program is known for the cluster at {url} (genesis {genesis_hash}): "
+        f"no curta program is known for the cluster at {url} (genesis {genesis_hash}{why}): "
         f"deploy one with `curta-chain deploy -u {url}`, or pass --program-id ADDRESS"
     )
 

@@ -49,7 +49,6 @@ def _run(args: argparse.Namespace) -> int:
     cluster = resolve_url(args.url, read_cli_config(may_be_new=True))
     if args.model is not None:
         parse_pubkey(args.model, "--model")
-    _check_node(cluster)
     artifact: Path | LocalArtifact | None = args.artifact
     if args.artifact is not None:
         read_artifact(args.artifact)  # a file the page would refuse is refused here, first
@@ -67,8 +66,16 @@ def _run(args: argparse.Namespace) -> int:
         raise ConfigError(f"--port {args.port}: cannot listen on it: {exc.strerror}") from exc
     query = urlencode({"url": cluster, **({"model": args.model} if args.model else {})})
     page = f"{server.url}?{query}"
-    if not emit(args, {"page": page, "cluster": cluster, "model": args.model}):
+    # Without a node the page still serves and runs its file; it says so, and so do we.
+    absent = _node_absent(cluster)
+    if not emit(args, {"page": page, "cluster": cluster, "model": args.model, "node": not absent}):
         print(f"Serving the page at {page} (reading {cluster}); Ctrl-C stops it")
+        if absent:
+            print(
+                f"{absent}; the page serves anyway (a file runs without a node) and reads the "
+                "chain once one answers",
+                file=sys.stderr,
+            )
     sys.stdout.flush()  # whoever started the server waits for this line
     try:
         server.serve()
@@ -79,16 +86,13 @@ def _run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _check_node(url: str) -> None:
-    """Refuse, in one line, a cluster that does not answer JSON-RPC: the page could not read it.
-
-    Raises:
-        RpcError: the node is not there, or answers something else than JSON-RPC.
-    """
+def _node_absent(url: str) -> str | None:
+    """Why no node answers JSON-RPC at ``url`` (one line), or None when one does."""
     import asyncio
 
     from curta_chain.chain.rpc import RpcClient
     from curta_chain.chain.transport import HttpTransport
+    from curta_chain.errors import CurtaError
 
     async def ask() -> None:
         client = RpcClient(HttpTransport(url), "confirmed")
@@ -97,4 +101,8 @@ def _check_node(url: str) -> None:
         finally:
             await client.aclose()
 
-    asyncio.run(ask())
+    try:
+        asyncio.run(ask())
+    except CurtaError as exc:  # refused, unresolved, or an answer that is not JSON-RPC
+        return str(exc)
+    return None

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from curta_chain.artifact import ModelConfig
 from curta_chain.errors import PromptError
 from curta_chain.inference.fixed import (
     ACT_BITS,
@@ -52,7 +53,7 @@ class KVCache:
         return cls(np.zeros(shape, dtype=np.int64), np.zeros(shape, dtype=np.int64))
 
 
-def check_tokens(model: IntModel, tokens: Sequence[int], start: int = 0) -> np.ndarray:
+def check_tokens(config: ModelConfig, tokens: Sequence[int], start: int = 0) -> np.ndarray:
     """Return ``tokens`` as an int64 array after checking ids and length against the model.
 
     Raises:
@@ -60,7 +61,6 @@ def check_tokens(model: IntModel, tokens: Sequence[int], start: int = 0) -> np.n
             the context after ``start``.
     """
     ids = np.asarray(tokens, dtype=np.int64).reshape(-1)
-    config = model.config
     if ids.size == 0:
         raise PromptError("no tokens to run")
     if start + ids.size > config.seq_len:
@@ -95,7 +95,7 @@ def forward(
         PromptError: see ``check_tokens``.
     """
     start = cache.length
-    ids = check_tokens(model, tokens, start)
+    ids = check_tokens(model.config, tokens, start)
     config = model.config
     count = ids.size
     end = start + count

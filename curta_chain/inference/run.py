@@ -2,7 +2,9 @@
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Protocol
 
+from curta_chain.artifact import ModelConfig
 from curta_chain.constants import DEFAULT_STEPS
 from curta_chain.errors import PromptError
 from curta_chain.inference.forward import KVCache, forward
@@ -20,8 +22,21 @@ class RunPlan:
     max_tokens: int
 
 
+class PlanRunner(Protocol):
+    """A forward pass that runs a whole plan itself (``native.NativeModel``, the program's C)."""
+
+    @property
+    def config(self) -> ModelConfig:
+        """The model's configuration."""
+        ...
+
+    def generate(self, plan: RunPlan, settings: SamplingSettings) -> Iterator[int]:
+        """Yield the plan's generated token ids one at a time."""
+        ...
+
+
 def plan_run(
-    model: IntModel,
+    model: IntModel | PlanRunner,
     tokenizer: Tokenizer,
     prompt: str,
     max_tokens: int | None,
@@ -93,12 +108,21 @@ def new_tokens_for_steps(steps: int, prompt_tokens: int, context: int) -> int:
     return new
 
 
-def generate(model: IntModel, plan: RunPlan, settings: SamplingSettings) -> Iterator[int]:
+def generate(
+    model: IntModel | PlanRunner, plan: RunPlan, settings: SamplingSettings
+) -> Iterator[int]:
     """Yield the generated token ids one at a time; stop after token 1 or 2, or the steps.
 
-    The prompt runs as one batch of positions; each new token is sampled from the last
-    position's logits and then run at the next position (the last one is not run).
+    Each new token is sampled from the last position's logits and then run at the next
+    position (the last one is not run). A ``PlanRunner`` (the program's C) runs it; an
+    ``IntModel`` runs numpy, the prompt as one batch of positions: the same integers.
     """
+    if isinstance(model, IntModel):
+        return _generate(model, plan, settings)
+    return model.generate(plan, settings)
+
+
+def _generate(model: IntModel, plan: RunPlan, settings: SamplingSettings) -> Iterator[int]:
     cache = KVCache.empty(model)
     rng = Xorshift64Star(settings.seed)
     logits = forward(model, cache, plan.prompt_ids)

@@ -4,9 +4,9 @@ Modules, from the chain outwards:
 
 - ``chain``: ``Localnet``, the chain model (LiteSVM, slots, fees, the faucet), in layers:
   ``current_bank`` (sysvars, reads, the owner index), ``execution`` (running a
-  transaction, its results) and ``block_production`` (the busy mode's sending and
-  blocks); a send returns ``outcomes`` values (``Landed``, ``Refused``, ``Queued``), never
-  JSON-RPC errors;
+  transaction, its results), ``simulation`` (simulating one) and ``block_production``
+  (the busy mode's sending and blocks); a send returns ``outcomes`` values (``Landed``,
+  ``Refused``, ``Queued``), never JSON-RPC errors;
 - ``bank_history`` (what "confirmed" and "finalized" reads see), ``tx_history``
   (statuses, transaction details, blocks, signatures by address), ``owner_index``;
 - ``ledger`` (the crash-safe log and snapshots; it owns ``durable_seq``) and

@@ -15,15 +15,15 @@ from solders.message import MessageV0
 from solders.transaction import VersionedTransaction
 from solders.transaction_metadata import FailedTransactionMetadata
 
-from curta_chain.compute_budget import compute_budget, priority_fee, transaction_fee
 from curta_chain.localnet.busy import BusyOptions, Leader, Pending, scheduling_cost
 from curta_chain.localnet.codec import AnyMessage, transaction_error_json
-from curta_chain.localnet.execution import Execution, charges_fee
 from curta_chain.localnet.load_limit import loads_too_much
 from curta_chain.localnet.outcomes import Landed, Queued, Refused, SendOutcome, TransactionAccounts
+from curta_chain.localnet.simulation import Simulator, charges_fee
+from curta_chain.protocol.compute_budget import compute_budget, priority_fee, transaction_fee
 
 
-class BlockProduction(Execution):
+class BlockProduction(Simulator):
     """Sending in the busy mode, and the blocks of the leader's queue.
 
     Args:

@@ -33,9 +33,9 @@ from solders.message import Message, MessageV0, MessageV1
 from solders.pubkey import Pubkey
 from solders.transaction import VersionedTransaction
 
-from curta_chain.compute_budget import DEFAULT_INSTRUCTION_COMPUTE_UNITS
 from curta_chain.constants import ACCOUNT_CU_LIMIT, ACCOUNT_WRITE_LIMIT, BLOCK_CU_LIMIT
 from curta_chain.localnet.loaded_data import loaded_accounts_data_size_limit
+from curta_chain.protocol.compute_budget import DEFAULT_INSTRUCTION_COMPUTE_UNITS
 
 if TYPE_CHECKING:
     from curta_chain.localnet.outcomes import TransactionAccounts

@@ -29,9 +29,9 @@ from curta_chain.localnet.params import (
     with_context,
 )
 from curta_chain.localnet.rpc_errors import NO_SNAPSHOT, RpcMethodError, invalid_params
+from curta_chain.protocol.limits import MAX_PRIORITIZATION_ADDRESSES
 
 FEATURE_SET = 3_640_012_085
-MAX_PRIORITIZATION_ADDRESSES = 128
 MAX_SLOT_LEADERS = 5_000
 MAX_LARGEST_ACCOUNTS = 20
 MAX_INFLATION_REWARD_ADDRESSES = 32

@@ -14,21 +14,22 @@ units to every instruction, builtins included, where the validator gives a built
 (SIMD-0170). So the localnet sets LiteSVM's compute budget itself for every transaction: the
 limit and heap ``compute_budget`` reads, as the validator does (``_use_budget``). LiteSVM's
 fee already follows SIMD-0170.
+
+Simulating a transaction without keeping anything (simulateTransaction, the busy mode's
+preflight) is the next layer's, ``simulation``.
 """
 
-from dataclasses import replace
-from typing import Any, Final
+from typing import Any
 
 from solders.account import Account
 from solders.address_lookup_table_account import LOOKUP_TABLE_META_SIZE
 from solders.compute_budget import ComputeBudget
-from solders.litesvm import LiteSVM, SimulateResult
+from solders.litesvm import LiteSVM
 from solders.message import MessageV0, MessageV1
 from solders.pubkey import Pubkey
 from solders.transaction import VersionedTransaction
 from solders.transaction_metadata import FailedTransactionMetadata, TransactionMetadata
 
-from curta_chain.compute_budget import compute_budget, priority_fee, transaction_fee
 from curta_chain.localnet.busy import transaction_cost
 from curta_chain.localnet.codec import AnyMessage, transaction_error_json
 from curta_chain.localnet.current_bank import CurrentBank, less_lamports
@@ -36,15 +37,10 @@ from curta_chain.localnet.features import ENABLE_TX_V1, RAISE_CPI_NESTING_LIMIT_
 from curta_chain.localnet.ledger import RECORD_TRANSACTION, Ledger
 from curta_chain.localnet.load_limit import loads_too_much, refused_before_running
 from curta_chain.localnet.loaded_data import loaded_data_size
-from curta_chain.localnet.outcomes import (
-    Landed,
-    Refused,
-    Simulation,
-    TransactionAccounts,
-    writable_keys,
-)
+from curta_chain.localnet.outcomes import Landed, Refused, TransactionAccounts, writable_keys
 from curta_chain.localnet.parsed import memo_of, token_balances
 from curta_chain.localnet.tx_history import TransactionDetails, TransactionHistory
+from curta_chain.protocol.compute_budget import compute_budget, priority_fee, transaction_fee
 
 
 class Execution(CurrentBank):
@@ -339,75 +335,6 @@ class Execution(CurrentBank):
         )
         self.replayed += 1
 
-    def simulation(self, tx: VersionedTransaction, sig_verify: bool = False) -> Simulation:
-        """Simulate ``tx`` as a validator's simulateTransaction does; change nothing.
-
-        Beside LiteSVM's result: the balances before and after (a failed run charges only
-        its fee), the token balances, the fee and the account data loaded, or no fee and no
-        data when the validator would not load the transaction (``charges_fee``). With
-        ``sig_verify``, a bad signature is the error, with no balances at all.
-        """
-        message = tx.message
-        accounts = self._accounts_of(message)
-        if sig_verify and not all(tx.verify_with_results()):
-            return Simulation(
-                accounts, "SignatureFailure", None, None, 0, None, None, None, None, {}
-            )
-        keys = accounts.keys
-        pre = [self.svm.get_balance(key) or 0 for key in keys]
-        pre_tokens = token_balances(keys, self.get_account)
-        unrun = Simulation(accounts, None, None, None, 0, pre, pre, pre_tokens, pre_tokens, {})
-        if not self.clock.age_ok(str(message.recent_blockhash)):
-            return replace(unrun, err="BlockhashNotFound")
-        result = self.simulate(tx)
-        if isinstance(result, FailedTransactionMetadata):
-            err, meta = transaction_error_json(result.err()), result.meta()
-            if not charges_fee(message, err):
-                return replace(unrun, err=err, meta=meta)
-            fee = self.fee_for(message)
-            return replace(
-                unrun,
-                err=err,
-                meta=meta,
-                fee=fee,
-                loaded_size=self._loaded_bytes(message, accounts),
-                post_balances=[max(pre[0] - fee, 0), *pre[1:]],
-            )
-        post_accounts = dict(result.post_accounts())
-        post = [
-            post_accounts[key].lamports if key in post_accounts else balance
-            for key, balance in zip(keys, pre, strict=True)
-        ]
-
-        def after(key: Pubkey) -> Account | None:
-            return post_accounts[key] if key in post_accounts else self.get_account(key)
-
-        return replace(
-            unrun,
-            meta=result.meta(),
-            fee=self.fee_for(message),
-            loaded_size=self._loaded_bytes(message, accounts),
-            post_balances=post,
-            post_token_balances=token_balances(keys, after),
-            post_accounts=post_accounts,
-        )
-
-    def simulate(self, tx: VersionedTransaction) -> SimulateResult:
-        """Simulate ``tx`` in LiteSVM with the budget and fee it runs with; change nothing."""
-        message = tx.message
-        self._use_budget(message)
-        unpaid = unpaid_priority(message)
-        payer = message.account_keys[0]
-        before = self.svm.get_account(payer) if unpaid else None
-        if before is not None and before.lamports >= unpaid:
-            self.svm.set_account(payer, less_lamports(before, unpaid))
-        try:
-            return self.svm.simulate_transaction(tx)
-        finally:
-            if before is not None and before.lamports >= unpaid:
-                self.svm.set_account(payer, before)
-                self._forget_reads()
-
     def _use_budget(self, message: AnyMessage) -> None:
         """Give LiteSVM the compute budget ``message`` runs with on the validator.
 
@@ -423,33 +350,6 @@ class Execution(CurrentBank):
             limits.compute_unit_limit, limits.heap_size = budget
             self.svm._inner.set_compute_budget(limits)
             self._budget = budget
-
-
-NOT_LOADED: Final = frozenset(
-    {
-        "AccountNotFound",
-        "AlreadyProcessed",
-        "BlockhashNotFound",
-        "InsufficientFundsForFee",
-        "InvalidAccountForFee",
-        "InvalidLoadedAccountsDataSizeLimit",
-        "SignatureFailure",
-        "UnsupportedVersion",
-    }
-)
-"""Errors the validator finds before it loads a transaction's accounts: it charges no fee."""
-
-
-def charges_fee(message: AnyMessage, err: Any) -> bool:
-    """Whether a validator charges ``message``'s fee when it fails with ``err`` (JSON).
-
-    It does once the transaction is loaded, whether a program or the loading then fails;
-    not for the errors checked before (``NOT_LOADED``), nor for compute-budget
-    instructions that fail it.
-    """
-    if isinstance(err, str) and err in NOT_LOADED:
-        return False
-    return compute_budget(message) is not None
 
 
 def unpaid_priority(message: AnyMessage) -> int:

@@ -19,8 +19,8 @@ from solders.account import Account
 from solders.litesvm import FeatureSet
 from solders.pubkey import Pubkey
 
-from curta_chain.chain.features import DISABLE_SBPF_V0, FEATURE_IDS, FEATURE_PROGRAM_ID
-from curta_chain.chain.features import ENABLE_TX_V1 as ENABLE_TX_V1_NAME
+from curta_chain.protocol.features import DISABLE_SBPF_V0, FEATURE_IDS, FEATURE_PROGRAM_ID
+from curta_chain.protocol.features import ENABLE_TX_V1 as ENABLE_TX_V1_NAME
 
 ENABLE_TX_V1 = FEATURE_IDS[ENABLE_TX_V1_NAME]
 """agave 4.3's ``enable_tx_v1`` (SIMD-0385): inactive, a v1 transaction is refused with

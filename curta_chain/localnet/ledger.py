@@ -9,8 +9,8 @@ snapshot and replays the log segments written after it through LiteSVM.
 
 Folder layout::
 
-    meta.json              blockhash seed ("genesis_hash") and genesis time, the preloaded
-                           program's sha256 (every localnet reports one fixed genesis hash),
+    meta.json              the chain's genesis hash ("genesis_hash", also the seed of its
+                           blockhashes) and genesis time, the preloaded program's sha256,
                            the features deactivated at genesis
     lock                   held (flock) while a localnet serves this folder
     log-00000001.bin ...   records: u32 payload length, u32 crc32, u8 kind, u64 slot, payload

@@ -24,14 +24,15 @@ from aiohttp import web
 from solders.pubkey import Pubkey
 
 from curta_chain.constants import LOCALNET_PORT
-from curta_chain.errors import LocalnetError
+from curta_chain.errors import CurtaError, LocalnetError
 from curta_chain.localnet.busy import NOT_BUSY, BusyOptions
 from curta_chain.localnet.clock import SLOT_SECONDS
 from curta_chain.localnet.features import unknown_feature_warning
 from curta_chain.localnet.node import DEFAULT_SNAPSHOT_BYTES, Localnet
 from curta_chain.localnet.pubsub import PubSub
-from curta_chain.localnet.server import MAX_REQUEST_BYTES, RpcServer
+from curta_chain.localnet.server import MAX_REQUEST_BYTES, RpcServer, cors
 from curta_chain.reporting import NullReporter, Reporter, counted
+from curta_chain.user_data import record_local_cluster
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,8 @@ class LocalnetOptions:
     """The busy-cluster behaviours (blocks, loss, limits, providers); none by default."""
     deactivate_features: tuple[Pubkey, ...] = ()
     """Feature ids deactivated at genesis (``--deactivate-feature``); all active by default."""
+    genesis_seed: bytes | None = None
+    """A memory-only chain's genesis seed (``Localnet``'s): random by default."""
 
 
 Ready = Callable[[Localnet, str, str | None], None]
@@ -73,6 +76,7 @@ def open_localnet(options: LocalnetOptions, reporter: Reporter) -> Localnet:
         now=options.now,
         busy=options.busy,
         deactivate_features=options.deactivate_features,
+        genesis_seed=options.genesis_seed,
     )
     # What solana-test-validator prints (or logs) for the same flags.
     if localnet.deactivation_ignored:
@@ -142,6 +146,23 @@ def _check_port_free(host: str, port: int) -> None:
             raise LocalnetError(_cannot_listen(host, port, exc)) from exc
 
 
+def _record(localnet: Localnet, url: str, reporter: Reporter) -> None:
+    """Record the chain's genesis hash as a local test cluster of this user's, before serving.
+
+    A client treats the node as one (no spend prompt, the preloaded program by default) only
+    once it is recorded; a record that cannot be written leaves it a real cluster to them.
+    """
+    try:
+        record = record_local_cluster(localnet.genesis_hash, "curta-chain localnet", url)
+    except CurtaError as exc:
+        reporter.line(
+            f"warning: {exc}: chain commands will treat this localnet as a real cluster "
+            "(--program-id and --yes needed)"
+        )
+        return
+    reporter.line(f"Genesis hash {localnet.genesis_hash} (recorded in {record})")
+
+
 async def _health(request: web.Request) -> web.Response:
     return web.Response(text="ok")
 
@@ -159,8 +180,9 @@ async def _serve(
     """
     pubsub = PubSub(localnet)
     server = RpcServer(localnet, reporter, stop.set, pubsub)
-    app = web.Application(client_max_size=MAX_REQUEST_BYTES)
+    app = web.Application(client_max_size=MAX_REQUEST_BYTES, middlewares=[cors])
     app.router.add_post("/", server.handle)
+    app.router.add_route("OPTIONS", "/", server.handle)  # answered by the cors middleware
     app.router.add_get("/health", _health)
     runner = web.AppRunner(app, access_log=None, handle_signals=False)
     ws_app = web.Application()
@@ -190,7 +212,9 @@ async def _serve(
             f"{host}:{bound}",
             f"{host}:{ws_bound}" if ws_bound is not None else None,
         )
-        ready(localnet, f"http://{host}:{bound}", ws_url)
+        url = f"http://{host}:{bound}"
+        _record(localnet, url, reporter)
+        ready(localnet, url, ws_url)
         if localnet.leader is not None:
             blocks = asyncio.ensure_future(server.produce_blocks())
         await stop.wait()
@@ -249,7 +273,8 @@ def serve(
 class LocalnetHandle:
     """A localnet serving from a background thread: its ``url``, ``ws_url`` and ``stop()``.
 
-    ``ws_url`` is its PubSub websocket (None if that port could not be had).
+    ``ws_url`` is its PubSub websocket (None if that port could not be had); ``genesis_hash``
+    the chain's, as getGenesisHash answers it (recorded as this user's local cluster).
 
     Args:
         options: how to run it (``port=0``: free ports).
@@ -261,6 +286,7 @@ class LocalnetHandle:
     def __init__(self, options: LocalnetOptions):
         self.url = ""
         self.ws_url: str | None = None
+        self.genesis_hash = ""
         self._localnet: Localnet | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop: asyncio.Event | None = None
@@ -283,6 +309,7 @@ class LocalnetHandle:
 
         def on_ready(localnet: Localnet, url: str, ws_url: str | None) -> None:
             self.url, self.ws_url, self._localnet = url, ws_url, localnet
+            self.genesis_hash = localnet.genesis_hash
             self._ready.set()
 
         try:
@@ -319,19 +346,30 @@ def start_in_thread(
     now: Callable[[], float] = time.time,
     busy: BusyOptions = NOT_BUSY,
     deactivate_features: tuple[Pubkey, ...] = (),
+    genesis_seed: bytes | None = None,
 ) -> LocalnetHandle:
     """Start a localnet in a daemon thread and return once it accepts requests.
 
     ``port=0`` picks a free port; the handle's ``url`` names it. ``now`` is the clock
     (pass a ``ManualClock`` to move time by hand); ``busy`` turns on the busy-cluster
     behaviours (``BusyOptions``: blocks, loss, limits, providers); ``deactivate_features``
-    starts it with those feature gates off.
+    starts it with those feature gates off; ``genesis_seed`` gives a memory-only chain the
+    genesis of another (``Localnet``).
 
     Raises:
         LocalnetError: the localnet could not start.
     """
     return LocalnetHandle(
         LocalnetOptions(
-            port, host, ledger, reset, slot_duration, snapshot_bytes, now, busy, deactivate_features
+            port,
+            host,
+            ledger,
+            reset,
+            slot_duration,
+            snapshot_bytes,
+            now,
+            busy,
+            deactivate_features,
+            genesis_seed,
         )
     )

@@ -17,10 +17,10 @@ from solders.transaction_metadata import FailedTransactionMetadata
 from curta_chain.constants import MAX_ACCOUNT_SIZE
 from curta_chain.localnet.loaded_data import (
     TRANSACTION_ACCOUNT_BASE_SIZE,
-    UPGRADEABLE_LOADER_ID,
     loaded_accounts_data_size,
     loaded_accounts_data_size_limit,
 )
+from curta_chain.protocol.loader import LOADER_V3
 
 ACCOUNT_BOUND = TRANSACTION_ACCOUNT_BASE_SIZE + MAX_ACCOUNT_SIZE
 """The most one account can count for; a program of the upgradeable loader counts twice
@@ -63,7 +63,7 @@ def loads_too_much(
         return isinstance(message, MessageV1)
     owners = {key: owner(key) for key in keys}
     bound = sum(
-        ACCOUNT_BOUND * (2 if key_owner == UPGRADEABLE_LOADER_ID else 1)
+        ACCOUNT_BOUND * (2 if key_owner == LOADER_V3 else 1)
         for key_owner in owners.values()
         if key_owner is not None
     )

@@ -28,15 +28,15 @@ from solders.account import Account
 from solders.message import Message, MessageV0, MessageV1
 from solders.pubkey import Pubkey
 
-from curta_chain.compute_budget import compute_budget
+from curta_chain.protocol.compute_budget import compute_budget
+from curta_chain.protocol.loader import LOADER_V3, PROGRAM
 
 TRANSACTION_ACCOUNT_BASE_SIZE: Final = 64
 """What every loaded account costs on top of its data (agave's TRANSACTION_ACCOUNT_BASE_SIZE)."""
 ADDRESS_LOOKUP_TABLE_BASE_SIZE: Final = 8_248
 """What every address lookup table a message uses costs: 8,192 bytes of table, 56 of metadata."""
 INSTRUCTIONS_SYSVAR_ID: Final = Pubkey.from_string("Sysvar1nstructions1111111111111111111111111")
-UPGRADEABLE_LOADER_ID: Final = Pubkey.from_string("BPFLoaderUpgradeab1e11111111111111111111111")
-_PROGRAM_STATE: Final = (2).to_bytes(4, "little")
+_PROGRAM_STATE: Final = PROGRAM.to_bytes(4, "little")
 """UpgradeableLoaderState::Program's bincode tag; its programdata address follows."""
 
 
@@ -112,8 +112,8 @@ def loaded_accounts_data_size_limit(message: Message | MessageV0 | MessageV1) ->
     Returns:
         64 MiB, or the smaller limit a ``SetLoadedAccountsDataSizeLimit`` asks for; 0 when it
         asks for 0; None when the compute-budget instructions themselves fail the transaction
-        (``curta_chain.compute_budget``). A validator refuses the last two before loading any
-        account, charging nothing.
+        (``curta_chain.protocol.compute_budget``). A validator refuses the last two before
+        loading any account, charging nothing.
     """
     budget = compute_budget(message)
     return None if budget is None else budget.loaded_accounts_data_size_limit
@@ -121,6 +121,6 @@ def loaded_accounts_data_size_limit(message: Message | MessageV0 | MessageV1) ->
 
 def _programdata_address(owner: Pubkey, data: bytes) -> Pubkey | None:
     """The programdata address of a LoaderV3 program account (owner and data), else None."""
-    if owner != UPGRADEABLE_LOADER_ID or data[:4] != _PROGRAM_STATE or len(data) < 36:
+    if owner != LOADER_V3 or data[:4] != _PROGRAM_STATE or len(data) < 36:
         return None
     return Pubkey.from_bytes(data[4:36])

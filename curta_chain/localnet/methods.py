@@ -12,13 +12,11 @@ do on a 2.x validator.
 from collections.abc import Callable
 from typing import Any
 
-from curta_chain.localnet import (
-    account_methods,
-    block_methods,
-    cluster_methods,
-    token_methods,
-    transaction_methods,
-)
+import curta_chain.localnet.account_methods as account_methods
+import curta_chain.localnet.block_methods as block_methods
+import curta_chain.localnet.cluster_methods as cluster_methods
+import curta_chain.localnet.token_methods as token_methods
+import curta_chain.localnet.transaction_methods as transaction_methods
 from curta_chain.localnet.node import Localnet
 from curta_chain.localnet.params import Params
 

@@ -5,9 +5,10 @@
 commitment level reads (``BankHistory``), the transaction history (``TransactionHistory``)
 and an index of accounts by owner. It is built in layers, each a module: the current bank
 (``current_bank``: sysvars, reads, the owner index), execution and its results
-(``execution``), the busy mode's sending and blocks (``block_production``), and here what
-ties them to time: the slot clock, the faucet, sending. Persistence (ledger replay and
-snapshots) is in ``persistence``; what a send returns is in ``outcomes``.
+(``execution``), simulation (``simulation``), the busy mode's sending and blocks
+(``block_production``), and here what ties them to time: the slot clock, the faucet,
+sending. Persistence (ledger replay and snapshots) is in ``persistence``; what a send
+returns is in ``outcomes``.
 
 LiteSVM is not thread-safe; a ``Localnet`` must be used from one thread (the server's
 event loop).
@@ -32,12 +33,9 @@ from solders.system_program import ID as SYSTEM_PROGRAM_ID
 from solders.system_program import TransferParams, transfer
 from solders.transaction import VersionedTransaction
 
-from curta_chain.chain.loader import LOADER_V3, encode_program_data, programdata_address
-from curta_chain.compute_budget import LAMPORTS_PER_SIGNATURE, priority_fee, transaction_fee
 from curta_chain.constants import (
     FINALIZED_DEPTH,
     LAMPORTS_PER_SOL,
-    LOCALNET_GENESIS_HASH,
     LOCALNET_PROGRAM_ID,
     MAX_COMPUTE_UNITS,
 )
@@ -50,7 +48,15 @@ from curta_chain.localnet.features import BEFORE_AGAVE_4, Features
 from curta_chain.localnet.ledger import Ledger
 from curta_chain.localnet.outcomes import Refused, SendOutcome
 from curta_chain.localnet.parsed import GENESIS_ACCOUNTS
+from curta_chain.localnet.persistence import restore
+from curta_chain.localnet.programs import program_data
 from curta_chain.program.builds import find_program_binary
+from curta_chain.protocol.compute_budget import (
+    LAMPORTS_PER_SIGNATURE,
+    priority_fee,
+    transaction_fee,
+)
+from curta_chain.protocol.loader import LOADER_V3, programdata_address
 
 FAUCET_SEED = b"curta-chain localnet faucet"
 IDENTITY_SEED = b"curta-chain localnet identity"
@@ -81,6 +87,9 @@ class Localnet(BlockProduction):
         deactivate_features: feature ids to deactivate at genesis, as
             ``solana-test-validator --deactivate-feature`` takes them; an existing ledger
             keeps the set it was started with.
+        genesis_seed: the 32 bytes a memory-only chain's genesis hash and blockhashes come
+            from (random by default; a ledger keeps its own). Two chains given one derive the
+            same addresses for one authority, so tests compare them account for account.
 
     Raises:
         LocalnetError: the ledger cannot be opened or replayed, or the program not loaded.
@@ -96,6 +105,7 @@ class Localnet(BlockProduction):
         now: Callable[[], float] = time.time,
         busy: BusyOptions = NOT_BUSY,
         deactivate_features: Iterable[Pubkey] = (),
+        genesis_seed: bytes | None = None,
     ):
         binary = program_binary if program_binary is not None else find_program_binary()
         program = binary.read_bytes() if binary is not None else None
@@ -149,22 +159,21 @@ class Localnet(BlockProduction):
         self._track([*self._genesis, self.faucet.pubkey()])
 
         if self.ledger is None:
-            genesis_hash = hashlib.sha256(Keypair().secret()).digest()
-            self.clock = SlotClock(genesis_hash, genesis_time(), slot_duration, now)
+            seed = genesis_seed or hashlib.sha256(Keypair().secret()).digest()
+            self.clock = SlotClock(seed, genesis_time(), slot_duration, now)
         else:
-            from curta_chain.localnet.persistence import restore
-
             meta = self.ledger.meta
+            seed = meta.genesis_hash
             self.clock = SlotClock(meta.genesis_hash, meta.genesis_time, slot_duration, now)
             try:
                 restore(self, self.ledger)
             except BaseException:
                 self.ledger.close()
                 raise
-        # Every embedded localnet reports this one genesis hash: it is how clients tell the
-        # embedded localnet from any other cluster. Blockhashes are seeded per chain (the
-        # ledger's own seed), so two localnets never share them.
-        self.genesis_hash = LOCALNET_GENESIS_HASH
+        # Each chain's own, random, and kept by its ledger across restarts: what the user's
+        # record of the localnets they started names (``curta_chain.user_data``), so that no
+        # other process can pass for one of them. It also seeds every blockhash.
+        self.genesis_hash = str(Hash(seed))
         self._observed = True  # replayed transactions are history, not news
         self.banks.clear()  # what was restored reads the same at every level
         self.tick()
@@ -187,7 +196,7 @@ class Localnet(BlockProduction):
             # As solana-test-validator (agave 4.2) loads --bpf-program: upgradeable (v3), a
             # 36-byte program account and its program data, deployed at slot 0 with the
             # default address as upgrade authority (LiteSVM writes its own slot and none).
-            data = encode_program_data(0, Pubkey.default(), program, len(program))
+            data = program_data(0, Pubkey.default(), program)
             lamports = svm.minimum_balance_for_rent_exemption(len(data))
             svm.set_account(
                 programdata_address(self.program_id),

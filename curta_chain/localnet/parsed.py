@@ -24,7 +24,6 @@ from curta_chain.localnet.parsed_programs import (
     SYSTEM_PROGRAM,
     SYSVAR_OWNER,
     TOKEN_PROGRAMS,
-    UPGRADEABLE_LOADER,
     AccountReader,
     NotParsable,
 )
@@ -32,6 +31,7 @@ from curta_chain.localnet.parsed_tokens import parse_token
 
 # The chain model (``chain.py``) reads transactions' token balances from here.
 from curta_chain.localnet.parsed_tokens import token_balances as token_balances
+from curta_chain.protocol.loader import LOADER_V3
 
 _MEMO_SET = frozenset(MEMO_PROGRAMS)
 
@@ -55,7 +55,7 @@ GENESIS_ACCOUNTS = (
     *MEMO_PROGRAMS,
     SYSTEM_PROGRAM,
     LOOKUP_TABLE_PROGRAM,
-    UPGRADEABLE_LOADER,
+    LOADER_V3,
     *(
         Pubkey.from_string(key)
         for key in (
@@ -235,7 +235,7 @@ def parse_account(key: Pubkey, owner: Pubkey, data: bytes, read: AccountReader) 
             program, parsed = "sysvar", parse_sysvar(key, data)
         elif owner == LOOKUP_TABLE_PROGRAM:
             program, parsed = "address-lookup-table", parse_lookup_table(data)
-        elif owner == UPGRADEABLE_LOADER:
+        elif owner == LOADER_V3:
             program, parsed = "bpf-upgradeable-loader", parse_upgradeable_loader(data)
         else:
             raise NotParsable("no parser for this owner")

@@ -21,7 +21,6 @@ MEMO_PROGRAMS = (
     Pubkey.from_string("Memo1UhkJRfHyvLMcVucJwxXeuD728EqVDDwQDxFMNo"),
 )
 LOOKUP_TABLE_PROGRAM = Pubkey.from_string("AddressLookupTab1e1111111111111111111111111")
-UPGRADEABLE_LOADER = Pubkey.from_string("BPFLoaderUpgradeab1e11111111111111111111111")
 
 AccountReader = Callable[[Pubkey], Any]
 """Returns an account (``.owner``, ``.data``) or None; used to find a mint's decimals."""

@@ -7,16 +7,55 @@ captures every indexed account and every status; the server writes it (``Ledger`
 """
 
 import json
+from typing import Protocol
 
 from solders.account import Account
+from solders.litesvm import LiteSVM
 from solders.pubkey import Pubkey
 
 from curta_chain.errors import LocalnetError
+from curta_chain.localnet.clock import SlotClock
 from curta_chain.localnet.ledger import RECORD_TRANSACTION, Ledger, Snapshot, SnapshotAccount
-from curta_chain.localnet.node import Localnet
+from curta_chain.localnet.tx_history import TransactionHistory
 
 
-def restore(localnet: Localnet, ledger: Ledger) -> None:
+class Persisted(Protocol):
+    """What restoring and snapshotting read and write of a chain (``Localnet`` has it all).
+
+    A protocol rather than ``Localnet`` itself, so that this module, which ``Localnet``
+    calls at start-up, does not import it back.
+    """
+
+    @property
+    def svm(self) -> LiteSVM:
+        """The LiteSVM the chain's accounts live in."""
+
+    @property
+    def history(self) -> TransactionHistory:
+        """The statuses a snapshot saves and a restore puts back."""
+
+    @property
+    def clock(self) -> SlotClock:
+        """The slot clock, held at or after the last restored slot."""
+
+    @property
+    def ledger(self) -> Ledger | None:
+        """The ledger folder a snapshot rotates, if any."""
+
+    def track_restored(self, pubkey: Pubkey, owner: Pubkey) -> None:
+        """Index an account put back from a snapshot."""
+
+    def replay(self, raw: bytes, slot: int) -> None:
+        """Apply a transaction from the log at the slot it first landed in."""
+
+    def tick(self) -> int:
+        """Bring the chain to the current slot; return it."""
+
+    def indexed_accounts(self) -> list[Pubkey]:
+        """Return the accounts a snapshot saves."""
+
+
+def restore(localnet: Persisted, ledger: Ledger) -> None:
     """Load the newest snapshot of ``ledger`` and replay the log after it into ``localnet``.
 
     Raises:
@@ -45,7 +84,7 @@ def restore(localnet: Localnet, ledger: Ledger) -> None:
     localnet.clock.hold_at_least(last_slot + 1)
 
 
-def begin_snapshot(localnet: Localnet) -> Snapshot:
+def begin_snapshot(localnet: Persisted) -> Snapshot:
     """Close the current log segment and capture the state it ends with.
 
     The caller writes the snapshot (``ledger.write_snapshot``) once every record of the

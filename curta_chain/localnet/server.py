@@ -36,6 +36,25 @@ from curta_chain.reporting import Reporter
 
 MAX_REQUEST_BYTES = 64 * 1024 * 1024
 _SEPARATORS = (",", ":")
+CORS_HEADERS = {
+    "Access-Control-Allow-Origin": "*",
+    "Access-Control-Allow-Methods": "POST, GET, OPTIONS",
+    "Access-Control-Allow-Headers": "content-type, solana-client",
+    "Access-Control-Max-Age": "86400",
+}
+"""What agave's RPC service answers every origin (its CORS policy is "any"): a browser page
+on another origin (the `curta-chain web` page, a wallet's) may call the localnet directly."""
+
+
+@web.middleware
+async def cors(request: web.Request, handler: Callable[..., Any]) -> web.StreamResponse:
+    """Answer a browser's preflight, and let any origin read every answer."""
+    if request.method == "OPTIONS":
+        response: web.StreamResponse = web.Response(status=204)
+    else:
+        response = await handler(request)
+    response.headers.update(CORS_HEADERS)
+    return response
 
 
 def _error(code: int, message: str, request_id: Any = None) -> dict[str, Any]:

@@ -27,30 +27,19 @@ from curta_chain.program.errors import (
 )
 from curta_chain.program.idl import IDL_PATH, load_idl
 from curta_chain.program.instructions import (
-    MAX_WRITE_PAYLOAD,
     begin_sealing,
     bind_weight_account,
     close_model,
     close_run,
     close_weight_account,
     create_model,
-    max_write_payload,
     open_run,
     reopen,
     seal_step,
     step,
     write_weights,
 )
-from curta_chain.program.run_account import (
-    RUN_HEADER_SIZE,
-    FinishReason,
-    PromptKind,
-    Region,
-    RunAccount,
-    RunState,
-    run_account_size,
-    run_layout,
-)
+from curta_chain.program.write_payload import MAX_WRITE_PAYLOAD, max_write_payload
 
 __all__ = [
     "BUILDS",
@@ -58,15 +47,9 @@ __all__ = [
     "MAX_WRITE_PAYLOAD",
     "MODEL_ACCOUNT_SIZE",
     "PROGRAM_BINARY",
-    "RUN_HEADER_SIZE",
-    "FinishReason",
     "ModelAccount",
     "ModelState",
     "ProgramBuild",
-    "PromptKind",
-    "Region",
-    "RunAccount",
-    "RunState",
     "SectionSlot",
     "ShippedProgram",
     "WeightHeader",
@@ -83,8 +66,6 @@ __all__ = [
     "preflight_error",
     "program_error",
     "reopen",
-    "run_account_size",
-    "run_layout",
     "seal_step",
     "shipped_program",
     "shipped_program_for",

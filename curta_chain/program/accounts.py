@@ -3,6 +3,11 @@
 The C structs in ``programs/curta/curta.h`` and the IDL's Borsh layouts are the same bytes
 (every field naturally aligned); ``tests/program`` checks that the program writes what these
 classes read.
+
+A decoded account is bounded by the spec before anything is sized from it: a model names at
+most 18 sections, and no section (a model's slot, a weight header's length) is longer than
+10,483,712 bytes, so a node that claims a 2^50-byte section is refused here, before a
+single byte of it is asked for.
 """
 
 from __future__ import annotations
@@ -13,7 +18,12 @@ from typing import Any
 
 from solders.pubkey import Pubkey
 
-from curta_chain.constants import HASH_CHUNK_SIZE, MAX_SECTIONS, WEIGHT_HEADER_SIZE
+from curta_chain.constants import (
+    HASH_CHUNK_SIZE,
+    MAX_SECTION_SIZE,
+    MAX_SECTIONS,
+    WEIGHT_HEADER_SIZE,
+)
 from curta_chain.errors import AccountError
 from curta_chain.program.borsh import CodecError
 from curta_chain.program.idl import DISCRIMINATOR_SIZE, coder
@@ -23,6 +33,12 @@ MODEL_ACCOUNT_SIZE = 856
 
 MODEL_AUTHORITY_OFFSET = DISCRIMINATOR_SIZE
 """Where a model account's authority starts: right after the discriminator."""
+MODEL_SECTIONS_OFFSET = 128
+"""Where a model account's section slots start (40 bytes each: the weight account, then
+the length as a u64)."""
+SLOT_SIZE = 40
+WEIGHT_SECTION_LENGTH_OFFSET = 80
+"""Where a weight account's header holds its section length (a u64)."""
 
 
 def model_discriminator() -> bytes:
@@ -110,7 +126,8 @@ class ModelAccount:
             The decoded model.
 
         Raises:
-            AccountError: wrong size, wrong discriminator or undecodable fields.
+            AccountError: wrong size, wrong discriminator, undecodable fields, more than 18
+                sections, or a section longer than the spec's largest.
         """
         if len(data) != MODEL_ACCOUNT_SIZE:
             raise AccountError(f"model account: {len(data)} bytes, expected {MODEL_ACCOUNT_SIZE}")
@@ -118,6 +135,13 @@ class ModelAccount:
         count = raw["section_count"]
         if not 0 <= count <= MAX_SECTIONS:
             raise AccountError(f"model account: sectionCount {count} at offset 105 > 18")
+        for index, slot in enumerate(raw["sections"][:count]):
+            if slot["length"] > MAX_SECTION_SIZE:
+                at = MODEL_SECTIONS_OFFSET + index * SLOT_SIZE + 32
+                raise AccountError(
+                    f"model account: section {index} length {slot['length']:,} at offset {at} "
+                    f"> {MAX_SECTION_SIZE:,} (the spec's largest section)"
+                )
         return cls(
             authority=raw["authority"],
             declared_hash=raw["declared_hash"],
@@ -198,11 +222,18 @@ class WeightHeader:
             The decoded header.
 
         Raises:
-            AccountError: too short, wrong discriminator or undecodable fields.
+            AccountError: too short, wrong discriminator, undecodable fields, or a section
+                length over the spec's largest.
         """
         raw = decode_account(
             "WeightAccount", bytes(data[:WEIGHT_HEADER_SIZE]), WEIGHT_HEADER_SIZE, "weight account"
         )
+        if raw["section_length"] > MAX_SECTION_SIZE:
+            raise AccountError(
+                f"weight account: section length {raw['section_length']:,} at offset "
+                f"{WEIGHT_SECTION_LENGTH_OFFSET} > {MAX_SECTION_SIZE:,} (the spec's largest "
+                "section)"
+            )
         return cls(
             raw["model"],
             raw["authority"],

@@ -40,7 +40,7 @@ class ProgramBuild:
 
     v0 takes v2 code only (no JMP32). v3 prefers v3 code (JMP32 and ALU32, 1 to 3 CU less
     per instruction) and compiles a source with v2 when the linker cannot prove that clang's
-    ALU32 code is exact under SBPF (``programs/curta/sbpf_alu32.py``).
+    ALU32 code is exact under SBPF (``programs/sbpf_linker/alu32.py``).
     """
 
 

@@ -8,25 +8,19 @@ list) repeat the flags of the IDL account they extend. The authority's instructi
 one weight account each and sealStep at most two, so their transactions stay far below a
 validator's 64 MiB of loaded account data; a step names the sections its slice needs.
 Writes are the hot path (about 17,000 per 16 MB model), so ``write_weights`` packs its
-bytes directly with the IDL's discriminator; a test proves the bytes equal the coder's.
+bytes directly with the IDL's discriminator; a test proves the bytes equal the coder's. How
+many bytes a write carries is ``write_payload``'s to say.
 """
 
 from __future__ import annotations
 
 import struct
-from collections.abc import Callable, Mapping, Sequence
-from functools import cache
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from solders.compute_budget import set_compute_unit_limit, set_compute_unit_price
-from solders.hash import Hash
 from solders.instruction import AccountMeta, Instruction
-from solders.message import Message, MessageV0
 from solders.pubkey import Pubkey
-from solders.signature import Signature
-from solders.transaction import Transaction, VersionedTransaction
 
-from curta_chain.constants import MAX_TRANSACTION_SIZE
 from curta_chain.errors import InputError
 from curta_chain.program.borsh import CodecError
 from curta_chain.program.idl import IdlAccountItem, coder, instruction_accounts
@@ -387,85 +381,3 @@ def close_run(program_id: Pubkey, opener: Pubkey, run: Pubkey) -> Instruction:
         The instruction.
     """
     return build(program_id, "close_run", {"opener": opener, "run": run}, {})
-
-
-def _transaction_size(
-    instruction: Callable[[Pubkey, bytes], Instruction],
-    payload: int,
-    with_compute_budget: bool,
-    versioned: bool,
-    fee_payer: bool = False,
-) -> int:
-    """The serialized size of a transaction of ``instruction(signer, payload)``.
-
-    The signer pays the fee, or with ``fee_payer`` someone else does and signs too.
-    """
-    signer = Pubkey(bytes([1] * 32))
-    payer = Pubkey(bytes([4] * 32)) if fee_payer else signer
-    instructions = [instruction(signer, bytes(payload))]
-    if with_compute_budget:
-        instructions = [set_compute_unit_limit(1), set_compute_unit_price(1), *instructions]
-    signatures = [Signature.default()] * (2 if fee_payer else 1)
-    if versioned:
-        message = MessageV0.try_compile(payer, instructions, [], Hash.default())
-        return len(bytes(VersionedTransaction.populate(message, signatures)))
-    return len(bytes(Transaction.populate(Message(instructions, payer), signatures)))
-
-
-def largest_payload(
-    instruction: Callable[[Pubkey, bytes], Instruction],
-    with_compute_budget: bool,
-    fee_payer: bool = False,
-) -> int:
-    """The most bytes ``instruction(signer, data)`` carries in a 1,232-byte transaction.
-
-    Measured by serializing real transactions, legacy and v0 alike, and taking the smaller:
-    a sender may use either.
-
-    Args:
-        instruction: builds the instruction from its signer and its data.
-        with_compute_budget: the transaction also carries SetComputeUnitLimit and
-            SetComputeUnitPrice instructions.
-        fee_payer: a fee payer other than the signer signs too (a key and a signature more).
-
-    Returns:
-        The largest ``data`` length that keeps the transaction within ``MAX_TRANSACTION_SIZE``.
-    """
-    best = []
-    for versioned in (False, True):
-
-        def size(payload: int, versioned: bool = versioned) -> int:
-            return _transaction_size(
-                instruction, payload, with_compute_budget, versioned, fee_payer
-            )
-
-        payload = MAX_TRANSACTION_SIZE - size(0)
-        # The data's compact-u16 length prefix grows by a byte past 127: step down to fit.
-        while size(payload) > MAX_TRANSACTION_SIZE:
-            payload -= 1
-        best.append(payload)
-    return min(best)
-
-
-@cache
-def max_write_payload(with_compute_budget: bool = False, fee_payer: bool = False) -> int:
-    """The most weight bytes one writeWeights transaction carries in 1,232 bytes.
-
-    Args:
-        with_compute_budget: the transaction also carries SetComputeUnitLimit and
-            SetComputeUnitPrice instructions.
-        fee_payer: a fee payer other than the authority signs too.
-
-    Returns:
-        The largest ``data`` length that keeps the transaction within ``MAX_TRANSACTION_SIZE``.
-    """
-    weight, program = Pubkey(bytes([2] * 32)), Pubkey(bytes([3] * 32))
-    return largest_payload(
-        lambda signer, data: write_weights(program, signer, weight, 0, data),
-        with_compute_budget,
-        fee_payer,
-    )
-
-
-MAX_WRITE_PAYLOAD: int = max_write_payload(False)
-"""Weight bytes per writeWeights transaction with one signer and no compute-budget instructions."""

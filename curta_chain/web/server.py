@@ -116,8 +116,11 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("content-type", kind)
         self.send_header("content-length", str(len(data)))
         self.send_header("cache-control", "no-store")
-        self.end_headers()
-        self.wfile.write(data)
+        try:
+            self.end_headers()
+            self.wfile.write(data)
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the page went away (its tab closed mid-request): nobody to answer
 
 
 def unreachable(url: str, exc: httpx.HTTPError) -> str:

@@ -29,12 +29,10 @@
 #define MODEL_DISCRIMINATOR 0x97df7db97af7dd98UL
 #define WEIGHT_ACCOUNT_DISCRIMINATOR 0x0ca56a1307034979UL
 
-#define MAX_SECTIONS 18
+/* MAX_SECTIONS, WEIGHT_HEADER_SIZE, MAX_SECTION_SIZE, HASH_CHUNK_SIZE and the artifact's
+ * layout: generated from curta_chain/constants.py and curta_chain/artifact/layout.py. */
+#include "layout.h"
 #define MIN_SECTIONS 2
-#define WEIGHT_HEADER_SIZE 2048
-#define MAX_ACCOUNT_SIZE 10485760UL
-#define MAX_SECTION_SIZE (MAX_ACCOUNT_SIZE - WEIGHT_HEADER_SIZE)
-#define HASH_CHUNK_SIZE 65536UL
 
 enum ModelState {
   STATE_UPLOADING = 0,

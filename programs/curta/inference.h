@@ -5,9 +5,9 @@
  * A run is one generation from one sealed model: openRun binds a fresh account to the
  * model and lays out its regions, `step` (anyone may crank) advances the forward pass by
  * a bounded slice, closeRun returns the rent to the opener. The arithmetic is the integer
- * forward pass of docs/inference.md; curta_chain/program/run_mirror mirrors every step in
+ * forward pass of docs/inference.md; curta_chain/onchain/mirror mirrors every step in
  * Python, schedule.h is generated from the step schedule's one table
- * (curta_chain/program/schedule.py), and the layouts here are the IDL's `Run` account
+ * (curta_chain/onchain/schedule.py), and the layouts here are the IDL's `Run` account
  * (tests compare them).
  */
 #ifndef INFERENCE_H
@@ -40,69 +40,9 @@ enum InferenceError {
   ERR_NOTHING_FITS = 6112,
 };
 
-/* ---- The artifact: section zero's header (docs/spec/curta-weight-format.md). ---- */
+/* ---- The artifact: section zero's layout, generated from curta_chain/artifact/layout.py. ---- */
 
-#define ART_TAG 0x3130574154525543UL /* "CURTAW01" little-endian */
-#define ART_HEADER_SIZE 4096
-#define ART_CONFIG 8            /* seven u32: dim, hidden, layers, heads, kv heads, vocab, ctx */
-#define ART_SECTION_COUNT 36
-#define ART_BLOCKS 40           /* seven u32 block offsets, in BLOCK_* order */
-#define ART_INV_SQRT 68
-#define ART_SECTION_TABLE 128   /* one 16-byte entry per section: u64 offset, u64 length */
-#define ART_SECTION_ENTRY_SIZE 16
-#define ART_SECTION_LENGTH 8    /* the length's place in its section table entry */
-#define ART_MATRIX_TABLE 512
-#define ROW_HEADER_SIZE 8       /* a row's u32 scale and 4 zero bytes */
-#define WEIGHT_BIAS 128         /* stored byte = int8 weight + 128 */
-#define MATRICES_PER_LAYER 7
-#define TOKEN_ENTRY_SIZE 16
-#define MAX_TOKEN_LENGTH 128
-#define TABLE_ENTRIES 4097
-
-enum Block {
-  BLOCK_NORM = 0,
-  BLOCK_ROTARY = 1,
-  BLOCK_EXP = 2,
-  BLOCK_SILU = 3,
-  BLOCK_TOKEN_ENTRIES = 4,
-  BLOCK_SORTED_IDS = 5,
-  BLOCK_TOKEN_STRINGS = 6,
-  BLOCK_COUNT = 7,
-};
-
-/* The spec's bounds on the configuration. */
-#define MAX_DIM 512
-#define MAX_HIDDEN 2048
-#define MAX_LAYERS 16
-#define MAX_HEADS 16
-#define MIN_VOCAB 259
-#define MAX_VOCAB 65536
-#define MAX_CONTEXT 512
-#define MAX_HEAD_SIZE 64
-
-typedef struct {
-  uint32_t section;
-  uint32_t columns;
-  uint32_t rows;
-  uint32_t row_bytes;
-  uint64_t offset;
-} MatrixDescriptor;
-
-_Static_assert(sizeof(MatrixDescriptor) == 24, "a matrix descriptor is 24 bytes");
-
-/* Matrix indices: 0 embedding, 1 classifier, then per layer in this order. */
-enum LayerMatrix {
-  MAT_QUERY = 0,
-  MAT_KEY = 1,
-  MAT_VALUE = 2,
-  MAT_OUTPUT = 3,
-  MAT_GATE = 4,
-  MAT_DOWN = 5,
-  MAT_UP = 6,
-};
-#define MAT_EMBEDDING 0
-#define MAT_CLASSIFIER 1
-#define layer_matrix(layer, kind) (2 + MATRICES_PER_LAYER * (layer) + (kind))
+#include "layout.h"
 
 /* ---- The run account. ---- */
 
@@ -129,7 +69,7 @@ enum Region {
   REGION_PROMPT = 0, /* the prompt's text bytes, or its token ids (u32) */
   REGION_WORK = 1,   /* while tokenizing: u32 tokens, pair ids, pair score keys */
   REGION_TOKENS = 2, /* u32 token ids: capacity */
-  REGION_X = 3,      /* i64 activations, Q16: the residual stream (dim) */
+  REGION_X = 3,      /* i64 activations, Q16: the residual stream (dim), a vector a lane */
   REGION_XB = 4,     /* the normalized input of a matrix, or the attention's output (dim) */
   REGION_Q = 5,      /* the query (dim) */
   REGION_HB = 6,     /* the feed-forward gate, then the hidden vector (hidden) */
@@ -212,7 +152,7 @@ _Static_assert(sizeof(Run) == RUN_HEADER_SIZE, "the run header is 512 bytes");
 /* ---- Fixed point (docs/inference.md). ---- */
 
 #define ACT_BITS 16
-#define SCALE_BITS 24
+#define SCALE_BITS FRACTION_BITS /* row scales, norm weights, rotary, 1/sqrt(head size) */
 #define I32_MIN (-2147483648L)
 #define I32_MAX 2147483647L
 
@@ -247,6 +187,9 @@ typedef struct {
   const uint8_t *sections[MAX_SECTIONS]; /* the passed sections' bytes, 0 when not passed */
   uint64_t budget;                       /* estimated compute units left */
   bool missing; /* a phase that fit the budget needs a section that was not passed */
+#ifdef CALIBRATE
+  uint64_t plan[4]; /* the calibration build logs a batch's plan after its rows phase */
+#endif
 } Step;
 
 /* Typed views of the run's regions and of section zero. */
@@ -260,9 +203,13 @@ static inline uint64_t *region_u64(const Step *s, uint64_t region) {
 static inline uint32_t *region_u32(const Step *s, uint64_t region) {
   return (uint32_t *)(s->data + s->run->regions[region]); /* 8-aligned, as above */
 }
+/* Lane `lane` of a vector region: each holds MAX_LANES vectors of round8(length) i64. */
+static inline int64_t *lane_i64(const Step *s, uint64_t region, uint64_t length, uint64_t lane) {
+  return region_i64(s, region) + lane * round8(length);
+}
 static inline const uint8_t *block_of(const Step *s, uint64_t block) {
   /* The block table is u32s at a 4-aligned offset of the 8-aligned section zero. */
-  return s->s0 + ((const uint32_t *)(s->s0 + ART_BLOCKS))[block];
+  return s->s0 + ((const uint32_t *)(s->s0 + BLOCK_OFFSETS_OFFSET))[block];
 }
 /* A block's entries: openRun checked each block 4-aligned in the 8-aligned section zero. */
 static inline const uint32_t *block_u32(const Step *s, uint64_t block) {
@@ -273,7 +220,7 @@ static inline const int32_t *block_i32(const Step *s, uint64_t block) {
 }
 static inline const MatrixDescriptor *matrix_of(const uint8_t *s0, uint64_t index) {
   /* The matrix table is 8-aligned in section zero, which is 8-aligned in the account. */
-  return (const MatrixDescriptor *)(s0 + ART_MATRIX_TABLE) + index;
+  return (const MatrixDescriptor *)(s0 + MATRIX_TABLE_OFFSET) + index;
 }
 
 /* Spend `cost` estimated compute units from the step's budget, if it is there. */
@@ -291,6 +238,19 @@ uint64_t rng_seed(uint64_t seed);
 /* Positions a run computes: every token but the last, which is sampled and never run. */
 static inline uint64_t run_positions(const Run *run) { return (uint64_t)run->capacity - 1; }
 
+/* A batch: the prompt's positions run two at a time (docs/inference.md, "Batches"). The
+ * run's `position` is the batch's first; lane 0 computes its last position and lane 1
+ * (in a batch of two) the one before. A batch has two lanes while the position after
+ * `position` is still the prompt's: so the prompt's last position is always a lane 0, and
+ * every other position of the run a batch of one. */
+#define MAX_LANES 2
+static inline uint64_t batch_lanes(const Run *run) {
+  return (uint64_t)run->position + 1 < run->prompt_tokens ? 2 : 1;
+}
+static inline uint64_t lane_position(const Run *run, uint64_t lanes, uint64_t lane) {
+  return (uint64_t)run->position + lanes - 1 - lane;
+}
+
 /* Entries of each of the tokenizer's work arrays: the opening token, the space, a byte each. */
 static inline uint64_t work_entries(const Run *run) { return (uint64_t)run->prompt_length + 2; }
 
@@ -301,9 +261,18 @@ void run_layout(Run *run);
  * shapes the hot loops (matvec.c says how). Both SBPF builds take it. */
 #define OPAQUE(v) __asm__("" : "+r"(v))
 
-/* matvec.c: out[r] = sum of stored byte x x over the row's row_bytes - 8 weight bytes. */
-void row_sums(const uint8_t *rows, uint64_t row_bytes, uint64_t count, const int64_t *x,
-              int64_t *out);
+/* `count` rows `row_bytes` apart, each from `rows` on (a row's weight bytes, or a span of
+ * them) over `columns` (a multiple of 8) weight bytes. */
+typedef struct {
+  const uint8_t *rows;
+  uint64_t row_bytes;
+  uint64_t count;
+  uint64_t columns;
+  uint64_t init; /* where each row's sum starts (-128 x the sum of x folds the bias in) */
+} RowSpan;
+
+/* matvec.c: out[r] = init + the sum over the span of stored byte x x, modulo 2^64. */
+void row_sums(const RowSpan *span, const uint64_t *x, uint64_t *out);
 
 /* A head's keys or values in the cache: `positions` rows `stride` i64 apart, each
  * starting with the head's `head_size` (even) elements. */
@@ -318,10 +287,39 @@ typedef struct {
 void key_dots(const CacheSpan *keys, const int64_t *q, int64_t *dots);
 void value_sums(const CacheSpan *values, const int64_t *w, int64_t *out);
 
+/* The section a phase's rows (or embedding row) are in, when the step was passed it; else
+ * the step is refused (step.c). A phase's matrices share one section (openRun checks it). */
+static inline bool has_section(Step *s, const MatrixDescriptor *m) {
+  s->missing = !s->sections[m->section];
+  return !s->missing;
+}
+
+/* Up to three matrices whose rows a phase runs as one list, and where each row goes. */
+enum RowsKind {
+  ROWS_STORE = 0,    /* dst = row */
+  ROWS_RESIDUAL = 1, /* dst = sat32(dst + row) */
+  ROWS_LOGITS = 2,   /* dst = row, and the run's running maximum and its lowest id */
+  ROWS_ARGMAX = 3,   /* the running maximum and its lowest id alone (greedy: no logit kept) */
+};
+
+typedef struct {
+  uint64_t count; /* matrices */
+  uint64_t matrix[3];
+  uint64_t lanes;
+  int64_t *dst[MAX_LANES][3]; /* each lane's destination of each matrix's first row */
+  const int64_t *x[MAX_LANES];
+  uint64_t kind; /* RowsKind */
+} Rows;
+
+/* rows.c: the phase's rows as far as the budget allows (false when none fit, or with
+ * s->missing set when the step was not passed their section). */
+bool matrix_phase(Step *s, const Rows *r);
+
 /* forward.c: one token's phases. Each returns false when nothing fit the budget, or (with
- * s->missing set) when its slice needs a section the step was not passed. */
+ * s->missing set) when its slice needs a section the step was not passed. next_phase: the
+ * phase is done, on to the next. */
 bool forward_phase(Step *s);
-int64_t exp_weight(uint64_t distance, const uint32_t *table);
+void next_phase(Step *s);
 
 /* tokenize.c: the tokenizer's phases and the log of a finished token. */
 bool tokenize_phase(Step *s);
@@ -332,6 +330,10 @@ void log_token(const Step *s, uint64_t previous, uint64_t token);
 bool sample_phase(Step *s);
 uint64_t check_run_owned(const SolInput *in, const SolAccount *account);
 uint64_t check_run_layout(const SolAccount *account);
+
+/* section_zero.c: openRun's checks of the model's section zero, once, so that every later
+ * step reads inside it and inside the matrix sections. */
+uint64_t check_section_zero(const SolAccount *model_account, const SolAccount *weight);
 
 /* Processors. */
 uint64_t process_open_run(SolInput *in);

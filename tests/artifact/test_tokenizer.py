@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from curta_chain.artifact.tokenizer import (
+    is_sorted_token_ids,
     parse_llama2c_tokenizer,
     score_keys,
     scores_from_keys,
@@ -33,6 +34,34 @@ def test_score_keys_order_like_the_floats_and_invert():
 def test_sorted_ids_compare_bytes_and_keep_equal_strings_in_id_order():
     tokens = [b"b", b"a", b"ab", b"", b"a", b"\xff", b"B"]
     assert sorted_token_ids(tokens).tolist() == [3, 6, 1, 4, 2, 0, 5]
+
+
+def as_block(tokens):
+    """The tokens back to back, as section zero's token strings, with offsets and lengths."""
+    lengths = np.array([len(t) for t in tokens], dtype=np.int64)
+    return b"".join(tokens), np.cumsum(lengths) - lengths, lengths
+
+
+def test_the_sorted_order_is_checked_without_a_sort():
+    rng = np.random.default_rng(5)
+    # Prefixes, equal strings, zero bytes (the padding's value) and the empty string, over
+    # more tokens than one block of the check.
+    pieces = [b"", b"\x00", b"a", b"a\x00", b"a\x00b", b"ab", b"b", b"\xff", b"\xff\x00"]
+    tokens = [pieces[i] + bytes(rng.integers(0, 3, size=rng.integers(0, 3), dtype=np.uint8))
+              for i in rng.integers(0, len(pieces), size=9_000)]  # fmt: skip
+    data, offsets, lengths = as_block(tokens)
+    ids = sorted_token_ids(tokens)
+    assert is_sorted_token_ids(ids, data, offsets, lengths)
+    for at in (0, 17, 4_095, 4_096, 8_998):  # each pair swapped, block edges included
+        swapped = ids.copy()
+        swapped[[at, at + 1]] = swapped[[at + 1, at]]
+        assert not is_sorted_token_ids(swapped, data, offsets, lengths), at
+    twice = ids.copy()
+    twice[3] = twice[4]  # an id twice, another never
+    assert not is_sorted_token_ids(twice, data, offsets, lengths)
+    past = ids.copy()
+    past[np.argmax(ids == ids.max())] = len(tokens)  # an id past the vocabulary
+    assert not is_sorted_token_ids(past, data, offsets, lengths)
 
 
 def test_parse_reads_every_token():

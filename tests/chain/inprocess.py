@@ -8,7 +8,8 @@ every run sees the same slots, and nothing sleeps or reads a wall clock. A statu
 confirmed from the request after the one that landed it.
 
 With ``busy`` (``BusyOptions``) it is the busy-cluster mode: blocks, the leader's order,
-its limits, loss; ``deactivate_features`` are off at its genesis (``--deactivate-feature``).
+its limits, loss; ``deactivate_features`` are off at its genesis (``--deactivate-feature``);
+``genesis_seed`` gives it another chain's genesis (its derived addresses are then the same).
 With ``rps``, it answers as a provider taking that many calls a second would, in time:
 a request of n calls moves the clock on by n / ``rps`` seconds (at least its slot).
 Faults are injected by subclasses that override ``forward`` (one request in, its answer
@@ -53,10 +54,14 @@ class LocalnetTransport:
         busy: BusyOptions | None = None,
         deactivate_features: tuple[Pubkey, ...] = (),
         rps: float | None = None,
+        genesis_seed: bytes | None = None,
     ):
         self.clock = ManualClock(GENESIS_TIME)
         self.localnet = Localnet(
-            now=self.clock, busy=busy or BusyOptions(), deactivate_features=deactivate_features
+            now=self.clock,
+            busy=busy or BusyOptions(),
+            deactivate_features=deactivate_features,
+            genesis_seed=genesis_seed,
         )
         self.tick = tick
         self.rps = rps

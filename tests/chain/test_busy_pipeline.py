@@ -24,13 +24,13 @@ from curta_chain.artifact.synthetic import synthetic_artifact
 from curta_chain.chain.context import ChainContext
 from curta_chain.chain.publish import plan_publish, publish
 from curta_chain.chain.rpc import RpcClient
-from curta_chain.chain.run_onchain import run_on_chain
 from curta_chain.chain.seal import seal, seal_cost
 from curta_chain.chain.sender import wait_for_signature
 from curta_chain.chain.specs import Budget
 from curta_chain.chain.transport import HttpTransport
 from curta_chain.inference import IntModel, SamplingSettings, Tokenizer, generate, plan_run
 from curta_chain.localnet import BusyOptions, start_in_thread
+from curta_chain.onchain.run import run_on_chain
 from curta_chain.program import ModelState
 
 SEVERAL_CHUNKS = ModelConfig(

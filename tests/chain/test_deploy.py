@@ -15,12 +15,13 @@ from solders.pubkey import Pubkey
 
 from curta_chain.artifact import Artifact
 from curta_chain.chain import loader
+from curta_chain.chain.deploy_transactions import DeployTransactions
 from curta_chain.chain.keys import default_program_keypair
 from curta_chain.chain.plan import differing_pieces
 from curta_chain.chain.rent import rent_exempt_minimum
-from curta_chain.chain.specs import Budget, DeployTransactions
+from curta_chain.chain.specs import Budget
 from curta_chain.cli import keypairs, solana_config
-from curta_chain.constants import LOCALNET_GENESIS_HASH, LOCALNET_PROGRAM_ID
+from curta_chain.constants import LOCALNET_PROGRAM_ID
 from curta_chain.program import shipped_program
 
 BUILD = shipped_program("sbpf-v3")
@@ -79,7 +80,7 @@ def test_deploy_then_publish_seal_and_verify_under_the_program_it_deployed(
     assert done.returncode == 0, done.stderr
     lines = done.stdout.strip().splitlines()
     program_id = lines[-1]
-    assert program_id == str(default_program_keypair(payer, LOCALNET_GENESIS_HASH).pubkey())
+    assert program_id == str(default_program_keypair(payer, localnet.genesis_hash).pubkey())
     build = f"{BUILD.name} ({len(BUILD.elf):,} bytes, sha256 {BUILD.sha256})"
     # The localnet shows every feature account, as a validator's genesis does: v3 is enabled.
     assert lines[0].startswith("SBPF v3 deployment is enabled on this cluster")
@@ -87,7 +88,7 @@ def test_deploy_then_publish_seal_and_verify_under_the_program_it_deployed(
     assert f"deployed {BUILD.name} to {program_id} (upgradeable by {payer.pubkey()})" in lines
     assert before - balance(localnet.url, payer) == dry["cost_lamports"]
     recorded = solana_config.read_cli_config(config).program_ids
-    assert dict(recorded) == {LOCALNET_GENESIS_HASH: program_id}
+    assert dict(recorded) == {localnet.genesis_hash: program_id}
 
     published = run_json("publish", str(art), *via)
     assert run_json("seal", published["model"], *via)["state"] == "sealed"
@@ -147,7 +148,7 @@ def test_a_prefunded_program_address_is_deployed_to_all_the_same(localnet, fund,
     from reference_client import Client
 
     payer = fund(localnet.url, 10)
-    program = default_program_keypair(payer, LOCALNET_GENESIS_HASH)
+    program = default_program_keypair(payer, localnet.genesis_hash)
     Client(localnet.url).request_airdrop(program.pubkey(), 890_880)
     key = tmp_path / "id.json"
     keypairs.write_keypair(payer, key)
@@ -176,7 +177,7 @@ def test_a_config_that_cannot_be_written_still_says_where_the_program_is(localne
     keypairs.write_keypair(payer, key)
     config = "/proc/curta-chain/config.yml"  # reads as absent; never writable, even by root
     done = run("deploy", "-u", localnet.url, "-k", str(key), "-C", config)
-    program = default_program_keypair(payer, LOCALNET_GENESIS_HASH).pubkey()
+    program = default_program_keypair(payer, localnet.genesis_hash).pubkey()
     assert done.returncode == 1 and done.stderr.count("\n") == 1
     assert done.stderr.startswith(f"error: program {program} is deployed, but recording it failed")
     assert done.stderr.endswith(f"pass --program-id {program} to the other commands\n")

@@ -5,9 +5,11 @@ from solders.pubkey import Pubkey
 
 from curta_chain.chain.keys import ClusterScope, model_keypair, weight_keypair
 from curta_chain.chain.plan import NewAccount, WritePiece, differing_pieces, interleave
-from curta_chain.constants import LOCALNET_GENESIS_HASH, LOCALNET_PROGRAM_ID
+from curta_chain.constants import LOCALNET_PROGRAM_ID
 
-LOCAL = ClusterScope(LOCALNET_GENESIS_HASH, Pubkey.from_string(LOCALNET_PROGRAM_ID))
+LOCAL = ClusterScope(
+    "LocaLGenesis1111111111111111111111111111111", Pubkey.from_string(LOCALNET_PROGRAM_ID)
+)
 DEVNET = ClusterScope("EtWTRABZaYq6iMfeYKouRu166VU2xqa1wcaWoxPkrZBG", LOCAL.program_id)
 
 
@@ -25,7 +27,7 @@ def test_derived_addresses_are_stable_and_distinct():
 def test_derived_addresses_differ_per_cluster_and_per_program():
     # An address seen on one cluster (or under one program) says nothing about the others.
     authority, h = Keypair(), bytes(range(32))
-    other_program = ClusterScope(LOCALNET_GENESIS_HASH, Keypair().pubkey())
+    other_program = ClusterScope(LOCAL.genesis_hash, Keypair().pubkey())
     models = {model_keypair(authority, h, s).pubkey() for s in (LOCAL, DEVNET, other_program)}
     weights = {weight_keypair(authority, h, s, 0).pubkey() for s in (LOCAL, DEVNET, other_program)}
     assert len(models) == len(weights) == 3

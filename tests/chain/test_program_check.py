@@ -105,8 +105,8 @@ def test_loader_states_are_refused_when_malformed():
     with pytest.raises(AccountError, match="too short for loader state 3"):
         loader.decode_state(b"\x03\x00\x00\x00" + bytes(8), "x")
     authority = Keypair().pubkey()
-    data = loader.encode_program_data(42, authority, b"elf", 10)
-    assert loader.decode_state(data, "x") == loader.ProgramDataState(42, authority)
-    assert loader.decode_state(loader.encode_program_data(1, None, b"", 0), "x") == (
-        loader.ProgramDataState(1, None)
-    )
+    # UpgradeableLoaderState::ProgramData in bincode: tag 3, the slot, Option<Pubkey>.
+    data = (3).to_bytes(4, "little") + (42).to_bytes(8, "little") + b"\x01" + bytes(authority)
+    assert loader.decode_state(data + b"elf", "x") == loader.ProgramDataState(42, authority)
+    final = (3).to_bytes(4, "little") + (1).to_bytes(8, "little") + bytes(33)
+    assert loader.decode_state(final, "x") == loader.ProgramDataState(1, None)

@@ -20,11 +20,11 @@ from curta_chain.chain.keys import ClusterScope, model_keypair
 from curta_chain.chain.plan import NewAccount, PublishState, WritePiece, plan_from_state
 from curta_chain.chain.publish import check_funds, plan_publish, publish, read_state
 from curta_chain.chain.specs import Budget, TxSpec
-from curta_chain.constants import LOCALNET_GENESIS_HASH, WEIGHT_HEADER_SIZE
+from curta_chain.constants import WEIGHT_HEADER_SIZE
 from curta_chain.errors import AccountError, InsufficientFundsError
 from curta_chain.program import ModelAccount, ModelState, SectionSlot
 
-SCOPE = ClusterScope(LOCALNET_GENESIS_HASH, PROGRAM_ID)
+SCOPE = ClusterScope("LocaLGenesis1111111111111111111111111111111", PROGRAM_ID)
 AUTHORITY = Keypair().pubkey()
 PAYLOAD = 1_000
 

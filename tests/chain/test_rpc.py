@@ -18,6 +18,7 @@ from solders.system_program import TransferParams, transfer
 from solders.transaction import VersionedTransaction
 
 from curta_chain.chain import rpc
+from curta_chain.chain.fees import DEFAULT_MAX_COMPUTE_UNIT_PRICE as DEFAULT
 from curta_chain.chain.fees import percentile, priced
 from curta_chain.chain.loader import programdata_address
 from curta_chain.chain.rent import rent_exempt_minimum
@@ -25,7 +26,7 @@ from curta_chain.chain.rpc import RpcClient
 from curta_chain.chain.specs import AutoPrice, Budget
 from curta_chain.chain.transport import BatchRefusedError
 from curta_chain.constants import LAMPORTS_PER_SOL
-from curta_chain.errors import ChainError, RpcCallError, RpcError
+from curta_chain.errors import ChainError, PriceCapError, RpcCallError, RpcError
 
 
 class Canned:
@@ -302,6 +303,37 @@ async def test_an_auto_price_is_a_percentile_of_recent_prices_under_its_cap():
     assert percentile([], 75) == 0
     # Unresolved, an auto price already sizes the transactions as a priced one.
     assert auto.write_payload() == Budget(compute_unit_price=1).write_payload()
+
+
+@pytest.mark.asyncio
+async def test_an_auto_price_above_the_default_cap_is_refused_and_a_given_cap_caps_it():
+    recent = [{"slot": n, "prioritizationFee": 10**12} for n in range(4)]
+    node = Canned(*[lambda p: {**p, "result": recent}] * 2)
+    client = RpcClient(node)
+    accounts = [Keypair().pubkey()]
+    with pytest.raises(PriceCapError, match=f"above the default cap of {DEFAULT:,} for"):
+        await priced(client, Budget(auto_price=AutoPrice(75)), accounts)
+    capped = await priced(client, Budget(auto_price=AutoPrice(75, cap=DEFAULT * 3)), accounts)
+    assert capped.compute_unit_price == DEFAULT * 3
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("price", ["1000", -1, 2**64, True, 1.5, None])
+async def test_a_price_that_is_no_u64_is_refused(price):
+    recent = [{"slot": 0, "prioritizationFee": 5}, {"slot": 1, "prioritizationFee": price}]
+    client = RpcClient(Canned(lambda p: {**p, "result": recent}))
+    with pytest.raises(RpcError, match="getRecentPrioritizationFees: a price is not a u64"):
+        await client.prioritization_fees([Keypair().pubkey()])
+
+
+@pytest.mark.asyncio
+@pytest.mark.parametrize("fee", ["5000", -5, 2**64, False])
+async def test_a_fee_that_is_no_u64_is_refused(fee):
+    answer = {"context": {"slot": 1}, "value": fee}
+    client = RpcClient(Canned(lambda p: {**p, "result": answer}))
+    message = Message([], Keypair().pubkey())
+    with pytest.raises(RpcError, match="is not a fee in lamports"):
+        await client.fee_for_message(message)
 
 
 def refused_call_by_call(limit: int):

@@ -12,11 +12,11 @@ from solders.pubkey import Pubkey
 
 from curta_chain.chain.accounts import require_model
 from curta_chain.chain.rpc import RpcClient
-from curta_chain.chain.run_onchain import resume_hint, run_on_chain
-from curta_chain.chain.run_pipeline import RunFlow, simulate_step
 from curta_chain.chain.seal import seal
 from curta_chain.errors import ProgramError
 from curta_chain.inference import SamplingSettings
+from curta_chain.onchain.pipeline import RunFlow, simulate_step
+from curta_chain.onchain.run import resume_hint, run_on_chain
 
 
 @pytest.mark.asyncio

@@ -11,7 +11,7 @@ from curta_chain import program
 from curta_chain.chain.keys import ClusterScope
 from curta_chain.chain.plan import NewAccount, PublishPlan, WritePiece
 from curta_chain.chain.specs import Budget, Transactions, TxSpec, new_account, sign
-from curta_chain.constants import LOCALNET_GENESIS_HASH, MAX_TRANSACTION_SIZE
+from curta_chain.constants import MAX_TRANSACTION_SIZE
 
 PROGRAM_ID = Pubkey.from_string("CurtaLoca1netProgram111111111111111111111111")
 AUTHORITY, PAYER = Keypair(), Keypair()
@@ -48,7 +48,7 @@ def plan_of(section_lengths: list[int], payload: int) -> PublishPlan:
     return PublishPlan(
         model=Keypair().pubkey(),
         weights_hash=bytes(32),
-        scope=ClusterScope(LOCALNET_GENESIS_HASH, PROGRAM_ID),
+        scope=ClusterScope("LocaLGenesis1111111111111111111111111111111", PROGRAM_ID),
         section_lengths=tuple(section_lengths),
         weight_accounts=weights,
         state="uploading",

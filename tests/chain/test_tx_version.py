@@ -22,6 +22,7 @@ from solders.transaction import Transaction, VersionedTransaction
 from curta_chain.artifact import Artifact
 from curta_chain.chain import loader
 from curta_chain.chain.deploy import deploy, plan_deploy
+from curta_chain.chain.deploy_transactions import BUFFER_WRITE_CU, DeployTransactions
 from curta_chain.chain.features import (
     ENABLE_TX_V1,
     FEATURE_IDS,
@@ -31,15 +32,7 @@ from curta_chain.chain.features import (
 )
 from curta_chain.chain.plan import NewAccount, WritePiece
 from curta_chain.chain.publish import plan_publish, publish
-from curta_chain.chain.run_onchain import check_opening_size
-from curta_chain.chain.specs import (
-    BUFFER_WRITE_CU,
-    WRITE_CU,
-    Budget,
-    DeployTransactions,
-    Transactions,
-    sign,
-)
+from curta_chain.chain.specs import WRITE_CU, Budget, Transactions, sign
 from curta_chain.cli import main
 from curta_chain.cli.cluster_runner import TX_VERSIONS
 from curta_chain.cli.keypairs import write_keypair
@@ -51,6 +44,7 @@ from curta_chain.constants import (
 from curta_chain.errors import ChainError, InputError, ProgramCheckError
 from curta_chain.inference import SamplingSettings
 from curta_chain.localnet import start_in_thread
+from curta_chain.onchain.run import check_opening_size
 
 AUTHORITY, PAYER = Keypair(), Keypair()
 BUDGETS = [
@@ -149,6 +143,9 @@ def test_v1_where_the_cluster_has_not_activated_it_is_refused_naming_the_feature
 # On the chain.
 
 
+GENESIS_SEED = bytes(range(32))
+
+
 def accounts_of(node: LocalnetTransport, keys: list[Pubkey]) -> list[bytes]:
     return [bytes(node.localnet.svm.get_account(key).data) for key in keys]
 
@@ -157,10 +154,11 @@ def funded(authority: Keypair, deactivate: tuple[Pubkey, ...] = ()) -> LocalnetT
     """A localnet (every feature active, as agave 4.3's, but ``deactivate``) where
     ``authority`` holds 100 SOL.
 
-    Every localnet has the same genesis hash and program, so one authority's derived
-    addresses are the same on two of them, and their accounts compare byte for byte.
+    Each chain has a genesis hash of its own; these share one (``GENESIS_SEED``), so that one
+    authority's derived addresses are the same on two of them and their accounts compare
+    byte for byte.
     """
-    node = LocalnetTransport(deactivate_features=deactivate)
+    node = LocalnetTransport(deactivate_features=deactivate, genesis_seed=GENESIS_SEED)
     node.localnet.airdrop(authority.pubkey(), 10**11)
     return node
 

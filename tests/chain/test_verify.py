@@ -16,7 +16,8 @@ from solders.keypair import Keypair
 from curta_chain.artifact import Artifact, decode_artifact
 from curta_chain.chain.publish import plan_publish, publish
 from curta_chain.chain.seal import seal
-from curta_chain.chain.verify import Difference, _byte_ranges, verify
+from curta_chain.chain.verify import _byte_ranges, verify
+from curta_chain.chain.verify_report import Difference
 from curta_chain.cli.read_commands import _print_verify
 from curta_chain.errors import AccountError
 from curta_chain.program import ModelState

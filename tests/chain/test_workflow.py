@@ -15,6 +15,7 @@ from curta_chain.chain.specs import Budget
 from curta_chain.cli import main
 from curta_chain.cli.keypairs import write_keypair
 from curta_chain.constants import HASH_CHUNK_SIZE, LOCALNET_PROGRAM_ID
+from curta_chain.onchain.schedule import STEP_BUDGET, STEP_OVERHEAD
 from curta_chain.program import shipped_programs
 
 PROGRAM_ID = Pubkey.from_string(LOCALNET_PROGRAM_ID)
@@ -191,7 +192,7 @@ def cli_keypair(cli: Cli) -> Keypair:
     return load_keypair(cli.keypair_path)
 
 
-def test_stories15m_shaped_eight_sections_publish_seal_verify(cli, tmp_path, stories15m):
+def test_stories15m_shaped_eight_sections_publish_seal_verify_and_run(cli, tmp_path, stories15m):
     path = tmp_path / "15m.curta"
     path.write_bytes(stories15m.data)
     assert len(stories15m.sections) == 8
@@ -201,6 +202,14 @@ def test_stories15m_shaped_eight_sections_publish_seal_verify(cli, tmp_path, sto
     assert sealed["state"] == "sealed"
     assert sealed["running_hash"] == stories15m.weights_hash().hex()
     assert cli.json("verify", published["model"], str(path), keypair=False)["ok"]
+    # A 13-token prompt (two positions a batch but the last), greedy, one new token.
+    args = ("--prompt", "a b c d e f", "--steps", "1", "--temperature", "0")
+    from_file = cli.json("run", str(path), *args, keypair=False)
+    on_chain = cli.json("run", published["model"], *args, "--on-chain", "--close-run")
+    assert len(on_chain["prompt_ids"]) == 13 and on_chain["prompt_ids"] == from_file["prompt_ids"]
+    assert on_chain["generated_ids"] == from_file["generated_ids"]
+    assert on_chain["step_transactions"] <= 12 * 13
+    assert on_chain["max_step_compute_units"] <= STEP_BUDGET + STEP_OVERHEAD
 
 
 def test_dry_run_prints_the_plan_and_sends_nothing(cli, art260k):
@@ -292,7 +301,7 @@ def test_an_unreachable_node_gives_up_with_a_one_line_error(capsys, tmp_path, ar
     assert code == 1
     assert err == (
         "error: http://127.0.0.1:9: connection refused: no RPC node is listening there "
-        "(start one with `curta-chain localnet`)\n"
+        "(start one with `curta-chain localnet --port 9`)\n"
     )
     assert len(err.strip().splitlines()) == 1
 

@@ -96,7 +96,7 @@ def test_signatures_in_json(user, art):
     assert landed(user.url, sealed["signatures"]["begin_sealing"])
     assert landed(user.url, sealed["signatures"]["last_step"])
     # A command that works pasted: no ARTIFACT placeholder (verify reads the chain alone).
-    assert sealed["next"] == f"curta-chain verify {published['model']} -u {user.url}"
+    assert sealed["next"] == (f"curta-chain verify {published['model']} --chain-only -u {user.url}")
 
 
 def test_publish_on_a_sealing_model_says_so_and_names_the_next_step(user, art):
@@ -266,16 +266,33 @@ def test_verify_puts_the_verdict_and_both_hashes_first_and_counts_every_range(us
     assert all(d["offset"] is not None for d in report["differences"] if d["kind"] == "bytes")
 
 
-def test_verify_without_an_artifact_checks_the_chain_alone_and_says_so(user, art, tmp_path):
+def test_verify_checks_the_chain_alone_only_when_asked_and_says_so(user, art, tmp_path):
     model = user.json("publish", str(art))["model"]
-    code, out, err = user("verify", model, keypair=False)
+    # No artifact and no --chain-only: a usage error naming the flag (a script whose $FILE
+    # is empty must not pass).
+    with pytest.raises(SystemExit) as refused:
+        user("verify", model, keypair=False)
+    assert refused.value.code == 2
+    assert user.capsys.readouterr().err == (
+        "error: curta-chain verify: verify MODEL compares the model with an ARTIFACT: give "
+        "it, or pass --chain-only to check the chain alone (no artifact compared) (see --help)\n"
+    )
+    with pytest.raises(SystemExit) as refused:
+        user("verify", model, str(art), "--chain-only", keypair=False)
+    assert refused.value.code == 2
+    assert f"--chain-only compares no artifact: drop {art} or --chain-only" in (
+        user.capsys.readouterr().err
+    )
+    code, out, err = user("verify", model, "--chain-only", keypair=False)
     lines = out.splitlines()
     # Uploaded, not sealed: the chain alone is no proof yet.
-    assert code == 1 and lines[0].startswith(f"NOT verified {model}: "), err
+    assert code == 1, err
+    assert lines[0].startswith(f"NOT verified {model}: ")
+    assert lines[0].endswith(" (no artifact was compared)")
     assert "the model is uploading, not sealed" in out
     assert user.json("seal", model, str(art))["state"] == "sealed"
 
-    code, out, err = user("verify", model, keypair=False)
+    code, out, err = user("verify", model, "--chain-only", keypair=False)
     lines = out.splitlines()
     assert code == 0, err
     assert lines[0] == (
@@ -286,6 +303,21 @@ def test_verify_without_an_artifact_checks_the_chain_alone_and_says_so(user, art
     declared = lines[1].split()[2]
     assert lines[2] == f"chain hash     {declared}  (the chain's bytes: the same)"
     assert lines[3] == "artifact       none compared (verify MODEL ARTIFACT checks every byte)"
-    report = user.json("verify", model, keypair=False)
-    assert report["ok"] is True and report["artifact_hash"] is None
+    report = user.json("verify", model, "--chain-only", keypair=False)
+    assert report["ok"] is True and report["artifact_compared"] is False
+    assert report["artifact_hash"] is None
     assert report["chain_hash"] == report["declared_hash"]
+    compared = user.json("verify", model, str(art), keypair=False)
+    assert compared["ok"] is True and compared["artifact_compared"] is True
+
+
+def test_verify_with_its_arguments_swapped_says_their_order(user, art):
+    model = str(Keypair().pubkey())
+    with pytest.raises(SystemExit) as refused:
+        user("verify", str(art), model, keypair=False)
+    assert refused.value.code == 2
+    assert user.capsys.readouterr().err == (
+        f"error: curta-chain verify: the model comes first, then the artifact: "
+        f"`curta-chain verify {model} {art}` (MODEL {str(art)!r} is not an address; "
+        f"{model!r} is) (see --help)\n"
+    )

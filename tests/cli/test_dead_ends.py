@@ -343,9 +343,8 @@ def test_signers_and_web_arguments_are_refused_in_one_line(person, localnet):
     done = curta("web", "--model", "notanaddress", "-u", person.url, "--port", "0", timeout=60)
     assert done.returncode == 1 and done.stdout == ""
     assert done.stderr == "error: --model 'notanaddress': not a base58 Solana address\n"
-    done = curta("web", "-u", "http://127.0.0.1:1", "--port", "0", timeout=60)
-    assert done.returncode == 1 and done.stdout == "" and done.stderr.count("\n") == 1
-    assert "connection refused" in done.stderr
+    # A URL where no node answers is no refusal: the page serves anyway
+    # (tests/web/test_web_command.py).
 
 
 # 12. convert cuts a larger tokenizer; close and runs say what they do.

@@ -10,11 +10,18 @@ checked it.
 
 import json
 import re
+import shlex
+import shutil
+import socket
+import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 from chain_helpers import land
 from pty_helper import Terminal, curta
+from solders.hash import Hash
 from solders.instruction import Instruction
 from solders.keypair import Keypair
 from solders.pubkey import Pubkey
@@ -22,8 +29,9 @@ from solders.system_program import TransferParams, transfer
 from test_chain_cli import User
 
 from curta_chain.cli import main
+from curta_chain.cli.keypairs import load_keypair, write_keypair
 from curta_chain.cli.solana_config import record_program_id
-from curta_chain.constants import LOCALNET_GENESIS_HASH, LOCALNET_PROGRAM_ID
+from curta_chain.constants import LOCALNET_PROGRAM_ID
 from curta_chain.reporting import sol
 
 
@@ -156,21 +164,17 @@ def pay(source: Pubkey, to: Pubkey, lamports: int) -> Instruction:
     return transfer(TransferParams(from_pubkey=source, to_pubkey=to, lamports=lamports))
 
 
-def test_a_recorded_program_missing_from_this_localnet_falls_back_to_the_preloaded_one(
+def test_a_deploy_on_one_localnet_is_recorded_for_that_chain_alone(
     capsys, localnet, fund, tmp_path, art
 ):
     user = User(capsys, localnet.url, tmp_path, fund(localnet.url, 100))
     model = user.json("publish", str(art))["model"]
-    # Another localnet's deploy, recorded for every localnet (they share a genesis hash).
+    # Another localnet's deploy is recorded under that chain's own genesis hash: it does not
+    # apply here, where the program this localnet preloads is used, with nothing to say.
     config = tmp_path / "config.yml"
-    gone = Keypair().pubkey()
-    record_program_id(config, LOCALNET_GENESIS_HASH, str(gone))
+    record_program_id(config, str(Hash.new_unique()), str(Keypair().pubkey()))
     code, out, err = user("status", model, "-C", str(config))
-    assert code == 0 and out.startswith(f"Model:          {model}"), err
-    assert err == (
-        f"program {gone} (curta_program_ids in {config}) is not on this localnet's ledger: "
-        f"using the program it preloads, {LOCALNET_PROGRAM_ID}\n"
-    )
+    assert code == 0 and f"Program:        {LOCALNET_PROGRAM_ID}" in out and err == "", err
 
     # A deploy on this ledger: reads of a model under the preloaded program follow its owner.
     deployed = tmp_path / "deployed.yml"
@@ -241,3 +245,225 @@ def test_run_on_a_terminal_streams_the_text_then_ends_its_line(tmp_path, art):
     text, summary = shown.rstrip("\r\n").rsplit("\r\n", 1)
     assert text.lstrip().startswith("Once upon a time") and "\x1b" not in text
     assert re.fullmatch(r"12 tokens \(.*\), greedy, stopped by the step count", summary), summary
+
+
+# Hints work when followed: each one below is run as it is printed.
+
+
+def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """``curta-chain ARGS`` as a process, as a person types it (HOME is the test's own)."""
+    return subprocess.run(
+        [sys.executable, "-m", "curta_chain", *args],
+        capture_output=True, text=True, timeout=300, cwd=cwd,
+    )  # fmt: skip
+
+
+def quoted_command(stderr: str) -> list[str]:
+    """The words of the first `curta-chain ...` command a message quotes, without the name."""
+    found = re.search(r"`curta-chain ([^`]+)`", stderr)
+    assert found, stderr
+    return shlex.split(found[1])
+
+
+def test_keygen_makes_the_folders_it_writes_into(tmp_path):
+    path = tmp_path / "new" / "sub" / "id.json"
+    done = cli("keygen", "new", "-o", str(path), "--no-bip39-passphrase")
+    assert done.returncode == 0, done.stderr
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert f"pubkey: {load_keypair(path).pubkey()}" in done.stdout
+    # A file where a folder would go: one line naming it.
+    (tmp_path / "a-file").write_text("")
+    done = cli("keygen", "new", "-o", str(tmp_path / "a-file" / "id.json"))
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr == f"error: {tmp_path / 'a-file'}: not a folder (a file has that name)\n"
+
+
+def test_the_no_keypair_hint_works_on_a_machine_without_the_solana_cli(
+    localnet, own_home, tmp_path, art
+):
+    here = tmp_path / "work"
+    here.mkdir()
+    assert not (own_home / ".config").exists()  # as where the Solana CLI never ran
+    done = cli("publish", str(art), "-u", localnet.url, "--dry-run", cwd=here)
+    default = own_home / ".config" / "solana" / "id.json"
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr == (
+        f"error: {default}: no such keypair file; make one with "
+        f"`curta-chain keygen new -o {default}`\n"
+    )
+    made = cli(*quoted_command(done.stderr), "--no-bip39-passphrase", cwd=here)
+    assert made.returncode == 0, made.stderr
+    assert cli("airdrop", "10", "-u", localnet.url, cwd=here).returncode == 0
+    done = cli("publish", str(art), "-u", localnet.url, "--dry-run", cwd=here)
+    assert done.returncode == 0 and done.stdout.startswith("Plan for model"), done.stderr
+
+
+def test_a_keypair_in_this_folder_is_offered_with_k(localnet, fund, own_home, tmp_path, art):
+    mine = fund(localnet.url, 10)
+    write_keypair(mine, tmp_path / "my key.json")
+    (tmp_path / "other.json").write_text('{"not": "a keypair"}')
+    done = cli("publish", str(art), "-u", localnet.url, "--dry-run", cwd=tmp_path)
+    default = own_home / ".config" / "solana" / "id.json"
+    assert done.stderr == (
+        f"error: {default}: no such keypair file; make one with "
+        f"`curta-chain keygen new -o {default}`, or pass the one in this folder: "
+        "-k 'my key.json'\n"
+    )
+    offered = shlex.split(done.stderr.rsplit(": ", 1)[1])
+    done = cli("publish", str(art), "-u", localnet.url, "--dry-run", *offered, cwd=tmp_path)
+    assert done.returncode == 0 and f"paid by {mine.pubkey()}" in done.stdout, done.stderr
+
+
+def test_models_without_a_keypair_names_authority_and_all(localnet, fund, own_home, tmp_path, art):
+    publisher = fund(localnet.url, 100)
+    write_keypair(publisher, tmp_path / "publisher.json")
+    published = cli("publish", str(art), "-u", localnet.url, "-k", str(tmp_path / "publisher.json"))
+    assert published.returncode == 0, published.stderr
+    model = re.search(r"^Model: (\w+)$", published.stdout, re.MULTILINE)[1]
+    here = tmp_path / "empty"
+    here.mkdir()
+    done = cli("models", "-u", localnet.url, cwd=here)
+    default = own_home / ".config" / "solana" / "id.json"
+    assert (done.returncode, done.stdout) == (1, "")
+    assert done.stderr == (
+        f"error: {default}: no such keypair file; make one with "
+        f"`curta-chain keygen new -o {default}`; or list another address's models with "
+        "--authority ADDRESS, or every model with --all\n"
+    )
+    for choice in (["--authority", str(publisher.pubkey())], ["--all"]):
+        done = cli("models", "-u", localnet.url, *choice, cwd=here)
+        assert done.returncode == 0 and re.search(rf"^{model} +uploading", done.stdout, re.M)
+    # With a keypair of no models: the same two ways to the others'.
+    default.parent.mkdir(parents=True)
+    write_keypair(Keypair(), default)
+    done = cli("models", "-u", localnet.url, cwd=here)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == (
+        "--authority ADDRESS lists another address's, --all every model"
+    )
+
+
+def test_the_hint_of_a_refused_localhost_url_starts_a_node_there(localnet_process, tmp_path):
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    url = f"http://127.0.0.1:{port}"
+    write_keypair(Keypair(), tmp_path / "id.json")
+    done = cli("models", "-u", url, "-k", str(tmp_path / "id.json"))
+    assert done.returncode == 1 and "connection refused" in done.stderr
+    hint = quoted_command(done.stderr)
+    assert hint == ["localnet", "--port", str(port)]
+    localnet_process(port=port)  # `curta-chain localnet --port PORT`, as the hint says
+    done = cli("models", "-u", url, "-k", str(tmp_path / "id.json"))
+    assert done.returncode == 0 and done.stdout.startswith("no models of "), done.stderr
+
+
+def test_the_convert_hint_of_a_checkpoint_makes_the_artifact(data_dir, tok512_bytes, tmp_path):
+    checkpoint = tmp_path / "ckpt.bin"
+    checkpoint.write_bytes((data_dir / "stories260K.bin").read_bytes())
+    done = cli("inspect", str(checkpoint), cwd=tmp_path)
+    assert done.returncode == 1
+    words = quoted_command(done.stderr)
+    assert words == ["convert", str(checkpoint), "TOKENIZER", "-o", "OUT.curta"]
+    tokenizer = tmp_path / "tok512.bin"
+    tokenizer.write_bytes(tok512_bytes)
+    made = cli(*[str(tokenizer) if w == "TOKENIZER" else w for w in words], cwd=tmp_path)
+    assert made.returncode == 0, made.stderr
+    assert cli("inspect", "OUT.curta", cwd=tmp_path).returncode == 0
+
+
+def test_a_run_s_story_ends_its_line_when_stdout_and_stderr_share_a_file(
+    localnet, fund, tmp_path, art
+):
+    write_keypair(fund(localnet.url, 100), tmp_path / "id.json")
+    via = ["-u", localnet.url, "-k", str(tmp_path / "id.json")]
+    published = cli("publish", str(art), *via)
+    model = re.search(r"^Model: (\w+)$", published.stdout, re.MULTILINE)[1]
+    assert cli("seal", model, str(art), *via).returncode == 0
+    log = tmp_path / "run.log"
+    with log.open("w") as both:  # `> run.log 2>&1`
+        done = subprocess.run(
+            [sys.executable, "-m", "curta_chain", "run", model, "--on-chain", "-i", "hi",
+             "--steps", "3", "-t", "0", "--close-run", *via],
+            stdout=both, stderr=both, timeout=300,
+        )  # fmt: skip
+    lines = log.read_text().splitlines()
+    assert done.returncode == 0, lines
+    closed = next(i for i, line in enumerate(lines) if "closed run" in line)
+    assert lines[closed].startswith("closed run "), lines  # not after the story's last word
+    assert lines[closed - 1].lstrip().startswith("hi") and lines[closed + 1].startswith("Run: "), (
+        lines
+    )
+    # To a file of its own, the story is one line that ends with a newline.
+    done = subprocess.run(
+        [sys.executable, "-m", "curta_chain", "run", model, "--on-chain", "-i", "hi",
+         "--steps", "3", "-t", "0", "--close-run", *via],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    story = done.stdout.split("Run: ")[0]
+    assert story.lstrip().startswith("hi") and story.count("\n") == 1 and story.endswith("\n")
+
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def readme_workflow() -> list[str]:
+    """The lines of the README's localnet workflow (its second block: the first starts a node)."""
+    text = (REPO / "README.md").read_text()
+    section = text.split("## The workflow on the localnet", 1)[1].split("\n## ", 1)[0]
+    _, workflow = re.findall(r"```bash\n(.*?)```", section, re.DOTALL)
+    return [line for line in workflow.splitlines() if line.strip()]
+
+
+def test_the_readme_workflow_leaves_nothing_for_git_add(localnet, tmp_path):
+    # A checkout of the files the workflow touches: the README, .gitignore, the demo model.
+    checkout = tmp_path / "checkout"
+    for name in ("README.md", ".gitignore", "curta_chain/demo/model.bin",
+                 "curta_chain/demo/tokenizer.bin"):  # fmt: skip
+        (checkout / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(REPO / name, checkout / name)
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-C", str(checkout)]
+    subprocess.run(["git", "init", "-q", str(checkout)], check=True)
+    subprocess.run([*git, "add", "-A"], check=True)
+    subprocess.run([*git, "commit", "-q", "-m", "checkout"], check=True)
+    # Each line as a person runs it from the checkout (`-u l` is this test's localnet).
+    here, model, said = checkout, None, ""
+    for line in readme_workflow():
+        for words in split_commands(shlex.split(line, comments=True)):
+            if words[0] == "cd":
+                here = here / words[1]
+                continue
+            if words[0] == "curta-chain":
+                words = [sys.executable, "-m", "curta_chain", *words[1:]]
+                words = [localnet.url if w == "l" and p == "-u" else w
+                         for p, w in zip(["", *words[:-1]], words, strict=True)]  # fmt: skip
+                words = [model if w == "ADDRESS" else w for w in words]
+            done = subprocess.run(words, cwd=here, capture_output=True, text=True, timeout=300)
+            assert done.returncode == 0, (line, done.stderr)
+            said = done.stdout + done.stderr
+            found = re.search(r"^Model: (\w+)$", done.stdout, re.MULTILINE)
+            model = found[1] if found else model
+    # The last line is the promised 12-token run on chain.
+    assert re.search(r"^run \w+: 12 tokens, finished by capacity", said, re.MULTILINE), said
+    status = subprocess.run([*git, "status", "--porcelain"], capture_output=True,
+                            text=True, check=True)  # fmt: skip
+    assert status.stdout == ""
+    assert (here / "id.json").is_file() and (here / "demo.curta").is_file()
+    # Where `localnet --validator` puts its ledger (test-ledger in the folder it runs in).
+    for folder in (checkout, here):
+        ledger = folder / "test-ledger" / "validator.log"
+        ledger.parent.mkdir()
+        ledger.write_text("")
+    status = subprocess.run([*git, "status", "--porcelain"], capture_output=True, text=True)
+    assert status.stdout == ""
+
+
+def split_commands(words: list[str]) -> list[list[str]]:
+    """``a b && c d`` as ``[[a, b], [c, d]]``."""
+    commands: list[list[str]] = [[]]
+    for word in words:
+        if word == "&&":
+            commands.append([])
+        else:
+            commands[-1].append(word)
+    return [c for c in commands if c]

@@ -8,8 +8,9 @@ from solders.keypair import Keypair
 
 from curta_chain.cli import keypairs
 from curta_chain.cli import solana_config as sc
-from curta_chain.constants import LOCALNET_GENESIS_HASH, LOCALNET_PROGRAM_ID
+from curta_chain.constants import LOCALNET_PROGRAM_ID
 from curta_chain.errors import ConfigError, KeypairError
+from curta_chain.user_data import record_local_cluster
 
 
 def test_monikers_and_urls_resolve():
@@ -105,6 +106,8 @@ def test_missing_keypair_is_named(tmp_path):
 
 
 DEVNET_GENESIS = "EtWTRABZaYq6iMfeYKouRu166VU2xqa1wcaWoxPkrZBG"
+LOCAL_GENESIS = "LocaLGenesis1111111111111111111111111111111"
+"""A genesis hash no real cluster has, which the tests record as a local cluster's."""
 
 
 def test_deploy_records_the_program_per_cluster_and_keeps_every_other_line(tmp_path):
@@ -116,7 +119,7 @@ def test_deploy_records_the_program_per_cluster_and_keeps_every_other_line(tmp_p
     path.write_text(original)
     program = str(Keypair().pubkey())
     sc.record_program_id(path, DEVNET_GENESIS, program)
-    sc.record_program_id(path, LOCALNET_GENESIS_HASH, LOCALNET_PROGRAM_ID)
+    sc.record_program_id(path, LOCAL_GENESIS, LOCALNET_PROGRAM_ID)
     again = str(Keypair().pubkey())
     sc.record_program_id(path, DEVNET_GENESIS, again)  # a redeploy replaces the entry
     text = path.read_text()
@@ -125,7 +128,7 @@ def test_deploy_records_the_program_per_cluster_and_keeps_every_other_line(tmp_p
     config = sc.read_cli_config(path)
     assert dict(config.program_ids) == {
         DEVNET_GENESIS: again,
-        LOCALNET_GENESIS_HASH: LOCALNET_PROGRAM_ID,
+        LOCAL_GENESIS: LOCALNET_PROGRAM_ID,
     }
     assert config.json_rpc_url == "https://api.devnet.solana.com"
     assert config.commitment == "confirmed"
@@ -137,7 +140,7 @@ def test_a_missing_config_is_created_by_recording(tmp_path):
     assert dict(sc.read_cli_config(path).program_ids) == {DEVNET_GENESIS: LOCALNET_PROGRAM_ID}
 
 
-def test_the_program_id_comes_from_the_flag_the_config_or_the_localnet_only():
+def test_the_program_id_comes_from_the_flag_the_config_or_a_local_cluster_only():
     recorded = sc.CliConfig(program_ids=((DEVNET_GENESIS, "P1"),), path=Path("c.yml"))
     url = "https://api.devnet.solana.com"
     assert sc.resolve_program_id("P0", recorded, DEVNET_GENESIS, url) == ("P0", "--program-id")
@@ -145,17 +148,28 @@ def test_the_program_id_comes_from_the_flag_the_config_or_the_localnet_only():
         "P1",
         "curta_program_ids in c.yml",
     )
-    assert sc.resolve_program_id(None, recorded, LOCALNET_GENESIS_HASH, url)[0] == (
-        LOCALNET_PROGRAM_ID
-    )
-    # Any other cluster has no built-in id, whatever its URL says.
-    for genesis, where in (
-        (DEVNET_GENESIS, url),
-        ("5eykt4UsFv8P8NJdTREpY1vzqKqZKvdpKuc147dw2N9d", "http://127.0.0.1:8899"),
+    # A local test cluster: a loopback URL and a genesis hash this user's localnet recorded.
+    record_local_cluster(LOCAL_GENESIS, "curta-chain localnet", "http://127.0.0.1:8899")
+    for local in ("http://127.0.0.1:8899", "http://localhost:9000"):
+        assert sc.resolve_program_id(None, recorded, LOCAL_GENESIS, local) == (
+            LOCALNET_PROGRAM_ID,
+            "the local cluster's preloaded program",
+        )
+    # Any other cluster has no built-in id: another URL answering that hash, or a loopback
+    # node answering a hash no localnet of this user's recorded (mainnet-beta's here).
+    for genesis, where, why in (
+        (DEVNET_GENESIS, url, ""),
+        (LOCAL_GENESIS, url, ""),
+        (
+            "5eykt4UsFv8P8NJdTREpY1vzqKqZKvdpKuc147dw2N9d",
+            "http://127.0.0.1:8899",
+            "; it runs on this machine, but no `curta-chain localnet` of this user recorded "
+            "its genesis hash, so it is treated as a real cluster",
+        ),
     ):
         with pytest.raises(ConfigError) as caught:
             sc.resolve_program_id(None, sc.CliConfig(), genesis, where)
         assert str(caught.value) == (
-            f"no curta program is known for the cluster at {where} (genesis {genesis}): "
+            f"no curta program is known for the cluster at {where} (genesis {genesis}{why}): "
             f"deploy one with `curta-chain deploy -u {where}`, or pass --program-id ADDRESS"
         )

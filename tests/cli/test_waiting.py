@@ -72,12 +72,13 @@ def post_once(url: str, **kwargs) -> None:
 
 
 def test_a_refused_connection_fails_with_one_line():
-    url = f"http://127.0.0.1:{free_port()}"
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
     with pytest.raises(RpcError) as refused:
         post_once(url)
     assert str(refused.value) == (
         f"{url}: connection refused: no RPC node is listening there "
-        f"(start one with `curta-chain localnet`)"
+        f"(start one with `curta-chain localnet --port {port}`)"
     )
 
 

@@ -5,9 +5,13 @@
 - ``widest``: one layer at the format's largest per-layer shapes (dimension 512, hidden
   2,048, head size 64, context 512) with weights near the largest a row scale holds and
   normalization weights near 128, so activations saturate and every bound is reached.
+- ``c_compiler``, ``native_path``: the C compiler (a skip without one), and the program's C
+  built for the host (``host_build``), in the tests' cache.
 """
 
+import os
 import struct
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -16,7 +20,9 @@ from curta_chain.artifact import Artifact, ModelConfig
 from curta_chain.artifact.convert import convert_llama2c_bytes
 from curta_chain.artifact.llama2c import tensor_shapes
 from curta_chain.artifact.synthetic import llama2c_checkpoint_bytes, llama2c_tokenizer_bytes
+from curta_chain.errors import BuildError
 from curta_chain.inference import IntModel, Tokenizer
+from curta_chain.inference.host_build import compiler, library
 
 TINY32K = ModelConfig(
     dim=8, hidden_dim=16, n_layers=1, n_heads=2, n_kv_heads=2, vocab_size=32_000, seq_len=16
@@ -76,3 +82,19 @@ def widest() -> Artifact:
     return convert_llama2c_bytes(
         checkpoint, llama2c_tokenizer_bytes(WIDEST.vocab_size), "widest.bin", "tok.bin"
     )
+
+
+@pytest.fixture
+def c_compiler() -> list[str]:
+    """The compiler's command words, or a skip saying there is none (a failure under CI)."""
+    try:
+        return compiler()
+    except BuildError as exc:
+        if os.environ.get("CI"):
+            raise
+        pytest.skip(f"{exc}: the native forward pass cannot be built here")
+
+
+@pytest.fixture
+def native_path(c_compiler: list[str]) -> Path:
+    return library()  # the tests' cache (the root conftest's own_home): built once, then found

@@ -28,13 +28,13 @@ from solders.system_program import CreateAccountParams, create_account
 from solders.transaction import VersionedTransaction
 
 from curta_chain.chain import loader
-from curta_chain.chain.features import ENABLE_SBPF_V3, FEATURE_IDS, FEATURE_PROGRAM_ID
 from curta_chain.localnet import BusyOptions, Localnet, LocalnetHandle, ManualClock, start_in_thread
 from curta_chain.localnet.busy import BUSY_BACKGROUND_LOAD
 from curta_chain.localnet.features import DISABLE_SBPF_V0_DEPLOYMENT, ENABLE_TX_V1
 from curta_chain.localnet.rpc_errors import RpcMethodError
 from curta_chain.localnet.transaction_methods import send_transaction
 from curta_chain.program import shipped_program
+from curta_chain.protocol.features import ENABLE_SBPF_V3, FEATURE_IDS, FEATURE_PROGRAM_ID
 
 MEMO = Pubkey.from_string("MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr")
 TYPE = "solana_transaction::versioned::VersionedTransaction"

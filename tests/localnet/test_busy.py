@@ -28,12 +28,12 @@ from solders.pubkey import Pubkey
 from solders.transaction import VersionedTransaction
 
 from curta_chain.cli import main
-from curta_chain.compute_budget import set_loaded_accounts_data_size_limit
 from curta_chain.localnet import BusyOptions, Localnet, LocalnetHandle, ManualClock, start_in_thread
 from curta_chain.localnet.clock import SLOT_SECONDS
 from curta_chain.localnet.cluster_methods import get_recent_prioritization_fees
 from curta_chain.localnet.rpc_errors import RpcMethodError
 from curta_chain.localnet.transaction_methods import send_transaction
+from curta_chain.protocol.compute_budget import set_loaded_accounts_data_size_limit
 
 
 @pytest.fixture

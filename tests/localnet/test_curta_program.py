@@ -64,7 +64,13 @@ def test_program_is_preloaded_as_the_test_validator_loads_it(localnet):
     }
     data = Client(url, "processed").get_account_info(programdata).value
     assert data is not None and not data.executable and data.owner == loader.LOADER_V3
-    assert data.data == loader.encode_program_data(0, Pubkey.default(), elf, len(elf))
+    # UpgradeableLoaderState::ProgramData, spelt out: tag 3, slot 0, Some(the default
+    # address), then the ELF. The client's own decoder reads the same.
+    header = (3).to_bytes(4, "little") + (0).to_bytes(8, "little") + b"\x01" + bytes(32)
+    assert data.data == header + elf
+    assert loader.decode_state(data.data, "program data") == loader.ProgramDataState(
+        0, Pubkey.default()
+    )
     assert data.lamports == result(url, "getMinimumBalanceForRentExemption", [len(data.data)])
 
 

@@ -19,10 +19,10 @@ from solders.pubkey import Pubkey
 
 from curta_chain.cli import main
 from curta_chain.cli.keypairs import write_keypair
-from curta_chain.constants import LOCALNET_GENESIS_HASH
 from curta_chain.errors import LocalnetError
 from curta_chain.localnet import Localnet, start_in_thread
 from curta_chain.localnet.ledger import Ledger
+from curta_chain.user_data import recorded_local_clusters
 
 
 def fill(url: str, fund, count: int) -> dict[Pubkey, int]:
@@ -117,18 +117,29 @@ def test_ledger_in_use_is_refused(tmp_path):
         handle.stop()
 
 
-def test_reset_starts_a_new_chain(tmp_path, fund):
+def test_each_chain_has_its_own_genesis_hash_kept_by_its_ledger_and_new_on_reset(tmp_path, fund):
+    def meta_genesis() -> str:
+        return json.loads((tmp_path / "meta.json").read_text())["genesis_hash"]
+
     handle = start_in_thread(ledger=tmp_path)
     expected = fill(handle.url, fund, 1)
-    seed = json.loads((tmp_path / "meta.json").read_text())["genesis_hash"]
+    first = result(handle.url, "getGenesisHash")
+    assert first == handle.genesis_hash == meta_genesis()
     handle.stop()
+    handle = start_in_thread(ledger=tmp_path)
+    try:
+        assert result(handle.url, "getGenesisHash") == first  # the same chain
+    finally:
+        handle.stop()
     handle = start_in_thread(ledger=tmp_path, reset=True)
     try:
-        # Every embedded localnet reports the one fixed genesis hash; the chain is new.
-        assert result(handle.url, "getGenesisHash") == LOCALNET_GENESIS_HASH
-        assert json.loads((tmp_path / "meta.json").read_text())["genesis_hash"] != seed
+        second = result(handle.url, "getGenesisHash")
+        assert second != first and second == meta_genesis()  # a new chain
         key = next(iter(expected))
         assert balance(handle.url, key) == 0
+        # Each start recorded its chain as this user's local cluster.
+        recorded = [cluster["genesis_hash"] for cluster in recorded_local_clusters()]
+        assert recorded[-1] == second and first in recorded
     finally:
         handle.stop()
 

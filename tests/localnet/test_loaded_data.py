@@ -13,9 +13,9 @@ from solders.pubkey import Pubkey
 from curta_chain.localnet.loaded_data import (
     ADDRESS_LOOKUP_TABLE_BASE_SIZE,
     INSTRUCTIONS_SYSVAR_ID,
-    UPGRADEABLE_LOADER_ID,
     loaded_accounts_data_size,
 )
+from curta_chain.protocol.loader import LOADER_V3
 
 MIB = 1024 * 1024
 SYSTEM = Pubkey.default()
@@ -30,7 +30,7 @@ def account(size: int, owner: Pubkey = SYSTEM, lamports: int = 1, data: bytes | 
 def program_account(programdata: Pubkey) -> Account:
     """A LoaderV3 program account: UpgradeableLoaderState::Program, 36 bytes."""
     data = (2).to_bytes(4, "little") + bytes(programdata)
-    return Account(1, data, UPGRADEABLE_LOADER_ID, True, 0)
+    return Account(1, data, LOADER_V3, True, 0)
 
 
 def size_of(
@@ -75,7 +75,7 @@ def test_an_upgradeable_program_brings_its_programdata_once():
     accounts = {
         PAYER: account(0),
         program: program_account(programdata),
-        programdata: account(45 + 30_000, owner=UPGRADEABLE_LOADER_ID),
+        programdata: account(45 + 30_000, owner=LOADER_V3),
         other_user: account(0),
     }
     # As the instruction's program, and named again as an account: programdata counts once.

@@ -22,10 +22,10 @@ from solders.pubkey import Pubkey
 from solders.system_program import CreateAccountParams, TransferParams, create_account, transfer
 from solders.transaction import VersionedTransaction
 
-from curta_chain.compute_budget import set_loaded_accounts_data_size_limit
 from curta_chain.constants import MAX_ACCOUNT_SIZE, MAX_LOADED_ACCOUNTS_DATA_SIZE
 from curta_chain.localnet import start_in_thread
 from curta_chain.localnet.loaded_data import loaded_accounts_data_size
+from curta_chain.protocol.compute_budget import set_loaded_accounts_data_size_limit
 
 BIG = 7
 """Seven 10 MiB accounts: 73,400,768 bytes of data, past the 64 MiB (67,108,864) limit."""

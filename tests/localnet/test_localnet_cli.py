@@ -10,6 +10,7 @@ from reference_client import Client
 from solders.pubkey import Pubkey
 
 from curta_chain.constants import LOCALNET_PROGRAM_ID
+from curta_chain.user_data import recorded_local_clusters
 from curta_chain.validator import PINNED_VERSION, install_folder, shipped_preload
 
 REPO = Path(__file__).resolve().parents[2]
@@ -83,8 +84,9 @@ def test_second_localnet_on_the_same_ledger_is_refused(tmp_path, localnet_proces
 
 
 STAND_IN = """#!{python}
-# A stand-in for solana-test-validator: records its arguments, then serves getHealth and
-# getSlot on --rpc-port until SIGINT (the real validator cannot be built in this test).
+# A stand-in for solana-test-validator: records its arguments, then serves getHealth,
+# getGenesisHash and getSlot on --rpc-port until SIGINT (the real validator cannot be built
+# in this test).
 import http.server, json, pathlib, sys
 args = sys.argv[1:]
 pathlib.Path(__file__).with_name("args").write_text(" ".join(args))
@@ -97,7 +99,8 @@ if pathlib.Path(__file__).with_name("fail").exists():
 class Handler(http.server.BaseHTTPRequestHandler):
     def do_POST(self):
         call = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        result = "ok" if call["method"] == "getHealth" else 7
+        answers = {{"getHealth": "ok", "getGenesisHash": "{genesis}"}}
+        result = answers.get(call["method"], 7)
         body = json.dumps({{"jsonrpc": "2.0", "id": call["id"], "result": result}}).encode()
         self.send_response(200)
         self.send_header("Content-Length", str(len(body)))
@@ -113,10 +116,13 @@ except KeyboardInterrupt:
 """
 
 
+STAND_IN_GENESIS = "StandinGenesis11111111111111111111111111111"
+
+
 def stand_in(folder: Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     fake = folder / "solana-test-validator"
-    fake.write_text(STAND_IN.format(python=sys.executable))
+    fake.write_text(STAND_IN.format(python=sys.executable, genesis=STAND_IN_GENESIS))
     fake.chmod(0o755)
     return fake
 
@@ -174,6 +180,11 @@ def test_validator_flag_waits_until_it_answers_then_stops_on_ctrl_c(tmp_path, mo
     url = lines[-1].split()[-1]
     assert Client(url).get_slot().value == 7
     assert lines[0] == f"Starting solana-test-validator 0.0.0 (stand-in) ({pinned})\n"
+    # Recorded as this user's local cluster, by its genesis hash, once it answered.
+    assert f"Genesis hash {STAND_IN_GENESIS} (recorded as this user's local cluster)\n" in lines
+    assert [(c["genesis_hash"], c["url"]) for c in recorded_local_clusters()] == [
+        (STAND_IN_GENESIS, url)
+    ]
     assert not (tmp_path / "bin" / "args").exists()
     process.send_signal(signal.SIGINT)
     assert processes.wait(process, 60) == 0

@@ -42,7 +42,6 @@ from solders.transaction import Transaction
 from svm_errors import custom_error_code
 
 from curta_chain.artifact import hash_steps
-from curta_chain.chain.features import FEATURE_IDS
 from curta_chain.constants import WEIGHT_HEADER_SIZE
 from curta_chain.program import (
     MAX_WRITE_PAYLOAD,
@@ -57,6 +56,7 @@ from curta_chain.program import (
     shipped_program,
     write_weights,
 )
+from curta_chain.protocol.features import FEATURE_IDS
 
 NODE_RUNNER_DIR = Path(__file__).resolve().parents[1] / "litesvm_node"
 NODE = shutil.which("node")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import build_program
 import pytest
-from sbpf_link import SYSCALLS, link
+from sbpf_linker import SYSCALLS, link
 from solders.instruction import Instruction
 from solders.keypair import Keypair
 from solders.litesvm import LiteSVM
@@ -20,6 +20,8 @@ from curta_chain.errors import BuildError
 from curta_chain.program import PROGRAM_BINARY, shipped_programs
 
 ROOT = Path(__file__).resolve().parents[2]
+PROGRAMS = ROOT / "programs"
+"""Where the linker's package is: ``python -m sbpf_linker`` runs from there."""
 
 CLANG = shutil.which("clang-14")
 needs_clang = pytest.mark.skipif(
@@ -279,18 +281,18 @@ def test_linker_command_line(tmp_path: Path):
             tmp_path, "void nope(void); unsigned long entrypoint(void) { nope(); return 0; }", "bad"
         )
     )
-    linker = [sys.executable, str(ROOT / "programs" / "curta" / "sbpf_link.py")]
+    linker = [sys.executable, "-m", "sbpf_linker"]
     out = tmp_path / "good.so"
-    subprocess.run([*linker, str(out), str(good)], check=True)
+    subprocess.run([*linker, str(out), str(good)], check=True, cwd=PROGRAMS)
     ok, _, err = run(out.read_bytes())
     assert ok, err
     done = subprocess.run(
-        [*linker, str(tmp_path / "bad.so"), str(bad)], capture_output=True, text=True
+        [*linker, str(tmp_path / "bad.so"), str(bad)], capture_output=True, text=True, cwd=PROGRAMS
     )
     assert done.returncode == 1 and "undefined symbol 'nope'" in done.stderr
     assert not (tmp_path / "bad.so").exists()
-    assert subprocess.run(linker, capture_output=True).returncode == 2
+    assert subprocess.run(linker, capture_output=True, cwd=PROGRAMS).returncode == 2
     missing = subprocess.run(
-        [*linker, str(out), str(tmp_path / "none.o")], capture_output=True, text=True
+        [*linker, str(out), str(tmp_path / "none.o")], capture_output=True, text=True, cwd=PROGRAMS
     )
     assert missing.returncode == 1 and "none.o: No such file" in missing.stderr

@@ -23,7 +23,12 @@ from solders.transaction_status import (
 from svm_errors import custom_error_code
 
 import curta_chain.program as program
-from curta_chain.constants import LOCALNET_PROGRAM_ID, MAX_TRANSACTION_SIZE, WEIGHT_HEADER_SIZE
+from curta_chain.constants import (
+    LOCALNET_PROGRAM_ID,
+    MAX_SECTION_SIZE,
+    MAX_TRANSACTION_SIZE,
+    WEIGHT_HEADER_SIZE,
+)
 from curta_chain.errors import AccountError, InputError, ProgramError
 from curta_chain.program import (
     IDL_PATH,
@@ -181,6 +186,47 @@ def test_weight_header_decode_refuses():
         WeightHeader.from_bytes(bytes(4096))
 
 
+@pytest.mark.parametrize("length", [MAX_SECTION_SIZE + 1, 2**50, 2**64 - 1])
+def test_a_section_longer_than_the_spec_allows_is_refused_at_decode(length: int):
+    # A node that claims it is refused before anything is sized from the claim; the
+    # spec's largest section still decodes.
+    slot = SectionSlot(Keypair().pubkey(), 1_000)
+    model = ModelAccount(
+        Pubkey.default(), bytes(32), bytes(32), ModelState.SEALED, 3, 3, 0, 0, 0, 0,
+        (slot, slot, SectionSlot(slot.weight_account, MAX_SECTION_SIZE)), 0,
+    )  # fmt: skip
+    assert ModelAccount.from_bytes(model.to_bytes()) == model
+    raw = bytearray(model.to_bytes())
+    struct.pack_into("<Q", raw, 160 + 40, length)  # slot 1's length
+    with pytest.raises(AccountError) as refused:
+        ModelAccount.from_bytes(bytes(raw))
+    assert str(refused.value) == (
+        f"model account: section 1 length {length:,} at offset 200 > 10,483,712 (the spec's "
+        "largest section)"
+    )
+    header = WeightHeader(Pubkey.default(), Pubkey.default(), 0, False, MAX_SECTION_SIZE)
+    assert WeightHeader.from_bytes(header.to_bytes()) == header
+    raw = bytearray(header.to_bytes())
+    struct.pack_into("<Q", raw, 80, length)
+    with pytest.raises(AccountError) as refused:
+        WeightHeader.from_bytes(bytes(raw))
+    assert str(refused.value) == (
+        f"weight account: section length {length:,} at offset 80 > 10,483,712 (the spec's "
+        "largest section)"
+    )
+
+
+def test_a_slot_past_the_section_count_is_not_the_models():
+    # Only the model's own slots are bounded: the rest of the array is not read.
+    model = ModelAccount(
+        Pubkey.default(), bytes(32), bytes(32), ModelState.SEALED, 1, 1, 0, 0, 0, 0,
+        (SectionSlot(Keypair().pubkey(), 1_000),), 0,
+    )  # fmt: skip
+    raw = bytearray(model.to_bytes())
+    struct.pack_into("<Q", raw, 160 + 40 * 5, 2**50)
+    assert ModelAccount.from_bytes(bytes(raw)) == model
+
+
 @pytest.mark.parametrize("size", [0, 1, 127, 128, 1000, MAX_WRITE_PAYLOAD, 70_000])
 def test_fast_write_equals_the_idl_coder(size: int):
     data = os.urandom(size)
@@ -285,7 +331,6 @@ def test_all_is_complete():
         "BUILDS",
         "MAX_WRITE_PAYLOAD",
         "MODEL_ACCOUNT_SIZE",
-        "RUN_HEADER_SIZE",
     }
     assert set(program.__all__) == public
     assert program.PROGRAM_BINARY.is_file()

@@ -17,8 +17,8 @@ from solders.keypair import Keypair
 from solders.litesvm import LiteSVM
 from solders.pubkey import Pubkey
 
-from curta_chain.chain.features import DISABLE_SBPF_V0
 from curta_chain.program import MODEL_ACCOUNT_SIZE, ModelAccount, create_model, shipped_program
+from curta_chain.protocol.features import DISABLE_SBPF_V0
 
 V0, V3 = shipped_program("sbpf-v0"), shipped_program("sbpf-v3")
 

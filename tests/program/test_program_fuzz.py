@@ -15,7 +15,7 @@ real) so that a transaction costs no signing.
 
 Runs of a sealed stories260K take part too: openRun, step (anyone may crank, so the outsider
 may land one) and closeRun. Every run account must hold, after every transaction, exactly
-what the mirror (``program.run_mirror``) computes from the instructions that landed on it.
+what the mirror (``onchain.mirror``) computes from the instructions that landed on it.
 """
 
 import random
@@ -32,11 +32,12 @@ from svm_errors import custom_error_code
 
 from curta_chain.artifact import Artifact
 from curta_chain.constants import WEIGHT_HEADER_SIZE
+from curta_chain.onchain.mirror import RunMirror
+from curta_chain.onchain.run_account import PromptKind, opened_run_data, run_account_size
 from curta_chain.program import (
     MODEL_ACCOUNT_SIZE,
     ModelAccount,
     ModelState,
-    PromptKind,
     WeightHeader,
     begin_sealing,
     bind_weight_account,
@@ -48,15 +49,12 @@ from curta_chain.program import (
     load_idl,
     open_run,
     reopen,
-    run_account_size,
     seal_step,
     step,
     write_weights,
 )
 from curta_chain.program.borsh import CodecError
 from curta_chain.program.idl import coder
-from curta_chain.program.run_account import opened_run_data
-from curta_chain.program.run_mirror import RunMirror
 
 ROUNDS_PER_PHASE = 5_200
 SEED = 20_261_130

@@ -50,21 +50,16 @@ from curta_chain.artifact.convert import convert_llama2c_bytes
 from curta_chain.artifact.synthetic import llama2c_checkpoint_bytes, llama2c_tokenizer_bytes
 from curta_chain.constants import HASH_CHUNK_SIZE
 from curta_chain.errors import InputError
-from curta_chain.program import (
-    ModelState,
+from curta_chain.onchain.mirror import RunMirror
+from curta_chain.onchain.run_account import (
     PromptKind,
     RunAccount,
     RunState,
-    WeightHeader,
-    open_run,
+    opened_run_data,
     run_account_size,
-    seal_step,
-    step,
-    write_weights,
 )
+from curta_chain.program import ModelState, WeightHeader, open_run, seal_step, step, write_weights
 from curta_chain.program.idl import coder
-from curta_chain.program.run_account import opened_run_data
-from curta_chain.program.run_mirror import RunMirror
 
 TARGETS = [("solders", "sbpf-v0"), ("solders", "sbpf-v3"), ("node", "sbpf-v0"), ("node", "sbpf-v3")]
 CU_LIMIT = 1_400_000

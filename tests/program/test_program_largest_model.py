@@ -23,8 +23,9 @@ from curta_chain.constants import (
 from curta_chain.localnet.loaded_data import loaded_accounts_data_size
 from curta_chain.program import MAX_WRITE_PAYLOAD, ModelState, begin_sealing, write_weights
 
-ONE_WEIGHT_ACCOUNT_AT_MOST = MAX_ACCOUNT_SIZE + 64 * 1024
-"""A transaction loads one weight account, the model, the programs and the payer: no more."""
+ONE_WEIGHT_ACCOUNT_AT_MOST = MAX_ACCOUNT_SIZE + 128 * 1024
+"""A transaction loads one weight account, the model, the programs (curta's build is about
+100 KB) and the payer: no more."""
 
 
 def fill(chain: Chain, pub: Published, sections: list[bytes]) -> None:

@@ -12,13 +12,12 @@ from pathlib import Path
 
 import build_program
 import pytest
-import sbpf_relocate
 from runtimes import Outcome, Runtime, Session
-from sbpf_alu32 import check_upper_halves
-from sbpf_link import SBPF_V0, SBPF_V3, SYSCALLS, link, murmur3_32
+from sbpf_linker import SBPF_V0, SBPF_V3, SYSCALLS, link, murmur3_32, relocate
+from sbpf_linker.alu32 import check_upper_halves
 from solders.instruction import Instruction
 from solders.pubkey import Pubkey
-from test_program_build import CFLAGS, ROOT, cflags, compile_c, needs_clang, run, sections
+from test_program_build import CFLAGS, PROGRAMS, cflags, compile_c, needs_clang, run, sections
 
 from curta_chain.errors import BuildError
 from curta_chain.program import BUILDS, shipped_program, shipped_program_for, shipped_programs
@@ -170,7 +169,7 @@ def test_a_sign_extended_half_read_as_64_bits_is_refused_and_would_be_wrong(
     assert "Custom(7)" in str(run(link(v2, ["s.o", "i.o"], SBPF_V0), data)[2])
     assert run_v3(node_all, link(v2, ["s.o", "i.o"], SBPF_V3), data).code == 7
     # Without the check, clang's v3 code returns 9 on SBPF v3: the hazard is real.
-    monkeypatch.setattr(sbpf_relocate, "check_upper_halves", lambda *args: None)
+    monkeypatch.setattr(relocate, "check_upper_halves", lambda *args: None)
     assert run_v3(node_all, link(v3, ["s.o", "i.o"], SBPF_V3), data).code == 9
 
 
@@ -201,11 +200,13 @@ def test_linker_command_line_writes_v3(tmp_path: Path, node_all: Runtime):
     obj = tmp_path / "good.o"
     obj.write_bytes(compile_c(tmp_path, "unsigned long entrypoint(void) { return 5; }", "good"))
     out = tmp_path / "good.so"
-    linker = [sys.executable, str(ROOT / "programs" / "curta" / "sbpf_link.py")]
-    subprocess.run([*linker, "--sbpf-version", "3", str(out), str(obj)], check=True)
+    linker = [sys.executable, "-m", "sbpf_linker"]
+    subprocess.run([*linker, "--sbpf-version", "3", str(out), str(obj)], check=True, cwd=PROGRAMS)
     assert struct.unpack_from("<I", out.read_bytes(), 0x30)[0] == 3
     assert run_v3(node_all, out.read_bytes()).code == 5
-    done = subprocess.run([*linker, "--sbpf-version", "2", str(out), str(obj)], capture_output=True)
+    done = subprocess.run(
+        [*linker, "--sbpf-version", "2", str(out), str(obj)], capture_output=True, cwd=PROGRAMS
+    )
     assert done.returncode == 2
 
 

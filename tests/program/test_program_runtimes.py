@@ -16,8 +16,8 @@ from lifecycle import SEAL_END, SEAL_MID, WRITE, Lifecycle, run_lifecycle
 from runtimes import Runtime, Session, SoldersRuntime
 from solders.pubkey import Pubkey
 
-from curta_chain.chain.features import DISABLE_SBPF_V0, ENABLE_SBPF_V3
 from curta_chain.program import shipped_program
+from curta_chain.protocol.features import DISABLE_SBPF_V0, ENABLE_SBPF_V3
 
 V0, V3 = shipped_program("sbpf-v0"), shipped_program("sbpf-v3")
 

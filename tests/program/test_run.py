@@ -10,17 +10,17 @@ from solders.keypair import Keypair
 from curta_chain.artifact import Artifact
 from curta_chain.errors import MirrorMismatchError
 from curta_chain.inference import IntModel, SamplingSettings, Tokenizer, generate, plan_run
-from curta_chain.program import (
+from curta_chain.onchain.mirror import RunMirror
+from curta_chain.onchain.run_account import (
     FinishReason,
     PromptKind,
     Region,
     RunAccount,
     RunState,
-    close_run,
+    opened_run_data,
     run_layout,
 )
-from curta_chain.program.run_account import opened_run_data
-from curta_chain.program.run_mirror import RunMirror
+from curta_chain.program import close_run
 
 PROMPT = "Once upon a time"
 

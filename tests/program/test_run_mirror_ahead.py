@@ -14,9 +14,8 @@ from solders.pubkey import Pubkey
 from curta_chain.artifact import Artifact
 from curta_chain.errors import MirrorMismatchError, StepPlanError
 from curta_chain.inference import IntModel, SamplingSettings, Tokenizer, generate, plan_run
-from curta_chain.program import RunState
-from curta_chain.program.run_account import opened_run_data
-from curta_chain.program.run_mirror import RunMirror
+from curta_chain.onchain.mirror import RunMirror
+from curta_chain.onchain.run_account import RunState, opened_run_data
 
 PROMPT = "Once upon a time"
 TOKENS = 6

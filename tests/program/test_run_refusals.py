@@ -9,8 +9,9 @@ from solders.keypair import Keypair
 from test_program_refusals import metas, refused
 
 from curta_chain.artifact import Artifact
-from curta_chain.program import RunAccount, close_run, step
-from curta_chain.program.run_mirror import RunMirror
+from curta_chain.onchain.mirror import RunMirror
+from curta_chain.onchain.run_account import RunAccount
+from curta_chain.program import close_run, step
 
 PROMPT = b"Once upon a time"
 

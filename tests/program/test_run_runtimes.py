@@ -14,15 +14,9 @@ from solders.keypair import Keypair
 
 from curta_chain.artifact import Artifact
 from curta_chain.inference import IntModel, SamplingSettings, Tokenizer, generate, plan_run
-from curta_chain.program import (
-    RUN_HEADER_SIZE,
-    PromptKind,
-    RunState,
-    open_run,
-    run_account_size,
-    step,
-)
-from curta_chain.program.run_mirror import RunMirror
+from curta_chain.onchain.mirror import RunMirror
+from curta_chain.onchain.run_account import RUN_HEADER_SIZE, PromptKind, RunState, run_account_size
+from curta_chain.program import open_run, step
 
 PROMPT = "Once upon a time"
 STEPS = 8

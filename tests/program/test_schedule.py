@@ -8,10 +8,11 @@ import gen_schedule
 import pytest
 from gen_schedule import HEADER_PATH, c_header
 
+from curta_chain.constants import MAX_COMPUTE_UNITS
 from curta_chain.errors import BuildError
-from curta_chain.program import schedule
+from curta_chain.onchain import schedule
+from curta_chain.onchain.schedule import FORMULAS
 from curta_chain.program.builds import BUILDS
-from curta_chain.program.schedule import FORMULAS
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -47,7 +48,8 @@ def test_each_formula_renders_as_the_c_of_its_python_value(formula):
 
 def test_a_stale_header_is_named_and_rewritten(tmp_path: Path, capsys):
     header = tmp_path / "schedule.h"
-    header.write_text(c_header().replace("#define COST_ROW 45", "#define COST_ROW 44"))
+    header.write_text(c_header().replace("#define COST_ROW 31", "#define COST_ROW 30"))
+    assert header.read_text() != c_header()
     assert gen_schedule.main(["--check", "--header", str(header)]) == 1
     stale = f"{header}: stale, not the table's header: run scripts/gen_schedule.py"
     assert capsys.readouterr().err.strip() == stale
@@ -56,10 +58,17 @@ def test_a_stale_header_is_named_and_rewritten(tmp_path: Path, capsys):
     assert gen_schedule.main(["--check", "--header", str(header)]) == 0
 
 
+def test_a_step_transaction_stays_within_the_compute_limit():
+    # A step spends at most its budget and its overhead; its transaction adds at most the two
+    # compute-budget instructions (a limit and a price).
+    most = schedule.STEP_BUDGET + schedule.STEP_OVERHEAD + 2 * schedule.BUDGET_INSTRUCTION_UNITS
+    assert most <= MAX_COMPUTE_UNITS
+
+
 def test_the_build_refuses_a_header_that_is_not_the_tables(monkeypatch, tmp_path: Path):
     stale = tmp_path / "schedule.h"
     stale.write_text(c_header().replace("#define COST_ID 14", "#define COST_ID 15"))
     monkeypatch.setattr(build_program, "ROOT", tmp_path)
-    monkeypatch.setattr(build_program, "HEADER_PATH", "schedule.h")
-    with pytest.raises(BuildError, match=r"^schedule.h differs from curta_chain/program/schedule"):
+    monkeypatch.setattr(gen_schedule, "HEADER_PATH", "schedule.h")
+    with pytest.raises(BuildError, match=r"^schedule.h differs from curta_chain/onchain/schedule"):
         build_program.build_one(BUILDS[0])

@@ -49,7 +49,12 @@ the moment it fires.
 
 A proxy can also lie: ``edits`` maps a JSON-RPC method to a function that rewrites the
 node's ``result`` before the client sees it (a node that inflates
-getMinimumBalanceForRentExemption, or that claims another genesis hash).
+getMinimumBalanceForRentExemption, or that claims another genesis hash), and ``patches``
+writes bytes over an account's data wherever getAccountInfo or getMultipleAccounts returns
+it (at the account's own offsets, whatever slice was asked for). The lies the tests tell
+most have names: ``lie_about_prices`` (getRecentPrioritizationFees), ``lie_about_fees``
+(getFeeForMessage), ``lie_about_genesis`` (getGenesisHash) and ``patch_account`` (an
+account's bytes: a model's section lengths, say).
 
 The proxy also keeps the books the tests need: every transaction it delivers to the node is
 decoded and recorded (``sent``) with the curta instruction it carries (under any program
@@ -89,8 +94,8 @@ from solders.transaction import Transaction, VersionedTransaction
 
 from curta_chain.chain.loader import LOADER_V3
 from curta_chain.cli.keypairs import write_keypair
-from curta_chain.compute_budget import LAMPORTS_PER_SIGNATURE
 from curta_chain.program.idl import load_idl
+from curta_chain.protocol.compute_budget import LAMPORTS_PER_SIGNATURE
 
 _KINDS = {ix.discriminator: ix.name for ix in load_idl().instructions}
 _WRITE_ARGS = struct.Struct("<II")
@@ -109,6 +114,8 @@ _REASONS = {
     429: "Too Many Requests",
     500: "Internal Server Error",
 }
+_ACCOUNT_READS = ("getAccountInfo", "getMultipleAccounts")
+"""The calls whose answers ``patches`` rewrite."""
 FAULT_KINDS = ("drop_request", "drop_response", "delay", "rate_limit", "server_error", "truncate")
 
 
@@ -212,6 +219,10 @@ class FaultProxy:
     sent: list[SentTransaction] = field(default_factory=list)
     edits: dict[str, Callable[[Any], Any]] = field(default_factory=dict)
     """Method -> how to rewrite the node's result before the client sees it."""
+    patches: dict[str, list[tuple[int, bytes]]] = field(default_factory=dict)
+    """Account address -> (offset, bytes) written over its data in the node's answers."""
+    account_reads: list[tuple[str, int]] = field(default_factory=list)
+    """Every account read asked of the node: its address and where the slice asked began."""
     injected: Counter[str] = field(default_factory=Counter)
     node_refused: Counter[str] = field(default_factory=Counter)
     """Requests the node itself refused whole (the busy localnet's ``--rps``, ``--max-batch``)."""
@@ -277,6 +288,29 @@ class FaultProxy:
         trigger = Trigger(predicate, action, stage)
         self._triggers.append(trigger)
         return trigger
+
+    # Lies.
+
+    def lie_about_prices(self, price: int) -> None:
+        """Every recent slot paid ``price`` micro-lamports a unit (getRecentPrioritizationFees)."""
+
+        def rewrite(result: Any) -> Any:
+            slots = [entry["slot"] for entry in result] or [0]
+            return [{"slot": slot, "prioritizationFee": price} for slot in slots]
+
+        self.edits["getRecentPrioritizationFees"] = rewrite
+
+    def lie_about_fees(self, lamports: int) -> None:
+        """Every message costs ``lamports`` (getFeeForMessage's value)."""
+        self.edits["getFeeForMessage"] = lambda result: {**result, "value": lamports}
+
+    def lie_about_genesis(self, genesis_hash: str) -> None:
+        """The cluster's genesis hash is ``genesis_hash`` (getGenesisHash)."""
+        self.edits["getGenesisHash"] = lambda _: genesis_hash
+
+    def patch_account(self, address: object, offset: int, data: bytes) -> None:
+        """Account ``address`` holds ``data`` at ``offset``, as far as the client can tell."""
+        self.patches.setdefault(str(address), []).append((offset, data))
 
     # Life cycle.
 
@@ -360,6 +394,7 @@ class FaultProxy:
                 await asyncio.sleep(self.faults.delay_seconds)
             body, held = self._hold_sends(body)
             history = self._count_status_calls(body)
+            self._book_reads(body)
             request = _parse(body)
             fired = await self._fire("before", request)
             try:
@@ -372,7 +407,9 @@ class FaultProxy:
             status, answer = answered
             if held:
                 answer = _merge(answer, held)
-            if self.edits and set(request.methods) & set(self.edits):
+            if (self.edits and set(request.methods) & set(self.edits)) or (
+                self.patches and set(request.methods) & set(_ACCOUNT_READS)
+            ):
                 answer = self._edit(body, answer)
             provider = self.provider
             if provider.forget_statuses and history is not None:
@@ -467,6 +504,21 @@ class FaultProxy:
         self.history_searches += sum(searched.values())
         self.status_polls += len(searched) - sum(searched.values())
         return searched or None
+
+    def _book_reads(self, body: bytes) -> None:
+        """Book each account a getAccountInfo or getMultipleAccounts call asks for."""
+        try:
+            payload = json.loads(body) if body else None
+        except ValueError:
+            return
+        for call in payload if isinstance(payload, list) else [payload]:
+            if not isinstance(call, dict) or call.get("method") not in _ACCOUNT_READS:
+                continue
+            params = call.get("params") or []
+            config = params[1] if len(params) > 1 and isinstance(params[1], dict) else {}
+            start = (config.get("dataSlice") or {}).get("offset", 0)
+            keys = [params[0]] if call["method"] == "getAccountInfo" else params[0]
+            self.account_reads += [(str(key), start) for key in keys]
 
     def _hold_sends(self, body: bytes) -> tuple[bytes, list[dict[str, Any]]]:
         """Take out the sends the leader will not get: lost ones, and unknown blockhashes'.
@@ -617,13 +669,36 @@ class FaultProxy:
         except ValueError:
             return answer
         calls = payload if isinstance(payload, list) else [payload]
-        methods = {c.get("id"): c.get("method") for c in calls if isinstance(c, dict)}
+        by_id = {c.get("id"): c for c in calls if isinstance(c, dict)}
         for item in reply if isinstance(reply, list) else [reply]:
-            method = methods.get(item.get("id")) if isinstance(item, dict) else None
+            call = by_id.get(item.get("id")) if isinstance(item, dict) else None
+            method = call.get("method") if call is not None else None
             if method in self.edits and "result" in item:
                 item["result"] = self.edits[method](item["result"])
                 self.injected[f"edited {method}"] += 1
+            if method in _ACCOUNT_READS and self.patches and item.get("result"):
+                self._patch(call, item["result"])
         return json.dumps(reply).encode()
+
+    def _patch(self, call: dict[str, Any], result: dict[str, Any]) -> None:
+        """Write ``patches`` over the accounts of a getAccountInfo or getMultipleAccounts answer."""
+        params = call.get("params") or []
+        single = call["method"] == "getAccountInfo"
+        addresses = [params[0]] if single else list(params[0])
+        values = [result["value"]] if single else result["value"]
+        config = params[1] if len(params) > 1 and isinstance(params[1], dict) else {}
+        start = (config.get("dataSlice") or {}).get("offset", 0)
+        for address, value in zip(addresses, values, strict=True):
+            if value is None or address not in self.patches:
+                continue
+            data = bytearray(base64.b64decode(value["data"][0]))
+            for offset, patch in self.patches[address]:
+                at = offset - start
+                for i, byte in enumerate(patch):
+                    if 0 <= at + i < len(data):
+                        data[at + i] = byte
+            value["data"][0] = base64.b64encode(bytes(data)).decode()
+            self.injected[f"patched {address}"] += 1
 
     async def _deliver(self, body: bytes, request: Request) -> tuple[int, bytes] | None:
         """Forward to the node and book the transactions; None if the node is gone."""

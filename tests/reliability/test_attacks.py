@@ -48,7 +48,6 @@ from curta_chain.chain.verify import verify
 from curta_chain.cli import keypairs, solana_config
 from curta_chain.constants import (
     LAMPORTS_PER_SOL,
-    LOCALNET_GENESIS_HASH,
     LOCALNET_PROGRAM_ID,
     WEIGHT_HEADER_SIZE,
 )
@@ -121,15 +120,21 @@ def test_1_off_the_localnet_no_command_falls_back_to_a_built_in_id(
             ("seal", model, *via),
             ("close", model, *via),
             ("status", model, "-u", proxy.url),
-            ("verify", model, str(art_file), "-u", proxy.url),
         ):
             done = run_plain(*argv)
             assert done.returncode == 1 and done.stdout == "", argv
+            # On this machine, yet no localnet of this user's recorded that genesis hash.
             assert one_line(done.stderr) == (
                 f"error: no curta program is known for the cluster at {proxy.url} (genesis "
-                f"{DEVNET_GENESIS}): deploy one with `curta-chain deploy -u {proxy.url}`, or "
-                f"pass --program-id ADDRESS"
+                f"{DEVNET_GENESIS}; it runs on this machine, but no `curta-chain localnet` of "
+                "this user recorded its genesis hash, so it is treated as a real cluster): "
+                f"deploy one with `curta-chain deploy -u {proxy.url}`, or pass --program-id "
+                "ADDRESS"
             )
+        # verify takes the program from the chain: the model's owner, checked (no model).
+        done = run_plain("verify", model, str(art_file), "-u", proxy.url)
+        assert done.returncode == 1 and done.stdout == ""
+        assert one_line(done.stderr) == f"error: {model}: no such account on {proxy.url}"
     finally:
         proxy.stop()
     assert balance(localnet.url, payer.pubkey()) == 20 * LAMPORTS_PER_SOL
@@ -150,7 +155,7 @@ def test_1_a_stand_in_at_the_program_id_is_refused_before_anything_is_sent(
     )
     # Told to use it with --program-id, or finding it recorded in the config for this cluster.
     config = tmp_path / "config.yml"
-    solana_config.record_program_id(config, LOCALNET_GENESIS_HASH, str(standin))
+    solana_config.record_program_id(config, localnet.genesis_hash, str(standin))
     for how in (("--program-id", str(standin)), ("-C", str(config))):
         for command in ("publish", "close", "seal"):
             target = str(art_file) if command == "publish" else str(Keypair().pubkey())
@@ -248,7 +253,7 @@ def test_3_prefunded_addresses_are_allocated_and_assigned_and_publish_goes_on(
     localnet, fund, tmp_path, art_file, stories260k
 ):
     victim, attacker = fund(localnet.url, 20), fund(localnet.url, 5)
-    scope = ClusterScope(LOCALNET_GENESIS_HASH, PROGRAM_ID)
+    scope = ClusterScope(localnet.genesis_hash, PROGRAM_ID)
     h = stories260k.weights_hash()
     model = model_keypair(victim, h, scope).pubkey()
     weights = [weight_keypair(victim, h, scope, i).pubkey() for i in range(2)]
@@ -305,7 +310,7 @@ def test_3_an_address_funded_in_the_middle_of_a_publish_does_not_block_the_rerun
         assert code == 1 and f"rerun `curta-chain publish {art_file}" in err
     finally:
         proxy.stop()
-    scope = ClusterScope(LOCALNET_GENESIS_HASH, PROGRAM_ID)
+    scope = ClusterScope(localnet.genesis_hash, PROGRAM_ID)
     h = stories260k.weights_hash()
     weights = [weight_keypair(victim, h, scope, i).pubkey() for i in range(2)]
     send_lamports(localnet.url, attacker, [(w, 890_880) for w in weights])

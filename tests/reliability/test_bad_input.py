@@ -42,7 +42,7 @@ from curta_chain.chain.sender import Sender
 from curta_chain.chain.specs import TxSpec
 from curta_chain.cli.keypairs import write_keypair
 from curta_chain.cli.solana_config import record_program_id
-from curta_chain.constants import LAMPORTS_PER_SOL, LOCALNET_GENESIS_HASH, LOCALNET_PROGRAM_ID
+from curta_chain.constants import LAMPORTS_PER_SOL, LOCALNET_PROGRAM_ID
 from curta_chain.errors import ArtifactError
 from curta_chain.localnet import LocalnetHandle, start_in_thread
 from curta_chain.program import MODEL_ACCOUNT_SIZE
@@ -58,6 +58,7 @@ class World:
     """What every case may name: one localnet, a funded payer, the good inputs."""
 
     url: str
+    genesis_hash: str
     payer: Keypair
     not_a_model: Pubkey
     """A program-owned account of a model's size that holds zeros, not a model."""
@@ -120,8 +121,8 @@ class Ctx:
     def payers_buffer_taken(self) -> None:
         """Put a buffer of someone else's at the address the payer's deploy would use."""
         payer = self.world.payer
-        program = default_program_keypair(payer, LOCALNET_GENESIS_HASH).pubkey()
-        buffer = buffer_keypair(payer, LOCALNET_GENESIS_HASH, program, CURTA)
+        program = default_program_keypair(payer, self.world.genesis_hash).pubkey()
+        buffer = buffer_keypair(payer, self.world.genesis_hash, program, CURTA)
         size = loader.BUFFER_METADATA_SIZE + len(CURTA.elf)
         funding = NewAccount(buffer.pubkey(), size, rent_exempt_minimum(size))
         create = specs.new_account(payer.pubkey(), funding, loader.LOADER_V3)
@@ -132,7 +133,7 @@ class Ctx:
     def config_naming_standin(self) -> Path:
         """A Solana CLI config that records the stand-in as this localnet's program."""
         path = self.work / "config.yml"
-        record_program_id(path, LOCALNET_GENESIS_HASH, str(self.world.standin.pubkey()))
+        record_program_id(path, self.world.genesis_hash, str(self.world.standin.pubkey()))
         return path
 
 
@@ -598,9 +599,21 @@ CASES: dict[str, Case] = {
         lambda ctx: ctx.chain("publish", ctx.art(), "--with-compute-unit-price", "high"),
         r"--with-compute-unit-price high: expected a count 0 to 18446744073709551615, or auto",
     ),
-    "compute unit price cap without auto": (
+    "compute unit price cap without a price": (
         lambda ctx: ctx.chain("publish", ctx.art(), "--max-compute-unit-price", "10"),
-        r"--max-compute-unit-price caps --with-compute-unit-price auto only",
+        r"--max-compute-unit-price caps --with-compute-unit-price \(auto or a price\): give one",
+    ),
+    "compute unit price over its cap": (
+        lambda ctx: ctx.chain(
+            "publish",
+            ctx.art(),
+            "--with-compute-unit-price",
+            "1001",
+            "--max-compute-unit-price",
+            "1000",
+        ),
+        r"--with-compute-unit-price 1,001 is above --max-compute-unit-price 1,000: nothing was "
+        r"sent",
     ),
     "compute unit price over u64": (
         lambda ctx: ctx.chain("seal", ctx.world.not_a_model, "--with-compute-unit-price", 2**64),
@@ -679,8 +692,9 @@ CASES: dict[str, Case] = {
     "trust no program id off the localnet": (
         lambda ctx: ctx.chain("publish", ctx.art(), url=ctx.world.devnet_url),
         rf"no curta program is known for the cluster at http://127.0.0.1:\d+ \(genesis "
-        rf"{DEVNET_GENESIS}\): deploy one with `curta-chain deploy -u http://127.0.0.1:\d+`, "
-        r"or pass --program-id ADDRESS",
+        rf"{DEVNET_GENESIS}; it runs on this machine, but no `curta-chain localnet` of this "
+        r"user recorded its genesis hash, so it is treated as a real cluster\): deploy one "
+        r"with `curta-chain deploy -u http://127.0.0.1:\d+`, or pass --program-id ADDRESS",
     ),
     "trust a builtin as the program": (
         lambda ctx: ctx.chain("close", Keypair().pubkey(), "--program-id", SYSTEM),
@@ -859,6 +873,7 @@ def world(stories260k: Artifact, stories260k_bytes: bytes, tok512_bytes: bytes) 
             proxies.append(FaultProxy(handle.url, edits=edits).start())
         yield World(
             url=handle.url,
+            genesis_hash=handle.genesis_hash,
             payer=payer,
             not_a_model=holder.pubkey(),
             artifact=stories260k.data,

@@ -59,6 +59,9 @@ from curta_chain.program import ModelAccount
 
 PAYER = Keypair.from_seed(bytes(range(32, 64)))
 """One payer for every row: the same program id, model and weight account addresses."""
+GENESIS_SEED = bytes(range(64, 96))
+"""One genesis for every row's fresh localnet, so the derived addresses (the program's, the
+model's, the run's) are the clean run's."""
 FUNDS = 50 * LAMPORTS_PER_SOL
 SEED = int(os.environ.get("CURTA_RELIABILITY_SEED", "6"))
 RUN = ("--steps", "4", "-i", "Once upon a time", "-s", "42")
@@ -224,7 +227,7 @@ def offchain_tokens(artifact_file: Path) -> list[int]:
 @pytest.fixture(scope="module")
 def clean(tmp_path_factory, artifact_file: Path, offchain_tokens: list[int]) -> Iterator[Chain]:
     """The reference: the four commands on the busy localnet with no loss and no limits."""
-    node = start_in_thread(busy=BLOCKS, slot_duration=SLOT_SECONDS)
+    node = start_in_thread(busy=BLOCKS, slot_duration=SLOT_SECONDS, genesis_seed=GENESIS_SEED)
     proxy = FaultProxy(node.url).start()
     try:
         chain = four_commands(
@@ -249,7 +252,7 @@ def test_every_command_on_a_busy_cluster_ends_as_the_clean_run(
     tmp_path, artifact_file, offchain_tokens, clean, name
 ):
     row = ROWS[name]
-    node = start_in_thread(busy=row.busy, slot_duration=SLOT_SECONDS)
+    node = start_in_thread(busy=row.busy, slot_duration=SLOT_SECONDS, genesis_seed=GENESIS_SEED)
     proxy = FaultProxy(node.url, provider=row.provider, seed=SEED).start()
     try:
         chain = four_commands(node.url, proxy, tmp_path, artifact_file)

@@ -62,9 +62,9 @@ from curta_chain.constants import (
 )
 from curta_chain.errors import ChainError, ProgramError, RpcCallError
 from curta_chain.localnet import start_in_thread
-from curta_chain.program import ModelAccount, ModelState, RunState, run_account_size
-from curta_chain.program.run_account import PromptKind
-from curta_chain.program.run_mirror import RunMirror
+from curta_chain.onchain.mirror import RunMirror
+from curta_chain.onchain.run_account import PromptKind, RunState, run_account_size
+from curta_chain.program import ModelAccount, ModelState
 
 PROGRAM_ID = Pubkey.from_string(LOCALNET_PROGRAM_ID)
 BUDGET = Budget()

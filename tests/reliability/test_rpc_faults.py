@@ -37,11 +37,26 @@ from curta_chain.artifact import Artifact
 from curta_chain.artifact.layout import ModelConfig
 from curta_chain.artifact.synthetic import synthetic_artifact
 from curta_chain.constants import LAMPORTS_PER_SOL
-from curta_chain.localnet import BusyOptions, start_in_thread
+from curta_chain.localnet import BusyOptions, LocalnetHandle, start_in_thread
 from curta_chain.program import ModelAccount
 
 PAYER = Keypair.from_seed(bytes(range(32)))
 """One publisher for every run, so every run derives the same model address."""
+GENESIS_SEED = bytes(range(32, 64))
+"""One genesis for every run's fresh localnet: every chain has its own genesis hash, and the
+model's and weight accounts' addresses are derived from it."""
+
+
+@pytest.fixture
+def localnet() -> Iterator[LocalnetHandle]:
+    """A fresh localnet with every run's genesis."""
+    handle = start_in_thread(genesis_seed=GENESIS_SEED)
+    try:
+        yield handle
+    finally:
+        handle.stop()
+
+
 FUNDS = 20 * LAMPORTS_PER_SOL
 SEED = int(os.environ.get("CURTA_RELIABILITY_SEED", "6"))
 """The fault RNG's seed; scripts/reliability_report.py varies it between rounds."""
@@ -88,7 +103,7 @@ def artifact_file(tmp_path_factory, stories260k: Artifact) -> Path:
 @pytest.fixture(scope="module")
 def clean(tmp_path_factory, artifact_file: Path) -> Iterator[Outcome]:
     """The reference: a publish and seal with no proxy and no faults."""
-    node = start_in_thread()
+    node = start_in_thread(genesis_seed=GENESIS_SEED)
     try:
         via = ("-u", node.url, "-k", str(fund_payer(node.url, tmp_path_factory.mktemp("clean"))))
         code, published, err = run_cli("publish", str(artifact_file), *via)
@@ -295,7 +310,7 @@ def publish_through(url: str, node_url: str, folder: Path, tiny_file: Path, *ext
 
 @pytest.fixture(scope="module")
 def tiny_clean(tmp_path_factory, tiny_file: Path) -> Iterator[Outcome]:
-    node = start_in_thread()
+    node = start_in_thread(genesis_seed=GENESIS_SEED)
     try:
         yield publish_through(node.url, node.url, tmp_path_factory.mktemp("c"), tiny_file)
     finally:
@@ -317,7 +332,7 @@ def test_publish_on_a_busy_cluster_losing_30_percent_ends_as_a_clean_run(
         background_load=BusyOptions.busy().background_load,
     )
     price = ("--with-compute-unit-price", "auto", "--max-compute-unit-price", "700")
-    node = start_in_thread(busy=busy)
+    node = start_in_thread(busy=busy, genesis_seed=GENESIS_SEED)
     proxy = FaultProxy(node.url).start()  # books what was sent; injects nothing
     try:
         keypair = fund_payer(node.url, tmp_path)

@@ -95,5 +95,5 @@ def test_a_second_node_on_another_cluster_is_refused(localnet, sealed):
     assert done.returncode == 1 and done.stdout == ""
     assert done.stderr == (
         f"error: --cross-check {other.url} serves genesis {DEVNET_GENESIS}, {localnet.url} serves "
-        f"CurtaLoca1netGenesis111111111111111111111111: not the same cluster\n"
+        f"{localnet.genesis_hash}: not the same cluster\n"
     )

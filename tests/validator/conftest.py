@@ -13,8 +13,9 @@ starts it).
 - ``embedded`` (a module's): the embedded localnet in this process, to hold to the same work.
 - ``payer``: a new keypair funded on both (``Payer.fund``), and its file.
 - ``cli``: runs ``curta-chain`` as its own process, JSON out, with ``--yes`` where it
-  spends: the validator's genesis hash is not the embedded localnet's, so every spending
-  command there asks first.
+  spends: a validator at ``CURTA_VALIDATOR_URL`` was started elsewhere, so no record of this
+  user's names it a local cluster and every spending command there asks first (one the
+  tier starts is recorded: ``test_validator_workflow`` runs commands there without it).
 """
 
 import os

@@ -12,6 +12,8 @@ model published under it closes with its rent back.
 
 import base64
 import dataclasses
+import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +25,8 @@ from curta_chain.artifact import Artifact
 from curta_chain.artifact.layout import ModelConfig
 from curta_chain.artifact.synthetic import synthetic_artifact
 from curta_chain.constants import HASH_CHUNK_SIZE, LOCALNET_PROGRAM_ID, WEIGHT_HEADER_SIZE
+from curta_chain.onchain.run_account import RunAccount
 from curta_chain.program.accounts import ModelAccount, WeightHeader
-from curta_chain.program.run_account import RunAccount
 
 PROGRAM = ("--program-id", LOCALNET_PROGRAM_ID)
 FEE = 5_000
@@ -229,3 +231,26 @@ def test_stories15m_shape_publishes_seals_and_verifies(
     assert books.spent["seal"] == FEE * sealed["transactions"]
     report = cli("verify", model, str(art15m), *PROGRAM, node=validator).answer
     assert report["ok"]
+
+
+def test_a_validator_this_user_started_needs_no_program_id_and_no_yes(
+    validator: Node, payer: Payer, tmp_path: Path
+):
+    # Started by ValidatorProcess.start, as `localnet --validator` starts it: its genesis hash
+    # is recorded as this user's local cluster, so publish takes the preloaded program and
+    # spends without asking (no terminal here), and verify takes the model's owner.
+    if os.environ.get("CURTA_VALIDATOR_URL"):
+        pytest.skip("a validator started elsewhere is not recorded as this user's")
+    payer.fund(validator, 5)
+    art = tmp_path / "tiny.curta"
+    art.write_bytes(synthetic_artifact(TINY, seed=9).data)
+    via = ("-u", validator.url, "-k", str(payer.path))
+    done = run_plain("publish", str(art), *via, "--output", "json-compact")
+    assert done.returncode == 0, done.stderr
+    model = json.loads(done.stdout.splitlines()[-1])["model"]
+    done = run_plain("seal", model, str(art), *via, "--output", "json-compact")
+    assert done.returncode == 0, done.stderr
+    done = run_plain("verify", model, str(art), "-u", validator.url, "--output", "json-compact")
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout.splitlines()[-1])
+    assert report["ok"] and report["program"]["program_id"] == LOCALNET_PROGRAM_ID

@@ -22,7 +22,7 @@ from solders.account import Account
 from solders.pubkey import Pubkey
 from web_helpers import cli_json
 
-from curta_chain.program.run_account import Region, RunAccount
+from curta_chain.onchain.run_account import Region, RunAccount
 from curta_chain.web import start_web_server
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus"

@@ -2,14 +2,17 @@
 gives, field for field, for a sealed model, a failed seal and an address that is no model."""
 
 import dataclasses
+import struct
 from pathlib import Path
 
 import pytest
+from fault_proxy import FaultProxy
 from solders.account import Account
 from solders.keypair import Keypair
 from solders.pubkey import Pubkey
-from web_helpers import cli_json, node_json
+from web_helpers import cli, cli_json, node_json
 
+from curta_chain.chain.loader import programdata_address
 from curta_chain.program import ModelAccount, SectionSlot
 
 SCRIPT = Path(__file__).parent / "sdk_verify.mjs"
@@ -31,8 +34,11 @@ def test_verify_model_gives_the_cli_s_verdict(world, sdk, cluster):
 
 
 def test_without_the_artifact_the_chain_is_checked_alone(world, sdk):
+    alone = cli_json("verify", world.sealed, "--chain-only", "-u", world.url)
     report = node_json(SCRIPT, "kit", world.url, world.sealed)["report"]
     assert report["ok"] and report["artifact_hash"] is None
+    assert report["artifact_compared"] is False and world.verify_json["artifact_compared"]
+    _same_as_cli(report, alone)
     assert report["chain_hash"] == report["declared_hash"] == world.verify_json["declared_hash"]
 
 
@@ -83,3 +89,46 @@ def test_a_foreign_and_a_misbound_weight_account_read_as_the_cli_reads_them(worl
     report = node_json(SCRIPT, "url", world.url, str(forged), str(world.artifact_path))["report"]
     _same_as_cli(report, want)
     assert [d["kind"] for d in report["differences"]] == ["account", "account"]
+
+
+def test_a_section_longer_than_the_spec_is_refused_as_the_cli_refuses_it(world, sdk):
+    # A model (forged in the localnet) whose slot 1 claims 2^50 bytes: refused when decoded,
+    # before a byte is read, by the SDK and the CLI alike.
+    forged = Keypair().pubkey()
+
+    def forge(localnet) -> None:
+        sealed = localnet.get_account(Pubkey.from_string(world.sealed))
+        model = ModelAccount.from_bytes(bytes(sealed.data))
+        data = bytearray(model.to_bytes())
+        struct.pack_into("<Q", data, 160 + 40, 2**50)
+        localnet.svm.set_account(
+            forged, Account(sealed.lamports, bytes(data), sealed.owner, False, 0)
+        )
+        localnet._forget_reads()  # the localnet caches reads between transactions
+
+    world.localnet.call(forge)
+    why = (
+        f"{forged} is not a curta model: model account: section 1 length "
+        f"{2**50:,} at offset 200 > 10,483,712 (the spec's largest section)"
+    )
+    for cluster in ("kit", "url"):
+        got = node_json(SCRIPT, cluster, world.url, str(forged), str(world.artifact_path))
+        assert got == {"error": "AccountError", "message": why}
+    code, out = cli("verify", str(forged), str(world.artifact_path), "-u", world.url)
+    assert code == 1 and out == f"error: {why}\n"
+
+
+def test_a_program_naming_program_data_the_loader_does_not_keep_is_refused(world, sdk):
+    # A node that says the program's data is elsewhere (the model account, here).
+    program = world.verify_json["program"]["program_id"]
+    liar = FaultProxy(world.url).start()
+    try:
+        liar.patch_account(program, 4, bytes(Pubkey.from_string(world.sealed)))
+        got = node_json(SCRIPT, "kit", liar.url, world.sealed, str(world.artifact_path))
+        assert got == {
+            "error": "ProgramCheckError",
+            "message": f"program {program} names {world.sealed} as its program data; the "
+            f"loader keeps it at {programdata_address(Pubkey.from_string(program))}",
+        }
+    finally:
+        liar.stop()

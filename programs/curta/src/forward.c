@@ -4,25 +4,21 @@
  * A token is EMBED, then per layer ATT_NORM, QKV, ROPE, ATTENTION, OUTPUT, FFN_NORM,
  * GATE_UP, SWIGLU and DOWN, then FINAL_NORM, CLASSIFIER and SAMPLE. While the next token
  * is still the prompt's, the position ends after the last layer (no classifier). Matrix
- * phases are sliced by rows and attention by heads; the rest are whole. Each phase
- * function spends from the step's budget with the cost model of schedule.h and returns
- * false when not even its smallest slice fits (the mirror reads the same table: a step
- * ends where the mirror says it does).
+ * phases are sliced by rows (rows.c) and attention by heads; the rest are whole. Each
+ * phase function spends from the step's budget with the cost model of schedule.h and
+ * returns false when not even its smallest slice fits (the mirror reads the same table: a
+ * step ends where the mirror says it does). While two prompt positions run as a batch
+ * (inference.h, batch_lanes), every phase does its work for each of them.
  */
 #include "../inference.h"
-
-#define ROWS_PER_CHUNK 96 /* row sums kept on the heap at once */
+#include "../softmax.h"
 
 #define EPS_Q32 42950           /* 1e-5 with 32 fractional bits */
 #define NORM_SQUARE_BITS 26
 #define INV_BITS 61
 #define QK_LIMIT (1L << 27)
-#define EXP_STEP_BITS 8
-#define EXP_LIMIT (TABLE_ENTRIES - 1)
-#define WEIGHT_BITS 22
-#define EXP_FRACTION_BITS 30
 #define SILU_STEP_SHIFT 9
-#define SILU_EDGE (16L << ACT_BITS)
+#define SILU_EDGE ((int64_t)SILU_RANGE << ACT_BITS)
 
 /* ---- Arithmetic. ---- */
 
@@ -61,7 +57,8 @@ static int64_t divide_rounded(int64_t n, uint64_t d) {
 }
 
 /* out = rmsnorm(x) x weight: Q16 in, Q24 weights, Q16 out (docs/inference.md). */
-static void rmsnorm(const int64_t *x, const int32_t *weight, uint64_t n, int64_t *out) {
+__attribute__((noinline)) static void rmsnorm(const int64_t *x, const int32_t *weight, uint64_t n,
+                                              int64_t *out) {
   uint64_t largest = 0;
   for (uint64_t i = 0; i < n; i++) {
     uint64_t a = (uint64_t)(x[i] < 0 ? -x[i] : x[i]);
@@ -84,17 +81,6 @@ static void rmsnorm(const int64_t *x, const int32_t *weight, uint64_t n, int64_t
   }
 }
 
-/* The softmax weight of a distance below the maximum (Q16, >= 0): Q22. */
-int64_t exp_weight(uint64_t distance, const uint32_t *table) {
-  uint64_t i = distance >> EXP_STEP_BITS;
-  if (i >= EXP_LIMIT) {
-    return 0;
-  }
-  uint64_t f = distance & ((1 << EXP_STEP_BITS) - 1);
-  int64_t mixed = (int64_t)(table[i] * ((1 << EXP_STEP_BITS) - f) + table[i + 1] * f);
-  return round_shift(mixed, EXP_FRACTION_BITS + EXP_STEP_BITS - WEIGHT_BITS);
-}
-
 /* SiLU of a Q16 value through the table (Q16 entries, steps of 1/128 from -16). */
 static int64_t silu(int64_t g, const int32_t *table) {
   if (g >= SILU_EDGE) {
@@ -108,13 +94,6 @@ static int64_t silu(int64_t g, const int32_t *table) {
   int64_t f = (int64_t)(a & ((1 << SILU_STEP_SHIFT) - 1));
   return round_shift(table[i] * ((1 << SILU_STEP_SHIFT) - f) + table[i + 1] * f,
                      SILU_STEP_SHIFT);
-}
-
-/* sat32(round(acc x scale / 2^24)), split so that no product passes 2^57. */
-static int64_t scale_row(int64_t acc, uint64_t scale) {
-  int64_t hi = acc >> SCALE_BITS;
-  int64_t lo = acc & ((1L << SCALE_BITS) - 1);
-  return sat32(hi * (int64_t)scale + round_shift(lo * (int64_t)scale, SCALE_BITS));
 }
 
 /* ---- Phases. ---- */
@@ -133,122 +112,23 @@ static const int32_t *norm_weights(const Step *s, uint64_t index) {
   return block_i32(s, BLOCK_NORM) + index * s->run->dim;
 }
 
-/* The phase is done: on to the next (or, after the last layer of a prompt token, to the
- * next position). */
-static void next_phase(Step *s) {
-  Run *run = s->run;
-  run->cursor = 0;
-  if (run->phase + 1 == phase_final_norm(run->layers) && run->position + 1 < run->prompt_tokens) {
-    run->position += 1;
-    run->phase = PH_EMBED;
-    return;
-  }
-  run->phase += 1;
-}
-
-/* Up to three matrices whose rows a phase runs as one list, and where each row goes. */
-enum RowsKind {
-  ROWS_STORE = 0,    /* dst = row */
-  ROWS_RESIDUAL = 1, /* dst = sat32(dst + row) */
-  ROWS_LOGITS = 2,   /* dst = row, and the run's running maximum and its lowest id */
-};
-
-typedef struct {
-  uint64_t count;
-  uint64_t matrix[3];
-  int64_t *dst[3];
-  const int64_t *x;
-  uint64_t kind; /* RowsKind */
-} Rows;
-
-/* Rows [first, first + count) of matrix m; row `first` goes to dst[0]. */
-static void run_rows(const Step *s, const MatrixDescriptor *m, uint64_t first, uint64_t count,
-                     const Rows *r, int64_t sum_x, int64_t *dst) {
-  Run *run = s->run;
-  const uint8_t *rows = s->sections[m->section] + m->offset + first * m->row_bytes;
-  int64_t *sums = (int64_t *)SCRATCH; /* the heap is 8-aligned */
-  uint64_t id = first;
-  while (count) {
-    uint64_t n = count < ROWS_PER_CHUNK ? count : ROWS_PER_CHUNK;
-    row_sums(rows, m->row_bytes, n, r->x, sums);
-    for (uint64_t i = 0; i < n; i++, id++) {
-      /* The scale is the row's first u32; rows are 8-aligned in their section. */
-      uint64_t scale = *(const uint32_t *)(rows + i * m->row_bytes);
-      int64_t value = scale_row(sums[i] - WEIGHT_BIAS * sum_x, scale);
-      if (r->kind == ROWS_RESIDUAL) {
-        value = sat32(dst[i] + value);
-      } else if (r->kind == ROWS_LOGITS && (id == 0 || value > run->best_logit)) {
-        run->best_logit = value;
-        run->best_token = (uint32_t)id;
-      }
-      dst[i] = value;
-    }
-    rows += n * m->row_bytes;
-    dst += n;
-    count -= n;
-  }
-}
-
-/* The section a phase's rows (or embedding row) are in, when the step was passed it; else
- * the step is refused (step.c). A phase's matrices share one section (openRun checks it). */
-static bool has_section(Step *s, const MatrixDescriptor *m) {
-  s->missing = !s->sections[m->section];
-  return !s->missing;
-}
-
-static bool matrix_phase(Step *s, const Rows *r) {
-  Run *run = s->run;
-  const MatrixDescriptor *first = matrix_of(s->s0, r->matrix[0]);
-  uint64_t total = 0;
-  for (uint64_t i = 0; i < r->count; i++) {
-    total += matrix_of(s->s0, r->matrix[i])->rows;
-  }
-  uint64_t columns = first->columns;
-  uint64_t padded = first->row_bytes - ROW_HEADER_SIZE;
-  uint64_t per_row = ROW_COST(padded);
-  uint64_t fixed = ROWS_FIXED_COST(padded);
-  if (s->budget < fixed + per_row || !has_section(s, first)) {
-    return false;
-  }
-  uint64_t n = (s->budget - fixed) / per_row;
-  uint64_t left = total - run->cursor;
-  n = n < left ? n : left;
-  s->budget -= fixed + n * per_row;
-  int64_t sum_x = 0;
-  for (uint64_t c = 0; c < columns; c++) {
-    sum_x += r->x[c];
-  }
-  /* Rows [cursor, cursor + n) of the stacked list, matrix by matrix. */
-  uint64_t start = run->cursor, end = run->cursor + n, base = 0;
-  for (uint64_t i = 0; i < r->count; i++) {
-    const MatrixDescriptor *m = matrix_of(s->s0, r->matrix[i]);
-    uint64_t lo = start > base ? start : base;
-    uint64_t hi = end < base + m->rows ? end : base + m->rows;
-    if (lo < hi) {
-      run_rows(s, m, lo - base, hi - lo, r, sum_x, r->dst[i] + (lo - base));
-    }
-    base += m->rows;
-  }
-  run->cursor = (uint32_t)end;
-  if (end == total) {
-    next_phase(s);
-  }
-  return true;
-}
 
 static bool embed(Step *s) {
   Run *run = s->run;
   const MatrixDescriptor *m = matrix_of(s->s0, MAT_EMBEDDING);
-  if (!spend(s, EMBED_COST(run->dim)) || !has_section(s, m)) {
+  uint64_t lanes = batch_lanes(run);
+  if (!spend(s, lanes * EMBED_COST(run->dim)) || !has_section(s, m)) {
     return false;
   }
-  uint64_t token = region_u32(s, REGION_TOKENS)[run->position];
-  const uint8_t *row = s->sections[m->section] + m->offset + token * m->row_bytes;
-  int64_t scale = *(const uint32_t *)row; /* rows are 8-aligned in their section */
-  int64_t *x = region_i64(s, REGION_X);
-  for (uint64_t i = 0; i < run->dim; i++) {
-    int64_t q = (int64_t)row[ROW_HEADER_SIZE + i] - WEIGHT_BIAS;
-    x[i] = round_shift(q * scale, SCALE_BITS - ACT_BITS);
+  for (uint64_t lane = 0; lane < lanes; lane++) {
+    uint64_t token = region_u32(s, REGION_TOKENS)[lane_position(run, lanes, lane)];
+    const uint8_t *row = s->sections[m->section] + m->offset + token * m->row_bytes;
+    int64_t scale = *(const uint32_t *)row; /* rows are 8-aligned in their section */
+    int64_t *x = lane_i64(s, REGION_X, run->dim, lane);
+    for (uint64_t i = 0; i < run->dim; i++) {
+      int64_t q = (int64_t)row[ROW_PREFIX + i] - WEIGHT_BIAS;
+      x[i] = round_shift(q * scale, SCALE_BITS - ACT_BITS);
+    }
   }
   next_phase(s);
   return true;
@@ -256,10 +136,14 @@ static bool embed(Step *s) {
 
 static bool norm(Step *s, uint64_t index) {
   Run *run = s->run;
-  if (!spend(s, NORM_COST(run->dim))) {
+  uint64_t lanes = batch_lanes(run);
+  if (!spend(s, lanes * NORM_COST(run->dim))) {
     return false;
   }
-  rmsnorm(region_i64(s, REGION_X), norm_weights(s, index), run->dim, region_i64(s, REGION_XB));
+  for (uint64_t lane = 0; lane < lanes; lane++) {
+    rmsnorm(lane_i64(s, REGION_X, run->dim, lane), norm_weights(s, index), run->dim,
+            lane_i64(s, REGION_XB, run->dim, lane));
+  }
   next_phase(s);
   return true;
 }
@@ -278,28 +162,32 @@ static void rotate(int64_t *v, uint64_t n, uint64_t head_size, const int32_t *an
 
 static bool rope(Step *s, uint64_t layer) {
   Run *run = s->run;
-  uint64_t kv_dim = kv_dim_of(run);
-  if (!spend(s, ROPE_COST(run->dim, kv_dim))) {
+  uint64_t kv_dim = kv_dim_of(run), lanes = batch_lanes(run);
+  if (!spend(s, lanes * ROPE_COST(run->dim, kv_dim))) {
     return false;
   }
   uint64_t head_size = run->dim / run->heads;
-  const int32_t *angles = block_i32(s, BLOCK_ROTARY) + run->position * head_size;
-  rotate(region_i64(s, REGION_Q), run->dim, head_size, angles);
-  rotate(cache_row(s, REGION_KEYS, layer, run->position), kv_dim, head_size, angles);
+  for (uint64_t lane = 0; lane < lanes; lane++) {
+    uint64_t position = lane_position(run, lanes, lane);
+    const int32_t *angles = block_i32(s, BLOCK_ROTARY) + position * head_size;
+    rotate(lane_i64(s, REGION_Q, run->dim, lane), run->dim, head_size, angles);
+    rotate(cache_row(s, REGION_KEYS, layer, position), kv_dim, head_size, angles);
+  }
   next_phase(s);
   return true;
 }
 
-static void attend(const Step *s, uint64_t layer, uint64_t head) {
+/* Head `head` of a lane's query over the layer's cached positions up to the lane's own. */
+static void attend(const Step *s, uint64_t layer, uint64_t lane, uint64_t head) {
   const Run *run = s->run;
   uint64_t head_size = run->dim / run->heads;
   uint64_t kv_dim = kv_dim_of(run);
   uint64_t offset = head / (run->heads / run->kv_heads) * head_size;
-  uint64_t positions = run->position + 1;
-  const int64_t *q = region_i64(s, REGION_Q) + head * head_size;
-  int64_t inv_sqrt = read_u32(s->s0 + ART_INV_SQRT);
+  uint64_t positions = lane_position(run, batch_lanes(run), lane) + 1;
+  const int64_t *q = lane_i64(s, REGION_Q, run->dim, lane) + head * head_size;
+  int64_t inv_sqrt = read_u32(s->s0 + INV_SQRT_OFFSET);
   int64_t *weights = (int64_t *)SCRATCH; /* a position's dot, then its score, then weight */
-  int64_t *sums = weights + MAX_CONTEXT;
+  int64_t *sums = weights + MAX_SEQ_LEN;
   CacheSpan span = {cache_row(s, REGION_KEYS, layer, 0) + offset, kv_dim, positions, head_size};
   key_dots(&span, q, weights);
   int64_t largest = 0;
@@ -316,29 +204,39 @@ static void attend(const Step *s, uint64_t layer, uint64_t head) {
   }
   span.rows = cache_row(s, REGION_VALUES, layer, 0) + offset;
   value_sums(&span, weights, sums);
-  int64_t *out = region_i64(s, REGION_XB) + head * head_size;
+  int64_t *out = lane_i64(s, REGION_XB, run->dim, lane) + head * head_size;
   for (uint64_t i = 0; i < head_size; i++) {
     out[i] = divide_rounded(sums[i], at_least_one(total));
   }
 }
 
+/* The heads of each lane in turn (the cursor counts them: lane x heads + head), as many
+ * as the budget allows; a head costs as many positions as its lane attends. */
 static bool attention(Step *s, uint64_t layer) {
   Run *run = s->run;
-  uint64_t head_size = run->dim / run->heads;
-  uint64_t positions = run->position + 1;
-  uint64_t per_head = HEAD_COST(head_size, positions);
-  if (s->budget < COST_ATTENTION + per_head) {
+  uint64_t head_size = run->dim / run->heads, lanes = batch_lanes(run);
+  uint64_t items = lanes * run->heads, cursor = run->cursor;
+  uint64_t budget = s->budget;
+  if (budget < COST_ATTENTION) {
     return false;
   }
-  uint64_t n = (s->budget - COST_ATTENTION) / per_head;
-  uint64_t left = run->heads - run->cursor;
-  n = n < left ? n : left;
-  s->budget -= COST_ATTENTION + n * per_head;
-  for (uint64_t h = run->cursor; h < run->cursor + n; h++) {
-    attend(s, layer, h);
+  budget -= COST_ATTENTION;
+  while (cursor < items) {
+    uint64_t lane = cursor / run->heads;
+    uint64_t cost = HEAD_COST(head_size, lane_position(run, lanes, lane) + 1);
+    if (budget < cost) {
+      break;
+    }
+    budget -= cost;
+    attend(s, layer, lane, cursor % run->heads);
+    cursor++;
   }
-  run->cursor += (uint32_t)n;
-  if (run->cursor == run->heads) {
+  if (cursor == run->cursor) {
+    return false;
+  }
+  s->budget = budget;
+  run->cursor = (uint32_t)cursor;
+  if (cursor == items) {
     next_phase(s);
   }
   return true;
@@ -346,17 +244,54 @@ static bool attention(Step *s, uint64_t layer) {
 
 static bool swiglu(Step *s) {
   Run *run = s->run;
-  if (!spend(s, SWIGLU_COST(run->hidden_dim))) {
+  uint64_t lanes = batch_lanes(run);
+  if (!spend(s, lanes * SWIGLU_COST(run->hidden_dim))) {
     return false;
   }
   const int32_t *table = block_i32(s, BLOCK_SILU);
-  int64_t *gate = region_i64(s, REGION_HB);
-  const int64_t *up = region_i64(s, REGION_HB2);
-  for (uint64_t i = 0; i < run->hidden_dim; i++) {
-    gate[i] = sat32(round_shift(silu(gate[i], table) * up[i], ACT_BITS));
+  for (uint64_t lane = 0; lane < lanes; lane++) {
+    int64_t *gate = lane_i64(s, REGION_HB, run->hidden_dim, lane);
+    const int64_t *up = lane_i64(s, REGION_HB2, run->hidden_dim, lane);
+    for (uint64_t i = 0; i < run->hidden_dim; i++) {
+      gate[i] = sat32(round_shift(silu(gate[i], table) * up[i], ACT_BITS));
+    }
   }
   next_phase(s);
   return true;
+}
+
+/* A layer's rows phase (PH_QKV, PH_OUTPUT, PH_GATE_UP or PH_DOWN) for each lane: its
+ * matrices, each lane's input and where each lane's rows go. */
+static bool layer_rows(Step *s, uint64_t layer, uint64_t phase) {
+  Run *run = s->run;
+  uint64_t dim = run->dim, hidden = run->hidden_dim;
+  Rows r;
+  r.lanes = batch_lanes(run);
+  r.kind = phase == PH_OUTPUT || phase == PH_DOWN ? ROWS_RESIDUAL : ROWS_STORE;
+  r.count = phase == PH_QKV ? 3 : phase == PH_GATE_UP ? 2 : 1;
+  uint64_t first = phase == PH_QKV      ? MAT_QUERY
+                   : phase == PH_OUTPUT ? MAT_OUTPUT
+                   : phase == PH_GATE_UP ? MAT_GATE
+                                         : MAT_DOWN;
+  r.matrix[0] = layer_matrix(layer, first);
+  r.matrix[1] = layer_matrix(layer, phase == PH_QKV ? MAT_KEY : MAT_UP);
+  r.matrix[2] = layer_matrix(layer, MAT_VALUE);
+  for (uint64_t lane = 0; lane < r.lanes; lane++) {
+    uint64_t position = lane_position(run, r.lanes, lane);
+    r.x[lane] = phase == PH_DOWN ? lane_i64(s, REGION_HB, hidden, lane)
+                                 : lane_i64(s, REGION_XB, dim, lane);
+    if (phase == PH_QKV) {
+      r.dst[lane][0] = lane_i64(s, REGION_Q, dim, lane);
+      r.dst[lane][1] = cache_row(s, REGION_KEYS, layer, position);
+      r.dst[lane][2] = cache_row(s, REGION_VALUES, layer, position);
+    } else if (phase == PH_GATE_UP) {
+      r.dst[lane][0] = lane_i64(s, REGION_HB, hidden, lane);
+      r.dst[lane][1] = lane_i64(s, REGION_HB2, hidden, lane);
+    } else {
+      r.dst[lane][0] = lane_i64(s, REGION_X, dim, lane);
+    }
+  }
+  return matrix_phase(s, &r);
 }
 
 bool forward_phase(Step *s) {
@@ -369,8 +304,13 @@ bool forward_phase(Step *s) {
     return norm(s, 2 * layers);
   }
   if (phase == phase_classifier(layers)) {
-    Rows r = {1, {MAT_CLASSIFIER}, {region_i64(s, REGION_LOGITS)}, region_i64(s, REGION_XB),
-              ROWS_LOGITS};
+    Rows r;
+    r.count = 1;
+    r.matrix[0] = MAT_CLASSIFIER;
+    r.lanes = 1;
+    r.dst[0][0] = region_i64(s, REGION_LOGITS);
+    r.x[0] = region_i64(s, REGION_XB);
+    r.kind = run->temperature ? ROWS_LOGITS : ROWS_ARGMAX;
     return matrix_phase(s, &r);
   }
   if (phase == phase_sample(layers)) {
@@ -380,41 +320,15 @@ bool forward_phase(Step *s) {
   switch ((phase - 1) % PHASES_PER_LAYER) {
   case PH_ATT_NORM:
     return norm(s, 2 * layer);
-  case PH_QKV: {
-    Rows r = {3,
-              {layer_matrix(layer, MAT_QUERY), layer_matrix(layer, MAT_KEY),
-               layer_matrix(layer, MAT_VALUE)},
-              {region_i64(s, REGION_Q), cache_row(s, REGION_KEYS, layer, run->position),
-               cache_row(s, REGION_VALUES, layer, run->position)},
-              region_i64(s, REGION_XB),
-              ROWS_STORE};
-    return matrix_phase(s, &r);
-  }
   case PH_ROPE:
     return rope(s, layer);
   case PH_ATTENTION:
     return attention(s, layer);
-  case PH_OUTPUT: {
-    Rows r = {1, {layer_matrix(layer, MAT_OUTPUT)}, {region_i64(s, REGION_X)},
-              region_i64(s, REGION_XB), ROWS_RESIDUAL};
-    return matrix_phase(s, &r);
-  }
   case PH_FFN_NORM:
     return norm(s, 2 * layer + 1);
-  case PH_GATE_UP: {
-    Rows r = {2,
-              {layer_matrix(layer, MAT_GATE), layer_matrix(layer, MAT_UP)},
-              {region_i64(s, REGION_HB), region_i64(s, REGION_HB2)},
-              region_i64(s, REGION_XB),
-              ROWS_STORE};
-    return matrix_phase(s, &r);
-  }
   case PH_SWIGLU:
     return swiglu(s);
-  default: /* PH_DOWN */ {
-    Rows r = {1, {layer_matrix(layer, MAT_DOWN)}, {region_i64(s, REGION_X)},
-              region_i64(s, REGION_HB), ROWS_RESIDUAL};
-    return matrix_phase(s, &r);
-  }
+  default: /* PH_QKV, PH_OUTPUT, PH_GATE_UP, PH_DOWN */
+    return layer_rows(s, layer, (phase - 1) % PHASES_PER_LAYER);
   }
 }

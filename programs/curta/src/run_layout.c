@@ -1,6 +1,6 @@
 /*
  * run_layout.c: where a run's regions sit, from its configuration, capacity and prompt.
- * curta_chain/program/run_account.py computes the same offsets (tests compare them).
+ * curta_chain/onchain/run_account.py computes the same offsets (tests compare them).
  */
 #include "../inference.h"
 
@@ -14,12 +14,12 @@ void run_layout(Run *run) {
   sizes[REGION_WORK] = text ? round8(12 * work_entries(run)) : 0;
   sizes[REGION_TOKENS] = round8(4 * (uint64_t)run->capacity);
   /* Vectors are i64 and zero past their length up to a multiple of 8: the matvec kernel
-   * reads whole groups of 8 columns. */
-  sizes[REGION_X] = 8 * round8(run->dim);
-  sizes[REGION_XB] = 8 * round8(run->dim);
-  sizes[REGION_Q] = 8 * round8(run->dim);
-  sizes[REGION_HB] = 8 * round8(run->hidden_dim);
-  sizes[REGION_HB2] = 8 * round8(run->hidden_dim);
+   * reads whole groups of 8 columns. One vector a lane of a batch. */
+  sizes[REGION_X] = 8 * MAX_LANES * round8(run->dim);
+  sizes[REGION_XB] = 8 * MAX_LANES * round8(run->dim);
+  sizes[REGION_Q] = 8 * MAX_LANES * round8(run->dim);
+  sizes[REGION_HB] = 8 * MAX_LANES * round8(run->hidden_dim);
+  sizes[REGION_HB2] = 8 * MAX_LANES * round8(run->hidden_dim);
   sizes[REGION_LOGITS] = 8 * round8(run->vocab);
   sizes[REGION_HIST] = 8 * (HIST_HIGH + HIST_LOW);
   /* The last token is sampled, never run: capacity - 1 positions of keys and values. */

@@ -11,6 +11,7 @@
  * whose running sum exceeds r. No sort: the nucleus is found as a set.
  */
 #include "../inference.h"
+#include "../softmax.h"
 
 #define RNG_GOLDEN 0x9E3779B97F4A7C15UL
 #define RNG_MULTIPLIER 0x2545F4914F6CDD1DUL

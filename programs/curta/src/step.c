@@ -169,6 +169,8 @@ uint64_t process_step(SolInput *in) {
     sol_log_compute_units_();
     sol_log_64_(before_state << 8 | before_pass, before_phase, before_cursor, run->cursor,
                 before_budget - s->budget);
+    sol_log_64_(s->plan[0], s->plan[1], s->plan[2], s->plan[3], 0);
+    s->plan[0] = s->plan[1] = s->plan[2] = s->plan[3] = 0;
 #endif
     progress = true;
   }

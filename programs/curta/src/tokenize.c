@@ -32,7 +32,7 @@ static Work work_of(const Step *s) {
 }
 
 static const uint32_t *entry_of(const Step *s, uint64_t id) {
-  return block_u32(s, BLOCK_TOKEN_ENTRIES) + 4 * id;
+  return block_u32(s, BLOCK_TOKEN_ENTRIES) + TOKEN_ENTRY_SIZE / sizeof(uint32_t) * id;
 }
 
 static uint64_t token_length(const Step *s, uint64_t id) { return entry_of(s, id)[1]; }

@@ -9,10 +9,10 @@
  */
 
 import { getBase64Encoder, type Address, type Rpc, type SolanaRpcApi } from "@solana/kit";
-import { address as toAddress, createSolanaRpc, getAddressDecoder } from "@solana/kit";
+import { address as toAddress, createSolanaRpc, getAddressDecoder, getAddressEncoder, getProgramDerivedAddress } from "@solana/kit";
 import { ArtifactError, decodeArtifact, type Artifact } from "./decode.js";
 import { toHex } from "./format.js";
-import { CONFIG_FIELDS } from "./layout.js";
+import { CONFIG_FIELDS, MAX_SECTION_SIZE } from "./layout.js";
 import { hashSection, sha256 } from "./hash.js";
 import {
   getModelDecoder, getRunDecoder, getWeightAccountDecoder, ModelState, PromptKind, WEIGHT_ACCOUNT_DISCRIMINATOR,
@@ -177,6 +177,14 @@ function decodeModelAccount(address: string, data: Uint8Array): Model {
     throw new AccountError(`${address} is not a curta model: model account: discriminator ${discriminator} at offset 0, expected ${MODEL_DISCRIMINATOR} (Model)`);
   const model = getModelDecoder().decode(data);
   if (model.sectionCount > 18) throw new AccountError(`${address} is not a curta model: model account: sectionCount ${model.sectionCount} at offset 105 > 18`);
+  // Bounded before anything is sized from it: a node claiming a 2^50-byte section is refused
+  // here, before a byte of it is asked for (program/accounts.py's words).
+  model.sections.slice(0, model.sectionCount).forEach((slot, i) => {
+    if (slot.length > BigInt(MAX_SECTION_SIZE))
+      throw new AccountError(
+        `${address} is not a curta model: model account: section ${i} length ${slot.length.toLocaleString("en-US")} at offset ${160 + 40 * i} > ${MAX_SECTION_SIZE.toLocaleString("en-US")} (the spec's largest section)`,
+      );
+  });
   return model;
 }
 
@@ -229,6 +237,10 @@ async function readProgram(reader: Reader, programId: string): Promise<DeployedP
   const view = new DataView(info.data.buffer, info.data.byteOffset, info.data.byteLength);
   if (info.data.length < 36 || view.getUint32(0, true) !== 2) throw new ProgramCheckError(`program ${programId}: its loader state is not a program`);
   const programdata = getAddressDecoder().decode(info.data.subarray(4, 36));
+  // The program data is where the loader puts it, or the program account is lying about it.
+  const [derived] = await getProgramDerivedAddress({ programAddress: toAddress(LOADER_V3), seeds: [getAddressEncoder().encode(toAddress(programId))] });
+  if (programdata !== derived)
+    throw new ProgramCheckError(`program ${programId} names ${programdata} as its program data; the loader keeps it at ${derived}`);
   const data = await reader.account(programdata);
   if (!data || data.owner !== LOADER_V3) throw new ProgramCheckError(`program ${programId}: its program data ${programdata} is missing (the program was closed)`);
   const dv = new DataView(data.data.buffer, data.data.byteOffset, data.data.byteLength);
@@ -343,6 +355,8 @@ export interface VerifyReport {
   chain_hash: string | null;
   /** The artifact's hash; null when no artifact was given (the chain is checked alone). */
   artifact_hash: string | null;
+  /** Whether an artifact was compared (false: the chain was checked alone). */
+  artifact_compared: boolean;
   differences: Difference[];
   differing_ranges: number;
   differing_ranges_listed: number;
@@ -460,6 +474,7 @@ export async function verifyModel(rpc: Cluster, address: string, options: Verify
     declared_hash: declared,
     chain_hash: chainHash,
     artifact_hash: ours,
+    artifact_compared: ours !== null,
     differences: found,
     differing_ranges: countedRanges,
     differing_ranges_listed: ranges.length,
@@ -558,7 +573,10 @@ function weightHeader(account: string, info: RawAccount | null, programId: strin
   if (info.data.length < WEIGHT_HEADER_SIZE) return `${what}: ${info.data.length} bytes, expected at least ${WEIGHT_HEADER_SIZE}`;
   const got = toHex(info.data.subarray(0, 8)), want = toHex(WEIGHT_ACCOUNT_DISCRIMINATOR);
   if (got !== want) return `${what}: discriminator ${got} at offset 0, expected ${want} (WeightAccount)`;
-  return getWeightAccountDecoder().decode(info.data.subarray(0, WEIGHT_HEADER_SIZE));
+  const header = getWeightAccountDecoder().decode(info.data.subarray(0, WEIGHT_HEADER_SIZE));
+  if (header.sectionLength > BigInt(MAX_SECTION_SIZE))
+    return `${what}: section length ${header.sectionLength.toLocaleString("en-US")} at offset 80 > ${MAX_SECTION_SIZE.toLocaleString("en-US")} (the spec's largest section)`;
+  return header;
 }
 
 function byteRanges(section: number, chain: Uint8Array, local: Uint8Array, limit: number | null): [Difference[], number, number] {

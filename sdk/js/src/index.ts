@@ -15,3 +15,14 @@ export { fetchModel as fetchModelAccount, fetchRun as fetchRunAccount } from "./
 // second import for either.
 export { createNoopSigner, createSolanaRpc } from "@solana/kit";
 export * from "./inference.js";
+export * from "./runlayout.js";
+export * from "./steps.js";
+export * from "./batch.js";
+export * from "./fees.js";
+export * from "./rpc.js";
+export * from "./transactions.js";
+export * from "./wallet.js";
+export * from "./runcheck.js";
+export * from "./crank.js";
+export * from "./onchain.js";
+export * as schedule from "./schedule.js";

@@ -14,15 +14,28 @@
 
 import type { Artifact } from "./decode.js";
 import { tokenBytes } from "./decode.js";
-import { headSize, kvDim, ROW_PREFIX, type MatrixDescriptor } from "./layout.js";
+import {
+  BLOCK_EXP,
+  BLOCK_NORM,
+  BLOCK_ROTARY,
+  BLOCK_SILU,
+  headSize,
+  kvDim,
+  MATRICES_PER_LAYER,
+  ROW_PREFIX,
+  SILU_RANGE,
+  TABLE_ENTRIES,
+  WEIGHT_BIAS,
+  type MatrixDescriptor,
+} from "./layout.js";
 
 const TWO24 = 2 ** 24;
 const TWO16 = 2 ** 16;
 const I32_MIN = -(2 ** 31);
 const I32_MAX = 2 ** 31 - 1;
 const QK_LIMIT = 2 ** 27;
-const EXP_LIMIT = 4096;
-const SILU_EDGE = 16 * TWO16;
+const EXP_LIMIT = TABLE_ENTRIES - 1;
+const SILU_EDGE = SILU_RANGE * TWO16;
 /** float64 holds every integer of magnitude below this exactly. */
 export const EXACT_LIMIT = 2 ** 53;
 
@@ -88,7 +101,7 @@ function matvec(m: Matrix, x: Float64Array, out: Float64Array, outOffset = 0): v
   const { bytes, rowBytes, columns } = m;
   let sumX = 0;
   for (let j = 0; j < columns; j++) sumX += x[j];
-  const bias = 128 * sumX;
+  const bias = WEIGHT_BIAS * sumX;
   const n4 = columns - (columns % 4);
   for (let r = 0; r < m.rows; r++) {
     const p = m.base + r * rowBytes + ROW_PREFIX;
@@ -168,6 +181,15 @@ function roundShiftBig(a: bigint, bits: bigint): bigint {
   return (a + (1n << (bits - 1n))) >> bits;
 }
 
+/** The input of a layer's rows: to the query, key and value rows, output, gate and up, down. */
+export type RowsInput = "qkv" | "output" | "gateUp" | "down";
+
+/**
+ * Shown each layer's rows' input vector as a position runs (its first `length` values are
+ * the vector; it is the model's own buffer, read it before returning).
+ */
+export type ActivationTap = (layer: number, rows: RowsInput, x: Float64Array, length: number) => void;
+
 /** A model ready to run: its matrices, tables and a key/value cache for one run. */
 export class IntModel {
   readonly config: Artifact["config"];
@@ -206,12 +228,13 @@ export class IntModel {
     };
     this.embedding = matrix(a, a.matrices[0]);
     this.classifier = matrix(a, a.matrices[1]);
-    this.layers = Array.from({ length: c.layers }, (_, l) => Array.from({ length: 7 }, (_, k) => matrix(a, a.matrices[2 + 7 * l + k])));
-    const norm = int32(0, (2 * c.layers + 1) * c.dim);
+    this.layers = Array.from({ length: c.layers }, (_, l) =>
+      Array.from({ length: MATRICES_PER_LAYER }, (_, k) => matrix(a, a.matrices[2 + MATRICES_PER_LAYER * l + k])));
+    const norm = int32(BLOCK_NORM, (2 * c.layers + 1) * c.dim);
     this.norms = Array.from({ length: 2 * c.layers + 1 }, (_, i) => norm.subarray(i * c.dim, (i + 1) * c.dim));
-    this.rotary = int32(1, c.contextLength * headSize(c));
-    this.exp = new Uint32Array(int32(2, 4097).buffer);
-    this.siluTable = int32(3, 4097);
+    this.rotary = int32(BLOCK_ROTARY, c.contextLength * headSize(c));
+    this.exp = new Uint32Array(int32(BLOCK_EXP, TABLE_ENTRIES).buffer);
+    this.siluTable = int32(BLOCK_SILU, TABLE_ENTRIES);
     this.invSqrtHigh = Math.floor(a.invSqrtHeadSize / 4096);
     this.invSqrtLow = a.invSqrtHeadSize % 4096;
     const kv = kvDim(c);
@@ -231,8 +254,11 @@ export class IntModel {
     this.logits = new Float64Array(c.vocabSize);
   }
 
-  /** Run `token` at position `pos` (positions 0..pos-1 already run); return its Q16 logits. */
-  forward(token: number, pos: number): Float64Array {
+  /**
+   * Run `token` at position `pos` (positions 0..pos-1 already run); return its Q16 logits.
+   * `tap` is shown every layer's rows' input (what an on-chain batch's plan reads).
+   */
+  forward(token: number, pos: number, tap?: ActivationTap): Float64Array {
     const c = this.config;
     const n = c.dim, d = headSize(c), kv = kvDim(c), F = c.hiddenDim;
     if (!(token >= 0 && token < c.vocabSize)) throw new PromptError(`token ${token} is outside the vocabulary 0 to ${c.vocabSize - 1}`);
@@ -240,11 +266,12 @@ export class IntModel {
     const { x, xn, q, o, t } = this;
     const e = this.embedding;
     const row = e.base + token * e.rowBytes + ROW_PREFIX;
-    for (let j = 0; j < n; j++) x[j] = Math.floor(((e.bytes[row + j] - 128) * e.scale[token] + 128) / 256);
+    for (let j = 0; j < n; j++) x[j] = Math.floor(((e.bytes[row + j] - WEIGHT_BIAS) * e.scale[token] + 128) / 256);
     const group = c.heads / c.kvHeads;
     for (let l = 0; l < c.layers; l++) {
       const [wq, wk, wv, wo, wg, wd, wu] = this.layers[l];
       rmsnorm(x, this.norms[2 * l], n, xn);
+      tap?.(l, "qkv", xn, n);
       matvec(wq, xn, q);
       matvec(wk, xn, this.kv);
       matvec(wv, xn, this.kv, kv);
@@ -259,9 +286,11 @@ export class IntModel {
         this.valuesLow[at + i] = v - high * TWO16;
       }
       for (let h = 0; h < c.heads; h++) this.attend(l, h, Math.floor(h / group), pos, d, kv);
+      tap?.(l, "output", o, n);
       matvec(wo, o, t);
       for (let j = 0; j < n; j++) x[j] = sat32(x[j] + t[j]);
       rmsnorm(x, this.norms[2 * l + 1], n, xn);
+      tap?.(l, "gateUp", xn, n);
       matvec(wg, xn, this.gate);
       matvec(wu, xn, this.up);
       const hidden = this.xn;
@@ -272,6 +301,7 @@ export class IntModel {
         const high = Math.floor(u / TWO16);
         hidden[i] = sat32(s * high + Math.floor((s * (u - high * TWO16) + 2 ** 15) / TWO16));
       }
+      tap?.(l, "down", hidden, F);
       matvec(wd, hidden, t);
       for (let j = 0; j < n; j++) x[j] = sat32(x[j] + t[j]);
     }
@@ -470,6 +500,16 @@ export class Tokenizer {
       const key = latin1(this.tokens[t]);
       if (!this.lowest.has(key)) this.lowest.set(key, t); // the lowest id of equal strings
     }
+  }
+
+  /** The lowest id whose bytes are `piece`, or null. */
+  lookup(piece: Uint8Array): number | null {
+    return this.lowest.get(latin1(piece)) ?? null;
+  }
+
+  /** A token's merge score key (its score as an order-preserving u32). */
+  key(id: number): number {
+    return this.keys[id];
   }
 
   /** The token ids of `text`, the opening token first. */

@@ -1,73 +1,30 @@
 /**
- * Where everything sits in a CURTAW01 artifact: the constants and canonical layout of
- * curta_chain/artifact/layout.py, which the decoder compares a header with.
+ * Where everything sits in a CURTAW01 artifact: the canonical layout of
+ * curta_chain/artifact/layout.py, which the decoder compares a header with. Its constants
+ * are generated from layout.py into layout.generated.ts (scripts/gen_layout.py), re-exported
+ * here; the functions are a port of layout.py's.
  */
 
-export const TAG = new TextEncoder().encode("CURTAW01");
-export const HEADER_SIZE = 4096;
-export const FRACTION_BITS = 24;
-export const EXP_FRACTION_BITS = 30;
-export const SILU_FRACTION_BITS = 16;
-export const TABLE_ENTRIES = 4097;
-export const EXP_STEPS_PER_UNIT = 256;
-export const SILU_STEPS_PER_UNIT = 128;
-export const SILU_RANGE = 16;
-export const ROTARY_BASE = 10000;
-export const MAX_TOKEN_LENGTH = 128;
-export const SPLIT_WEIGHT_COUNT = 1_000_000;
-export const ROW_PREFIX = 8;
-export const WEIGHT_BIAS = 128;
-export const TOKEN_ENTRY_SIZE = 16;
-export const SECTION_ENTRY_SIZE = 16;
-export const DESCRIPTOR_SIZE = 24;
-export const CONFIG_OFFSET = 8;
-export const SECTION_COUNT_OFFSET = 36;
-export const BLOCK_OFFSETS_OFFSET = 40;
-export const INV_SQRT_OFFSET = 68;
-export const HEADER_FIELDS_END = 72;
-export const SECTION_TABLE_OFFSET = 128;
-export const MATRIX_TABLE_OFFSET = 512;
-export const MAX_HEAD_SIZE = 64;
-export const MATRICES_PER_LAYER = 7;
-/** Solana's largest account less the weight account's 2,048-byte header. */
-export const MAX_SECTION_SIZE = 10_485_760 - 2048;
-export const MAX_SECTIONS = 18;
-/** The weights hash chains SHA-256 over chunks of at most this many bytes. */
-export const HASH_CHUNK_SIZE = 65_536;
+import {
+  CONFIG_FIELDS,
+  HEADER_SIZE,
+  LAYER_MATRIX_NAMES,
+  MATRICES_PER_LAYER,
+  MAX_HEAD_SIZE,
+  MODEL_MATRIX_NAMES,
+  ROW_PREFIX,
+  SPLIT_WEIGHT_COUNT,
+  TABLE_ENTRIES,
+  TOKEN_ENTRY_SIZE,
+  type ConfigField,
+} from "./layout.generated.js";
 
-/** The configuration's fields by the spec's names (docs/spec/curta-weight-format.md). */
-export type ConfigField = "dim" | "hiddenDim" | "layers" | "heads" | "kvHeads" | "vocabSize" | "contextLength";
-
-/**
- * (field, its Python name, header byte, lowest, highest), in header order. The Python name
- * (curta_chain's ModelConfig) is the one error messages give, word for word as decode.py's.
- */
-export const CONFIG_FIELDS: readonly [ConfigField, string, number, number, number][] = [
-  ["dim", "dim", 8, 1, 512],
-  ["hiddenDim", "hidden_dim", 12, 1, 2048],
-  ["layers", "n_layers", 16, 1, 16],
-  ["heads", "n_heads", 20, 1, 16],
-  ["kvHeads", "n_kv_heads", 24, 1, 16],
-  ["vocabSize", "vocab_size", 28, 259, 65536],
-  ["contextLength", "seq_len", 32, 1, 512],
-];
+export * from "./layout.generated.js";
 
 /** A field's name in curta_chain's Python ModelConfig (and in its messages). */
 export function pythonName(field: ConfigField): string {
   return CONFIG_FIELDS.find(([name]) => name === field)![1];
 }
-
-export const BLOCK_NAMES = [
-  "normalization coefficients",
-  "rotary coefficients",
-  "exponential table",
-  "SiLU table",
-  "tokenizer entries",
-  "sorted token ids",
-  "token strings",
-] as const;
-
-const LAYER_MATRIX_NAMES = ["query", "key", "value", "attention output", "ffn gate", "ffn down", "ffn up"];
 
 /** The seven numbers that shape a model (header bytes 8 to 35). */
 export type ModelConfig = Record<ConfigField, number>;
@@ -127,10 +84,9 @@ export function configProblem(c: ModelConfig): [ConfigField, string] | null {
 }
 
 export function matrixName(index: number): string {
-  if (index === 0) return "token embedding";
-  if (index === 1) return "classifier";
-  const layer = Math.floor((index - 2) / MATRICES_PER_LAYER);
-  return `layer ${layer} ${LAYER_MATRIX_NAMES[(index - 2) % MATRICES_PER_LAYER]}`;
+  if (index < MODEL_MATRIX_NAMES.length) return MODEL_MATRIX_NAMES[index];
+  const layer = Math.floor((index - MODEL_MATRIX_NAMES.length) / MATRICES_PER_LAYER);
+  return `layer ${layer} ${LAYER_MATRIX_NAMES[(index - MODEL_MATRIX_NAMES.length) % MATRICES_PER_LAYER]}`;
 }
 
 /** `[rows, columns]` of every matrix in table order. */

@@ -6,6 +6,7 @@ import {
   decodeArtifact, describeDifference, fetchRun, generate, IntModel, planRun, q16, Tokenizer, toHex,
   verifyModel, weightsCommitment, ONE, type Artifact, type SlotInfo, type VerifyReport,
 } from "../src/index.js";
+import { installChainRun, modelLoaded } from "./chainrun.js";
 
 const $ = <T extends HTMLElement = HTMLElement>(id: string) => document.getElementById(id) as T;
 const input = (id: string) => $<HTMLInputElement>(id);
@@ -22,6 +23,8 @@ interface ServerConfig {
 
 let server: ServerConfig = { url: null, model: null, relay: null, artifact: null, demo: false };
 let loaded: { artifact: Artifact; model: string | null } | null = null;
+/** The model as verified from the chain, for a run on chain (chainrun.ts). */
+let verified: { report: VerifyReport; slots: SlotInfo[]; artifact: Artifact; url: string } | null = null;
 let busy = false;
 
 /** Where to send `url`'s JSON-RPC: this page's relay when it is the server's cluster. */
@@ -30,18 +33,32 @@ function rpcFor(url: string): string {
   return url;
 }
 
+/** Why no node answers `url` (what the relay or the browser says), or null when one does. */
+async function unreachable(url: string): Promise<string | null> {
+  try {
+    const answer = await fetch(rpcFor(url), { method: "POST", headers: { "content-type": "application/json" }, body: '{"jsonrpc":"2.0","id":1,"method":"getVersion"}' });
+    return answer.ok ? null : (await answer.text()).split("\n")[0] || `HTTP ${answer.status}`;
+  } catch {
+    return "no answer (the node is down, or it does not let this page's origin call it)";
+  }
+}
+
 /** One line saying why reading `url` failed: the SDK's own message, or what the node said. */
 async function reason(e: unknown, url: string): Promise<string> {
   if (e instanceof AccountError || e instanceof ProgramCheckError || e instanceof ArtifactError || e instanceof PromptError) return e.message;
-  const target = server.relay && url === server.url ? new URL(server.relay, location.href).href : url;
-  try {
-    const answer = await fetch(target, { method: "POST", headers: { "content-type": "application/json" }, body: '{"jsonrpc":"2.0","id":1,"method":"getVersion"}' });
-    if (!answer.ok) return `cannot reach ${url}: ${(await answer.text()).split("\n")[0] || `HTTP ${answer.status}`}`;
-  } catch {
-    return `cannot reach ${url}: no answer (the node is down, or it does not let this page's origin call it)`;
-  }
+  const why = await unreachable(url);
+  if (why) return `cannot reach ${url}: ${why}`;
   const text = e instanceof Error ? e.message : String(e);
   return `reading ${url} failed: ${text.split("\n")[0]}`;
+}
+
+/** Say on the page when no node answers `url`: a file (the demo, a dropped one) still runs. */
+async function showNode(url: string): Promise<void> {
+  const why = await unreachable(url);
+  const note = $("node");
+  note.textContent = why ? `no node answers at ${url} (${why}); a file, the demo or one dropped here, still opens and runs` : "";
+  note.hidden = !why;
+  note.dataset.checked = "true";
 }
 
 /** The verdict line: ok (green), bad (red), or "info" (neither: nothing was checked yet). */
@@ -100,16 +117,18 @@ function showSections(lengths: number[], states: string[]): void {
 }
 
 function showReport(report: VerifyReport, against: string | null): void {
+  // Worded as `curta-chain verify --chain-only` words a verdict that compared no artifact.
+  const alone = report.artifact_compared ? "" : " (no artifact was compared)";
   if (report.ok)
     setVerdict(
-      `verified ${report.model}: sealed, ${against ? `every byte matches ${against}` : "the chain's bytes hash to its declared hash (no artifact was compared)"}`,
+      `verified ${report.model}: sealed, ${report.artifact_compared ? `every byte matches ${against}` : `the chain's bytes hash to its declared hash${alone}`}`,
       true,
     );
   else {
     const causes = report.differences.filter((d) => d.kind !== "bytes");
     const first = causes[0] ?? report.differences[0];
     const more = report.differences.length - 1 + (report.differing_ranges - report.differing_ranges_listed);
-    setVerdict(`NOT verified ${report.model}: ${describeDifference(first)}${more > 0 ? ` (and ${more} more)` : ""}`, false);
+    setVerdict(`NOT verified ${report.model}: ${describeDifference(first)}${more > 0 ? ` (and ${more} more)` : ""}${alone}`, false);
   }
   const p = report.program;
   $("program").textContent = p.program_id;
@@ -131,13 +150,17 @@ async function verifyFromChain(url: string, model: string, file?: { name: string
   setVerdict(`reading model ${model} from ${url}`, true);
   let sealed = false;
   let chainArtifact: Artifact | null = null;
+  let slots: SlotInfo[] = [];
+  verified = null;
   const started = performance.now();
   try {
     const report = await verifyModel(rpcFor(url), model, {
       artifact: file?.artifact,
       onModel: (m) => (sealed = m.state === "sealed"),
-      onSlots: (s: SlotInfo[]) =>
-        showSections(s.map((x) => x.length), s.map((x) => (sealed ? "sealed" : x.frozen ? "frozen" : "uploading"))),
+      onSlots: (s: SlotInfo[]) => {
+        slots = s;
+        showSections(s.map((x) => x.length), s.map((x) => (sealed ? "sealed" : x.frozen ? "frozen" : "uploading")));
+      },
       onProgress: (p) => showProgress(p.phase, p.done, p.total),
       onArtifact: (decoded) => (chainArtifact = decoded), // null: the report says why
     });
@@ -145,6 +168,7 @@ async function verifyFromChain(url: string, model: string, file?: { name: string
     $("verdict").dataset.seconds = ((performance.now() - started) / 1000).toFixed(6);
     showReport(report, file?.name ?? null);
     if (chainArtifact) showConfig(chainArtifact);
+    if (chainArtifact) verified = { report, slots, artifact: chainArtifact, url };
     setLoaded(chainArtifact ?? file?.artifact ?? null, model);
   } catch (e) {
     setVerdict(`NOT verified ${model}: ${await reason(e, url)}`, false);
@@ -156,6 +180,7 @@ function setLoaded(artifact: Artifact | null, model: string | null): void {
   loaded = artifact ? { artifact, model } : null;
   $<HTMLButtonElement>("generate").disabled = !artifact;
   $<HTMLButtonElement>("run-load").disabled = !artifact;
+  modelLoaded(!!artifact);
 }
 
 async function dropped(file: File): Promise<void> {
@@ -306,6 +331,15 @@ async function replay(): Promise<void> {
 }
 
 async function start(): Promise<void> {
+  let configured = (): void => undefined;
+  installChainRun({
+    ready: new Promise<void>((resolve) => (configured = resolve)),
+    verified: () => verified,
+    rpcFor,
+    settings,
+    plan: (artifact) => planRun(new IntModel(artifact), new Tokenizer(artifact), input("prompt").value, Number(input("steps").value.trim())),
+    url: () => input("url").value.trim(),
+  });
   try {
     const answer = await fetch("config.json");
     if (answer.ok) server = await answer.json();
@@ -315,6 +349,7 @@ async function start(): Promise<void> {
   const query = new URLSearchParams(location.search);
   input("url").value = query.get("url") ?? server.url ?? "";
   input("model").value = query.get("model") ?? server.model ?? "";
+  configured();
   $("load-form").addEventListener("submit", (event) => {
     event.preventDefault();
     const url = input("url").value.trim(), model = input("model").value.trim();
@@ -340,6 +375,7 @@ async function start(): Promise<void> {
   $("run-load").addEventListener("click", () => void replay());
   document.body.dataset.ready = "true";
   const url = input("url").value.trim(), model = input("model").value.trim();
+  if (url) void showNode(url);
   // The server's file is checked against a named model, except the page's own demo: a
   // model named with no file of the user's is verified from the chain alone, as
   // verifyModel does without an artifact.

@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 
 from build_program import CFLAGS, CLANG, WARNINGS
-from sbpf_link import link
+from sbpf_linker import link
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[2]

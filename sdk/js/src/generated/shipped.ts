@@ -4,12 +4,12 @@
 export const SHIPPED_BUILDS = [
   {
     "name": "sbpf-v0",
-    "sha256": "fbe5b1d78f380022a663e3c0760b16ee0a43b3be6a658daca6cbfad7116d5a7e",
-    "length": 58488
+    "sha256": "1fd7385746b191799fbd5db064c2a1c1f6c9669e60ffb343e0166eb6ff554b84",
+    "length": 96200
   },
   {
     "name": "sbpf-v3",
-    "sha256": "2aebfb79ed85f3113287ffd88ff842a16e1ed037528ee5c7d445b9dcd26f52f2",
-    "length": 56552
+    "sha256": "4c4705177536b468beb3d1cfd30948aa6351091f79097bde24140a78bf3ae991",
+    "length": 94248
   }
 ] as const;
