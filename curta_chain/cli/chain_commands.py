@@ -20,6 +20,7 @@ from curta_chain.cli.cluster_runner import (
     describe_price,
     run_on_cluster,
     run_with_client,
+    with_price,
 )
 from curta_chain.cli.options import (
     ARTIFACT_HELP,
@@ -139,7 +140,6 @@ def _context(
 def _publish(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
-    from curta_chain.chain.fees import priced
     from curta_chain.chain.publish import check_funds, plan_publish, publish
     from curta_chain.reporting import NullReporter
 
@@ -160,7 +160,7 @@ def _publish(args: argparse.Namespace) -> int:
                 # (its notes, a fee cross-check's, said once: of the plan shown).
                 draft = await plan_publish(replace(ctx, reporter=NullReporter()), artifact)
                 writable = [draft.model, *draft.weight_accounts]
-                ctx = replace(ctx, budget=await priced(client, ctx.budget, writable))
+                ctx = await with_price(ctx, writable)
             plan = await plan_publish(ctx, artifact)
         reporter.line(f"Plan for model {plan.model} ({plan.state}):")
         reporter.line(
@@ -275,6 +275,8 @@ def _seal(args: argparse.Namespace) -> int:
 
         chain = await target.follow_owner(chain, address)
         ctx = _context(args, target, chain, hint)
+        auto = ctx.budget.auto_price
+        ctx = await with_price(ctx, [address])
         client = ctx.client
         held = await require_model(client, chain.program_id, address)
         if held.state == ModelState.SEALED:
@@ -303,6 +305,8 @@ def _seal(args: argparse.Namespace) -> int:
                 f"{sol(held.lamports)} of rent (the model and "
                 f"{counted(held.bound, 'weight account')}) is locked for good"
             )
+            if (price_line := describe_price(ctx.budget, auto)) is not None:
+                reporter.line(price_line)
             await require_funds(client, ctx.payer.pubkey(), fee, "sealing needs")
             confirm_spend(
                 args,
@@ -346,6 +350,8 @@ def _close(args: argparse.Namespace) -> int:
 
         chain = await target.follow_owner(chain, address)
         ctx = _context(args, target, chain, hint)
+        auto = ctx.budget.auto_price
+        ctx = await with_price(ctx, [address])
         recipient = (
             ctx.authority.pubkey()
             if args.recipient is None
@@ -357,6 +363,8 @@ def _close(args: argparse.Namespace) -> int:
             f"closing {address} and {counted(held.bound, 'weight account')}: their "
             f"{sol(held.lamports)} of rent comes back to {recipient}; fees {sol(fee)}"
         )
+        if (price_line := describe_price(ctx.budget, auto)) is not None:
+            reporter.line(price_line)
         await require_funds(ctx.client, ctx.payer.pubkey(), fee, "closing needs")
         confirm_spend(
             args,

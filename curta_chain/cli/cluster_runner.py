@@ -7,19 +7,24 @@
   ``resume_hint``: those transactions may have landed, and a rerun picks up from them.
   Before anything was sent there is nothing to resume, and no hint.
 - ``add_price_option`` and ``budget_for``: ``--with-compute-unit-price`` and the
-  compute-budget instructions off loopback; ``add_tx_version_option``: ``--tx-version``.
+  compute-budget instructions off loopback; ``with_price`` reads an ``auto`` price (every
+  command that sends reads it before its cost is shown); ``add_tx_version_option``:
+  ``--tx-version``.
 
 Like ``options``, this module imports the library only inside its functions.
 """
 
 import argparse
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, TypeVar
 
 from curta_chain.cli.options import Cluster, Interrupted, resolve
 
 if TYPE_CHECKING:
+    from solders.pubkey import Pubkey
+
     from curta_chain.chain import specs
+    from curta_chain.chain.context import ChainContext
     from curta_chain.chain.features import TxVersionChoice
     from curta_chain.chain.rpc import RpcClient
     from curta_chain.chain.session import Connection
@@ -107,6 +112,18 @@ def budget_for(args: argparse.Namespace, url: str) -> "specs.Budget":
             "nothing was sent"
         )
     return specs.Budget(limit_compute=limit, compute_unit_price=price, tx_version=version)
+
+
+async def with_price(ctx: "ChainContext", writable: "Sequence[Pubkey]") -> "ChainContext":
+    """``ctx`` with ``--with-compute-unit-price auto`` read as a price for writing ``writable``.
+
+    Capped as ``fees.priced`` says; a budget with no automatic price comes back unchanged.
+    """
+    from dataclasses import replace
+
+    from curta_chain.chain.fees import priced
+
+    return replace(ctx, budget=await priced(ctx.client, ctx.budget, writable))
 
 
 def describe_price(budget: "specs.Budget", auto: "specs.AutoPrice | None") -> str | None:

@@ -8,7 +8,12 @@ imports the library inside its run functions.
 import argparse
 from typing import TYPE_CHECKING
 
-from curta_chain.cli.cluster_runner import add_price_option, budget_for, run_on_cluster
+from curta_chain.cli.cluster_runner import (
+    add_price_option,
+    budget_for,
+    run_on_cluster,
+    with_price,
+)
 from curta_chain.cli.options import (
     Cluster,
     add_cluster_options,
@@ -130,7 +135,7 @@ def _close_run(args: argparse.Namespace) -> int:
         from curta_chain.onchain.runs import close_run, close_run_cost
 
         chain = await target.follow_owner(chain, address)
-        ctx = _context(args, target, chain, hint)
+        ctx = await with_price(_context(args, target, chain, hint), [address])
         run, fee = await close_run_cost(ctx, address)
         # The rent comes back in the closing transaction, but its fee is charged first.
         await require_funds(ctx.client, ctx.payer.pubkey(), fee, "closing the run needs")

@@ -26,6 +26,7 @@ otherwise the sections the steps in flight may meet (a window of layers).
 
 import time
 from collections.abc import Callable
+from dataclasses import replace
 
 import numpy as np
 from solders.hash import Hash
@@ -37,7 +38,7 @@ from curta_chain.chain.accounts import require_model
 from curta_chain.chain.context import ChainContext
 from curta_chain.chain.effects import closed, created
 from curta_chain.chain.features import select_tx_version
-from curta_chain.chain.fees import estimate_fees
+from curta_chain.chain.fees import estimate_fees, priced
 from curta_chain.chain.fetch import fetch_artifact
 from curta_chain.chain.keys import ClusterScope, run_keypair
 from curta_chain.chain.rent import plan_new_accounts, require_funds
@@ -124,6 +125,12 @@ async def run_on_chain(
     opening: bytes | tuple[int, ...] = text or plan.prompt_ids
     scope = ClusterScope(await client.genesis_hash(), program_id)
     keypair = run_keypair(payer, scope, model, text, capacity, settings)
+    if (auto := ctx.budget.auto_price) is not None:
+        ctx = replace(ctx, budget=await priced(client, ctx.budget, [keypair.pubkey()]))
+        reporter.line(
+            f"compute-unit price {ctx.budget.compute_unit_price or 0:,} micro-lamports (auto: "
+            f"the {auto.percentile}th percentile of recent blocks')"
+        )
     flow = RunFlow(
         ctx=ctx,
         processed=RpcClient(client.transport, "processed"),

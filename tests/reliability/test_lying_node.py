@@ -6,6 +6,7 @@ Each case runs the real CLI as its own process against the embedded localnet thr
 - prices: getRecentPrioritizationFees says every slot paid 10^12 micro-lamports a unit.
   ``--with-compute-unit-price auto`` stops before anything is signed (the default cap), and
   with ``--max-compute-unit-price`` pays at most that: a clean publish and a unit at the cap;
+  seal, close and ``run --on-chain`` read the price the same way;
 - fees: getFeeForMessage says 10^12 lamports. The plan, the funds check and what is spent are
   the fees computed from the messages; the node's figure is only shown, as a disagreement;
 - genesis: a loopback node answering a genesis hash no localnet of this user recorded is a
@@ -118,6 +119,48 @@ def test_a_node_inflating_prices_costs_nothing_beyond_a_clean_publish(
         transactions = plan["plan"]["transactions"]
         assert cost == clean_cost + transactions
         assert cost == plan["plan"]["rent_lamports"] + plan["plan"]["fee_lamports"]
+    finally:
+        liar.stop()
+
+
+def test_seal_close_and_run_read_an_auto_price_under_the_cap_too(
+    localnet, fund, tmp_path, tiny_file
+):
+    payer = fund(localnet.url, 10)
+    key = str(keyfile(payer, tmp_path))
+    code, published, err = run_cli("publish", str(tiny_file), "-u", localnet.url, "-k", key)
+    assert code == 0, err
+    model = published["model"]
+    held = balance(localnet.url, payer.pubkey())
+    liar = FaultProxy(localnet.url).start()
+    liar.lie_about_prices(LIE)
+    try:
+        via = ("-u", liar.url, "-k", key, "--with-compute-unit-price", "auto", "--yes")
+        for command in (("seal", model), ("close", model)):
+            done = run_plain(*command, *via)
+            assert done.returncode == 1, (command, done.stderr)
+            assert one_line(done.stderr).startswith(
+                f"error: {liar.url} reports recent prices of {LIE:,} micro-lamports a compute "
+                "unit (the 75th percentile), above the default cap"
+            ), (command, done.stderr)
+        assert liar.sent == [] and balance(localnet.url, payer.pubkey()) == held
+        # With a cap, the seal pays it: its fees, shown before sending, at that price.
+        done = run_plain("seal", model, *via, "--max-compute-unit-price", "10")
+        assert done.returncode == 0, done.stderr
+        assert (
+            "  compute-unit price 10 micro-lamports (auto: the 75th percentile of recent "
+            "blocks', at most 10), in the fees above" in done.stdout.splitlines()
+        )
+        shown = next(line for line in done.stdout.splitlines() if line.startswith("sealing "))
+        fee = shown.split("fees ")[1].split(" SOL")[0]
+        assert held - balance(localnet.url, payer.pubkey()) == int(fee.replace(".", ""))
+        # And a run on chain of the sealed model stops before opening anything.
+        sent = len(liar.sent)
+        done = run_plain("run", model, "--on-chain", *via)
+        assert done.returncode == 1 and one_line(done.stderr).startswith(
+            f"error: {liar.url} reports recent prices of {LIE:,} micro-lamports"
+        ), done.stderr
+        assert len(liar.sent) == sent > 0
     finally:
         liar.stop()
 
