@@ -349,6 +349,14 @@ def stories260k(stories260k_bytes: bytes, tok512_bytes: bytes) -> Artifact:
 
 
 @pytest.fixture(scope="session")
+def stories260k_file(tmp_path_factory, stories260k: Artifact) -> Path:
+    """stories260K's artifact as a file (for the CLI: read, never written to)."""
+    path = tmp_path_factory.mktemp("stories260k") / "stories260K.curta"
+    path.write_bytes(stories260k.data)
+    return path
+
+
+@pytest.fixture(scope="session")
 def stories15m_checkpoint() -> bytes:
     return llama2c_checkpoint_bytes(STORIES15M, seed=15)
 

@@ -280,12 +280,14 @@ async def test_a_seal_finished_by_another_after_it_read_the_chain_ends_sealed(no
     assert result.running_hash == tiny.weights_hash()
 
 
-@pytest.mark.asyncio
-async def test_a_seal_overtaken_past_its_round_s_sections_goes_on_from_the_chain(node):
-    # A killed run's steps can land after the rerun read the model and carry the cursor
-    # past both sections the rerun's round names: its steps are refused as naming the wrong
-    # weight account (WrongWeightAccount, a fee each), and it cranks on from the chain.
-    sections = [bytes(70_000), bytes(10), bytes(10)]  # zeros, as new accounts hold: 2 + 1 + 1
+async def sealing_three_sections(node):
+    """A model of three zero sections (2 + 1 + 1 chunks), bound and sealing, not yet stepped.
+
+    Returns its payer's context and the sender that set it up, the model's keypair, the
+    weight accounts, the hash steps and a second sender of the same authority (another
+    process cranking the seal).
+    """
+    sections = [bytes(70_000), bytes(10), bytes(10)]  # zeros, as new accounts hold
     steps = list(hash_steps(sections))
     ctx = node.context(node.fund())
     txs, client = ctx.transactions, ctx.client
@@ -302,7 +304,16 @@ async def test_a_seal_overtaken_past_its_round_s_sections_goes_on_from_the_chain
     await sender.send(specs[:1])
     await sender.send([*specs[1:], txs.begin_sealing(model.pubkey())])
     keys = [w.pubkey() for w in weights]
-    other = node.context(ctx.authority).sender_for("")
+    return ctx, sender, model, keys, steps, node.context(ctx.authority).sender_for("")
+
+
+@pytest.mark.asyncio
+async def test_a_seal_overtaken_past_its_round_s_sections_goes_on_from_the_chain(node):
+    # A killed run's steps can land after the rerun read the model and carry the cursor
+    # past both sections the rerun's round names: its steps are refused as naming the wrong
+    # weight account (WrongWeightAccount, a fee each), and it cranks on from the chain.
+    ctx, _sender, model, keys, steps, other = await sealing_three_sections(node)
+    txs, _client = ctx.transactions, ctx.client
 
     async def meanwhile() -> None:
         # Three steps: the cursor leaves sections 0 and 1 for section 2.
@@ -319,24 +330,8 @@ async def test_the_steps_an_overtaken_round_landed_are_counted_from_the_chain(no
     # One step of another's lands first: of the rerun's round of three (section 0's second
     # chunk, section 1's, one more), two land and the third is refused (the cursor left both
     # sections). The refusal ends the round, yet the two landed: the chain lists them.
-    sections = [bytes(70_000), bytes(10), bytes(10)]  # 2 + 1 + 1 chunks
-    steps = list(hash_steps(sections))
-    ctx = node.context(node.fund())
+    ctx, sender, model, keys, _steps, other = await sealing_three_sections(node)
     txs, client = ctx.transactions, ctx.client
-    model, weights = Keypair(), [Keypair() for _ in sections]
-    lengths = [len(s) for s in sections]
-    size = program.MODEL_ACCOUNT_SIZE
-    funding = NewAccount(model.pubkey(), size, await client.rent_exempt_minimum(size))
-    specs = [txs.create_model(model, steps[-1].running, lengths, funding)]
-    for i, (weight, length) in enumerate(zip(weights, lengths, strict=True)):
-        size = WEIGHT_HEADER_SIZE + length
-        funding = NewAccount(weight.pubkey(), size, await client.rent_exempt_minimum(size))
-        specs.append(txs.bind(model.pubkey(), weight, i, funding))
-    sender = ctx.sender_for("")
-    await sender.send(specs[:1])
-    await sender.send([*specs[1:], txs.begin_sealing(model.pubkey())])
-    keys = [w.pubkey() for w in weights]
-    other = node.context(ctx.authority).sender_for("")
 
     async def meanwhile() -> None:
         await other.send([txs.seal_step(model.pubkey(), keys[:2], 99)])

@@ -51,7 +51,6 @@ from fault_proxy import (
 )
 from solders.keypair import Keypair
 
-from curta_chain.artifact import Artifact
 from curta_chain.chain.sender import WINDOW
 from curta_chain.constants import HASH_CHUNK_SIZE, LAMPORTS_PER_SOL
 from curta_chain.localnet import BusyOptions, start_in_thread
@@ -148,7 +147,7 @@ def fund_payer(url: str, folder: Path) -> Path:
 
 
 def four_commands(
-    node: str, proxy: FaultProxy, folder: Path, artifact_file: Path, plan: bool = False
+    node: str, proxy: FaultProxy, folder: Path, stories260k_file: Path, plan: bool = False
 ) -> Chain:
     """Deploy, publish, seal and run through ``proxy``; what the node at ``node`` then holds."""
     via = ("-u", proxy.url, "-k", str(fund_payer(node, folder)), "-C", str(folder / "config.yml"))
@@ -157,7 +156,7 @@ def four_commands(
     shown: dict[str, dict[str, Any]] = {}
     arguments = {
         "deploy": ("deploy",),
-        "publish": ("publish", str(artifact_file)),
+        "publish": ("publish", str(stories260k_file)),
         "seal": ("seal",),
         "run": ("run", "--on-chain", *RUN),
     }
@@ -210,28 +209,21 @@ def four_commands(
 
 
 @pytest.fixture(scope="module")
-def artifact_file(tmp_path_factory, stories260k: Artifact) -> Path:
-    path = tmp_path_factory.mktemp("rows") / "stories260K.curta"
-    path.write_bytes(stories260k.data)
-    return path
-
-
-@pytest.fixture(scope="module")
-def offchain_tokens(artifact_file: Path) -> list[int]:
+def offchain_tokens(stories260k_file: Path) -> list[int]:
     """What the integer core says off chain, with the same prompt, seed and settings."""
-    code, shown, err = run_cli("run", str(artifact_file), *RUN)
+    code, shown, err = run_cli("run", str(stories260k_file), *RUN)
     assert code == 0, err
     return list(shown["generated_ids"])
 
 
 @pytest.fixture(scope="module")
-def clean(tmp_path_factory, artifact_file: Path, offchain_tokens: list[int]) -> Iterator[Chain]:
+def clean(tmp_path_factory, stories260k_file: Path, offchain_tokens: list[int]) -> Iterator[Chain]:
     """The reference: the four commands on the busy localnet with no loss and no limits."""
     node = start_in_thread(busy=BLOCKS, slot_duration=SLOT_SECONDS, genesis_seed=GENESIS_SEED)
     proxy = FaultProxy(node.url).start()
     try:
         chain = four_commands(
-            node.url, proxy, tmp_path_factory.mktemp("clean"), artifact_file, plan=True
+            node.url, proxy, tmp_path_factory.mktemp("clean"), stories260k_file, plan=True
         )
     finally:
         proxy.stop()
@@ -249,13 +241,13 @@ def clean(tmp_path_factory, artifact_file: Path, offchain_tokens: list[int]) -> 
 
 @pytest.mark.parametrize("name", list(ROWS))
 def test_every_command_on_a_busy_cluster_ends_as_the_clean_run(
-    tmp_path, artifact_file, offchain_tokens, clean, name
+    tmp_path, stories260k_file, offchain_tokens, clean, name
 ):
     row = ROWS[name]
     node = start_in_thread(busy=row.busy, slot_duration=SLOT_SECONDS, genesis_seed=GENESIS_SEED)
     proxy = FaultProxy(node.url, provider=row.provider, seed=SEED).start()
     try:
-        chain = four_commands(node.url, proxy, tmp_path, artifact_file)
+        chain = four_commands(node.url, proxy, tmp_path, stories260k_file)
     finally:
         proxy.stop()
         node.stop()

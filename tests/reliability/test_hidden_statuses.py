@@ -10,23 +10,14 @@ and says what the node reported, what the chain shows and how to check the node.
 import re
 from pathlib import Path
 
-import pytest
 from fault_proxy import FaultProxy, Provider, balance, fund, run_plain
 from solders.keypair import Keypair
 
-from curta_chain.artifact import Artifact
 from curta_chain.constants import LAMPORTS_PER_SOL
 from curta_chain.localnet import LocalnetHandle
 
 DEADLINE = 600.0
 """Seconds each command may take through the hiding node: the acceptance's ten minutes."""
-
-
-@pytest.fixture(scope="module")
-def artifact_file(tmp_path_factory, stories260k: Artifact) -> Path:
-    path = tmp_path_factory.mktemp("hidden") / "stories260K.curta"
-    path.write_bytes(stories260k.data)
-    return path
 
 
 def publish_and_seal(url: str, node: str, keypair: Path, artifact: Path) -> tuple[int, int, str]:
@@ -46,19 +37,19 @@ def publish_and_seal(url: str, node: str, keypair: Path, artifact: Path) -> tupl
 
 
 def test_a_node_hiding_every_status_costs_what_an_honest_one_does_and_is_named(
-    localnet: LocalnetHandle, tmp_path, artifact_file
+    localnet: LocalnetHandle, tmp_path, stories260k_file
 ):
     honest = tmp_path / "honest"
     honest.mkdir()
     clean = fund(localnet.url, Keypair(), 20 * LAMPORTS_PER_SOL, honest)
     clean_publish, clean_seal, _ = publish_and_seal(
-        localnet.url, localnet.url, clean, artifact_file
+        localnet.url, localnet.url, clean, stories260k_file
     )
     proxy = FaultProxy(localnet.url, provider=Provider(hide_statuses=True)).start()
     try:
         keypair = fund(localnet.url, Keypair(), 20 * LAMPORTS_PER_SOL, tmp_path)
         hidden_publish, hidden_seal, err = publish_and_seal(
-            proxy.url, localnet.url, keypair, artifact_file
+            proxy.url, localnet.url, keypair, stories260k_file
         )
     finally:
         proxy.stop()

@@ -10,13 +10,11 @@ bill a history search per status, forget statuses a run long past sent.
 """
 
 import asyncio
-from pathlib import Path
 
 import pytest
 from fault_proxy import FaultProxy, Provider, fund, rpc, run_plain
 from solders.keypair import Keypair
 
-from curta_chain.artifact import Artifact
 from curta_chain.chain.rpc import RpcClient
 from curta_chain.chain.signature_statuses import wait_for_signature
 from curta_chain.chain.transport import HttpTransport
@@ -29,23 +27,16 @@ PUBLISH_DEADLINE = 120.0
 """Seconds a publish of stories260K may take through the limited provider (clean: ~3 s)."""
 
 
-@pytest.fixture(scope="module")
-def artifact_file(tmp_path_factory, stories260k: Artifact) -> Path:
-    path = tmp_path_factory.mktemp("provider") / "stories260K.curta"
-    path.write_bytes(stories260k.data)
-    return path
-
-
 @pytest.mark.parametrize("refusal", ["per-call", "error", "413"])
 def test_publish_halves_every_form_of_batch_refusal_and_finishes(
-    localnet: LocalnetHandle, tmp_path, artifact_file, refusal
+    localnet: LocalnetHandle, tmp_path, stories260k_file, refusal
 ):
     proxy = FaultProxy(localnet.url, provider=Provider(max_batch=MAX_BATCH, batch_refusal=refusal))
     proxy.start()
     try:
         keypair = fund(localnet.url, Keypair(), 20 * LAMPORTS_PER_SOL, tmp_path)
         via = ("-u", proxy.url, "-k", str(keypair))
-        done = run_plain("publish", str(artifact_file), *via, timeout=PUBLISH_DEADLINE)
+        done = run_plain("publish", str(stories260k_file), *via, timeout=PUBLISH_DEADLINE)
     finally:
         proxy.stop()
     assert done.returncode == 0, done.stderr

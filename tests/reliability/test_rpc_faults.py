@@ -33,7 +33,6 @@ from fault_proxy import (
 )
 from solders.keypair import Keypair
 
-from curta_chain.artifact import Artifact
 from curta_chain.artifact.layout import ModelConfig
 from curta_chain.artifact.synthetic import synthetic_artifact
 from curta_chain.constants import LAMPORTS_PER_SOL
@@ -94,19 +93,12 @@ def settle(url: str, model: str) -> Outcome:
 
 
 @pytest.fixture(scope="module")
-def artifact_file(tmp_path_factory, stories260k: Artifact) -> Path:
-    path = tmp_path_factory.mktemp("faults") / "stories260K.curta"
-    path.write_bytes(stories260k.data)
-    return path
-
-
-@pytest.fixture(scope="module")
-def clean(tmp_path_factory, artifact_file: Path) -> Iterator[Outcome]:
+def clean(tmp_path_factory, stories260k_file: Path) -> Iterator[Outcome]:
     """The reference: a publish and seal with no proxy and no faults."""
     node = start_in_thread(genesis_seed=GENESIS_SEED)
     try:
         via = ("-u", node.url, "-k", str(fund_payer(node.url, tmp_path_factory.mktemp("clean"))))
-        code, published, err = run_cli("publish", str(artifact_file), *via)
+        code, published, err = run_cli("publish", str(stories260k_file), *via)
         assert code == 0, err
         code, sealed, err = run_cli("seal", published["model"], *via)
         assert code == 0 and sealed["state"] == "sealed", err
@@ -115,13 +107,15 @@ def clean(tmp_path_factory, artifact_file: Path) -> Iterator[Outcome]:
         node.stop()
 
 
-def publish_seal_verify(proxy: FaultProxy, keypair: Path, artifact_file: Path) -> str:
+def publish_seal_verify(proxy: FaultProxy, keypair: Path, stories260k_file: Path) -> str:
     via = ("-u", proxy.url, "-k", str(keypair))
-    code, published, err = run_cli("publish", str(artifact_file), *via)
+    code, published, err = run_cli("publish", str(stories260k_file), *via)
     assert code == 0, err
-    code, sealed, err = run_cli("seal", published["model"], str(artifact_file), *via)
+    code, sealed, err = run_cli("seal", published["model"], str(stories260k_file), *via)
     assert code == 0 and sealed["state"] == "sealed", err
-    code, report, err = run_cli("verify", published["model"], str(artifact_file), "-u", proxy.url)
+    code, report, err = run_cli(
+        "verify", published["model"], str(stories260k_file), "-u", proxy.url
+    )
     assert code == 0 and report["ok"], err
     return published["model"]
 
@@ -146,11 +140,11 @@ FAULT_MIXES = {
 
 @pytest.mark.parametrize("name", list(FAULT_MIXES))
 def test_publish_and_seal_through_faults_end_as_a_clean_run(
-    localnet, tmp_path, artifact_file, clean, name
+    localnet, tmp_path, stories260k_file, clean, name
 ):
     proxy = FaultProxy(localnet.url, FAULT_MIXES[name], seed=SEED).start()
     try:
-        model = publish_seal_verify(proxy, fund_payer(localnet.url, tmp_path), artifact_file)
+        model = publish_seal_verify(proxy, fund_payer(localnet.url, tmp_path), stories260k_file)
     finally:
         proxy.stop()
     assert sum(proxy.injected.values()) > 0
@@ -213,24 +207,24 @@ OUTAGES = [
 
 @pytest.mark.parametrize("outage", OUTAGES, ids=[o.name.split(": ")[1] for o in OUTAGES])
 def test_node_down_for_good_gives_up_with_a_resumable_line_and_the_rerun_completes(
-    localnet, tmp_path, artifact_file, clean, outage
+    localnet, tmp_path, stories260k_file, clean, outage
 ):
     proxy = FaultProxy(localnet.url, serialize=True).start()
     try:
         keypair = fund_payer(localnet.url, tmp_path)
         via = ("-u", proxy.url, "-k", str(keypair))
         if outage.command == "seal":
-            code, _, err = run_cli("publish", str(artifact_file), *via)
+            code, _, err = run_cli("publish", str(stories260k_file), *via)
             assert code == 0, err
         proxy.trigger(outage.when, lambda: setattr(proxy, "down", True), outage.stage)
-        target = str(artifact_file) if outage.command == "publish" else clean.model
+        target = str(stories260k_file) if outage.command == "publish" else clean.model
         code, _, err = run_cli(outage.command, target, *via, "--rpc-timeout", "1")
         assert proxy.down, "the outage never happened"
         assert code == 1
         assert len(err.strip().splitlines()) == 1 and err.startswith("error: ")
         assert "Traceback" not in err
         if outage.command == "publish":
-            rerun = f"curta-chain publish {artifact_file} -u {proxy.url} -k {keypair}"
+            rerun = f"curta-chain publish {stories260k_file} -u {proxy.url} -k {keypair}"
         else:
             rerun = f"curta-chain seal {clean.model} -u {proxy.url} -k {keypair}"
         assert f"rerun `{rerun}` to resume" in err  # the command, pasted as is
@@ -238,7 +232,7 @@ def test_node_down_for_good_gives_up_with_a_resumable_line_and_the_rerun_complet
         assert counted is None or int(counted[1]) > 0, err
 
         proxy.down = False
-        model = publish_seal_verify(proxy, keypair, artifact_file)
+        model = publish_seal_verify(proxy, keypair, stories260k_file)
     finally:
         proxy.stop()
     outcome = settle(localnet.url, model)
@@ -252,14 +246,14 @@ def test_node_down_for_good_gives_up_with_a_resumable_line_and_the_rerun_complet
 
 
 def test_a_node_that_accepts_and_never_answers_is_given_up_on_after_the_rpc_timeout(
-    localnet, tmp_path, artifact_file
+    localnet, tmp_path, stories260k_file
 ):
     proxy = FaultProxy(localnet.url, down=True).start()
     try:
         keypair = fund_payer(localnet.url, tmp_path)
         code, _, err = run_cli(
             "publish",
-            str(artifact_file),
+            str(stories260k_file),
             "-u",
             proxy.url,
             "-k",
