@@ -23,7 +23,7 @@ it the real CLI, each command its own process, runs what a user runs with storie
 | clean | the ``clean`` fixture (the reference) | ``BusyOptions(blocks=True)`` |
 | 10% of accepted transactions lost | ``10% lost`` | the localnet's ``--drop-rate 0.1`` |
 | 30% lost (and the row of the wrapper that resends: the client now resends itself) | ``30% lost`` | ``--drop-rate 0.3`` |
-| batches over 32 refused (an error object, and HTTP 413) | ``batches refused: HTTP 413 over 32, an error object over 16`` | ``Provider(max_batch=32, batch_refusal="413")`` in front of the localnet's ``--max-batch 16`` |
+| batches over 16 refused (an error object, and HTTP 413) | ``batches refused: HTTP 413 over 16, an error object over 8`` | ``Provider(max_batch=16, batch_refusal="413")`` in front of the localnet's ``--max-batch 8`` |
 | 100 calls/s (each call of a batch counted), 429 past it | ``100 calls a second`` | the localnet's ``--rps 100`` |
 | node answers 1-2 s behind | ``node 1-2 s behind`` | ``Provider(lag_seconds=1, lag_spread=1)`` |
 | statuses reach confirmed after 2-5 s | ``confirmed after 2-5 s`` | ``Provider(confirm_seconds=2, confirm_spread=3)`` |
@@ -115,9 +115,9 @@ ROWS = {
     "30% lost": Row(replace(BLOCKS, drop_rate=0.3), Provider(), _lost),
     # Both answers in one run (stories260K's 93 v1 writes go as one batch): the provider's
     # 413 halves it to 46 and 23, and the node's error object for more than 16 again.
-    "batches refused: HTTP 413 over 32, an error object over 16": Row(
-        replace(BLOCKS, max_batch=16),
-        Provider(max_batch=32, batch_refusal="413"),
+    "batches refused: HTTP 413 over 16, an error object over 8": Row(
+        replace(BLOCKS, max_batch=8),
+        Provider(max_batch=16, batch_refusal="413"),
         lambda p: p.injected["batch refused"] > 0 and p.node_refused["batch refused"] > 0,
     ),
     "100 calls a second": Row(

@@ -1,9 +1,9 @@
 """What a provider does that the localnet does not: refuse an oversized batch call by call,
 bill a history search per status, forget statuses a run long past sent.
 
-- ``publish`` of stories260K through a provider that takes batches of 32 finishes,
-  whichever way it refuses a larger batch (its 93 v1 writes go as one: HTTP 413, an error
-  object for the batch, or a list of one alike error per call): each halves the batch.
+- ``publish`` of stories260K through a provider that takes batches of 16 finishes,
+  whichever way it refuses a larger batch (the sender's first burst is 32 sends: HTTP 413,
+  an error object for the batch, or a list of one alike error per call): each halves it.
 - The publish path polls the status cache: no getSignatureStatuses of its asks
   ``searchTransactionHistory``; a signature the cache no longer holds (a rerun's) is still
   found, by one history search.
@@ -16,13 +16,14 @@ from fault_proxy import FaultProxy, Provider, fund, rpc, run_plain
 from solders.keypair import Keypair
 
 from curta_chain.chain.rpc import RpcClient
+from curta_chain.chain.sender import FIRST_BURST
 from curta_chain.chain.signature_statuses import wait_for_signature
 from curta_chain.chain.transport import HttpTransport
 from curta_chain.constants import LAMPORTS_PER_SOL
 from curta_chain.localnet import LocalnetHandle
 
-MAX_BATCH = 32
-"""The provider's cap: under stories260K's 93 v1 writes, which the sender batches whole."""
+MAX_BATCH = FIRST_BURST // 2
+"""The provider's cap: under the sender's first burst of sends, which goes as one batch."""
 PUBLISH_DEADLINE = 120.0
 """Seconds a publish of stories260K may take through the limited provider (clean: ~3 s)."""
 
