@@ -242,6 +242,7 @@ def ts_module() -> str:
         "export const MODEL_MATRIX_NAMES = [",
         *(f'  "{name}",' for _, name in layout.MODEL_MATRICES),
         "] as const;",
+        *(f"export const MAT_{ident} = {i};" for i, (ident, _) in enumerate(layout.MODEL_MATRICES)),
         "",
         "/** A layer's matrices, in the matrix table's order within a layer. */",
         "export const LAYER_MATRIX_NAMES = [",

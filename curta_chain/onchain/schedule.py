@@ -19,6 +19,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from curta_chain.artifact.layout import MATRICES_PER_LAYER, MODEL_MATRICES
 from curta_chain.onchain.cost_formula import Const, Expr, Formula, Num, Param
 from curta_chain.onchain.run_account import HIST_HIGH, HIST_LOW
 
@@ -310,7 +311,7 @@ class LayerPhase(enum.IntEnum):
     DOWN = 8
 
 
-MAT_EMBEDDING, MAT_CLASSIFIER = 0, 1
+MAT_EMBEDDING, MAT_CLASSIFIER = range(len(MODEL_MATRICES))  # the layout's order
 """The matrix table's first two entries; the layers' matrices follow (``layer_matrix``)."""
 MAT_QUERY, MAT_OUTPUT, MAT_GATE, MAT_DOWN = 0, 3, 4, 5
 """Kinds of a layer's matrices (``enum LayerMatrix``: key 1, value 2 and up 6 follow the
@@ -427,9 +428,6 @@ class Phase:
         return layer_matrix(self.layer, kind)
 
 
-MATRICES_PER_LAYER = 7
-
-
 def layer_matrix(layer: int, kind: int) -> int:
     """A layer's matrix index: 0 embedding, 1 classifier, then 7 per layer (``MAT_*``)."""
-    return 2 + MATRICES_PER_LAYER * layer + kind
+    return len(MODEL_MATRICES) + MATRICES_PER_LAYER * layer + kind

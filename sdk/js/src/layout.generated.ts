@@ -85,6 +85,8 @@ export const MODEL_MATRIX_NAMES = [
   "token embedding",
   "classifier",
 ] as const;
+export const MAT_EMBEDDING = 0;
+export const MAT_CLASSIFIER = 1;
 
 /** A layer's matrices, in the matrix table's order within a layer. */
 export const LAYER_MATRIX_NAMES = [

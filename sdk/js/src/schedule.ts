@@ -148,10 +148,6 @@ export const TokenizePhase = {
   PAIRS: 1,
   MERGE: 2,
 } as const;
-/** The matrix table's first two entries; each layer's seven follow. */
-export const MAT_EMBEDDING = 0;
-export const MAT_CLASSIFIER = 1;
-export const MATRICES_PER_LAYER = 7;
 /** The kernel's column rounds: 96 columns, then 8 (a batch's plan groups by 8). */
 export const KERNEL_WIDE = 96;
 export const KERNEL_STEP = 8;

@@ -16,13 +16,13 @@
 
 import type { Artifact } from "./decode.js";
 import { planBatch, promptActivations, type Activations, type BatchPlan } from "./batch.js";
-import { headSize, kvDim, ROW_PREFIX } from "./layout.js";
+import { headSize, kvDim, MAT_CLASSIFIER, MAT_EMBEDDING, MATRICES_PER_LAYER, ROW_PREFIX } from "./layout.js";
 import { BOS, EOS, type RowsInput, type Tokenizer } from "./inference.js";
 import { batchLanes, workEntries } from "./runlayout.js";
 import {
   BATCH_FIXED_COST, BATCH_ROW_COST, BATCH_SLICE_COST, CHAR_COST, COST_ATTENTION, COST_BUCKETS, COST_CHOOSE, COST_ID,
-  COST_PASS, COST_WEIGHT, EMBED_COST, FINISH_COST, HEAD_COST, LAYER_PHASES, LayerPhase, LOOKUP_COST, MAT_CLASSIFIER,
-  MAT_EMBEDDING, MATRICES_PER_LAYER, MERGE_SCAN_COST, MERGE_SHIFT_COST, NORM_COST, PAIR_COST, PHASES_PER_LAYER,
+  COST_PASS, COST_WEIGHT, EMBED_COST, FINISH_COST, HEAD_COST, LAYER_PHASES, LayerPhase, LOOKUP_COST,
+  MERGE_SCAN_COST, MERGE_SHIFT_COST, NORM_COST, PAIR_COST, PHASES_PER_LAYER,
   ROPE_COST, ROW_COST, ROWS_FIXED_COST, STEP_BUDGET, SWIGLU_COST, TokenizePhase, TokenPhase,
 } from "./schedule.js";
 
