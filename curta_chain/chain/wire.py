@@ -75,11 +75,15 @@ class Wire:
         """
         done = [b for b in self.batches if b.task.done()]
         self.batches = [b for b in self.batches if not b.task.done()]
+        failures = []
         for batch in done:
             for flight, signature in zip(batch.group, batch.signatures, strict=True):
                 if flight.signature == signature:
                     flight.pending = False
-            batch.task.result()  # a failure is the send's
+            if (failure := batch.task.exception()) is not None:
+                failures.append(failure)  # each one taken: none is logged when collected
+        if failures:
+            raise failures[0]  # a failure is the send's
         return done
 
     async def settle(self, timeout: float) -> None:
@@ -89,7 +93,11 @@ class Wire:
             await asyncio.wait(tasks, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
 
     def cancel(self) -> None:
-        """Stop waiting for what is on the wire (the send ended)."""
+        """Stop waiting for what is on the wire (the send ended).
+
+        A batch that failed meanwhile is not logged later: cancelling a done task marks its
+        exception as seen.
+        """
         for batch in self.batches:
             batch.task.cancel()
         self.batches = []
