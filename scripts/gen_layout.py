@@ -56,8 +56,8 @@ CHAIN_LIMITS = {
     "HASH_CHUNK_SIZE": "The weights hash chains SHA-256 over chunks of at most this many bytes.",
 }
 """``curta_chain.constants`` that bound the format, each with its comment: the C has them
-all (as u64), the SDK's decoder and hash those of ``SDK_LIMITS``."""
-SDK_LIMITS = ("MAX_SECTION_SIZE", "MAX_SECTIONS", "HASH_CHUNK_SIZE")
+all (as u64), the SDK's decoder, hash and chain reader those of ``SDK_LIMITS``."""
+SDK_LIMITS = ("WEIGHT_HEADER_SIZE", "MAX_SECTION_SIZE", "MAX_SECTIONS", "HASH_CHUNK_SIZE")
 C_TYPES = {"I": "uint32_t", "Q": "uint64_t"}
 
 

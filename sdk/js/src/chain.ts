@@ -12,7 +12,7 @@ import { getBase64Encoder, type Address, type Rpc, type SolanaRpcApi } from "@so
 import { address as toAddress, createSolanaRpc, getAddressDecoder, getAddressEncoder, getProgramDerivedAddress } from "@solana/kit";
 import { ArtifactError, decodeArtifact, type Artifact } from "./decode.js";
 import { toHex } from "./format.js";
-import { CONFIG_FIELDS, MAX_SECTION_SIZE } from "./layout.js";
+import { CONFIG_FIELDS, MAX_SECTION_SIZE, WEIGHT_HEADER_SIZE } from "./layout.js";
 import { hashSection, sha256 } from "./hash.js";
 import {
   getModelDecoder, getRunDecoder, getWeightAccountDecoder, ModelState, PromptKind, WEIGHT_ACCOUNT_DISCRIMINATOR,
@@ -20,7 +20,6 @@ import {
 } from "./generated/index.js";
 import { SHIPPED_BUILDS } from "./generated/shipped.js";
 
-export const WEIGHT_HEADER_SIZE = 2048;
 export const MODEL_ACCOUNT_SIZE = 856;
 export const ACCOUNT_SLICE = 1 << 20;
 const LOADER_V2 = "BPFLoader2111111111111111111111111111111111";

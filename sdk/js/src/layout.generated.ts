@@ -37,6 +37,8 @@ export const SECTION_TABLE_OFFSET = 128;
 export const MATRIX_TABLE_OFFSET = 512;
 export const MAX_HEAD_SIZE = 64;
 export const MATRICES_PER_LAYER = 7;
+/** A weight account's header, before its section's bytes. */
+export const WEIGHT_HEADER_SIZE = 2048;
 /** Solana's largest account less the weight account's header. */
 export const MAX_SECTION_SIZE = 10483712;
 /** The most sections a model has. */
