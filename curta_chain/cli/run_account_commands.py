@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from curta_chain.cli.cluster_runner import (
     add_price_option,
     budget_for,
+    describe_price,
     run_on_cluster,
     with_price,
 )
@@ -135,8 +136,13 @@ def _close_run(args: argparse.Namespace) -> int:
         from curta_chain.onchain.runs import close_run, close_run_cost
 
         chain = await target.follow_owner(chain, address)
-        ctx = await with_price(_context(args, target, chain, hint), [address])
+        ctx = _context(args, target, chain, hint)
+        auto = ctx.budget.auto_price
+        ctx = await with_price(ctx, [address])
         run, fee = await close_run_cost(ctx, address)
+        if (price_line := describe_price(ctx.budget, auto)) is not None:
+            reporter.line(f"closing run {address}: fees {sol(fee)}")
+            reporter.line(price_line)
         # The rent comes back in the closing transaction, but its fee is charged first.
         await require_funds(ctx.client, ctx.payer.pubkey(), fee, "closing the run needs")
         confirm_spend(

@@ -166,6 +166,16 @@ def test_seal_close_and_run_read_an_auto_price_under_the_cap_too(
             f"error: {liar.url} reports recent prices of {LIE:,} micro-lamports"
         ), done.stderr
         assert len(liar.sent) == sent > 0
+        # Under a cap, the run pays it, and closing the run says its price.
+        capped = (*via, "--max-compute-unit-price", "10")
+        code, ran, err = run_cli("run", model, "--on-chain", "-n", "3", *capped)
+        assert code == 0, err
+        done = run_plain("close-run", ran["run"], *capped)
+        assert done.returncode == 0, done.stderr
+        assert (
+            "  compute-unit price 10 micro-lamports (auto: the 75th percentile of recent "
+            "blocks', at most 10), in the fees above" in done.stdout.splitlines()
+        )
     finally:
         liar.stop()
 
