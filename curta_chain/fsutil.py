@@ -2,6 +2,7 @@
 
 import contextlib
 import os
+import sys
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
@@ -49,3 +50,21 @@ def atomic_write(
         if isinstance(exc, OSError):
             raise InputError(f"{target}: cannot write: {exc.strerror}") from exc
         raise
+
+
+def refresh_generated(path: Path, text: str, check: bool, stale: str) -> bool:
+    """Write a generated file's ``text`` to ``path`` if it differs; with ``check``, only compare.
+
+    Returns whether ``path`` was current. A stale file under ``check`` is named on stderr as
+    ``"{path}: {stale}"`` (what is stale and how to regenerate it); a rewritten one as
+    ``wrote {path}`` on stdout.
+    """
+    current = path.read_text() if path.exists() else None
+    if current == text:
+        return True
+    if check:
+        print(f"{path}: {stale}", file=sys.stderr)
+    else:
+        atomic_write(path, text.encode())
+        print(f"wrote {path}")
+    return False

@@ -17,7 +17,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from curta_chain.fsutil import atomic_write
+from curta_chain.fsutil import refresh_generated
 from curta_chain.onchain.schedule import KERNEL_CHUNK_ROUNDS, KERNEL_WIDE
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -112,18 +112,10 @@ def main(argv: list[str] | None = None) -> int:
         "--header", type=Path, default=ROOT / HEADER_PATH, help=f"the header ({HEADER_PATH})"
     )
     args = parser.parse_args(argv)
-    path: Path = args.header
-    text = c_header()
-    current = path.read_text() if path.exists() else None
-    if args.check:
-        if current != text:
-            print(f"{path}: stale, not the generator's: run scripts/gen_kernel.py", file=sys.stderr)
-            return 1
-        return 0
-    if current != text:
-        atomic_write(path, text.encode())
-        print(f"wrote {path}")
-    return 0
+    current = refresh_generated(
+        args.header, c_header(), args.check, "stale, not the generator's: run scripts/gen_kernel.py"
+    )
+    return 0 if current or not args.check else 1
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from curta_chain import constants
 from curta_chain.artifact import layout
-from curta_chain.fsutil import atomic_write
+from curta_chain.fsutil import refresh_generated
 
 ROOT = Path(__file__).resolve().parent.parent
 HEADER_PATH = "programs/curta/layout.h"
@@ -270,18 +270,12 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     texts = outputs()
-    stale = 0
-    for path, text in ((args.header, texts[HEADER_PATH]), (args.module, texts[MODULE_PATH])):
-        current = path.read_text() if path.exists() else None
-        if current == text:
-            continue
-        if args.check:
-            print(f"{path}: stale, not layout.py's: run scripts/gen_layout.py", file=sys.stderr)
-            stale = 1
-        else:
-            atomic_write(path, text.encode())
-            print(f"wrote {path}")
-    return stale
+    stale = "stale, not layout.py's: run scripts/gen_layout.py"
+    current = [
+        refresh_generated(path, text, args.check, stale)
+        for path, text in ((args.header, texts[HEADER_PATH]), (args.module, texts[MODULE_PATH]))
+    ]
+    return 0 if all(current) or not args.check else 1
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from curta_chain.fsutil import atomic_write
+from curta_chain.fsutil import refresh_generated
 from curta_chain.onchain.schedule import (
     COSTS,
     FORMULAS,
@@ -119,21 +119,9 @@ def main(argv: list[str] | None = None) -> int:
         help=f"the header (default {HEADER_PATH})",
     )
     args = parser.parse_args(argv)
-    path: Path = args.header
-    text = c_header()
-    current = path.read_text() if path.exists() else None
-    if args.check:
-        if current != text:
-            print(
-                f"{path}: stale, not the table's header: run scripts/gen_schedule.py",
-                file=sys.stderr,
-            )
-            return 1
-        return 0
-    if current != text:
-        atomic_write(path, text.encode())
-        print(f"wrote {path}")
-    return 0
+    stale = "stale, not the table's header: run scripts/gen_schedule.py"
+    current = refresh_generated(args.header, c_header(), args.check, stale)
+    return 0 if current or not args.check else 1
 
 
 if __name__ == "__main__":

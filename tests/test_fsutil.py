@@ -1,7 +1,7 @@
 import pytest
 
 from curta_chain.errors import InputError
-from curta_chain.fsutil import atomic_write
+from curta_chain.fsutil import atomic_write, refresh_generated
 
 
 def test_atomic_write_replaces_whole_file(tmp_path):
@@ -43,3 +43,15 @@ def test_a_secret_is_never_readable_by_others_not_even_while_it_is_written(tmp_p
     atomic_write(target, chunks(), mode=0o600)
     assert seen == [0o600]
     assert target.stat().st_mode & 0o777 == 0o600
+
+
+def test_a_generated_file_is_compared_named_when_stale_and_rewritten(tmp_path, capsys):
+    path = tmp_path / "made.h"
+    assert not refresh_generated(path, "new\n", True, "stale: run gen.py")
+    assert not path.exists()  # a check writes nothing
+    assert capsys.readouterr().err == f"{path}: stale: run gen.py\n"
+    assert not refresh_generated(path, "new\n", False, "stale: run gen.py")
+    assert path.read_text() == "new\n" and capsys.readouterr().out == f"wrote {path}\n"
+    assert refresh_generated(path, "new\n", True, "stale: run gen.py")
+    assert refresh_generated(path, "new\n", False, "stale: run gen.py")
+    assert capsys.readouterr() == ("", "")

@@ -16,7 +16,7 @@ import json
 import sys
 from pathlib import Path
 
-from curta_chain.fsutil import atomic_write
+from curta_chain.fsutil import refresh_generated
 from curta_chain.onchain import schedule
 from curta_chain.onchain.cost_formula import Const, Expr, Formula, Num, Param
 
@@ -128,22 +128,11 @@ def main(argv: list[str] | None = None) -> int:
         "--out", type=Path, default=ROOT / OUT_PATH, help=f"the module (default {OUT_PATH})"
     )
     args = parser.parse_args(argv)
-    path: Path = args.out
-    text = ts_module()
-    current = path.read_text() if path.exists() else None
-    if args.check:
-        if current != text:
-            print(
-                f"{path}: stale, not the schedule table's: run sdk/js/scripts/gen_schedule_ts.py",
-                file=sys.stderr,
-            )
-            return 1
-        print(f"{path} matches curta_chain/onchain/schedule.py")
-        return 0
-    if current != text:
-        atomic_write(path, text.encode())
-        print(f"wrote {path}")
-    return 0
+    stale = "stale, not the schedule table's: run sdk/js/scripts/gen_schedule_ts.py"
+    current = refresh_generated(args.out, ts_module(), args.check, stale)
+    if current and args.check:
+        print(f"{args.out} matches curta_chain/onchain/schedule.py")
+    return 0 if current or not args.check else 1
 
 
 if __name__ == "__main__":
