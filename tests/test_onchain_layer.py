@@ -5,25 +5,7 @@ them imports it back. A fresh interpreter imports every module of both and lists
 loaded: nothing of the on-chain run.
 """
 
-import json
-import subprocess
-import sys
-from pathlib import Path
-
-PACKAGE = Path(__file__).resolve().parents[1] / "curta_chain"
-
-
-def loaded_after_importing(modules: list[str]) -> list[str]:
-    script = (
-        "import importlib, json, sys\n"
-        f"for name in {modules!r}:\n"
-        "    importlib.import_module(name)\n"
-        "print(json.dumps(sorted(sys.modules)))\n"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True
-    )
-    return json.loads(out.stdout)
+from test_layers import PACKAGE, loaded_after_importing
 
 
 def test_program_and_chain_load_nothing_of_the_onchain_run():
